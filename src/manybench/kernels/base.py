@@ -1,0 +1,120 @@
+"""What a built-in kernel is: documented parameters, a prepare step and a timed run.
+
+A kernel runs in a slot process in two steps so that nothing but the timed loop sits
+inside the measured window:
+  prepare(ctx, params) -> state   before T0: open files, lay out data, clear leftovers
+  run(state, t0_ns, spin_ns) -> Result   the C call that waits for T0, stamps, loops, stamps
+  cleanup(state)                  after the phase (close fds); optional
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..units import parse_duration, parse_size
+
+# Parameter kinds: how a plan value is checked and turned into the value a kernel receives.
+KINDS = ("size", "duration", "int", "float", "bool", "str", "choice", "dir")
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: str
+    doc: str
+    default: Any = None          # None: optional with no value; REQUIRED: must be given
+    choices: tuple = ()
+    minimum: float | None = None
+
+    def parse(self, value: Any) -> Any:
+        """Canonical value (sizes in bytes, durations in seconds); ValueError says why not."""
+        k = self.kind
+        if k == "size":
+            v = parse_size(value)
+        elif k == "duration":
+            v = parse_duration(value)
+        elif k == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"expected an integer, got {value!r}")
+            v = value
+        elif k == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"expected a number, got {value!r}")
+            v = float(value)
+        elif k == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return value
+        elif k == "choice":
+            if value not in self.choices:
+                raise ValueError(f"expected one of {', '.join(map(str, self.choices))}; got {value!r}")
+            return value
+        elif k in ("str", "dir"):
+            if not isinstance(value, str):
+                raise ValueError(f"expected a string, got {value!r}")
+            return value
+        else:  # pragma: no cover - a kernel author's mistake
+            raise AssertionError(f"unknown parameter kind {k}")
+        if self.minimum is not None and v < self.minimum:
+            raise ValueError(f"must be at least {self.minimum:g}, got {value!r}")
+        return v
+
+    def describe(self) -> str:
+        """Kind, default and choices in one short line (for `manybench kernels`)."""
+        parts = [self.kind]
+        if self.choices:
+            parts.append("|".join(map(str, self.choices)))
+        if self.default is REQUIRED:
+            parts.append("required")
+        elif self.default is not None:
+            parts.append(f"default {self.default!r}")
+        return ", ".join(parts)
+
+
+REQUIRED = object()  # sentinel default: the plan must give this parameter
+
+
+@dataclass
+class SlotContext:
+    """Where and as whom a slot runs one phase; handed to prepare()."""
+    run: str            # run id
+    node: str           # node name
+    slot: int           # slot index on this node (stable over the run)
+    rank: int           # index among the phase's workers, 0..workers-1
+    workers: int        # workers in this phase
+    cpu: int            # cpu the slot is pinned to, -1 when not pinned
+    scratch: str        # this slot's own directory for this task: {dir}/<run>/<slot>
+    shared: str         # the run's directory shared by all slots: {dir}/<run>/shared
+    phase: int = 0
+    rep: int = 0
+    task: str = ""
+    variant: str = ""
+    env: dict = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """What a timed run measured; the slot turns it into a record."""
+    start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
+    end_ns: int = 0       # CLOCK_REALTIME at the last instant
+    elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start
+    armed_ns: int = 0     # CLOCK_REALTIME when the slot began waiting for T0 (early margin)
+    ops: int = 0
+    bytes: int = 0
+    status: str = "ok"    # ok | error | timeout
+    error: str = ""
+    metrics: dict = field(default_factory=dict)
+    hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
+    extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    doc: str
+    params: dict[str, Param]
+    prepare: Callable[[SlotContext, dict], Any]
+    run: Callable[[Any, int, int], Result]
+    cleanup: Callable[[Any], None] | None = None
+    # cross-field checks on one expanded point: (params) -> list of (field, message)
+    check: Callable[[dict], list[tuple[str, str]]] | None = None
+    uses_dir: bool = False   # works under the task's `dir` (io, meta) and needs it to exist

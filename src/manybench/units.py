@@ -1,0 +1,79 @@
+"""Size and duration strings as people write them ("1GiB", "4k", "10s", "250ms")."""
+from __future__ import annotations
+
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)?\s*$", re.IGNORECASE)
+_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_DUR = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_size(value: object) -> int:
+    """Bytes from an int or a size string.
+
+    Bare suffixes are binary as in fio and dd ("4k" = 4096, "1M" = 2**20), "KiB" is binary,
+    "kB"/"MB" with an explicit B and no i are decimal as in SI.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 4k or 1GiB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"size must not be negative, got {value}")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size such as 4k or 1GiB, got {value!r}")
+    m = _SIZE_RE.match(value)
+    if not m:
+        raise ValueError(f"not a size: {value!r} (try 4k, 64KiB, 1MiB, 1GiB)")
+    num, unit, i, b = m.groups()
+    unit = unit.lower()
+    base = 1000 if (b and not i and unit) else 1024
+    result = float(num) * base ** _POW[unit]
+    if result != int(result):
+        raise ValueError(f"size {value!r} is not a whole number of bytes")
+    return int(result)
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number (seconds) or a duration string ("10s", "250ms", "2m")."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 10s or 500ms, got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"duration must not be negative, got {value}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration such as 10s or 500ms, got {value!r}")
+    m = _DUR_RE.match(value)
+    if not m:
+        raise ValueError(f"not a duration: {value!r} (try 10s, 500ms, 2m)")
+    num, unit = m.groups()
+    return float(num) * _DUR[unit.lower() if unit else None]
+
+
+def format_size(n: float) -> str:
+    """Binary units, the way the sizes were most likely written."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f}{unit}" if unit == "B" or n == int(n) else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Bandwidth in MiB/s or GiB/s (as fio and IOR print them)."""
+    mib = bytes_per_s / 2**20
+    return f"{mib / 1024:.2f} GiB/s" if mib >= 10240 else f"{mib:.1f} MiB/s"
+
+
+def format_duration(seconds: float) -> str:
+    """Compact human duration for tables: ns, us, ms, s."""
+    a = abs(seconds)
+    if a < 1e-6:
+        return f"{seconds * 1e9:.0f}ns"
+    if a < 1e-3:
+        return f"{seconds * 1e6:.1f}us"
+    if a < 1:
+        return f"{seconds * 1e3:.2f}ms"
+    return f"{seconds:.3f}s"
