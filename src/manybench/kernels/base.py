@@ -73,6 +73,13 @@ class Param:
 REQUIRED = object()  # sentinel default: the plan must give this parameter
 
 
+class KernelError(Exception):
+    """A failure the user caused or can fix (no O_DIRECT, no space, no permission, ...).
+
+    prepare() raises it with one clear line; the slot records it as the task's error.
+    """
+
+
 @dataclass
 class SlotContext:
     """Where and as whom a slot runs one phase; handed to prepare()."""
@@ -89,6 +96,7 @@ class SlotContext:
     task: str = ""
     variant: str = ""
     env: dict = field(default_factory=dict)
+    spec: Any = None    # the phase's TaskSpec (command tasks read argv, timeout, metrics from it)
 
 
 @dataclass

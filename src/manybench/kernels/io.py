@@ -1,7 +1,15 @@
 """`io.write` / `io.read`: sequential I/O on a per-slot file under the slot's scratch directory."""
 from __future__ import annotations
 
-from .base import Kernel, Param, Result, SlotContext
+import errno
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+from .base import Kernel, KernelError, Param, Result, SlotContext
+from .hist import native, result_from_native, user_message
+
+ALIGN = 4096  # O_DIRECT: offsets, lengths and buffers aligned to any logical block size
 
 _COMMON = {
     "dir": Param("dir", "Directory to work under; each slot uses {dir}/<run>/<slot>/. "
@@ -29,8 +37,142 @@ def _check_read(params: dict) -> list[tuple[str, str]]:
     return []
 
 
-def _not_yet(*a, **k) -> Result:  # replaced by the native kernels work
-    raise NotImplementedError
+@dataclass
+class _State:
+    lib: ModuleType
+    fd: int
+    path: str
+    write: bool
+    block: int
+    size: int               # 0 = no size limit
+    duration: float | None  # stonewall: stop at t0 + duration
+    fsync_end: bool
+    direct: bool
+
+    @property
+    def label(self) -> str:
+        return f"io.{'write' if self.write else 'read'} {self.path}"
+
+
+def _explain(st: _State, err: int, text: str) -> str:
+    if err == errno.EINVAL and st.direct:
+        return (f"{st.label}: {text} (direct = true: the file system refused O_DIRECT "
+                f"with this block ({st.block} bytes) or does not support it; use direct = "
+                "false or another directory)")
+    return user_message(st.label, err, text)
+
+
+def _check_direct(kernel: str, params: dict) -> None:
+    bad = [f"{k} = {params[k]}" for k in ("block", "size")
+           if params.get(k) is not None and params[k] % ALIGN]
+    if params.get("direct") and bad:
+        raise KernelError(f"{kernel}: direct = true needs block and size to be multiples of "
+                          f"{ALIGN} bytes; got {', '.join(bad)}")
+
+
+def _open(path: str, flags: int, direct: bool, kernel: str) -> int:
+    try:
+        return os.open(path, flags | (os.O_DIRECT if direct else 0) | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if direct and e.errno == errno.EINVAL:
+            raise KernelError(f"{kernel} {path}: the file system refuses O_DIRECT (direct = "
+                              "true); use direct = false or a directory on another file "
+                              "system") from None
+        raise KernelError(user_message(f"{kernel} {path}", e.errno or 0,
+                                       f"cannot open: {e.strerror}")) from None
+
+
+def _params(params: dict) -> dict:
+    """The kernel's values with defaults filled in (a caller may leave defaults out)."""
+    out = dict(params)
+    for name, spec in _COMMON.items():
+        if out.get(name) is None and isinstance(spec.default, (str, bool)):
+            out[name] = spec.parse(spec.default)
+    return out
+
+
+def _where(ctx: SlotContext, params: dict, kernel: str) -> str:
+    """The slot's file; makes the slot's directory when missing."""
+    try:
+        os.makedirs(ctx.scratch, exist_ok=True)
+    except OSError as e:
+        raise KernelError(user_message(f"{kernel} {ctx.scratch}", e.errno or 0,
+                                       f"cannot create the directory: {e.strerror}")) from None
+    return os.path.join(ctx.scratch, params["file"])
+
+
+def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> _State:
+    duration = params.get("duration")
+    # A write stops at size or at the stonewall, whichever comes first. A read with a
+    # duration is time-based, as fio's time_based: size is the file's extent and reading
+    # wraps at its end until the stonewall.
+    size = params.get("size") or 0
+    if not write and duration:
+        size = 0
+    return _State(lib=lib, fd=fd, path=path, write=write, block=params["block"],
+                  size=size, duration=duration,
+                  fsync_end=write and (params.get("fsync") or "end") == "end",
+                  direct=bool(params["direct"]))
+
+
+def _prepare_write(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    params = _params(params)
+    _check_direct("io.write", params)
+    path = _where(ctx, params, "io.write")
+    fd = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, params["direct"], "io.write")
+    return _state(params, True, fd, path, lib)
+
+
+def _prepare_read(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    params = _params(params)
+    _check_direct("io.read", params)
+    path = _where(ctx, params, "io.read")
+    size = params.get("size") or 0
+    try:
+        have = os.stat(path).st_size
+    except FileNotFoundError:
+        have = -1
+    if have < size:  # lay out what is missing, never inside the timed window
+        try:
+            lib.layout(path, size, params["block"])
+        except OSError as e:
+            raise KernelError(user_message("io.read", e.errno or 0, e.strerror or str(e))) \
+                from None
+    fd = _open(path, os.O_RDONLY, params["direct"], "io.read")
+    try:
+        if params.get("drop_cache"):  # dirty pages cannot be dropped: write them back first
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        # Sequential access hint (a larger read-ahead window), as fio's default fadvise_hint.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    except OSError as e:
+        os.close(fd)
+        raise KernelError(user_message(f"io.read {path}", e.errno or 0,
+                                       f"fsync/fadvise before the reads: {e.strerror}")) \
+            from None
+    return _state(params, False, fd, path, lib)
+
+
+def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+    deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
+    d = st.lib.run_io(st.fd, st.write, st.block, st.size, deadline, st.fsync_end, st.direct,
+                      t0_ns, spin_ns)
+    res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    if st.fsync_end and d.get("fsync_ns"):
+        res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
+    return res
+
+
+def _cleanup(st: _State) -> None:
+    if st.fd >= 0:
+        fd, st.fd = st.fd, -1
+        try:  # NFS and friends may report deferred write errors only here
+            os.close(fd)
+        except OSError as e:
+            raise KernelError(user_message(st.label, e.errno or 0,
+                                           f"closing the file: {e.strerror}")) from None
 
 
 WRITE = Kernel(
@@ -41,17 +183,24 @@ WRITE = Kernel(
             "fsync": Param("choice", "fsync the file at the end, inside the timed window (as "
                                      "fio's end_fsync), or never.", default="end",
                            choices=("end", "never"))},
-    prepare=_not_yet, run=_not_yet, check=_check_amount, uses_dir=True,
+    prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
 )
 
 READ = Kernel(
     name="io.read",
     doc="Sequential reads of `block` bytes from one file per slot. A missing file is laid out "
         "before T0 (never inside the timed window), as fio does; a file an io.write task of the "
-        "same run left is read as it is. With `duration`, reading wraps around at the end.",
+        "same run left is read as it is (extended first if shorter than `size`). With "
+        "`duration`, reading is time-based and wraps around at the end of the file.",
     params={**_COMMON,
+            "size": Param("size", "Bytes per slot (\"1GiB\"): the file is laid out to this "
+                                  "size when missing or shorter; without `duration` this many "
+                                  "bytes are read."),
+            "duration": Param("duration", "Time-based read: read until T0 + duration (the "
+                                          "same instant for every slot), wrapping at the end "
+                                          "of the file, as fio's time_based."),
             "drop_cache": Param("bool", "Drop the file's cached pages before T0 "
                                         "(posix_fadvise DONTNEED) so reads hit the device.",
                                 default=False)},
-    prepare=_not_yet, run=_not_yet, check=_check_read, uses_dir=True,
+    prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
 )

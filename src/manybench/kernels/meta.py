@@ -4,10 +4,21 @@ Items are named so that a sequence of tasks works on the same set, as mdtest's p
 meta.mkdir makes directories that a later meta.stat or meta.rmdir finds. Each kernel makes
 its precondition true before T0 (clears leftovers for mkdir/create, lays out missing items
 for stat/unlink/rmdir), never inside the timed window.
+
+Names: one directory per slot, <scratch>/meta, holding d{i} (directories: mkdir, rmdir) and
+f{i} (files: create, stat, unlink); with `shared`, one directory for all slots,
+<shared>/meta, holding d.{rank}.{i} and f.{rank}.{i}. Rank r works on i = 0..items(r)-1.
 """
 from __future__ import annotations
 
-from .base import Kernel, Param, Result
+import functools
+import os
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+from .base import Kernel, KernelError, Param, Result, SlotContext
+from .hist import native, result_from_native, user_message
 
 PARAMS = {
     "dir": Param("dir", "Directory to work under (see io.write)."),
@@ -25,8 +36,97 @@ def _check(params: dict) -> list[tuple[str, str]]:
     return []
 
 
-def _not_yet(*a, **k) -> Result:  # replaced by the native kernels work
-    raise NotImplementedError
+KIND = {"mkdir": "d", "rmdir": "d", "create": "f", "stat": "f", "unlink": "f"}
+_CLEARS = ("mkdir", "create")  # need their items absent; the others need them present
+
+
+def items_for(params: dict, rank: int, workers: int) -> int:
+    """Items of rank `rank`: `items`, or its share of `total` (the first ranks get the rest)."""
+    if params.get("items") is not None:
+        return int(params["items"])
+    total = int(params["total"])
+    return total // workers + (1 if rank < total % workers else 0)
+
+
+@dataclass
+class _State:
+    lib: ModuleType
+    op: str
+    dir: str
+    prefix: str
+    count: int
+
+
+def _remove(path: str, kind: str, op: str) -> None:
+    try:
+        (os.rmdir if kind == "d" else os.unlink)(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KernelError(user_message(f"meta.{op}", e.errno or 0,
+                                       f"clearing leftover {path}: {e.strerror}")) from None
+
+
+def _clear_leftovers(ctx: SlotContext, params: dict, op: str, d: str, shared: bool) -> None:
+    """Removes this kind's items of earlier phases that lie outside every current range.
+
+    Unique mode: the slot's own d{i}/f{i} with i >= its count. Shared mode: only rank 0
+    sweeps, removing {kind}.{r}.{i} of ranks r >= workers or i >= items(r); the other ranks
+    touch their own ranges only, so the sweep never races with them. Names that are not
+    exactly ours (e.g. "d007") are left alone: a run deletes only what it created.
+    """
+    kind = KIND[op]
+    num = r"(0|[1-9][0-9]*)"
+    if shared:
+        if ctx.rank != 0:
+            return
+        pat = re.compile(rf"{kind}\.{num}\.{num}")
+    else:
+        pat = re.compile(rf"{kind}{num}")
+    keep = items_for(params, ctx.rank, ctx.workers)
+    try:
+        names = os.listdir(d)
+    except OSError as e:
+        raise KernelError(user_message(f"meta.{op}", e.errno or 0,
+                                       f"cannot list {d}: {e.strerror}")) from None
+    for name in names:
+        m = pat.fullmatch(name)
+        if not m:
+            continue
+        if shared:
+            r, i = int(m.group(1)), int(m.group(2))
+            stale = r >= ctx.workers or i >= items_for(params, r, ctx.workers)
+        else:
+            stale = int(m.group(1)) >= keep
+        if stale:
+            _remove(os.path.join(d, name), kind, op)
+
+
+def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    shared = bool(params.get("shared"))
+    kind = KIND[op]
+    d = os.path.join(ctx.shared if shared else ctx.scratch, "meta")
+    prefix = f"{kind}.{ctx.rank}." if shared else kind
+    count = items_for(params, ctx.rank, ctx.workers)
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        raise KernelError(user_message(f"meta.{op} {d}", e.errno or 0,
+                                       f"cannot create the directory: {e.strerror}")) from None
+    if op in _CLEARS:
+        _clear_leftovers(ctx, params, op, d, shared)
+    try:
+        lib.meta_prepare(op, d, prefix, 0, count)
+    except OSError as e:
+        raise KernelError(user_message(f"meta.{op}", e.errno or 0, e.strerror or str(e))) \
+            from None
+    return _State(lib=lib, op=op, dir=d, prefix=prefix, count=count)
+
+
+def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+    d = st.lib.run_meta(st.op, st.dir, st.prefix, 0, st.count, t0_ns, spin_ns)
+    return result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text))
 
 
 _DOCS = {
@@ -39,6 +139,7 @@ _DOCS = {
 
 KERNELS = [
     Kernel(name=f"meta.{op}", doc=doc + " Ops = items; latency percentiles per operation.",
-           params=PARAMS, prepare=_not_yet, run=_not_yet, check=_check, uses_dir=True)
+           params=PARAMS, prepare=functools.partial(_prepare, op), run=_run, check=_check,
+           uses_dir=True)
     for op, doc in _DOCS.items()
 ]

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, then runs all of it.
+#   system tools from Debian packages (fio, numactl, faketime, ...), the package itself
+#   (its build compiles the C kernels) with its test extras, then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES="fio numactl faketime hyperfine iproute2 procps psmisc"
+missing=""
+for p in $DEBIAN_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+"$PY" -m pip install -q --disable-pip-version-check '.[test]'
+# Run from the tests against the installed package (not src/), as users get it.
+exec "$PY" -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,213 @@
+"""The node agent: owns this node's pool of persistent, pinned slot processes.
+
+Slots are forked once per run and fed phases over pipes. A phase is three steps so the
+coordinator can pick T0 only when every slot is ready: prepare (files laid out, child
+forked), go (T0 sent), collect (results). A slot that dies yields an error result and is
+replaced; one that overruns its timeout is killed and yields a timeout result.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, Pipe, wait
+from typing import Callable
+
+from .kernels import KERNELS, Result, SlotContext
+from .model import Phase
+from .placement import SlotPlace
+from .scratch import Scratch
+
+TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
+
+
+@dataclass
+class SlotHandle:
+    index: int
+    pid: int
+    conn: Connection
+
+
+@dataclass
+class Running:
+    """One slot's part in the phase under way."""
+    place: SlotPlace
+    result: Result | None = None
+    ready: bool = False
+
+
+def _exit_text(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    return f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+class Agent:
+    def __init__(self, node: str, run: str, slots: int, default_dir: str) -> None:
+        self.node = node
+        self.run = run
+        self.default_dir = default_dir
+        self.scratch = Scratch(run, node)
+        self.slots: list[SlotHandle] = []
+        self.nslots = slots
+        self.phase: Phase | None = None
+        self.running: dict[int, Running] = {}
+        self.deadline: float | None = None
+        self.replaced = 0   # slots that died and were replaced in this run
+
+    # -- slot pool -------------------------------------------------------------------
+    def start(self) -> None:
+        self.slots = [self._fork(i) for i in range(self.nslots)]
+        for s in self.slots:
+            s.conn.send(("ping",))
+        for s in self.slots:
+            s.conn.recv()
+
+    def _fork(self, index: int) -> SlotHandle:
+        parent, child = Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:   # the slot: keep only its own pipe end
+            try:
+                parent.close()
+                for s in self.slots:
+                    s.conn.close()
+                from .slot import slot_main
+                slot_main(child)
+            finally:
+                os._exit(1)
+        child.close()
+        return SlotHandle(index, pid, parent)
+
+    def _replace(self, index: int, why: str) -> str:
+        """Reap a dead (or killed) slot, fork a fresh one in its place; returns why it died."""
+        old = self.slots[index]
+        old.conn.close()
+        status = _reap(old.pid, 1.0)
+        if not why:
+            why = "slot died" + (f" ({_exit_text(status)})" if status is not None else "")
+        self.slots[index] = self._fork(index)
+        self.replaced += 1
+        return why
+
+    def _kill(self, index: int) -> None:
+        try:
+            os.kill(self.slots[index].pid, signal.SIGTERM)   # its C handler kills its child first
+        except ProcessLookupError:
+            pass
+
+    # -- one phase -------------------------------------------------------------------
+    def base_dir(self, phase: Phase) -> str:
+        return phase.params.get("dir") or self.default_dir
+
+    def _context(self, phase: Phase, place: SlotPlace, rank: int) -> SlotContext:
+        uses_dir = phase.kernel == "command" or KERNELS[phase.kernel].uses_dir
+        base = self.base_dir(phase)
+        return SlotContext(
+            run=self.run, node=self.node, slot=place.slot, rank=rank, workers=phase.workers,
+            cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
+            variant=phase.variant, env=phase.env, spec=phase.task,
+            scratch=self.scratch.slot_dir(base, place.slot) if uses_dir else "",
+            shared=self.scratch.shared_dir(base) if uses_dir else "")
+
+    def prepare(self, phase: Phase, places: list[SlotPlace], ranks: list[int],
+                tick: Callable[[], None] | None = None) -> None:
+        """Send the phase to its slots and wait until each is ready or has failed."""
+        self.phase = phase
+        self.running = {p.slot: Running(p) for p in places}
+        for p, rank in zip(places, ranks):
+            self.slots[p.slot].conn.send(("prepare", phase, self._context(phase, p, rank), p))
+        while not all(r.ready or r.result for r in self.running.values()):
+            self._receive(0.2)
+            if tick:
+                tick()
+
+    def ready_slots(self) -> list[int]:
+        return [i for i, r in self.running.items() if r.ready and r.result is None]
+
+    def go(self, t0_ns: int) -> None:
+        timeout = self.phase.task.timeout if self.phase else None
+        self.deadline = None if timeout is None else (
+            time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
+        for i in self.ready_slots():
+            self.slots[i].conn.send(("go", t0_ns))
+
+    def poll(self, timeout: float) -> bool:
+        """Take in what slots have sent; True when every slot of the phase has a result."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            for i, r in self.running.items():
+                if r.result is None:
+                    self._kill(i)
+                    r.result = Result(status="timeout", error="killed by the agent after the "
+                                      f"task's timeout ({self.phase.task.timeout:g}s)")
+                    self._replace(i, "timeout")
+        if all(r.result for r in self.running.values()):
+            return True
+        self._receive(timeout)
+        return all(r.result for r in self.running.values())
+
+    def _receive(self, timeout: float) -> None:
+        waiting = {self.slots[i].conn: i for i, r in self.running.items() if r.result is None}
+        for conn in wait(list(waiting), timeout):
+            i = waiting[conn]
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                self.running[i].result = Result(status="error", error=self._replace(i, ""))
+                continue
+            if msg[0] == "ready":
+                self.running[i].ready = True
+            elif msg[0] == "done":
+                self.running[i].result = msg[1]
+
+    def results(self) -> dict[int, Result]:
+        return {i: r.result for i, r in self.running.items() if r.result is not None}
+
+    def cancel(self) -> None:
+        """Drop a prepared phase on slots that never got go (another node failed, say)."""
+        for i in self.ready_slots():
+            self.slots[i].conn.send(("cancel",))
+
+    # -- the end ---------------------------------------------------------------------
+    def close(self, keep: bool = False) -> None:
+        for s in self.slots:
+            try:
+                s.conn.send(("exit",))
+            except OSError:
+                pass
+        self._reap_all(2.0)
+        if not keep:
+            self.scratch.cleanup()
+
+    def abort(self, keep: bool = False) -> None:
+        """Ctrl-C or a fatal error: stop every slot and its child now."""
+        for i in range(len(self.slots)):
+            self._kill(i)
+        self._reap_all(2.0)
+        if not keep:
+            self.scratch.cleanup()
+
+    def _reap_all(self, grace: float) -> None:
+        end = time.monotonic() + grace
+        for s in self.slots:
+            _reap(s.pid, max(0.0, end - time.monotonic()))
+            s.conn.close()
+        self.slots = []
+
+
+def _reap(pid: int, grace: float) -> int | None:
+    """Wait up to `grace` seconds for our own slot `pid`, then SIGKILL it; its wait status."""
+    end = time.monotonic() + grace
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return status
+        if time.monotonic() >= end:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                return os.waitpid(pid, 0)[1]
+            except (ProcessLookupError, ChildProcessError):
+                return None
+        time.sleep(0.005)

@@ -1,0 +1,248 @@
+"""Per-phase figures and per-point summaries, with the names and definitions of DESIGN.md.
+
+Per phase (over its ok records):
+  first start, last end; window = last end - first start
+  lateness = start - t0 per record; skew = max(start) - min(start)
+  sync overhead = last end - first start (reported for the `null` kernel)
+  aggregate bandwidth = sum(bytes) / window, aggregate ops/s = sum(ops) / window (as IOR)
+  stonewall (phases with a `duration` param): overlap = min(end) - max(start), the window in
+  which every slot was running. Slots do not report how many bytes they moved inside it, so
+  the bytes in it are a PROPORTIONAL ESTIMATE assuming each slot ran at a constant rate:
+  bytes_i * overlap / (end_i - start_i); stonewall bandwidth = their sum / overlap.
+Per point, over its phases and records: counts by status, medians, spreads and nearest-rank
+percentiles (see stats.py). Records whose status is not ok are counted but excluded from every
+timing figure, since their stamps are partial or absent.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..model import Phase
+from ..record import Record
+from .stats import Dist, Spread, median
+
+NS = 1e9
+# per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
+_LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
+# metrics the framework adds, not figures a command's output gave (lat_* are matched apart)
+_NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns"}
+LATENCY_QUANTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+@dataclass
+class PhaseFigures:
+    """Figures of one phase; times in ns, rates per second; None when not defined."""
+    index: int
+    t0_ns: int | None
+    records: int
+    ok: int
+    first_start_ns: int | None = None
+    last_end_ns: int | None = None
+    window_ns: int | None = None
+    skew_ns: int | None = None
+    lateness_ns: list[int] = field(default_factory=list)
+    ops: int = 0
+    bytes: int = 0
+    bandwidth: float | None = None        # aggregate bandwidth, bytes/s
+    ops_rate: float | None = None         # aggregate ops/s
+    sync_overhead_ns: int | None = None   # null kernel only
+    stonewall_ns: int | None = None       # overlap window
+    stonewall_bytes: float | None = None  # proportional estimate of bytes inside it
+    stonewall_bandwidth: float | None = None
+
+
+@dataclass
+class PointSummary:
+    """One point (task, variant, params, workers) summarized over its phases."""
+    point: str
+    task: str
+    kernel: str
+    variant: str
+    workers: int
+    params: dict[str, Any]
+    phases: int = 0
+    records: int = 0
+    ok: int = 0
+    error: int = 0
+    timeout: int = 0
+    lost: int = 0
+    ops: float | None = None                  # per phase, median
+    bytes: float | None = None                # per phase, median
+    bandwidth: Spread | None = None           # aggregate bandwidth over phases, bytes/s
+    ops_rate: Spread | None = None            # aggregate ops/s over phases
+    stonewall_bandwidth: Spread | None = None
+    slot_elapsed: Spread | None = None        # per-slot seconds over records
+    lateness: Dist | None = None              # ns over records
+    skew: Dist | None = None                  # ns over phases
+    sync_overhead: Dist | None = None         # ns over phases, null kernel only
+    latency_us: dict[str, float] = field(default_factory=dict)   # "p50" -> microseconds
+    latency_source: str = ""                  # "hist" (merged) or "metrics" (median of slots)
+    clock_error_ns: float | None = None       # max clock-offset bound of the records
+    metrics: dict[str, float] = field(default_factory=dict)      # extracted figures, median
+    exit_statuses: dict[int, int] = field(default_factory=dict)  # exit status -> records
+    failed: list[Record] = field(default_factory=list)           # records with status != ok
+    phase_figures: list[PhaseFigures] = field(default_factory=list)
+
+
+def phase_figures(index: int, records: Sequence[Record], kernel: str = "",
+                  params: dict | None = None, t0_ns: int | None = None) -> PhaseFigures:
+    """The DESIGN figures of one phase from its records (see module docstring)."""
+    ok = [r for r in records if r.status == "ok"]
+    f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
+                     (records[0].t0_ns if records else None), records=len(records), ok=len(ok))
+    if not ok:
+        return f
+    starts = [r.start_ns for r in ok]
+    ends = [r.end_ns for r in ok]
+    f.first_start_ns, f.last_end_ns = min(starts), max(ends)
+    f.window_ns = f.last_end_ns - f.first_start_ns
+    f.skew_ns = max(starts) - min(starts)
+    f.lateness_ns = [r.start_ns - r.t0_ns for r in ok]
+    f.ops = sum(r.ops for r in ok)
+    f.bytes = sum(r.bytes for r in ok)
+    if f.window_ns > 0:
+        f.bandwidth = f.bytes * NS / f.window_ns
+        f.ops_rate = f.ops * NS / f.window_ns
+    if kernel == "null":
+        f.sync_overhead_ns = f.window_ns
+    params = params if params is not None else ok[0].params
+    if params.get("duration"):
+        overlap = min(ends) - max(starts)
+        if overlap > 0 and all(r.end_ns > r.start_ns for r in ok):
+            f.stonewall_ns = overlap
+            f.stonewall_bytes = sum(r.bytes * overlap / (r.end_ns - r.start_ns) for r in ok)
+            f.stonewall_bandwidth = f.stonewall_bytes * NS / overlap
+    return f
+
+
+def _phase_info(p: dict | Phase) -> dict:
+    """Phase rows from Store.phases() or model.Phase objects, as one shape."""
+    if isinstance(p, Phase):
+        return {"index": p.index, "point": p.point, "task": p.task.name, "kernel": p.kernel,
+                "variant": p.variant, "workers": p.workers, "params": p.params, "t0_ns": None}
+    return {k: p.get(k) for k in ("index", "point", "task", "kernel", "variant", "workers",
+                                  "params", "t0_ns")}
+
+
+def _fallback_point(r: Record) -> str:
+    # records of a phase the phases table does not know (or no phases given at all)
+    return json.dumps([r.task, r.variant, r.workers, r.params], sort_keys=True, default=str)
+
+
+def _latency(ok: list[Record]) -> tuple[dict[str, float], str]:
+    """Merged latency percentiles (us) from the records' histograms; else medians of metrics."""
+    hists = [r.hist for r in ok if r.hist]
+    if hists:
+        try:
+            from ..kernels import hist as H   # written alongside; absent in early trees
+            merged = H.merge(hists)
+            out = {_qname(q): H.percentile(merged, q) / 1e3 for q in LATENCY_QUANTILES}
+            out["max"] = H.percentile(merged, 100.0) / 1e3
+            return out, "hist"
+        except (ImportError, AttributeError, ValueError):
+            pass   # no hist module yet, or only empty histograms: fall back to metrics
+    by_q: dict[str, list[float]] = {}
+    for r in ok:
+        for name, v in r.metrics.items():
+            m = _LAT_METRIC.match(name)
+            if m and _number(v):
+                by_q.setdefault(m.group(1), []).append(v)
+    out = {q: median(vs) for q, vs in sorted(by_q.items(), key=lambda kv: _qorder(kv[0]))}
+    return out, "metrics" if out else ""
+
+
+def _qorder(name: str) -> float:
+    return {"min": -1.0, "mean": 49.99, "max": 1e9}.get(name) or float(name[1:])
+
+
+def _qname(q: float) -> str:
+    return f"p{q:g}"
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def summarize(records: Iterable[Record], phases: Iterable[dict | Phase] = ()) -> list[PointSummary]:
+    """Summaries per point in plan order (the order of each point's first phase).
+
+    `phases` are Store.phases() rows (or model.Phase objects); they give each phase's point key,
+    parsed params and t0. Records of phases not listed are grouped by (task, variant, workers,
+    params) instead.
+    """
+    infos = {i["index"]: i for i in map(_phase_info, phases)}
+    by_phase: dict[int, list[Record]] = {}
+    for r in records:
+        by_phase.setdefault(r.phase, []).append(r)
+
+    points: dict[str, PointSummary] = {}
+    members: dict[str, list[int]] = {}
+    for idx in sorted(set(infos) | set(by_phase)):
+        recs = by_phase.get(idx, [])
+        info = infos.get(idx)
+        if info is None:
+            r0 = recs[0]
+            info = {"index": idx, "point": _fallback_point(r0), "task": r0.task,
+                    "kernel": r0.kernel, "variant": r0.variant, "workers": r0.workers,
+                    "params": r0.params, "t0_ns": None}
+            infos[idx] = info
+        key = info["point"]
+        if key not in points:
+            points[key] = PointSummary(point=key, task=info["task"], kernel=info["kernel"],
+                                       variant=info["variant"] or "", workers=info["workers"],
+                                       params=dict(info["params"] or {}))
+            members[key] = []
+        members[key].append(idx)
+
+    for key, s in points.items():
+        _fill(s, [(infos[i], by_phase.get(i, [])) for i in members[key]])
+    return list(points.values())
+
+
+def _fill(s: PointSummary, phases: list[tuple[dict, list[Record]]]) -> None:
+    all_recs = [r for _, recs in phases for r in recs]
+    ok = [r for r in all_recs if r.status == "ok"]
+    s.phases, s.records, s.ok = len(phases), len(all_recs), len(ok)
+    s.error = sum(r.status == "error" for r in all_recs)
+    s.timeout = sum(r.status == "timeout" for r in all_recs)
+    s.lost = sum(r.status == "lost" for r in all_recs)
+    s.failed = [r for r in all_recs if r.status != "ok"]
+
+    figs = [phase_figures(info["index"], recs, s.kernel, info["params"], info["t0_ns"])
+            for info, recs in phases]
+    s.phase_figures = figs
+    timed = [f for f in figs if f.ok]   # phases with at least one ok record
+    if timed:
+        s.ops = median([f.ops for f in timed])
+        s.bytes = median([f.bytes for f in timed])
+    if any(f.bytes for f in timed):
+        s.bandwidth = Spread.of([f.bandwidth for f in timed if f.bandwidth is not None])
+    if any(f.ops for f in timed):
+        s.ops_rate = Spread.of([f.ops_rate for f in timed if f.ops_rate is not None])
+    s.stonewall_bandwidth = Spread.of([f.stonewall_bandwidth for f in timed
+                                       if f.stonewall_bandwidth is not None])
+    s.skew = Dist.of([f.skew_ns for f in timed])
+    s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
+    if s.kernel == "null":
+        s.sync_overhead = Dist.of([f.sync_overhead_ns for f in timed])
+    s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
+                                for r in ok])
+    s.latency_us, s.latency_source = _latency(ok)
+
+    clock = [r.metrics["clock_error_ns"] for r in all_recs
+             if _number(r.metrics.get("clock_error_ns"))]
+    s.clock_error_ns = max(clock) if clock else None
+    extracted: dict[str, list[float]] = {}
+    for r in ok:
+        for name, v in r.metrics.items():
+            if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
+                extracted.setdefault(name, []).append(v)
+    s.metrics = {name: median(vs) for name, vs in extracted.items()}
+    for r in all_recs:   # a command's exit status matters most on the records that failed
+        code = r.metrics.get("exit_status")
+        if _number(code):
+            s.exit_statuses[int(code)] = s.exit_statuses.get(int(code), 0) + 1
+

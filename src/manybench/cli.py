@@ -1,0 +1,165 @@
+"""Thin command line: parse arguments, call the layers, map outcomes to exit codes.
+
+Exit codes (DESIGN.md): 0 all phases succeeded, 1 some tasks failed, 2 invalid plan or
+arguments (nothing run), 130 interrupted with every finished phase kept.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+
+import click
+
+EXIT_USAGE = 2
+
+
+def _fail(msg: str) -> "click.exceptions.Exit":
+    click.echo(f"manybench: {msg}", err=True)
+    return click.exceptions.Exit(EXIT_USAGE)
+
+
+def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], slots: int | None):
+    from .phases import expand
+    from .plan import PlanError, load_plan, parse_plan
+    try:
+        plan = (load_plan(plan_path, overrides, slots=slots) if text is None
+                else parse_plan(text, "demo.toml", overrides, slots=slots))
+        return plan, expand(plan)
+    except PlanError as e:
+        for problem in e.problems:
+            click.echo(problem, err=True)
+        raise click.exceptions.Exit(EXIT_USAGE)
+
+
+def _run(plan, phases, outdir: str, slots: int | None, quiet: bool) -> None:
+    from .coordinator import Coordinator
+    from .engines import LocalEngine
+    outcome = Coordinator(plan, phases, outdir, LocalEngine(), sys.argv, slots,
+                          progress=False if quiet else None).run()
+    if not quiet:
+        from .report.terminal import render
+        render(outdir, run_id=outcome.run_id)
+    if outcome.status == "interrupted":
+        click.echo(f"interrupted: finished phases kept in {outdir}", err=True)
+    elif outcome.failed:
+        click.echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
+    raise click.exceptions.Exit(outcome.exit_code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="manybench")
+def main() -> None:
+    """Synchronized many-task benchmarks: many slots start at the same instant, phase after
+    phase; results land in results.db and come out as reports."""
+
+
+@main.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "outdir", help="Results directory (default manybench-results/<plan name>).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a plan field by dotted path, e.g. placement.workers=[2,4].")
+@click.option("--slots", type=click.IntRange(min=1), help="Fix the slot count on this machine.")
+@click.option("--dry-run", is_flag=True, help="Print the expanded phases and placement; run nothing.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report.")
+def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | None,
+        dry_run: bool, quiet: bool) -> None:
+    """Run a plan."""
+    if not os.path.isfile(plan):
+        raise _fail(f"plan file not found: {plan}")
+    the_plan, phases = _load(plan, None, overrides, slots)
+    if dry_run:
+        _dry_run(the_plan, phases, slots)
+        return
+    _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots, quiet)
+
+
+def _dry_run(plan, phases, slots: int | None) -> None:
+    from .phases import describe
+    from .placement import oversubscribed, place, topology
+    n = slots or plan.slots or max((p.workers for p in phases), default=1)
+    cpus = topology()
+    click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
+               + (" (oversubscribed)" if oversubscribed(n) else ""))
+    click.echo(describe(phases))
+    seen = set()
+    for p in phases:
+        key = (p.workers, p.order, p.pin)
+        if key not in seen:
+            seen.add(key)
+            cpu_list = ",".join(str(s.cpu) if s.cpu >= 0 else "*" for s in place(*key))
+            click.echo(f"placement workers={p.workers} order={p.order} pin={p.pin}: cpus {cpu_list}")
+
+
+@main.command()
+@click.option("-o", "--output", "outdir", default=os.path.join("manybench-results", "demo"),
+              show_default=True, help="Results directory.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a demo plan field.")
+def demo(outdir: str, overrides: tuple[str, ...]) -> None:
+    """Run a small built-in plan on this machine and print its report."""
+    text = resources.files("manybench").joinpath("demo.toml").read_text()
+    plan, phases = _load(None, text, overrides, None)
+    _run(plan, phases, outdir, None, False)
+
+
+def _results_dir(directory: str) -> str:
+    if not os.path.isfile(os.path.join(directory, "results.db")):
+        raise _fail(f"no results.db in {directory}")
+    return directory
+
+
+@main.command()
+@click.argument("directory", type=click.Path())
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML report.")
+@click.option("--run", "run_id", help="Which run of the directory (default: the latest).")
+def report(directory: str, html_path: str | None, run_id: str | None) -> None:
+    """Print the report of a results directory."""
+    from .report.terminal import render
+    render(_results_dir(directory), run_id=run_id)
+    if html_path:
+        from .report.html import write_html
+        write_html(directory, html_path, run_id=run_id)
+        click.echo(f"wrote {html_path}", err=True)
+
+
+@main.command()
+@click.argument("directory", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="File (default stdout).")
+@click.option("--run", "run_id", help="Only this run (default: every run in the directory).")
+def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
+    """Export every record, one row each, in the contract's columns."""
+    from .export import export as do_export
+    from .store import Store
+    store = Store(_results_dir(directory), readonly=True)
+    records = store.records(run_id)
+    store.close()
+    if out:
+        with open(out, "w", newline="") as f:
+            do_export(records, fmt, f)
+    else:
+        do_export(records, fmt, sys.stdout)
+
+
+@main.command()
+@click.argument("name", required=False)
+def kernels(name: str | None) -> None:
+    """List the built-in kernels, or one kernel's parameters."""
+    from .command import COMMAND
+    from .kernels import KERNELS
+    table = {**KERNELS, "command": COMMAND}
+    if name is not None and name not in table:
+        raise _fail(f"unknown kernel {name!r} (known: {', '.join(table)})")
+    for k in ([table[name]] if name else table.values()):
+        click.echo(click.style(k.name, bold=True))
+        click.echo(click.wrap_text(k.doc, initial_indent="  ", subsequent_indent="  "))
+        if not name:
+            continue
+        for pname, p in k.params.items():
+            click.echo(f"  {pname:<12} {p.describe()}")
+            click.echo(click.wrap_text(p.doc, initial_indent=" " * 15, subsequent_indent=" " * 15))
+        click.echo()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""External command tasks: templated argv, forked before T0, exec at T0, metrics from output.
+
+The child is forked in prepare (so fork cost is outside the window) and blocks in C until
+the slot releases it with T0; it waits for T0, stamps and execs. The end stamp is taken when
+the child is reaped. A timeout kills the child's whole process group.
+"""
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import tempfile
+from dataclasses import dataclass
+
+from . import _native
+from .kernels.base import Kernel, KernelError, Result, SlotContext
+from .model import TaskSpec
+from .templates import render
+
+TAIL_BYTES = 4096              # stdout/stderr kept with the record
+SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each stream's end
+BUILTIN_FIELDS = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase",
+                  "variant", "task")
+
+
+@dataclass
+class Prepared:
+    spec: TaskSpec
+    pid: int
+    ctl_fd: int
+    stamp_fd: int
+    out: object     # temporary files holding the child's stdout and stderr
+    err: object
+    argv: list[str]
+    reaped: bool = False
+
+
+def template_values(ctx: SlotContext, params: dict) -> dict:
+    return {**params, "node": ctx.node, "slot": ctx.slot, "rank": ctx.rank,
+            "scratch": ctx.scratch, "run": ctx.run, "workers": ctx.workers, "rep": ctx.rep,
+            "phase": ctx.phase, "variant": ctx.variant, "task": ctx.task}
+
+
+def build_argv(spec: TaskSpec, values: dict) -> list[str]:
+    argv = [render(a, values) for a in spec.command or []]
+    return ["/bin/sh", "-c", " ".join(argv)] if spec.shell else argv
+
+
+def _prepare(ctx: SlotContext, params: dict) -> Prepared:
+    spec: TaskSpec = ctx.spec
+    os.makedirs(ctx.scratch, exist_ok=True)
+    argv = build_argv(spec, template_values(ctx, params))
+    path = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
+    if not path or not os.access(path, os.X_OK):
+        raise KernelError(f"command not found or not executable: {argv[0]}")
+    env = {**os.environ, **spec.env, **ctx.env}
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    envp = [f"{k}={v}".encode() for k, v in env.items()]
+    pid, ctl, stamp = _native.spawn(path.encode(), [a.encode() for a in argv], envp,
+                                    ctx.scratch.encode(), out.fileno(), err.fileno())
+    return Prepared(spec, pid, ctl, stamp, out, err, argv)
+
+
+def _wait(pid: int, timeout: float | None) -> tuple[int | None, bool]:
+    """Wait for the child; (wait status, timed out). On timeout its group is killed."""
+    fd = os.pidfd_open(pid)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        timed_out = not ready
+        if timed_out:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        return status, timed_out
+    finally:
+        os.close(fd)
+
+
+def _read_tail(f, limit: int) -> str:
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - limit))
+    return f.read().decode(errors="replace")
+
+
+def extract_metrics(patterns: dict[str, str], texts: list[str]) -> tuple[dict, list[str]]:
+    """Named figures from output: each regex's `value` group, first from stdout then stderr."""
+    found, missing = {}, []
+    for name, pattern in patterns.items():
+        rx = re.compile(pattern, re.MULTILINE)
+        for text in texts:
+            m = None
+            for m in rx.finditer(text):
+                pass          # the last match: tools print their summary at the end
+            if m is not None:
+                raw = m.group("value")
+                try:
+                    found[name] = float(raw)
+                except ValueError:
+                    found[name] = raw
+                break
+        else:
+            missing.append(name)
+    return found, missing
+
+
+def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
+    _native.release(p.ctl_fd, t0_ns, spin_ns)
+    start_ns, start_mono, err = _native.read_stamp(p.stamp_fd)
+    _close_fds(p)
+    timeout = None
+    if p.spec.timeout is not None:
+        timeout = max(0.0, p.spec.timeout - (_native.now_ns() - t0_ns) / 1e9)
+    status, timed_out = _wait(p.pid, timeout)
+    p.reaped = True
+    end_ns, end_mono = _native.now_ns(), _native.mono_ns()
+    res = Result(start_ns=start_ns or t0_ns, end_ns=end_ns, armed_ns=t0_ns,
+                 elapsed_ns=end_mono - start_mono if start_mono else 0)
+    if err:
+        res.status, res.error = "error", f"exec {p.argv[0]}: {os.strerror(err)}"
+        return res
+    stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
+    res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
+    code = os.waitstatus_to_exitcode(status)
+    res.metrics["exit_status"] = code
+    res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
+    missing = [n for n in p.spec.metrics if n not in res.metrics]
+    if missing:
+        res.extra["missing_metrics"] = missing
+    if timed_out:
+        res.status, res.error = "timeout", f"killed after timeout {p.spec.timeout:g}s"
+    elif code != 0:
+        res.status = "error"
+        res.error = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+    else:
+        res.ops = 1
+    return res
+
+
+def _close_fds(p: Prepared) -> None:
+    for fd in (p.ctl_fd, p.stamp_fd):
+        if fd >= 0:
+            os.close(fd)
+    p.ctl_fd = p.stamp_fd = -1
+
+
+def _cleanup(p: Prepared) -> None:
+    # a cancelled phase: closing ctl makes the child, blocked on it, exit at once; reap it
+    _close_fds(p)
+    if not p.reaped:
+        try:
+            os.waitpid(p.pid, 0)
+        except ChildProcessError:
+            pass
+        p.reaped = True
+    p.out.close()
+    p.err.close()
+
+
+COMMAND = Kernel(
+    name="command",
+    doc="An external command: argv templated with the task's parameters and {node}, {slot}, "
+        "{rank}, {scratch}, {run}, {workers}, {rep}, {phase}, {variant}, {task}; forked before "
+        "T0, exec at T0; exit status, elapsed and output tails stored; metrics.NAME regexes "
+        "with a (?P<value>...) group extract figures; `timeout` kills the process group.",
+    params={},
+    prepare=_prepare, run=_run, cleanup=_cleanup,
+)

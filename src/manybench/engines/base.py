@@ -1,0 +1,52 @@
+"""The interface every engine gives the coordinator: nodes, and one phase in three steps."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable
+
+from ..kernels import Result
+from ..model import Phase
+from ..placement import Cpu, SlotPlace
+
+
+@dataclass
+class Node:
+    name: str
+    slots: int
+    cpus: tuple[Cpu, ...]
+    offset_ns: int = 0     # node clock minus coordinator clock (Cristian), 0 on this machine
+    error_ns: int = 0      # bound on that estimate
+
+
+class Engine(ABC):
+    nodes: list[Node]
+
+    @abstractmethod
+    def start(self, run: str, slots: int | None, default_dir: str) -> list[Node]:
+        """Bring up one agent per node with its slot pool."""
+
+    @abstractmethod
+    def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
+                tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        """Prepare the phase on every node; returns the slots whose prepare failed."""
+
+    @abstractmethod
+    def go(self, t0_ns: int) -> None:
+        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset)."""
+
+    @abstractmethod
+    def poll(self, timeout: float) -> bool:
+        """True once every slot of the phase has a result."""
+
+    @abstractmethod
+    def results(self) -> dict[str, dict[int, Result]]:
+        """Per node, per slot, in the coordinator's timebase."""
+
+    @abstractmethod
+    def close(self, keep: bool) -> None:
+        """End the run: stop slots, remove scratch unless keep."""
+
+    @abstractmethod
+    def abort(self, keep: bool) -> None:
+        """Stop everything now (Ctrl-C, fatal error)."""

@@ -1,0 +1,407 @@
+/* manybench._native: the Python face of the C kernels (see API.md).
+ *
+ * Only this file touches the interpreter. Every call that can block or loop runs with the
+ * GIL released; argument conversion and result dicts are built before and after it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native.h"
+
+/* ---- helpers ---- */
+
+static PyObject *raise_errno(int err, const char *msg)
+{
+    PyObject *args = Py_BuildValue("(is)", err, msg);
+    if (args) {
+        PyErr_SetObject(PyExc_OSError, args); /* OSError(errno, msg): .errno, .strerror */
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static PyObject *hist_bytes(const uint64_t *h)
+{
+    PyObject *b = PyBytes_FromStringAndSize(NULL, HIST_BUCKETS * 8);
+    if (!b)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(b);
+    for (int i = 0; i < HIST_BUCKETS; i++) /* little-endian whatever the host */
+        for (int k = 0; k < 8; k++)
+            *p++ = (unsigned char)(h[i] >> (8 * k));
+    return b;
+}
+
+/* The result dict of API.md; frees r->hist. */
+static PyObject *result_dict(nb_result *r, int with_fsync)
+{
+    PyObject *hist = r->hist ? hist_bytes(r->hist) : (Py_INCREF(Py_None), Py_None);
+    free(r->hist);
+    r->hist = NULL;
+    if (!hist)
+        return NULL;
+    PyObject *d = Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:K,s:K,s:i,s:s,s:N}", "start_ns", (long long)r->start_ns,
+        "end_ns", (long long)r->end_ns, "elapsed_ns", (long long)r->elapsed_ns, "armed_ns",
+        (long long)r->armed_ns, "ops", (unsigned long long)r->ops, "bytes",
+        (unsigned long long)r->bytes, "errno", r->err, "error", r->msg, "hist", hist);
+    if (d && with_fsync) {
+        PyObject *f = PyLong_FromLongLong(r->fsync_ns);
+        if (!f || PyDict_SetItemString(d, "fsync_ns", f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(f);
+    }
+    return d;
+}
+
+static int nonneg(long long v, const char *name)
+{
+    if (v >= 0)
+        return 1;
+    PyErr_Format(PyExc_ValueError, "%s must not be negative", name);
+    return 0;
+}
+
+/* ---- clocks and waiting ---- */
+
+static PyObject *py_now_ns(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong(nb_now());
+}
+
+static PyObject *py_mono_ns(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong(nb_mono());
+}
+
+static PyObject *py_set_timerslack(PyObject *self, PyObject *args)
+{
+    unsigned long ns;
+    if (!PyArg_ParseTuple(args, "k", &ns))
+        return NULL;
+    int e = nb_set_timerslack(ns);
+    if (e)
+        return raise_errno(e, "prctl(PR_SET_TIMERSLACK) failed");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_wait_until(PyObject *self, PyObject *args)
+{
+    long long t0, spin;
+    int64_t wake;
+    if (!PyArg_ParseTuple(args, "LL", &t0, &spin))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    wake = nb_wait_until(t0, spin);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(wake);
+}
+
+static PyObject *py_bucket(PyObject *self, PyObject *args)
+{
+    unsigned long long v;
+    if (!PyArg_ParseTuple(args, "K", &v))
+        return NULL;
+    return PyLong_FromUnsignedLong(nb_bucket(v));
+}
+
+/* ---- kernels ---- */
+
+static PyObject *py_run_null(PyObject *self, PyObject *args)
+{
+    long long t0, spin;
+    nb_result r = {0};
+    if (!PyArg_ParseTuple(args, "LL", &t0, &spin))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    nb_run_null(&r, t0, spin);
+    Py_END_ALLOW_THREADS
+    return result_dict(&r, 0);
+}
+
+static PyObject *py_run_io(PyObject *self, PyObject *args)
+{
+    int fd, write, fsync_end, direct;
+    long long block, size, deadline, t0, spin;
+    nb_result r = {0};
+    if (!PyArg_ParseTuple(args, "ipLLLppLL", &fd, &write, &block, &size, &deadline,
+                          &fsync_end, &direct, &t0, &spin))
+        return NULL;
+    if (!nonneg(block, "block") || !nonneg(size, "size") || !nonneg(deadline, "deadline_ns"))
+        return NULL;
+    nb_io_args a = {fd, write, fsync_end, direct, (uint64_t)block, (uint64_t)size, deadline};
+    Py_BEGIN_ALLOW_THREADS
+    nb_run_io(&a, t0, spin, &r);
+    Py_END_ALLOW_THREADS
+    return result_dict(&r, 1);
+}
+
+static PyObject *py_layout(PyObject *self, PyObject *args)
+{
+    PyObject *path;
+    long long size, block;
+    char msg[NB_MSG_LEN] = "";
+    int e;
+    if (!PyArg_ParseTuple(args, "O&LL", PyUnicode_FSConverter, &path, &size, &block))
+        return NULL;
+    if (!nonneg(size, "size") || !nonneg(block, "block")) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_layout(p, (uint64_t)size, (uint64_t)block, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (e)
+        return raise_errno(e, msg);
+    Py_RETURN_NONE;
+}
+
+/* Shared argument parsing of meta_prepare and run_meta. */
+typedef struct {
+    int op;
+    PyObject *dir, *prefix; /* bytes, owned */
+    long long first, count, t0, spin;
+} meta_args;
+
+static int parse_meta(PyObject *args, meta_args *m, int timed)
+{
+    const char *op;
+    memset(m, 0, sizeof *m);
+    int ok = timed ? PyArg_ParseTuple(args, "sO&O&LLLL", &op, PyUnicode_FSConverter, &m->dir,
+                                      PyUnicode_FSConverter, &m->prefix, &m->first, &m->count,
+                                      &m->t0, &m->spin)
+                   : PyArg_ParseTuple(args, "sO&O&LL", &op, PyUnicode_FSConverter, &m->dir,
+                                      PyUnicode_FSConverter, &m->prefix, &m->first, &m->count);
+    if (!ok)
+        return 0;
+    m->op = nb_meta_op_from_name(op);
+    if (m->op < 0)
+        PyErr_Format(PyExc_ValueError, "unknown metadata operation %s", op);
+    if (m->op < 0 || !nonneg(m->first, "first") || !nonneg(m->count, "count")) {
+        Py_DECREF(m->dir);
+        Py_DECREF(m->prefix);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *py_meta_prepare(PyObject *self, PyObject *args)
+{
+    meta_args m;
+    char msg[NB_MSG_LEN] = "";
+    int e;
+    if (!parse_meta(args, &m, 0))
+        return NULL;
+    const char *dir = PyBytes_AS_STRING(m.dir), *prefix = PyBytes_AS_STRING(m.prefix);
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_meta_prepare(m.op, dir, prefix, (uint64_t)m.first, (uint64_t)m.count, msg,
+                        sizeof msg);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(m.dir);
+    Py_DECREF(m.prefix);
+    if (e)
+        return raise_errno(e, msg);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_run_meta(PyObject *self, PyObject *args)
+{
+    meta_args m;
+    nb_result r = {0};
+    if (!parse_meta(args, &m, 1))
+        return NULL;
+    const char *dir = PyBytes_AS_STRING(m.dir), *prefix = PyBytes_AS_STRING(m.prefix);
+    Py_BEGIN_ALLOW_THREADS
+    nb_run_meta(m.op, dir, prefix, (uint64_t)m.first, (uint64_t)m.count, m.t0, m.spin, &r);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(m.dir);
+    Py_DECREF(m.prefix);
+    return result_dict(&r, 0);
+}
+
+/* ---- external commands ---- */
+
+static PyObject *py_install_term_handler(PyObject *self, PyObject *unused)
+{
+    int e = nb_install_term_handler();
+    if (e)
+        return raise_errno(e, "sigaction(SIGTERM/SIGHUP) failed");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_forget_child(PyObject *self, PyObject *args)
+{
+    int pid;
+    if (!PyArg_ParseTuple(args, "i", &pid))
+        return NULL;
+    nb_forget_child(pid);
+    Py_RETURN_NONE;
+}
+
+/* A NULL-terminated char* array over a list of owned bytes objects (kept in *keep). */
+static char **c_strings(PyObject *seq, PyObject **keep, const char *what)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    char **v = PyMem_Calloc((size_t)n + 1, sizeof *v);
+    *keep = PyList_New(n);
+    if (!v || !*keep) {
+        Py_DECREF(fast);
+        PyMem_Free(v);
+        Py_CLEAR(*keep);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = NULL;
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &b)) {
+            Py_DECREF(fast);
+            PyMem_Free(v);
+            Py_CLEAR(*keep);
+            return NULL;
+        }
+        PyList_SET_ITEM(*keep, i, b); /* steals b */
+        v[i] = PyBytes_AS_STRING(b);
+    }
+    Py_DECREF(fast);
+    return v;
+}
+
+/* envp may be None, a mapping or a sequence of "KEY=VALUE"; returns a new list or None. */
+static PyObject *env_list(PyObject *env)
+{
+    if (env == Py_None || !PyMapping_Check(env) || PyUnicode_Check(env) || PyList_Check(env) ||
+        PyTuple_Check(env)) {
+        Py_INCREF(env);
+        return env;
+    }
+    PyObject *items = PyMapping_Items(env), *out = NULL;
+    if (!items)
+        return NULL;
+    out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(items); i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        PyObject *s = PyUnicode_FromFormat("%S=%S", PyTuple_GET_ITEM(kv, 0),
+                                           PyTuple_GET_ITEM(kv, 1));
+        if (!s || PyList_Append(out, s) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(s);
+    }
+    Py_DECREF(items);
+    return out;
+}
+
+static PyObject *py_spawn(PyObject *self, PyObject *args)
+{
+    PyObject *path, *argv_o, *env_o, *cwd_o, *keep_a = NULL, *keep_e = NULL, *cwd = NULL;
+    PyObject *envl = NULL, *ret = NULL;
+    char **argv = NULL, **envp = NULL;
+    int out_fd, err_fd, pid = 0, ctl = -1, stamp = -1, e;
+    if (!PyArg_ParseTuple(args, "O&OOOii", PyUnicode_FSConverter, &path, &argv_o, &env_o,
+                          &cwd_o, &out_fd, &err_fd))
+        return NULL;
+    if (!(argv = c_strings(argv_o, &keep_a, "argv must be a sequence")))
+        goto done;
+    if (!(envl = env_list(env_o)))
+        goto done;
+    if (envl != Py_None && !(envp = c_strings(envl, &keep_e, "envp must be a sequence")))
+        goto done;
+    if (cwd_o != Py_None && !PyUnicode_FSConverter(cwd_o, &cwd))
+        goto done;
+    const char *p = PyBytes_AS_STRING(path), *c = cwd ? PyBytes_AS_STRING(cwd) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_spawn(p, argv, envp, c, out_fd, err_fd, &pid, &ctl, &stamp);
+    Py_END_ALLOW_THREADS
+    if (e)
+        raise_errno(e, "cannot start the command (pipe or fork failed)");
+    else
+        ret = Py_BuildValue("(iii)", pid, ctl, stamp);
+done:
+    PyMem_Free(argv);
+    PyMem_Free(envp);
+    Py_XDECREF(keep_a);
+    Py_XDECREF(keep_e);
+    Py_XDECREF(envl);
+    Py_XDECREF(cwd);
+    Py_DECREF(path);
+    return ret;
+}
+
+static PyObject *py_release(PyObject *self, PyObject *args)
+{
+    int fd, e;
+    long long t0, spin;
+    if (!PyArg_ParseTuple(args, "iLL", &fd, &t0, &spin))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_release(fd, t0, spin);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "cannot release the command (did it die before T0?)");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_read_stamp(PyObject *self, PyObject *args)
+{
+    int fd, e, child_err;
+    int64_t s, sm;
+    if (!PyArg_ParseTuple(args, "i", &fd))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_read_stamp(fd, &s, &sm, &child_err);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "cannot read the command's start stamp");
+    return Py_BuildValue("(LLi)", (long long)s, (long long)sm, child_err);
+}
+
+static PyMethodDef methods[] = {
+    {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
+    {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
+    {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
+    {"wait_until", py_wait_until, METH_VARARGS, "wait_until(t0_ns, spin_ns) -> wake_ns"},
+    {"bucket", py_bucket, METH_VARARGS, "bucket(latency_ns) -> histogram bucket index"},
+    {"install_term_handler", py_install_term_handler, METH_NOARGS,
+     "SIGTERM/SIGHUP: SIGKILL spawned children's groups, then _exit(128 + sig)."},
+    {"forget_child", py_forget_child, METH_VARARGS,
+     "forget_child(pid): the term handler no longer kills this (reaped) child's group."},
+    {"run_null", py_run_null, METH_VARARGS, "run_null(t0_ns, spin_ns) -> dict"},
+    {"run_io", py_run_io, METH_VARARGS,
+     "run_io(fd, write, block, size, deadline_ns, fsync_end, direct, t0_ns, spin_ns) -> dict"},
+    {"layout", py_layout, METH_VARARGS, "layout(path, size, block)"},
+    {"meta_prepare", py_meta_prepare, METH_VARARGS,
+     "meta_prepare(op, dir, prefix, first, count)"},
+    {"run_meta", py_run_meta, METH_VARARGS,
+     "run_meta(op, dir, prefix, first, count, t0_ns, spin_ns) -> dict"},
+    {"spawn", py_spawn, METH_VARARGS,
+     "spawn(path, argv, envp, cwd, out_fd, err_fd) -> (pid, ctl_fd, stamp_fd)"},
+    {"release", py_release, METH_VARARGS, "release(ctl_fd, t0_ns, spin_ns)"},
+    {"read_stamp", py_read_stamp, METH_VARARGS,
+     "read_stamp(stamp_fd) -> (start_ns, start_mono_ns, errno)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "manybench._native",
+    "The C side of the slot: waiting for T0, timed kernels, exec at T0 (see API.md).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m && PyModule_AddIntConstant(m, "HIST_BUCKETS", HIST_BUCKETS) < 0)
+        Py_CLEAR(m);
+    return m;
+}

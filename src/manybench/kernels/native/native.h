@@ -1,0 +1,94 @@
+/* manybench native kernels: shared declarations.
+ *
+ * Everything here is plain C with no Python in it: module.c is the only file that talks to
+ * the interpreter, and it drops the GIL around every call that can block or loop. Errors are
+ * returned as an errno value plus a one-line message in the result, never by printing.
+ */
+#ifndef MANYBENCH_NATIVE_H
+#define MANYBENCH_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Log-linear latency histogram (see API.md): relative bucket width <= 1/32. */
+#define HIST_BUCKETS 1920
+#define NB_MSG_LEN 256
+#define NB_ALIGN 4096 /* buffer alignment: enough for O_DIRECT on any logical block size */
+
+/* What a timed call measured. Times are ns; *_ns REALTIME, mono values MONOTONIC. */
+typedef struct {
+    int64_t start_ns, end_ns; /* REALTIME first and last instant of timed work */
+    int64_t elapsed_ns;       /* MONOTONIC end - start */
+    int64_t armed_ns;         /* REALTIME when the call began waiting for T0 */
+    int64_t fsync_ns;         /* io.write: time of the final fsync (inside elapsed), else 0 */
+    uint64_t ops, bytes;
+    int err;                  /* errno, 0 = fine */
+    char msg[NB_MSG_LEN];     /* "" = fine */
+    uint64_t *hist;           /* HIST_BUCKETS counts, or NULL when the call keeps none */
+} nb_result;
+
+/* ---- timing.c ---- */
+static inline int64_t nb_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts); /* cannot fail for REALTIME/MONOTONIC with a valid pointer */
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static inline int64_t nb_now(void) { return nb_clock(CLOCK_REALTIME); }
+static inline int64_t nb_mono(void) { return nb_clock(CLOCK_MONOTONIC); }
+
+/* Bucket of a latency of v ns: v < 64 -> v, else 32 sub-buckets per power of two. */
+static inline unsigned nb_bucket(uint64_t v)
+{
+    if (v < 64)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);
+    return 64u + (e - 6u) * 32u + (unsigned)((v >> (e - 5u)) - 32u);
+}
+
+int64_t nb_wait_until(int64_t t0_ns, int64_t spin_ns);
+int nb_set_timerslack(unsigned long ns);
+/* Record the first error: nb_fail writes "<context>: <strerror(err)>", nb_set_error the
+ * formatted text as it is. Both are thread-safe (no static strerror buffer). */
+void nb_fail(nb_result *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nb_set_error(nb_result *r, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same for a bare message buffer (calls that return no result dict). */
+int nb_fail_msg(char *msg, size_t len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Stamp armed_ns, wait for T0, stamp start_ns; returns the MONOTONIC start. */
+int64_t nb_begin(nb_result *r, int64_t t0_ns, int64_t spin_ns);
+/* Stamp end_ns and elapsed_ns given the MONOTONIC instants of start and last work. */
+void nb_end(nb_result *r, int64_t start_mono, int64_t last_mono);
+void nb_run_null(nb_result *r, int64_t t0_ns, int64_t spin_ns);
+
+/* ---- io.c ---- */
+typedef struct {
+    int fd, write, fsync_end, direct;
+    uint64_t block, size;  /* size 0 = no size limit */
+    int64_t deadline_ns;   /* absolute REALTIME stop, 0 = none */
+} nb_io_args;
+
+int nb_run_io(const nb_io_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
+int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen);
+void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
+
+/* ---- meta.c ---- */
+enum nb_meta_op { NB_MKDIR, NB_CREATE, NB_STAT, NB_UNLINK, NB_RMDIR, NB_META_OPS };
+int nb_meta_op_from_name(const char *name); /* -1 when unknown */
+int nb_meta_prepare(int op, const char *dir, const char *prefix, uint64_t first,
+                    uint64_t count, char *msg, size_t msglen);
+int nb_run_meta(int op, const char *dir, const char *prefix, uint64_t first, uint64_t count,
+                int64_t t0_ns, int64_t spin_ns, nb_result *r);
+
+/* ---- spawn.c ---- */
+/* path/argv/envp are ready-made (argv and envp NULL-terminated; envp NULL = inherit). */
+int nb_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
+             int out_fd, int err_fd, int *pid, int *ctl_fd, int *stamp_fd);
+int nb_release(int ctl_fd, int64_t t0_ns, int64_t spin_ns);
+int nb_read_stamp(int stamp_fd, int64_t *start_ns, int64_t *start_mono_ns, int *child_err);
+int nb_install_term_handler(void);
+void nb_forget_child(int pid);
+
+#endif

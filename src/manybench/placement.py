@@ -1,0 +1,176 @@
+"""Which cpu each slot of a node runs on, for a phase's order and pin settings.
+
+Slots are persistent and numbered 0..n-1 on a node; a phase with `workers = k` on one node
+uses slots 0..k-1, and slot i sits on the i-th cpu of the node's placement order:
+  spread: across NUMA nodes first, one cpu per physical core before any SMT sibling;
+  pack:   fill NUMA node 0 (physical cores, then siblings) before the next.
+More slots than cpus wrap around: oversubscription, allowed and reported.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Cpu:
+    id: int
+    core: int      # physical core id within its package
+    package: int
+    numa: int
+
+
+def _read_int(path: str, default: int) -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return default
+
+
+def _parse_cpulist(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@lru_cache(maxsize=1)
+def topology() -> tuple[Cpu, ...]:
+    """The cpus this process may use, with core, package and NUMA node from sysfs."""
+    allowed = sorted(os.sched_getaffinity(0))
+    numa_of: dict[int, int] = {}
+    base = "/sys/devices/system/node"
+    if os.path.isdir(base):
+        for name in os.listdir(base):
+            if name.startswith("node") and name[4:].isdigit():
+                try:
+                    with open(f"{base}/{name}/cpulist") as f:
+                        for c in _parse_cpulist(f.read()):
+                            numa_of[c] = int(name[4:])
+                except OSError:
+                    pass
+    cpus = []
+    for c in allowed:
+        t = f"/sys/devices/system/cpu/cpu{c}/topology"
+        cpus.append(Cpu(c, _read_int(f"{t}/core_id", c), _read_int(f"{t}/physical_package_id", 0),
+                        numa_of.get(c, 0)))
+    return tuple(cpus)
+
+
+def cpu_order(order: str, cpus: tuple[Cpu, ...] | None = None) -> list[Cpu]:
+    """The node's cpus in the order slots take them."""
+    cpus = topology() if cpus is None else cpus
+    # thread index within a physical core: siblings come after every first thread
+    seen: dict[tuple[int, int], int] = {}
+    thread: dict[int, int] = {}
+    for c in sorted(cpus, key=lambda c: c.id):
+        key = (c.package, c.core)
+        thread[c.id] = seen.get(key, 0)
+        seen[key] = thread[c.id] + 1
+    if order == "pack":
+        return sorted(cpus, key=lambda c: (c.numa, thread[c.id], c.package, c.core, c.id))
+    # spread: round-robin over NUMA nodes, each taking its next cpu in pack order
+    by_numa: dict[int, list[Cpu]] = {}
+    for c in sorted(cpus, key=lambda c: (thread[c.id], c.package, c.core, c.id)):
+        by_numa.setdefault(c.numa, []).append(c)
+    queues = [by_numa[n] for n in sorted(by_numa)]
+    out: list[Cpu] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+SETTLE_PER_SLOT_NS = 40_000   # a wake-up and two stamps take a few us; this leaves room
+SETTLE_MAX_NS = 10_000_000
+
+
+@dataclass(frozen=True)
+class SlotPlace:
+    slot: int
+    cpu: int               # the cpu the slot is pinned to; -1 when not pinned to one cpu
+    affinity: tuple[int, ...]   # cpus the slot may run on in this phase
+    spin: bool             # it has a core to itself, so it may spin the last stretch before T0
+    settle_ns: int = 0     # sharing a core: rest this long after the end stamp, so reporting
+                           # does not delay the start of slots not yet woken on that core
+
+
+def place(workers: int, order: str, pin: str, cpus: tuple[Cpu, ...] | None = None) -> list[SlotPlace]:
+    """Slots 0..workers-1 of one node with their cpu, affinity and spin right for one phase."""
+    cpus = topology() if cpus is None else cpus
+    seq = cpu_order(order, cpus)
+    own_core = workers <= len(seq)
+    sharing = -(-workers // len(seq))          # slots per cpu, rounded up
+    settle = 0 if own_core else min(SETTLE_MAX_NS, SETTLE_PER_SLOT_NS * sharing)
+    everything = tuple(sorted(c.id for c in cpus))
+    out = []
+    for i in range(workers):
+        c = seq[i % len(seq)]
+        if pin == "core":
+            out.append(SlotPlace(i, c.id, (c.id,), own_core, settle))
+        elif pin == "numa":
+            numa = tuple(sorted(x.id for x in cpus if x.numa == c.numa))
+            out.append(SlotPlace(i, -1, numa, own_core and len(numa) == 1, settle))
+        else:
+            # unpinned slots may share a core with anything: spinning would steal it
+            out.append(SlotPlace(i, -1, everything, False, settle))
+    return out
+
+
+def oversubscribed(slots: int, cpus: tuple[Cpu, ...] | None = None) -> bool:
+    return slots > len(topology() if cpus is None else cpus)
+
+
+def spread_counts(workers: int, order: str, capacity: dict[str, int]) -> dict[str, int]:
+    """How many of a phase's workers each node gets.
+
+    spread: one per node in turn (SMTEF's 7 nodes: 2..7 workers, then 14, 21 ...);
+    pack: fill the first node before the next. Nodes keep their listed order.
+    """
+    counts = {n: 0 for n in capacity}
+    names = list(capacity)
+    if order == "pack":
+        left = workers
+        for n in names:
+            counts[n] = min(capacity[n], left)
+            left -= counts[n]
+    else:
+        left = workers
+        while left > 0 and any(counts[n] < capacity[n] for n in names):
+            for n in names:
+                if left and counts[n] < capacity[n]:
+                    counts[n] += 1
+                    left -= 1
+    if sum(counts.values()) < workers:
+        raise ValueError(f"{workers} workers but only {sum(capacity.values())} slots")
+    return counts
+
+
+def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
+           cpus: dict[str, tuple[Cpu, ...]] | None = None) -> dict[str, list[tuple[SlotPlace, int]]]:
+    """Each node's (slot place, rank) pairs for one phase; ranks are 0..workers-1 overall,
+    given in the order workers were handed out (spread interleaves the nodes)."""
+    counts = spread_counts(workers, order, capacity)
+    places = {n: place(k, order, pin, (cpus or {}).get(n)) for n, k in counts.items() if k}
+    out: dict[str, list[tuple[SlotPlace, int]]] = {n: [] for n in places}
+    taken = {n: 0 for n in places}
+    rank = 0
+    names = list(places)
+    while rank < workers:   # replay the hand-out order to number the ranks
+        for n in names:
+            if order == "pack":
+                while taken[n] < counts[n]:
+                    out[n].append((places[n][taken[n]], rank))
+                    taken[n] += 1
+                    rank += 1
+            elif taken[n] < counts[n]:
+                out[n].append((places[n][taken[n]], rank))
+                taken[n] += 1
+                rank += 1
+    return out

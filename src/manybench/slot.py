@@ -1,0 +1,129 @@
+"""The slot process: one pinned worker that prepares, waits for T0 in C, runs, reports.
+
+Protocol on the slot's pipe (pickled tuples), driven by its agent:
+  ("prepare", phase, ctx, place) -> ("ready",) | ("done", Result)   (prepare failed)
+  ("go", t0_ns)                  -> ("done", Result)
+  ("cancel",)                    -> drops a prepared phase, no reply
+  ("ping",)                      -> ("pong", pid)
+  ("exit",)                      -> the process ends
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import traceback
+from typing import Any
+
+from . import _native
+from .command import COMMAND
+from .kernels import KERNELS, Kernel, Result, SlotContext
+from .kernels.base import KernelError
+from .model import Phase
+from .placement import SlotPlace
+
+SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
+PR_SET_PDEATHSIG = 1
+
+
+def kernel_for(name: str) -> Kernel:
+    return COMMAND if name == "command" else KERNELS[name]
+
+
+def _die_with_parent() -> None:
+    # A slot must not outlive its agent, even one killed with SIGKILL.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _error(msg: str) -> Result:
+    return Result(status="error", error=msg)
+
+
+class SlotLoop:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.prepared: tuple[Kernel, Any, int, int] | None = None  # kernel, state, spin, settle
+        self.affinity: tuple[int, ...] = ()
+
+    def prepare(self, phase: Phase, ctx: SlotContext, place: SlotPlace) -> Result | None:
+        if place.affinity != self.affinity:
+            os.sched_setaffinity(0, place.affinity)
+            self.affinity = place.affinity
+        kernel = kernel_for(phase.kernel)
+        try:
+            state = kernel.prepare(ctx, phase.params)
+        except KernelError as e:
+            return _error(str(e))
+        except OSError as e:
+            return _error(f"prepare: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""))
+        except Exception as e:  # a kernel bug must not take the slot down
+            return _error(f"prepare failed: {e!r}\n{traceback.format_exc(limit=3)}")
+        self.prepared = (kernel, state, SPIN_NS if place.spin else 0, place.settle_ns)
+        return None
+
+    def go(self, t0_ns: int) -> Result:
+        if self.prepared is None:
+            return _error("go without a prepared phase")
+        kernel, state, spin, settle = self.prepared
+        self.prepared = None
+        try:
+            res = kernel.run(state, t0_ns, spin)
+        except Exception as e:
+            return _error(f"run failed: {e!r}")
+        finally:
+            self._cleanup(kernel, state)
+        if settle and res.end_ns:
+            _native.wait_until(res.end_ns + settle, 0)
+        return res
+
+    def cancel(self) -> None:
+        if self.prepared is not None:
+            kernel, state = self.prepared[:2]
+            self.prepared = None
+            self._cleanup(kernel, state)
+
+    @staticmethod
+    def _cleanup(kernel: Kernel, state: Any) -> None:
+        if kernel.cleanup is not None:
+            try:
+                kernel.cleanup(state)
+            except Exception:
+                pass
+
+    def serve(self) -> None:
+        conn = self.conn
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return
+            op = msg[0]
+            if op == "go":
+                conn.send(("done", self.go(msg[1])))
+            elif op == "prepare":
+                failed = self.prepare(*msg[1:])
+                conn.send(("ready",) if failed is None else ("done", failed))
+            elif op == "cancel":
+                self.cancel()
+            elif op == "ping":
+                conn.send(("pong", os.getpid()))
+            elif op == "exit":
+                return
+
+
+def slot_main(conn: Any) -> None:
+    """Entry point in the forked child. Never returns: the process ends with os._exit."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the coordinator handles Ctrl-C
+        _die_with_parent()
+        _native.install_term_handler()
+        _native.set_timerslack(1)
+        SlotLoop(conn).serve()
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)

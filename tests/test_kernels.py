@@ -1,0 +1,424 @@
+"""Built-in kernels through their prepare/run/cleanup contract, and the histogram helpers."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("manybench._native",
+                    reason="C kernels not built (python setup.py build_ext --inplace)")
+import manybench  # noqa: E402
+from manybench import _native  # noqa: E402
+from manybench.kernels import KERNELS, Result, SlotContext  # noqa: E402
+from manybench.kernels import hist  # noqa: E402
+from manybench.kernels.base import KernelError  # noqa: E402
+
+KiB, MiB = 1024, 1024 * 1024
+LAT_KEYS = ("lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us")
+
+
+def ctx_for(tmp_path, rank: int = 0, workers: int = 1, slot: int | None = None) -> SlotContext:
+    slot = rank if slot is None else slot
+    return SlotContext(run="r1", node="n1", slot=slot, rank=rank, workers=workers, cpu=-1,
+                       scratch=str(tmp_path / "r1" / str(slot)),
+                       shared=str(tmp_path / "r1" / "shared"))
+
+
+def run_kernel(name: str, ctx: SlotContext, params: dict, lead_ms: float = 2) -> Result:
+    k = KERNELS[name]
+    state = k.prepare(ctx, params)
+    try:
+        t0 = _native.now_ns() + int(lead_ms * 1e6)
+        r = k.run(state, t0, 0)
+        assert r.start_ns >= t0
+        assert r.end_ns >= r.start_ns and r.elapsed_ns >= 0
+        return r
+    finally:
+        if k.cleanup:
+            k.cleanup(state)
+
+
+def check_latency(r: Result) -> None:
+    assert sum(r.hist.values()) == r.ops
+    m = r.metrics
+    assert set(LAT_KEYS) <= set(m)
+    assert 0 < m["lat_p50_us"] <= m["lat_p90_us"] <= m["lat_p99_us"] <= m["lat_max_us"]
+    assert m["lat_mean_us"] <= m["lat_max_us"]
+
+
+# ---- null ------------------------------------------------------------------------------------
+
+def test_null(tmp_path):
+    r = run_kernel("null", ctx_for(tmp_path), {})
+    assert r.status == "ok" and r.ops == 0 and r.hist is None and r.metrics == {}
+    assert r.armed_ns <= r.start_ns
+
+
+# ---- io.write / io.read ------------------------------------------------------------------
+
+def test_write_size_block_and_file(tmp_path):
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("io.write", ctx, {"size": 4 * MiB, "block": 256 * KiB, "file": "io.dat",
+                                     "fsync": "end"})
+    assert r.status == "ok", r.error
+    assert r.bytes == 4 * MiB and r.ops == 4 * MiB // (256 * KiB)
+    assert os.path.getsize(os.path.join(ctx.scratch, "io.dat")) == 4 * MiB
+    check_latency(r)
+    assert 0 <= r.metrics["fsync_us"] * 1e3 <= r.elapsed_ns
+
+
+def test_write_truncates_and_defaults(tmp_path):
+    ctx = ctx_for(tmp_path)
+    run_kernel("io.write", ctx, {"size": 2 * MiB})
+    r = run_kernel("io.write", ctx, {"size": 1 * MiB, "fsync": "never"})
+    assert r.status == "ok" and "fsync_us" not in r.metrics
+    assert r.ops == 1                                     # default block 1MiB
+    assert os.path.getsize(os.path.join(ctx.scratch, "io.dat")) == 1 * MiB
+
+
+def test_write_stonewall_stops_at_deadline(tmp_path):
+    ctx = ctx_for(tmp_path)
+    k = KERNELS["io.write"]
+    st = k.prepare(ctx, {"file": "/dev/null", "duration": 0.03, "block": 4 * KiB,
+                         "fsync": "never"})
+    try:
+        t0 = _native.now_ns() + 2_000_000
+        r = k.run(st, t0, 0)
+    finally:
+        k.cleanup(st)
+    assert r.status == "ok" and r.bytes > 0
+    assert r.end_ns >= t0 + 30_000_000
+
+
+def test_read_lays_out_missing_file_and_reads_size(tmp_path):
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("io.read", ctx, {"size": 3 * MiB, "block": 1 * MiB, "drop_cache": True})
+    assert r.status == "ok", r.error
+    assert r.bytes == 3 * MiB and r.ops == 3
+    assert os.path.getsize(os.path.join(ctx.scratch, "io.dat")) == 3 * MiB
+    check_latency(r)
+
+
+def test_read_extends_a_short_file_left_by_a_writer(tmp_path):
+    ctx = ctx_for(tmp_path)
+    run_kernel("io.write", ctx, {"size": 1 * MiB, "file": "shared.dat"})
+    r = run_kernel("io.read", ctx, {"size": 2 * MiB, "block": 512 * KiB, "file": "shared.dat"})
+    assert r.status == "ok" and r.bytes == 2 * MiB and r.ops == 4
+    assert os.path.getsize(os.path.join(ctx.scratch, "shared.dat")) == 2 * MiB
+
+
+def test_read_with_duration_is_time_based(tmp_path):
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("io.read", ctx, {"size": 64 * KiB, "block": 4 * KiB, "duration": 0.03})
+    assert r.status == "ok", r.error
+    assert r.bytes > 64 * KiB                 # wrapped at the end of the file
+    assert r.end_ns >= r.start_ns + 20_000_000
+
+
+def test_direct_needs_aligned_block_and_size(tmp_path):
+    with pytest.raises(KernelError, match="multiples of 4096.*block = 1000"):
+        KERNELS["io.write"].prepare(ctx_for(tmp_path),
+                                    {"size": 1 * MiB, "block": 1000, "direct": True})
+    with pytest.raises(KernelError, match="size = 5000"):
+        KERNELS["io.read"].prepare(ctx_for(tmp_path),
+                                   {"size": 5000, "block": 4096, "direct": True})
+
+
+def _odirect_refused(d: str) -> bool:
+    probe = os.path.join(d, f".mb-odirect-{os.getpid()}")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+        return False
+    except OSError as e:
+        return e.errno == errno.EINVAL
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+
+
+def test_direct_works_where_supported(tmp_path):
+    if _odirect_refused(str(tmp_path)):
+        pytest.skip(f"{tmp_path} refuses O_DIRECT")
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("io.write", ctx, {"size": 1 * MiB, "block": 64 * KiB, "direct": True})
+    assert r.status == "ok" and r.bytes == 1 * MiB
+    r = run_kernel("io.read", ctx, {"size": 1 * MiB, "block": 64 * KiB, "direct": True})
+    assert r.status == "ok" and r.bytes == 1 * MiB
+
+
+_DIRECT_SCRIPT = textwrap.dedent("""
+    import sys
+    from manybench.kernels import KERNELS, SlotContext
+    from manybench.kernels.base import KernelError
+    d = sys.argv[1]
+    ctx = SlotContext(run="r", node="n", slot=0, rank=0, workers=1, cpu=-1,
+                      scratch=d + "/s0", shared=d + "/shared")
+    try:
+        KERNELS["io.write"].prepare(ctx, {"size": 1 << 20, "block": 1 << 20, "direct": True})
+    except KernelError as e:
+        print(e)
+        sys.exit(0)
+    sys.exit(3)
+""")
+
+
+def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
+    """tmpfs (/dev/shm) refused O_DIRECT before Linux 6.6; ramfs still does."""
+    if os.path.isdir("/dev/shm") and _odirect_refused("/dev/shm"):
+        base = str(tmp_path).replace("/", "_")
+        d = os.path.join("/dev/shm", f"mb-test-{os.getpid()}-{base[-40:]}")
+        try:
+            with pytest.raises(KernelError) as ei:
+                KERNELS["io.write"].prepare(ctx_for_dir(d), {"size": MiB, "direct": True})
+            msg = str(ei.value)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        # This kernel's tmpfs accepts O_DIRECT: mount a ramfs in a private mount namespace.
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            pytest.skip("tmpfs accepts O_DIRECT here and mounting ramfs needs root + unshare")
+        mnt = tmp_path / "ramfs"
+        mnt.mkdir()
+        src = os.path.dirname(os.path.dirname(manybench.__file__))
+        env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        p = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount -t ramfs none "$1" || exit 42; exec "$2" -c "$3" "$1"', "sh",
+             str(mnt), sys.executable, _DIRECT_SCRIPT],
+            capture_output=True, text=True, env=env, timeout=60)
+        if p.returncode == 42 or "unshare failed" in p.stderr:
+            pytest.skip(f"cannot mount a ramfs to test with: {p.stderr.strip()}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        msg = p.stdout.strip()
+    assert "\n" not in msg
+    assert "refuses O_DIRECT" in msg and "direct = false" in msg
+
+
+def ctx_for_dir(d: str) -> SlotContext:
+    return SlotContext(run="r", node="n", slot=0, rank=0, workers=1, cpu=-1,
+                       scratch=os.path.join(d, "s0"), shared=os.path.join(d, "shared"))
+
+
+def test_no_space_left_is_a_clear_error(tmp_path):
+    # /dev/full fails every write with ENOSPC: the run's error, not an exception.
+    r = run_kernel("io.write", ctx_for(tmp_path), {"size": 2 * MiB, "file": "/dev/full"})
+    assert r.status == "error" and r.ops == 0 and r.bytes == 0
+    assert "\n" not in r.error
+    assert r.error.startswith("io.write /dev/full: write at offset 0: ")
+    assert "file system is full" in r.error
+
+
+def test_permission_denied_is_a_clear_error(tmp_path):
+    ctx = ctx_for(tmp_path)
+    os.makedirs(ctx.scratch)
+    os.chmod(ctx.scratch, 0o555)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # as an unprivileged user when root (root ignores modes)
+        try:
+            os.close(r)
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                KERNELS["io.write"].prepare(ctx, {"size": MiB})
+                os.write(w, b"no error")
+            except KernelError as e:
+                os.write(w, str(e).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    msg = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    os.chmod(ctx.scratch, 0o755)
+    # pytest's own tmp dirs are 0700, so an unprivileged user may fail one level up already
+    assert msg.startswith(f"io.write {ctx.scratch}"), msg
+    assert ": Permission denied (check the owner and mode of the directory" in msg
+    assert "\n" not in msg
+
+
+# ---- meta ------------------------------------------------------------------------------------
+
+def meta_dir(ctx: SlotContext, shared: bool = False) -> str:
+    return os.path.join(ctx.shared if shared else ctx.scratch, "meta")
+
+
+def test_mkdir_then_stat_then_rmdir(tmp_path):
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("meta.mkdir", ctx, {"items": 50})
+    assert r.status == "ok" and r.ops == 50
+    check_latency(r)
+    d = meta_dir(ctx)
+    assert sorted(os.listdir(d)) == sorted(f"d{i}" for i in range(50))
+    assert all(os.path.isdir(os.path.join(d, f"d{i}")) for i in range(50))
+    r = run_kernel("meta.rmdir", ctx, {"items": 50})
+    assert r.status == "ok" and r.ops == 50 and os.listdir(d) == []
+
+
+def test_repeated_mkdir_and_fewer_items_clear_leftovers(tmp_path):
+    ctx = ctx_for(tmp_path)
+    assert run_kernel("meta.mkdir", ctx, {"items": 30}).ops == 30
+    assert run_kernel("meta.mkdir", ctx, {"items": 30}).status == "ok"     # a repeat
+    r = run_kernel("meta.mkdir", ctx, {"items": 10})
+    assert r.status == "ok" and r.ops == 10
+    d = meta_dir(ctx)
+    os.mkdir(os.path.join(d, "d007"))          # not one of ours: left alone
+    run_kernel("meta.mkdir", ctx, {"items": 5})
+    assert sorted(os.listdir(d)) == sorted([f"d{i}" for i in range(5)] + ["d007"])
+
+
+def test_rmdir_lays_out_missing_dirs(tmp_path):
+    ctx = ctx_for(tmp_path)
+    r = run_kernel("meta.rmdir", ctx, {"items": 20})
+    assert r.status == "ok" and r.ops == 20 and os.listdir(meta_dir(ctx)) == []
+
+
+def test_file_ops(tmp_path):
+    ctx = ctx_for(tmp_path)
+    d = meta_dir(ctx)
+    r = run_kernel("meta.create", ctx, {"items": 25})
+    assert r.status == "ok" and r.ops == 25
+    assert all(os.path.isfile(os.path.join(d, f"f{i}")) for i in range(25))
+    assert run_kernel("meta.create", ctx, {"items": 25}).status == "ok"    # a repeat
+    r = run_kernel("meta.stat", ctx, {"items": 25})
+    assert r.status == "ok" and r.ops == 25
+    r = run_kernel("meta.unlink", ctx, {"items": 25})
+    assert r.status == "ok" and r.ops == 25 and os.listdir(d) == []
+    r = run_kernel("meta.stat", ctx, {"items": 5})       # lays out missing files
+    assert r.status == "ok" and len(os.listdir(d)) == 5
+
+
+@pytest.mark.parametrize("total,workers", [(10, 3), (2, 4), (9, 3)])
+def test_total_is_split_over_workers(tmp_path, total, workers):
+    counts = []
+    for rank in range(workers):
+        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, workers), {"total": total})
+        assert r.status == "ok"
+        counts.append(r.ops)
+    assert sum(counts) == total
+    assert max(counts) - min(counts) <= 1 and counts == sorted(counts, reverse=True)
+
+
+def test_shared_mode_names_and_leftovers(tmp_path):
+    for rank in range(3):
+        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, 3), {"items": 4, "shared": True})
+        assert r.status == "ok" and r.ops == 4
+    d = meta_dir(ctx_for(tmp_path), shared=True)
+    assert sorted(os.listdir(d)) == sorted(f"d.{r}.{i}" for r in range(3) for i in range(4))
+    # Fewer workers and items: rank 0 sweeps ranks >= workers and indices beyond the range.
+    for rank in range(2):
+        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, 2), {"items": 2, "shared": True})
+        assert r.status == "ok"
+    assert sorted(os.listdir(d)) == sorted(f"d.{r}.{i}" for r in range(2) for i in range(2))
+    for rank in range(2):
+        r = run_kernel("meta.rmdir", ctx_for(tmp_path, rank, 2), {"items": 2, "shared": True})
+        assert r.status == "ok" and r.ops == 2
+    assert os.listdir(d) == []
+
+
+def test_meta_error_is_one_clear_line(tmp_path):
+    ctx = ctx_for(tmp_path)
+    k = KERNELS["meta.mkdir"]
+    st = k.prepare(ctx, {"items": 3})
+    os.mkdir(os.path.join(meta_dir(ctx), "d1"))          # someone got there first
+    r = k.run(st, _native.now_ns() + 1_000_000, 0)
+    assert r.status == "error" and r.ops == 1
+    assert r.error == (f"meta.mkdir: mkdir {meta_dir(ctx)}/d1: "
+                       f"{os.strerror(errno.EEXIST)}")
+    assert sum(r.hist.values()) == 1
+
+
+def test_meta_prepare_failure_is_a_kernel_error(tmp_path):
+    ctx = ctx_for(tmp_path)
+    d = meta_dir(ctx)
+    os.makedirs(os.path.join(d, "d0"))
+    open(os.path.join(d, "d0", "precious"), "w").close()
+    with pytest.raises(KernelError, match=r"meta.mkdir: preparing .*/d0 for mkdir: "):
+        KERNELS["meta.mkdir"].prepare(ctx, {"items": 1})
+    assert os.path.exists(os.path.join(d, "d0", "precious"))
+
+
+# ---- histogram helpers -------------------------------------------------------------------
+
+def test_bucket_ranges_tile_every_uint64():
+    prev_hi = -1
+    for b in range(hist.HIST_BUCKETS):
+        lo, hi = hist.bucket_range(b)
+        assert lo == prev_hi + 1 and hi >= lo
+        assert (hi - lo + 1) <= max(1, lo / 32)          # relative width <= 1/32
+        assert hist.bucket_of(lo) == b == hist.bucket_of(hi)
+        prev_hi = hi
+    assert prev_hi == 2**64 - 1
+
+
+def _hist_of(values: list[int]) -> dict[int, int]:
+    h: dict[int, int] = {}
+    for v in values:
+        b = hist.bucket_of(v)
+        h[b] = h.get(b, 0) + 1
+    return h
+
+
+def _close(estimate: float, exact: float) -> bool:
+    lo, hi = hist.bucket_range(hist.bucket_of(int(exact)))
+    return lo <= estimate <= hi
+
+
+def test_percentiles_of_known_values():
+    values = [1000] * 50 + [20_000] * 40 + [500_000] * 9 + [3_000_000]
+    h = _hist_of(values)
+    assert _close(hist.percentile(h, 50), 1000)
+    assert _close(hist.percentile(h, 90), 20_000)
+    assert _close(hist.percentile(h, 99), 500_000)
+    assert _close(hist.percentile(h, 100), 3_000_000)
+    assert _close(hist.percentile(h, 0), 1000)
+    qs = [hist.percentile(h, q) for q in range(0, 101, 5)]
+    assert qs == sorted(qs)
+    exact_mean = sum(values) / len(values)
+    assert abs(hist.mean(h) - exact_mean) <= exact_mean / 32
+    m = hist.latency_metrics(h)
+    assert set(m) == set(LAT_KEYS)
+    assert _close(m["lat_p50_us"] * 1e3, 1000) and _close(m["lat_max_us"] * 1e3, 3_000_000)
+
+
+def test_small_values_are_exact():
+    h = _hist_of([5, 7, 7, 63])
+    assert hist.percentile(h, 50) == 7 and hist.percentile(h, 100) == 63
+
+
+def test_decode_merge_and_json_round_trip():
+    raw = bytearray(8 * hist.HIST_BUCKETS)
+    raw[8 * 100:8 * 101] = (3).to_bytes(8, "little")
+    raw[8 * 1919:8 * 1920] = (2**40).to_bytes(8, "little")
+    h = hist.decode(bytes(raw))
+    assert h == {100: 3, 1919: 2**40}
+    back = json.loads(json.dumps(h))                    # keys come back as str
+    assert set(back) == {"100", "1919"}
+    assert hist.merge([h, back, None, {}]) == {100: 6, 1919: 2**41}
+    assert hist.latency_metrics(back) == hist.latency_metrics(h)
+    assert hist.percentile(back, 50) == hist.percentile(h, 50)
+    assert hist.count(back) == 3 + 2**40
+
+
+def test_empty_histograms():
+    assert hist.decode(None) == {} and hist.decode(b"") == {}
+    assert hist.latency_metrics({}) == {} and hist.latency_metrics(None) == {}
+    with pytest.raises(ValueError):
+        hist.percentile({}, 50)
+    with pytest.raises(ValueError):
+        hist.percentile({1: 1}, 101)
+
+
+def test_native_histogram_matches_result(tmp_path):
+    r = run_kernel("meta.create", ctx_for(tmp_path), {"items": 40})
+    assert hist.count(r.hist) == 40
+    assert r.metrics == hist.latency_metrics(json.loads(json.dumps(r.hist)))

@@ -1,0 +1,126 @@
+"""Reports name the DESIGN figures and show the runs' numbers, in the terminal and in HTML."""
+from __future__ import annotations
+
+import pytest
+
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.record import Record
+from manybench.report import render_text, write_html
+from manybench.report.terminal import render
+from manybench.store import Store
+
+T = 1_700_000_000_000_000_000
+S = 1_000_000_000
+ENV = {"hostname": "node7", "cpu_model": "Test CPU 9000", "logical_cpus": 2, "physical_cores": 2,
+       "sockets": 1, "numa_nodes": 1, "memory_total": 8 << 30, "kernel": "6.1.0",
+       "governor": "performance", "tuned_profile": None}
+NOTES = {"slots": 12, "phases": 5, "nodes": ["n1"], "cpus": 2, "oversubscribed": True,
+         "custom": "hello"}   # the shape the coordinator writes
+NOTE = "12 slots on 2 cpus: oversubscribed, no spinning"  # and "; 1 node: n1"
+
+
+def _phase(i, spec, kernel, workers, params, point):
+    return Phase(i, spec, kernel, "", 0, workers, "spread", "core", params, point)
+
+
+def _rec(i, spec, kernel, workers, slot, t0, start, end, params, **kw):
+    return Record(run="r1", phase=i, task=spec.name, kernel=kernel, variant="", rep=0,
+                  workers=workers, node="n1", slot=slot, cpu=slot, t0_ns=t0, start_ns=start,
+                  end_ns=end, params=params, **kw)
+
+
+def make_store(path, end=True) -> None:
+    null = TaskSpec("sync", "null", {})
+    wr = TaskSpec("write", "io.write", {"block": ["64KiB", "1MiB"]})
+    cmd = TaskSpec("dd", "command", {}, command=["dd"], metrics={"rate": "x"})
+    plan = Plan(name="report-test", tasks=[null, wr, cmd], source="", raw={})
+    st = Store(path)
+    st.begin_run("r1", plan, ["manybench", "run", "plan.toml"], ENV, NOTES)
+    i = 0
+    for rep in range(2):    # null: 2 slots, skew 2 us, sync overhead 1 ms each phase
+        t0 = T + i * S
+        st.write_phase("r1", _phase(i, null, "null", 2, {}, "sync"), t0,
+                       [_rec(i, null, "null", 2, 0, t0, t0 + 1000, t0 + 1000 + 998_000, {}),
+                        _rec(i, null, "null", 2, 1, t0, t0 + 3000, t0 + 1_001_000, {})])
+        i += 1
+    for block in (65536, 1 << 20):   # io: 2 slots x 8 MiB in 1 s -> 16 MiB/s
+        p = {"block": block, "size": 8 << 20}
+        t0 = T + i * S
+        st.write_phase("r1", _phase(i, wr, "io.write", 2, p, f"write-{block}"), t0,
+                       [_rec(i, wr, "io.write", 2, s, t0, t0, t0 + S, p, ops=8, bytes=8 << 20,
+                             elapsed_s=1.0, metrics={"lat_p50_us": 40.0, "lat_p99_us": 90.0})
+                        for s in range(2)])
+        i += 1
+    t0 = T + i * S
+    st.write_phase("r1", _phase(i, cmd, "command", 2, {}, "dd"), t0, [
+        _rec(i, cmd, "command", 2, 0, t0, t0, t0 + S, {}, elapsed_s=1.0,
+             metrics={"exit_status": 0, "rate": 512.0}),
+        _rec(i, cmd, "command", 2, 1, t0, t0, t0 + S, {}, elapsed_s=1.0, status="error",
+             error="exit status 1: <no space> & more", metrics={"exit_status": 1})])
+    if end:
+        st.end_run("r1", "failed")
+    st.close()
+
+
+def test_terminal_report_names_design_figures(tmp_path):
+    make_store(tmp_path)
+    text = render_text(tmp_path)
+    for word in ("report-test", "r1", "failed", "node7", "Test CPU 9000", "performance",
+                 "sync overhead", "skew", "lateness", "aggregate bandwidth", "per-slot time",
+                 "exit statuses", NOTE, "custom: hello", "phases stored  5 of 5", "sync (null)", "write (io.write)", "dd (command)"):
+        assert word in text, word
+    # the figures themselves: sync overhead 1 ms, skew 2 us, 16 MiB/s, swept block sizes shown
+    assert "1.00ms / 1.00ms / 1.00ms" in text
+    assert "2.0us / 2.0us / 2.0us" in text
+    assert "16.0 MiB/s" in text and "64KiB" in text and "1MiB" in text
+    assert "40.0us / 90.0us" in text
+    assert "0x1, 1x1" in text and "rate" in text and "512" in text
+    # the error, with its slot, below the table
+    assert "phase 4 n1/slot 1: error: exit status 1: <no space> & more" in text
+
+
+def test_report_of_a_run_never_ended(tmp_path):
+    make_store(tmp_path, end=False)
+    text = render_text(tmp_path)
+    assert "running" in text and "not ended" in text
+    # render also takes an open Store
+    from rich.console import Console
+    import io
+    buf = io.StringIO()
+    with Store(tmp_path, readonly=True) as st:
+        render(st, Console(file=buf, width=160, color_system=None))
+    assert "sync overhead" in buf.getvalue()
+
+
+def test_empty_run(tmp_path):
+    st = Store(tmp_path)
+    st.begin_run("e", Plan(name="empty", tasks=[]), [], {}, {})
+    st.close()
+    assert "no phases recorded yet" in render_text(tmp_path)
+
+
+def test_html(tmp_path):
+    make_store(tmp_path)
+    out = tmp_path / "report.html"
+    write_html(tmp_path, out)
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<script" not in page and "<table" in page
+    for word in ("sync overhead", "skew", "lateness", "aggregate bandwidth", "16.0 MiB/s", NOTE):
+        assert word in page, word
+    assert "&lt;no space&gt; &amp; more" in page and "<no space>" not in page
+
+
+def test_run_selection(tmp_path):
+    make_store(tmp_path)
+    st = Store(tmp_path)
+    st.begin_run("r2", Plan(name="second", tasks=[]), [], ENV, {})
+    st.close()
+    text = render_text(tmp_path)                      # the latest run by default
+    assert "second" in text and "report-test" not in text
+    assert "this directory holds 2 runs: r1, r2" in text
+    assert "report-test" in render_text(tmp_path, run_id="r1")
+    both = render_text(tmp_path, all_runs=True)
+    assert "report-test" in both and "second" in both
+    with pytest.raises(KeyError, match="r1, r2"):
+        render_text(tmp_path, run_id="nope")

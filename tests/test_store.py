@@ -1,0 +1,187 @@
+"""results.db: round trips, one transaction per phase, killed runs, read-only readers."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.record import Record
+from manybench.store import DB_NAME, Store
+
+T0 = 1_700_000_000_000_000_000
+SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+
+
+def plan() -> Plan:
+    spec = TaskSpec("w", "io.write", {"size": "1MiB"})
+    return Plan(name="store-test", tasks=[spec], source='name = "store-test"\n',
+                raw={"name": "store-test", "task": [{"name": "w"}]})
+
+
+def phase(i: int, workers: int = 2) -> Phase:
+    return Phase(index=i, task=plan().tasks[0], kernel="io.write", variant="", rep=i,
+                 workers=workers, order="spread", pin="core", params={"size": 1048576},
+                 point="w|1MiB|2")
+
+
+def recs(run: str, i: int, nodes=("n1",), slots=(1, 0)) -> list[Record]:
+    out = []
+    for node in nodes:
+        for s in slots:
+            out.append(Record(run=run, phase=i, task="w", kernel="io.write", variant="", rep=i,
+                              workers=len(nodes) * len(slots), node=node, slot=s, cpu=s,
+                              t0_ns=T0, start_ns=T0 + 10 + s, end_ns=T0 + 1000 + s,
+                              elapsed_s=1e-6, ops=4, bytes=1048576,
+                              params={"size": 1048576}, metrics={"lat_p50_us": 2.5},
+                              hist={3: 7, 70: 1}, extra={"armed_ns": T0 - 5}))
+    return out
+
+
+def test_round_trip(tmp_path):
+    st = Store(tmp_path)
+    st.begin_run("r1", plan(), ["manybench", "run", "p.toml"], {"hostname": "h"},
+                  {"oversubscription": "4 slots on 2 cores"})
+    st.write_phase("r1", phase(0), T0, recs("r1", 0, nodes=("n2", "n1")))
+    st.write_phase("r1", phase(1), T0 + 5, recs("r1", 1), status="partial")
+    runs = st.runs()
+    assert len(runs) == 1
+    r = runs[0]
+    assert (r["run_id"], r["name"], r["status"], r["ended_ns"]) == ("r1", "store-test", "running", None)
+    assert r["plan_source"] == 'name = "store-test"\n'
+    assert r["plan_raw"] == {"name": "store-test", "task": [{"name": "w"}]}
+    assert r["argv"] == ["manybench", "run", "p.toml"]
+    assert r["environment"] == {"hostname": "h"}
+    assert r["notes"] == {"oversubscription": "4 slots on 2 cores"}
+    assert r["phases"] == 2
+
+    got = st.records("r1")
+    # ordered by phase, node, slot
+    assert [(x.phase, x.node, x.slot) for x in got] == [
+        (0, "n1", 0), (0, "n1", 1), (0, "n2", 0), (0, "n2", 1), (1, "n1", 0), (1, "n1", 1)]
+    want = {(x.phase, x.node, x.slot): x for x in recs("r1", 0, nodes=("n2", "n1")) + recs("r1", 1)}
+    for x in got:
+        assert x == want[(x.phase, x.node, x.slot)]   # every field, hist keys back as ints
+    assert got[0].hist == {3: 7, 70: 1}
+
+    ph = st.phases("r1")
+    assert [(p["index"], p["status"], p["t0_ns"]) for p in ph] == [(0, "ok", T0), (1, "partial", T0 + 5)]
+    assert ph[0]["params"] == {"size": 1048576} and ph[0]["point"] == "w|1MiB|2"
+    assert ph[0]["label"] == phase(0).label and ph[0]["workers"] == 2
+
+    st.update_notes("r1", {"x": 1})
+    st.end_run("r1", "finished")
+    r = st.runs()[0]
+    assert r["status"] == "finished" and r["ended_ns"] >= r["started_ns"] and r["notes"] == {"x": 1}
+    with pytest.raises(ValueError):
+        st.end_run("r1", "done")
+    st.close()
+    st.close()  # idempotent
+
+
+def test_several_runs_and_rewrite(tmp_path):
+    with Store(tmp_path) as st:
+        st.begin_run("a", plan(), [], {}, {})
+        st.write_phase("a", phase(0), T0, recs("a", 0))
+        st.begin_run("b", plan(), [], {}, {})
+        st.write_phase("b", phase(0), T0, recs("b", 0, slots=(0,)))
+        # writing a phase again replaces it whole
+        st.write_phase("a", phase(0), T0, recs("a", 0, slots=(5,)))
+        assert [r["run_id"] for r in st.runs()] == ["a", "b"]
+        assert [(x.run, x.slot) for x in st.records()] == [("a", 5), ("b", 0)]
+        assert [x.slot for x in st.records("a")] == [5]
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    with Store(tmp_path) as st:
+        st.begin_run("r", plan(), [], {}, {})
+        bad = recs("r", 0)
+        bad[1].node = None   # NOT NULL: the second insert fails inside the transaction
+        with pytest.raises(sqlite3.IntegrityError):
+            st.write_phase("r", phase(0), T0, bad)
+        assert st.phases("r") == [] and st.records("r") == []
+        st.write_phase("r", phase(0), T0, recs("r", 0))   # the store is still usable
+        assert len(st.records("r")) == 2
+
+
+def test_one_transaction_per_phase(tmp_path):
+    """A second connection sees a phase only after write_phase returned, all of it at once."""
+    st = Store(tmp_path)
+    st.begin_run("r", plan(), [], {}, {})
+    reader = Store(tmp_path, readonly=True)
+    seen_during = []
+
+    def trace(sql: str) -> None:
+        # runs inside write_phase, after the phase row was inserted, before COMMIT
+        if sql.lstrip().upper().startswith("INSERT OR REPLACE INTO RECORDS"):
+            seen_during.append((len(reader.phases("r")), len(reader.records("r"))))
+
+    st._db.set_trace_callback(trace)
+    st.write_phase("r", phase(0), T0, recs("r", 0, nodes=("a", "b", "c")))
+    st._db.set_trace_callback(None)
+    assert seen_during and set(seen_during) == {(0, 0)}
+    assert len(reader.phases("r")) == 1 and len(reader.records("r")) == 6
+    reader.close()
+    st.close()
+
+
+def test_readonly_reader(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        Store(tmp_path / "none", readonly=True)
+    assert not (tmp_path / "none").exists()   # a reader creates nothing
+    st = Store(tmp_path)
+    st.begin_run("r", plan(), [], {}, {})
+    ro = Store(tmp_path, readonly=True)       # opened while the writer is open
+    assert ro.runs()[0]["status"] == "running" and ro.records("r") == []
+    st.write_phase("r", phase(0), T0, recs("r", 0))
+    assert len(ro.records("r")) == 2          # later commits become visible
+    with pytest.raises(PermissionError):
+        ro.end_run("r", "finished")
+    with pytest.raises(sqlite3.OperationalError):
+        ro._db.execute("DELETE FROM records")
+    st.end_run("r", "finished")
+    st.close()
+    assert ro.runs()[0]["status"] == "finished"
+    ro.close()
+
+
+def test_killed_run_stays_readable(tmp_path):
+    """A process killed mid-run leaves its committed phases, and the run marked running."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {os.path.abspath(SRC)!r})
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        from test_store import Store, plan, phase, recs, T0
+        st = Store({str(tmp_path)!r})
+        st.begin_run("k", plan(), ["manybench"], {{}}, {{}})
+        for i in range(3):
+            st.write_phase("k", phase(i), T0, recs("k", i))
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    assert (tmp_path / DB_NAME).exists()
+    with Store(tmp_path, readonly=True) as ro:
+        run = ro.runs()[0]
+        assert run["status"] == "running" and run["ended_ns"] is None and run["phases"] == 3
+        assert len(ro.records("k")) == 6
+    # a later writer can still mark it (e.g. a cleanup command)
+    with Store(tmp_path) as st:
+        st.end_run("k", "aborted")
+        assert st.runs()[0]["status"] == "aborted"
+
+
+def test_many_phases_commit(tmp_path):
+    # not a timing assertion (see benchmarks/): many small commits simply work
+    with Store(tmp_path) as st:
+        st.begin_run("r", plan(), [], {}, {})
+        for i in range(300):
+            st.write_phase("r", phase(i), T0, recs("r", i))
+        assert len(st.phases("r")) == 300 and len(st.records("r")) == 600
+        assert st._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert st._db.execute("PRAGMA synchronous").fetchone()[0] == 1   # NORMAL
