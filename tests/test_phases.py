@@ -226,3 +226,20 @@ def test_describe_one_line_per_phase_human_units():
     assert "spread/core" in lines[0]
     assert "[" not in describe(expand(plan_of('[[task]]\nname = "n"\nkernel = "null"\n')))
     assert describe([]) == "(no phases)"
+
+
+def test_label_shows_sizes_and_durations_in_human_form():
+    ph = expand(plan_of("""
+        [[task]]
+        name = "w"
+        kernel = "io.write"
+        size = "1GiB"
+        block = "64KiB"
+        duration = "1500ms"
+        [[variant]]
+        name = "fast"
+        """))[0]
+    assert ph.label.startswith("w [fast] ")
+    assert "size=1GiB" in ph.label and "block=64KiB" in ph.label
+    assert "duration=1.500s" in ph.label and ph.label.endswith(" workers=1")
+    assert "dir=" not in ph.label

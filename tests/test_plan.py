@@ -41,7 +41,7 @@ def test_minimal_plan_defaults(tmp_path):
     f.write_text(MINIMAL)
     plan = load_plan(f)
     assert plan.name == "my-bench"
-    assert (plan.repeat, plan.workers, plan.order, plan.pin) == (1, [1], "spread", "core")
+    assert (plan.repeat, plan.workers, plan.order, plan.pin) == (1, [1], ["spread"], ["core"])
     assert plan.slots is None and plan.scratch is None and plan.keep is False
     assert plan.variants == [] and plan.source == MINIMAL and plan.path == str(f)
     t = plan.tasks[0]
@@ -85,7 +85,7 @@ def test_full_plan_fields(tmp_path):
         shell = true
         metrics.rate = '(?P<value>[\\d.]+) MB/s'
         """))
-    assert (plan.repeat, plan.workers, plan.order, plan.pin) == (3, [1, 2], "pack", "core")
+    assert (plan.repeat, plan.workers, plan.order, plan.pin) == (3, [1, 2], ["pack"], ["core", "none"])
     assert plan.scratch == str(tmp_path) and plan.keep
     w, dd = plan.tasks
     assert w.params == {"size": "1GiB", "block": ["64KiB", "1MiB"]}
@@ -446,7 +446,7 @@ def test_overrides_applied_before_validation():
         "repeat=3", "placement.workers=[2,4]", "task.w.block=1MiB", "task[1].n=[1, 2]",
         "placement.order=\"pack\"", "keep=true", "variant.fast.env.X=1",
         "variant.fast.set.task.w.direct=true", "name = spaced "])
-    assert (plan.repeat, plan.workers, plan.order, plan.keep) == (3, [2, 4], "pack", True)
+    assert (plan.repeat, plan.workers, plan.order, plan.keep) == (3, [2, 4], ["pack"], True)
     assert plan.tasks[0].params["block"] == "1MiB" and plan.tasks[1].params["n"] == [1, 2]
     assert plan.variants[0].env == {"X": "1"}
     assert plan.variants[0].set == {"task.w.direct": True}
@@ -474,3 +474,9 @@ def test_load_plan_unreadable(tmp_path):
     with pytest.raises(PlanError) as ei:
         load_plan(tmp_path / "missing.toml")
     assert "cannot read" in str(ei.value)
+
+
+def test_order_and_pin_sweeps_are_lists_on_the_plan():
+    plan = parse_plan(MINIMAL, check_dirs=False, overrides=[
+        'placement.order=["spread", "pack"]', "placement.pin=[none, core]"])
+    assert (plan.order, plan.pin) == (["spread", "pack"], ["none", "core"])

@@ -1,12 +1,15 @@
 """The data a run passes along: a validated Plan, its Tasks and Variants, and expanded Phases.
 
-plan.py builds a Plan from TOML; phases.py expands it into Phases; everything downstream
-(placement, coordinator, agent, slot, store) reads only these.
+The plan package builds a Plan from TOML; phases.py expands it into Phases; everything
+downstream (placement, coordinator, agent, slot, store) reads only these.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from .kernels import KERNELS
+from .units import format_duration, format_size
 
 
 @dataclass
@@ -37,8 +40,8 @@ class Plan:
     tasks: list[TaskSpec]
     repeat: int = 1
     workers: list[int] = field(default_factory=lambda: [1])
-    order: str = "spread"             # spread | pack
-    pin: str = "core"                 # core | numa | none
+    order: list[str] = field(default_factory=lambda: ["spread"])  # spread | pack; a list sweeps
+    pin: list[str] = field(default_factory=lambda: ["core"])       # core | numa | none; likewise
     slots: int | None = None          # fixed slot count (None: largest worker count)
     scratch: str | None = None        # default `dir` for tasks that need one
     keep: bool = False                # keep scratch files after the run
@@ -46,6 +49,17 @@ class Plan:
     source: str = ""                  # the plan's TOML text (stored with the run)
     path: str = ""
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied
+
+
+def human_value(kernel: str, name: str, value: Any) -> str:
+    """A phase parameter as people write it: sizes as 64KiB, durations as 250.00ms."""
+    p = KERNELS[kernel].params.get(name) if kernel in KERNELS else None
+    if p is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if p.kind == "size":
+            return format_size(value)
+        if p.kind == "duration":
+            return format_duration(value)
+    return str(value)
 
 
 @dataclass
@@ -65,6 +79,7 @@ class Phase:
     @property
     def label(self) -> str:
         """Short human name for progress lines: task [variant] k=v ... workers=N."""
-        kv = " ".join(f"{k}={v}" for k, v in self.params.items() if k != "dir")
+        kv = " ".join(f"{k}={human_value(self.kernel, k, v)}" for k, v in self.params.items()
+                      if k != "dir")
         var = f" [{self.variant}]" if self.variant else ""
         return f"{self.task.name}{var} {kv} workers={self.workers}".replace("  ", " ")

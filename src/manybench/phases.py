@@ -12,22 +12,14 @@ import json
 from typing import Any
 
 from .kernels import KERNELS
-from .model import Phase, Plan, TaskSpec
+from .model import Phase, Plan, TaskSpec, human_value
 from .plan import kernel_params, sweep_points, variant_plan
-from .units import format_duration, format_size
 
 Point = tuple[dict[str, Any], str, str, int]   # (params, order, pin, workers)
 
 
-def _axis(value: Any) -> list:
-    return list(value) if isinstance(value, list) else [value]
-
-
 def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
     """A task's points in run order; params parsed for kernels, as given for commands."""
-    place = plan.raw.get("placement") or {}
-    orders = _axis(place.get("order", plan.order))
-    pins = _axis(place.get("pin", plan.pin))
     workers = task.workers or plan.workers
     kernel = KERNELS.get(task.kernel)
     tdir = task.dir or plan.scratch
@@ -35,7 +27,7 @@ def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
     for values in sweep_points(task.params):
         params = kernel_params(kernel, values) if kernel else dict(values)
         params["dir"] = tdir
-        for order, pin, w in itertools.product(orders, pins, workers):
+        for order, pin, w in itertools.product(plan.order, plan.pin, workers):
             out.append((params, order, pin, w))
     return out
 
@@ -70,21 +62,11 @@ def expand(plan: Plan) -> list[Phase]:
     return phases
 
 
-def _human(kernel: str, name: str, value: Any) -> str:
-    p = KERNELS[kernel].params.get(name) if kernel in KERNELS else None
-    if p is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if p.kind == "size":
-            return format_size(value)
-        if p.kind == "duration":
-            return format_duration(value)
-    return str(value)
-
-
 def describe(phases: list[Phase]) -> str:
     """One aligned line per phase, for --dry-run."""
     rows = []
     for ph in phases:
-        kv = " ".join(f"{k}={_human(ph.kernel, k, v)}" for k, v in ph.params.items()
+        kv = " ".join(f"{k}={human_value(ph.kernel, k, v)}" for k, v in ph.params.items()
                       if v is not None)
         rows.append((f"#{ph.index}", ph.task.name, f"[{ph.variant}]" if ph.variant else "",
                      f"rep={ph.rep}", f"workers={ph.workers}", f"{ph.order}/{ph.pin}", kv))

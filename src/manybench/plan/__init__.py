@@ -1,0 +1,196 @@
+"""Plan files: TOML -> --set overrides -> validation with field paths -> Plan.
+
+Every problem is collected (a user fixes a plan in one go, not one error per try) and told as
+one line `PATH:LINE: FIELD: message`, FIELD in the dotted syntax --set takes. Validation works
+on raw locations such as ("task", 0, "block"); only the final formatting turns them into task
+names and source lines, so the checks themselves never care where a value came from.
+
+This module builds the Plan and its Variants and formats the problems; the parts live in
+schema.py (structure), tasks.py (one [[task]]), overrides.py (field paths, --set) and
+lines.py (source lines).
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..model import Plan, Variant
+from .lines import find_line, line_index
+from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
+from .schema import ORDERS, PINS, schema_problems
+from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir, env_of,
+                    kernel_params, slot_check, sweep_points)
+
+__all__ = ["BUILTIN_NAMES", "ORDERS", "PINS", "TASK_FIELDS", "PlanError", "assign",
+           "field_name", "kernel_params", "load_plan", "parse_plan", "parse_value",
+           "resolve_key", "sweep_points", "variant_plan"]
+
+# What a variant may change: per-phase things. Run-wide fields (slots, repeat, ...) would make
+# the variants' phases incomparable or cannot differ within one run.
+_VARIANT_SETTABLE = ("task", "placement", "scratch")
+
+
+class PlanError(Exception):
+    """An invalid plan; `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _choices(value: Any, default: str) -> list[str]:
+    """Plan.order/pin: the value as a list (one choice, or a sweep of them)."""
+    if value is None:
+        return [default]
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
+           with_variants: bool = True) -> tuple[Plan | None, list[tuple[Loc, str]]]:
+    probs = schema_problems(raw)
+    if slots is None and isinstance(raw.get("slots"), int) and not isinstance(raw["slots"], bool):
+        slots = raw["slots"]
+    place = raw.get("placement") if isinstance(raw.get("placement"), dict) else {}
+    workers = as_workers(place["workers"]) if "workers" in place else [slots or 1]
+    slot_check(("placement", "workers"), workers, slots, probs)
+    scratch = check_dir(("scratch",), raw.get("scratch"), check_dirs, probs)
+    ctx = {"slots": slots, "scratch": scratch, "check_dirs": check_dirs}
+    tasks_raw = raw.get("task") if isinstance(raw.get("task"), list) else []
+    tasks = [s for i, t in enumerate(tasks_raw) if (s := build_task(i, t, ctx, probs))]
+    names = entry_names(raw, "task")
+    for i, t in enumerate(tasks_raw):
+        if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"]:
+            probs.append((("task", i, "name"), f"duplicate task name {t['name']!r}"))
+    variants = _variants(raw, path, slots, check_dirs, probs) if with_variants else []
+    if probs:
+        return None, probs
+    name = raw.get("name") or ("plan" if path.startswith("<") else Path(path).stem)
+    return Plan(name=name, tasks=tasks, repeat=raw.get("repeat", 1), workers=workers or [1],
+                order=_choices(place.get("order"), "spread"),
+                pin=_choices(place.get("pin"), "core"),
+                slots=slots, scratch=scratch, keep=raw.get("keep", False), variants=variants,
+                path=path, raw=raw), probs
+
+
+def _variants(raw: dict, path: str, slots: int | None, check_dirs: bool,
+              probs: list) -> list[Variant]:
+    """Each variant's set is applied to a copy of the plan and validated as a whole; only the
+    problems the variant adds are reported, on the set key that caused them when known."""
+    items = raw.get("variant") if isinstance(raw.get("variant"), list) else []
+    base_probs = set(probs)
+    names = entry_names(raw, "variant")
+    out: list[Variant] = []
+    for i, v in enumerate(items):
+        if not isinstance(v, dict):
+            continue
+        if i not in names and isinstance(v.get("name"), str) and v["name"]:
+            probs.append((("variant", i, "name"), f"duplicate variant name {v['name']!r}"))
+        sets = flatten(v["set"]) if isinstance(v.get("set"), dict) else {}
+        out.append(Variant(name=str(v.get("name", "")), set=sets, env=env_of(v.get("env"))))
+        vraw = copy.deepcopy({k: val for k, val in raw.items() if k != "variant"})
+        targets: dict[Loc, str] = {}
+        for key, value in sets.items():
+            kloc = ("variant", i, "set", key)
+            head = re.sub(r"\[\d+\]$", "", key.split(".")[0])
+            try:
+                if head not in _VARIANT_SETTABLE:
+                    raise ValueError(f"a variant cannot set {head!r} "
+                                     "(only task.*, placement.* and scratch)")
+                loc = resolve_key(vraw, key)
+                if loc[0] == "task" and loc[2:] == ("name",):
+                    raise ValueError("a variant cannot rename a task")
+                assign(vraw, loc, value)
+                targets[loc] = key
+            except ValueError as e:
+                probs.append((kloc, str(e)))
+        _, vprobs = _build(vraw, path, slots, check_dirs, with_variants=False)
+        for ploc, msg in vprobs:
+            if (ploc, msg) in base_probs:
+                continue
+            key = next((k for t, k in targets.items() if ploc[:len(t)] == t), None)
+            if key is not None:
+                probs.append((("variant", i, "set", key), msg))
+            else:
+                probs.append((("variant", i, "set"),
+                              f"with this variant, {field_name(vraw, ploc)}: {msg}"))
+    return out
+
+
+def load_plan(path: str | os.PathLike, overrides: Iterable[str] = (), slots: int | None = None,
+              check_dirs: bool = True) -> Plan:
+    """Read, override, validate; PlanError lists every problem found."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlanError([f"{path}: cannot read the plan: {getattr(e, 'strerror', None) or e}"])
+    return parse_plan(text, str(path), overrides, slots, check_dirs)
+
+
+def parse_plan(text: str, path: str = "<plan>", overrides: Iterable[str] = (),
+               slots: int | None = None, check_dirs: bool = True) -> Plan:
+    """Validate a plan's TOML text (path is only used in messages and for the default name)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        where = f"{path}:{m.group(1)}:{m.group(2)}" if m else path
+        raise PlanError([f"{where}: TOML syntax: {re.sub(r' *[(]at line.*', '', str(e))}"])
+    problems: list[str] = []
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
+        problems.append(f"--slots: must be a positive integer, got {slots!r}")
+        slots = None
+    overridden: list[Loc] = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(f"--set {item!r}: expected KEY=VALUE (e.g. --set repeat=3)")
+            continue
+        try:
+            loc = resolve_key(raw, key)
+            assign(raw, loc, parse_value(value))
+            overridden.append(loc)
+        except (ValueError, IndexError) as e:
+            problems.append(f"--set: {key}: {e}")
+    plan, probs = _build(raw, path, slots, check_dirs)
+    index = line_index(text)
+    found: list[tuple[float, str]] = []
+    for loc, msg in probs:
+        field = field_name(raw, loc)
+        if any(loc[:len(o)] == o for o in overridden):
+            found.append((float("inf"), f"{path}: {field}: {msg} (from --set)"))
+            continue
+        line = find_line(index, loc)
+        where = f"{path}:{line}" if line else path
+        found.append((line or float("inf"), f"{where}: {field}: {msg}" if field
+                      else f"{where}: {msg}"))
+    found.sort(key=lambda x: x[0])  # stable: same-line problems keep the order found
+    problems += list(dict.fromkeys(s for _, s in found))
+    if problems or plan is None:
+        raise PlanError(problems)
+    plan.source = text
+    for i, t in enumerate(plan.tasks):
+        t.line = find_line(index, ("task", i))
+    return plan
+
+
+def variant_plan(plan: Plan, variant: Variant) -> Plan:
+    """The plan as one variant's phases see it: its `set` applied (validated at load time)."""
+    raw = copy.deepcopy({k: v for k, v in plan.raw.items() if k != "variant"})
+    for key, value in variant.set.items():
+        assign(raw, resolve_key(raw, key), value)
+    vplan, probs = _build(raw, plan.path, plan.slots, check_dirs=False, with_variants=False)
+    if vplan is None:  # only when the plan was built without parse_plan
+        raise PlanError([f"{plan.path}: {field_name(raw, loc)}: {msg}" for loc, msg in probs])
+    vplan.source = plan.source
+    for t, base in zip(vplan.tasks, plan.tasks):
+        t.line = base.line
+    return vplan

@@ -1,0 +1,144 @@
+"""The plan's structure as a JSON schema, and its errors as plain-language problems.
+
+Only shape is checked here (types, known fields, choices, size and duration formats); what
+depends on several fields or on a kernel is checked when the plan is built.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable, Iterator
+
+import jsonschema
+
+from ..units import parse_duration, parse_size
+from .overrides import Loc
+
+ORDERS = ("spread", "pack")
+PINS = ("core", "numa", "none")
+
+
+def _workers_schema() -> dict:
+    return {"anyOf": [{"type": "integer", "minimum": 1},
+                      {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}],
+            "x-message": "expected a worker count or a list of them, e.g. 4 or [1, 2, 4]"}
+
+
+def _choice_schema(choices: tuple) -> dict:
+    return {"anyOf": [{"type": "string", "enum": list(choices)},
+                      {"type": "array", "minItems": 1, "items": {"enum": list(choices)}}],
+            "x-message": f"expected one of {', '.join(choices)} (or a list of them)"}
+
+
+_ENV = {"type": "object", "additionalProperties": {
+    "type": ["string", "integer", "number"], "x-message": "environment values are strings"}}
+_SCHEMA = {
+    "type": "object",
+    "required": ["task"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "repeat": {"type": "integer", "minimum": 1},
+        "slots": {"type": "integer", "minimum": 1},
+        "scratch": {"type": "string", "minLength": 1},
+        "keep": {"type": "boolean"},
+        "placement": {"type": "object", "additionalProperties": False, "properties": {
+            "workers": _workers_schema(), "order": _choice_schema(ORDERS),
+            "pin": _choice_schema(PINS)}},
+        "task": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "kernel": {"type": "string"},
+                "command": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                            "x-message": 'expected a non-empty list of strings, '
+                                         'e.g. ["dd", "bs={block}"]'},
+                "shell": {"type": "boolean"},
+                "workers": _workers_schema(),
+                "dir": {"type": "string", "minLength": 1},
+                "timeout": {"type": ["string", "number"], "format": "duration"},
+                "env": _ENV,
+                "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+        "variant": {"type": "array", "items": {
+            "type": "object", "required": ["name"], "additionalProperties": False,
+            "properties": {"name": {"type": "string", "minLength": 1},
+                           "set": {"type": "object"}, "env": _ENV}}},
+    },
+}
+_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@_FORMATS.checks("size", raises=ValueError)
+def _is_size(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, (int, str)) or parse_size(value) >= 0
+
+
+@_FORMATS.checks("duration", raises=ValueError)
+def _is_duration(value: Any) -> bool:
+    return (isinstance(value, bool) or not isinstance(value, (int, float, str))
+            or parse_duration(value) >= 0)
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(_SCHEMA, format_checker=_FORMATS)
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string",
+               "boolean": "true or false", "array": "a list", "object": "a table"}
+
+
+def known_names(names: Iterable[str], bad: str) -> str:
+    names = sorted(names)
+    near = difflib.get_close_matches(bad, names, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"(known: {', '.join(names)}){hint}"
+
+
+def _explain(err: jsonschema.ValidationError) -> Iterator[tuple[Loc, str]]:
+    """Plain-language problems from one jsonschema error."""
+    loc, v, inst = tuple(err.absolute_path), err.validator, err.instance
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if v == "additionalProperties":
+        props = schema.get("properties", {})
+        for extra in sorted(set(inst) - set(props)):
+            yield loc + (extra,), f"unknown field {extra!r} {known_names(props, extra)}"
+    elif v == "required":
+        for name in err.validator_value:
+            if name not in inst:
+                yield loc + (name,), ("the plan has no [[task]]; add at least one"
+                                      if loc == () else "required field missing")
+    elif v in ("anyOf", "oneOf") and err.context:
+        # Explain the branch of the right type (a list's problems for a list), if exactly one.
+        branches = {i for i, b in enumerate(err.validator_value)
+                    if "type" in b and _VALIDATOR.is_type(inst, b["type"])}
+        if len(branches) == 1:
+            (b,) = branches
+            for sub in err.context:
+                if sub.schema_path[0] == b:
+                    yield from _explain(sub)
+        else:
+            yield loc, schema.get("x-message") or "not a valid value"
+    elif schema.get("x-message"):
+        yield loc, schema["x-message"]
+    elif v == "minItems":
+        yield loc, ("the plan has no [[task]]; add at least one" if loc == ("task",)
+                    else "empty sweep" if loc and loc[-1] in ("workers", "order", "pin")
+                    else "must not be empty")
+    elif v == "type":
+        want = err.validator_value
+        want = want if isinstance(want, list) else [want]
+        yield loc, f"expected {' or '.join(_TYPE_WORDS.get(t, t) for t in want)}, got {inst!r}"
+    elif v == "minimum":
+        yield loc, f"must be at least {err.validator_value}, got {inst!r}"
+    elif v == "enum":
+        yield loc, f"expected one of {', '.join(map(str, err.validator_value))}, got {inst!r}"
+    elif v == "minLength":
+        yield loc, "must not be empty"
+    elif v == "format" and err.cause is not None:
+        yield loc, str(err.cause)
+    else:
+        yield loc, err.message
+
+
+
+def schema_problems(raw: dict) -> list[tuple[Loc, str]]:
+    """Every structural problem of a raw plan, at its raw location."""
+    probs: list[tuple[Loc, str]] = []
+    for err in _VALIDATOR.iter_errors(raw):
+        probs.extend(_explain(err))
+    return probs
