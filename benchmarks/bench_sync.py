@@ -7,8 +7,9 @@ Figures (issue #2 goals):
   - null sync overhead (last end - first start) with 56 slots: median <= 5 ms (SMTEF: 50 ms)
   - phase turnaround: 1,000 null phases with 2 slots in <= 5 s after start-up
   - slot memory: <= 20 MB PSS each; a 56-slot one-phase run <= 3 s in all
-Peer, measured in the same run: the same starts released by a multiprocessing.Barrier
-(a barrier-released start, as most harnesses do) with the same number of processes.
+Peers, measured in the same run: the floor of this machine (peers/start_floor.c: two
+pinned C processes sleeping and spinning to a common T0, nothing else), and the starts of a
+multiprocessing.Barrier release (as most harnesses do) with the same number of processes.
 """
 from __future__ import annotations
 
@@ -72,6 +73,17 @@ def barrier_skew(n: int, rounds: int = 50) -> list[float]:
     return [(max(g) - min(g)) / 1e3 for g in (stamps[i:i + n] for i in range(0, len(stamps), n))]
 
 
+def c_floor(rounds: int) -> list[float]:
+    """Peer: start skew (us) of two pinned C processes with the slots' spin, per round."""
+    d = tempfile.mkdtemp(prefix="mb-bench-")
+    exe = os.path.join(d, "start_floor")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "start_floor.c")
+    subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
+    out = subprocess.run([exe, str(rounds), "300000", "3000000"], check=True,
+                         capture_output=True, text=True).stdout
+    return [int(x) / 1e3 for x in out.split()]
+
+
 def slot_pss_mb(n: int) -> list[float]:
     """PSS of each slot of a live run (a long command phase keeps the pool up)."""
     d = tempfile.mkdtemp(prefix="mb-bench-")
@@ -99,10 +111,14 @@ def main() -> None:
     skews = [(max(r["start_ns"] for r in g) - min(r["start_ns"] for r in g)) / 1e3 for g in ph.values()]
     late = [(r["start_ns"] - r["t0_ns"]) / 1e3 for r in rows]
     peer = barrier_skew(2)
+    floor = c_floor(len(ph))
     span = (max(r["end_ns"] for r in rows) - min(r["t0_ns"] for r in rows)) / 1e9
     print(f"null, 2 slots, {len(ph)} phases: skew median {statistics.median(skews):.1f} us "
           f"(goal <= 20), p99 {pct(skews, 99):.1f} us (goal <= 500); lateness median "
           f"{statistics.median(late):.1f} us")
+    print(f"  peer (C floor: 2 pinned processes, sleep + spin to T0): skew median "
+          f"{statistics.median(floor):.1f} us, p99 {pct(floor, 99):.1f} us -> manybench/floor "
+          f"p99 ratio {pct(skews, 99) / max(pct(floor, 99), 1e-3):.2f}")
     print(f"  peer (multiprocessing.Barrier release, 2 procs): skew median "
           f"{statistics.median(peer):.1f} us, p99 {pct(peer, 99):.1f} us -> manybench/peer median "
           f"ratio {statistics.median(skews) / max(statistics.median(peer), 1e-9):.2f}")

@@ -116,7 +116,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     if p.spec.timeout is not None:
         timeout = max(0.0, p.spec.timeout - (_native.now_ns() - t0_ns) / 1e9)
     status, timed_out = _wait(p.pid, timeout)
-    p.reaped = True
+    _reaped(p)
     end_ns, end_mono = _native.now_ns(), _native.mono_ns()
     res = Result(start_ns=start_ns or t0_ns, end_ns=end_ns, armed_ns=t0_ns,
                  elapsed_ns=end_mono - start_mono if start_mono else 0)
@@ -141,6 +141,12 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     return res
 
 
+def _reaped(p: Prepared) -> None:
+    # its process-group id may be reused now: the slot's SIGTERM handler must not kill it
+    p.reaped = True
+    _native.forget_child(p.pid)
+
+
 def _close_fds(p: Prepared) -> None:
     for fd in (p.ctl_fd, p.stamp_fd):
         if fd >= 0:
@@ -156,7 +162,7 @@ def _cleanup(p: Prepared) -> None:
             os.waitpid(p.pid, 0)
         except ChildProcessError:
             pass
-        p.reaped = True
+        _reaped(p)
     p.out.close()
     p.err.close()
 

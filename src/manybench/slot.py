@@ -45,7 +45,8 @@ def _error(msg: str) -> Result:
 class SlotLoop:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.prepared: tuple[Kernel, Any, int, int] | None = None  # kernel, state, spin, settle
+        self.prepared: tuple[Kernel, Any, int] | None = None   # kernel, state, spin_ns
+        self.settle_ns = 0
         self.affinity: tuple[int, ...] = ()
 
     def prepare(self, phase: Phase, ctx: SlotContext, place: SlotPlace) -> Result | None:
@@ -61,23 +62,23 @@ class SlotLoop:
             return _error(f"prepare: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""))
         except Exception as e:  # a kernel bug must not take the slot down
             return _error(f"prepare failed: {e!r}\n{traceback.format_exc(limit=3)}")
-        self.prepared = (kernel, state, SPIN_NS if place.spin else 0, place.settle_ns)
+        if place.settle_ns != self.settle_ns:
+            _native.set_settle(place.settle_ns)
+            self.settle_ns = place.settle_ns
+        self.prepared = (kernel, state, SPIN_NS if place.spin else 0)
         return None
 
     def go(self, t0_ns: int) -> Result:
         if self.prepared is None:
             return _error("go without a prepared phase")
-        kernel, state, spin, settle = self.prepared
+        kernel, state, spin = self.prepared
         self.prepared = None
         try:
-            res = kernel.run(state, t0_ns, spin)
+            return kernel.run(state, t0_ns, spin)
         except Exception as e:
             return _error(f"run failed: {e!r}")
         finally:
             self._cleanup(kernel, state)
-        if settle and res.end_ns:
-            _native.wait_until(res.end_ns + settle, 0)
-        return res
 
     def cancel(self) -> None:
         if self.prepared is not None:

@@ -92,6 +92,15 @@ static PyObject *py_set_timerslack(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_settle(PyObject *self, PyObject *args)
+{
+    long long ns;
+    if (!PyArg_ParseTuple(args, "L", &ns))
+        return NULL;
+    nb_set_settle(ns);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_wait_until(PyObject *self, PyObject *args)
 {
     long long t0, spin;
@@ -370,6 +379,7 @@ static PyMethodDef methods[] = {
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
+    {"set_settle", py_set_settle, METH_VARARGS, "set_settle(ns): rest after each end stamp"},
     {"wait_until", py_wait_until, METH_VARARGS, "wait_until(t0_ns, spin_ns) -> wake_ns"},
     {"bucket", py_bucket, METH_VARARGS, "bucket(latency_ns) -> histogram bucket index"},
     {"install_term_handler", py_install_term_handler, METH_NOARGS,

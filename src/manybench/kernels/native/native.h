@@ -61,6 +61,7 @@ int nb_fail_msg(char *msg, size_t len, int err, const char *fmt, ...)
 int64_t nb_begin(nb_result *r, int64_t t0_ns, int64_t spin_ns);
 /* Stamp end_ns and elapsed_ns given the MONOTONIC instants of start and last work. */
 void nb_end(nb_result *r, int64_t start_mono, int64_t last_mono);
+void nb_set_settle(int64_t ns); /* rest after every end stamp (0 = none); see timing.c */
 void nb_run_null(nb_result *r, int64_t t0_ns, int64_t spin_ns);
 
 /* ---- io.c ---- */
