@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection, Pipe, wait
 from typing import Callable
 
 from .kernels import KERNELS, Result, SlotContext
-from .model import Phase
+from .model import Phase, TaskSpec
 from .placement import SlotPlace
 from .scratch import Scratch
 
@@ -56,12 +56,29 @@ class Agent:
         self.replaced = 0   # slots that died and were replaced in this run
 
     # -- slot pool -------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self) -> int:
+        """Fork the pool and warm it up; returns how long one round trip to all slots took."""
         self.slots = [self._fork(i) for i in range(self.nslots)]
+        self._warm_up()
+        t = time.monotonic_ns()
         for s in self.slots:
             s.conn.send(("ping",))
         for s in self.slots:
             s.conn.recv()
+        return time.monotonic_ns() - t
+
+    def _warm_up(self) -> None:
+        """One unrecorded null phase: first-use costs (imports, page faults) are paid here,
+        not by the first measured phase."""
+        warm = Phase(-1, TaskSpec("warm-up", "null", {}), "null", "", 0, self.nslots,
+                      "spread", "none", {}, "")
+        places = [SlotPlace(i, -1, tuple(sorted(os.sched_getaffinity(0))), False)
+                  for i in range(self.nslots)]
+        self.prepare(warm, places, list(range(self.nslots)))
+        self.go(time.time_ns())
+        while not self.poll(1.0):
+            pass
+        self.running = {}
 
     def _fork(self, index: int) -> SlotHandle:
         parent, child = Pipe(duplex=True)

@@ -32,11 +32,42 @@ def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], s
         raise click.exceptions.Exit(EXIT_USAGE)
 
 
-def _run(plan, phases, outdir: str, slots: int | None, quiet: bool) -> None:
+def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
+            cluster: str | None):
+    """The local engine, or a Dask engine for --scheduler / --hosts / --cluster."""
+    if not (scheduler or hosts or cluster):
+        from .engines import LocalEngine
+        return LocalEngine()
+    from .engines import clusters
+    from .hostfile import HostfileError
+    try:
+        if scheduler:
+            return clusters.from_scheduler(plan, scheduler, slots)
+        if hosts:
+            return clusters.from_hosts(plan, hosts, slots)
+        return clusters.from_cluster(plan, cluster, slots)
+    except HostfileError as e:
+        for problem in e.problems:
+            click.echo(problem, err=True)
+        raise click.exceptions.Exit(EXIT_USAGE)
+    except clusters.EngineError as e:
+        raise _fail(str(e))
+
+
+def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None) -> None:
     from .coordinator import Coordinator
     from .engines import LocalEngine
-    outcome = Coordinator(plan, phases, outdir, LocalEngine(), sys.argv, slots,
-                          progress=False if quiet else None).run()
+    from .engines.base import EngineError
+    from .plan import PlanError
+    try:
+        outcome = Coordinator(plan, phases, outdir, engine or LocalEngine(), sys.argv, slots,
+                              progress=False if quiet else None).run()
+    except PlanError as e:        # the plan does not fit the nodes found: nothing was run
+        for problem in e.problems:
+            click.echo(problem, err=True)
+        raise click.exceptions.Exit(EXIT_USAGE)
+    except EngineError as e:
+        raise _fail(str(e))
     if not quiet:
         from .report.terminal import render
         render(outdir, run_id=outcome.run_id)
@@ -62,16 +93,30 @@ def main() -> None:
 @click.option("--slots", type=click.IntRange(min=1), help="Fix the slot count on this machine.")
 @click.option("--dry-run", is_flag=True, help="Print the expanded phases and placement; run nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report.")
+@click.option("--scheduler", metavar="ADDR", help="An existing Dask scheduler whose workers run "
+              "`manybench worker`.")
+@click.option("--hosts", type=click.Path(dir_okay=False), metavar="FILE",
+              help="A hostfile (`node01 8` or `node01 slots=8`); Dask started over SSH.")
+@click.option("--cluster", type=click.Choice(["slurm", "sge", "pbs"]),
+              help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
+                   "slurm inside an allocation uses the allocation's nodes.")
 def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | None,
-        dry_run: bool, quiet: bool) -> None:
+        dry_run: bool, quiet: bool, scheduler: str | None, hosts: str | None,
+        cluster: str | None) -> None:
     """Run a plan."""
     if not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
-    the_plan, phases = _load(plan, None, overrides, slots)
+    if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
+        raise _fail("give at most one of --scheduler, --hosts, --cluster")
+    distributed = bool(scheduler or hosts or cluster)
+    # on a cluster, --slots is per node and worker counts are checked against the nodes found
+    the_plan, phases = _load(plan, None, overrides, None if distributed else slots)
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
-    _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots, quiet)
+    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
+    _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots,
+         quiet, engine)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
@@ -139,6 +184,21 @@ def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> Non
             do_export(records, fmt, f)
     else:
         do_export(records, fmt, sys.stdout)
+
+
+@main.command()
+@click.argument("scheduler")
+@click.option("--name", help="This node's name in records (default: the host name).")
+@click.option("--slots", type=click.IntRange(min=1), help="Slots on this node (default: its cpus).")
+@click.option("--host", help="Address to listen on (default: the one routing to the scheduler).")
+@click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False))
+def worker(scheduler: str, name: str | None, slots: int | None, host: str | None,
+           tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+    """Start this node's agent in a Dask worker joined to SCHEDULER."""
+    from .worker import run_worker
+    run_worker(scheduler, name, slots, host, tls_ca_file, tls_cert, tls_key)
 
 
 @main.command()

@@ -18,6 +18,7 @@ from .engines.base import Engine, Node
 from .kernels import Result
 from .model import Phase, Plan
 from .placement import SlotPlace, assign, oversubscribed
+from .plan import PlanError
 from .progress import RunProgress
 from .record import Record
 from .store import Store
@@ -75,32 +76,30 @@ class Coordinator:
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
         run_id = new_run_id(self.plan.name)
-        store = Store(self.outdir)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
         nslots = self.slot_count()
-        notes = {"slots": nslots, "phases": len(self.phases)}
+        nodes = self.engine.start(run_id, nslots, default_dir, self.plan.keep)
+        problems = check_nodes(self.phases, nodes)
+        if problems:       # a plan that does not fit the cluster: nothing is run
+            self.engine.close(self.plan.keep)
+            raise PlanError(problems)
+        store = Store(self.outdir)
+        cpus = sum(len(n.cpus) for n in nodes)
+        notes = {"slots": sum(n.slots for n in nodes), "phases": len(self.phases),
+                 "nodes": [n.name for n in nodes], "cpus": cpus,
+                 "oversubscribed": any(oversubscribed(n.slots, n.cpus) for n in nodes)}
         store.begin_run(run_id, self.plan, self.argv, environment.collect(), notes)
+        self.store, self.notes, self.run_id = store, notes, run_id
+        self._clock_notes(nodes)
+        if notes["oversubscribed"]:
+            print(f"note: {notes['slots']} slots on {cpus} cpus: oversubscribed, slots sleep "
+                  "until T0 without spinning", file=sys.stderr)
         status, code = "aborted", EXIT_FAILED
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            nodes = self.engine.start(run_id, nslots, default_dir)
-            cpus = sum(len(n.cpus) for n in nodes)
-            notes.update(nodes=[n.name for n in nodes], cpus=cpus,
-                         oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
-            store.update_notes(run_id, notes)
-            if notes["oversubscribed"]:
-                print(f"note: {nslots} slots on {cpus} cpus: oversubscribed, slots sleep until "
-                      "T0 without spinning", file=sys.stderr)
-            with RunProgress(len(self.phases), self.show_progress) as bar:
-                for phase in self.phases:
-                    bar.point(phase.label)
-                    t0, records = self._run_phase(run_id, phase, nodes, bar)
-                    store.write_phase(run_id, phase, t0, records)
-                    self.failed += sum(r.status != "ok" for r in records)
-                    bar.advance()
-            status = "finished" if self.failed == 0 else "failed"
-            code = EXIT_OK if self.failed == 0 else EXIT_FAILED
+            status = self._phases(nodes)
+            code = {"finished": EXIT_OK, "failed": EXIT_FAILED}.get(status, EXIT_FAILED)
         except KeyboardInterrupt:
             status, code = "interrupted", EXIT_INTERRUPTED
             self._save_interrupted(store, run_id)
@@ -118,16 +117,58 @@ class Coordinator:
         store.close()
         return Outcome(run_id, status, code, self.failed)
 
+    def _phases(self, nodes: list[Node]) -> str:
+        """Run every phase, committing each; the run's status."""
+        point = None
+        with RunProgress(len(self.phases), self.show_progress) as bar:
+            for phase in self.phases:
+                if point is not None and phase.point != point:
+                    self.engine.sync_clocks()    # clocks drift: re-measure between points
+                    self._clock_notes(nodes)
+                point = phase.point
+                bar.point(phase.label)
+                t0, records = self._run_phase(self.run_id, phase, nodes, bar)
+                self.store.write_phase(self.run_id, phase, t0, records)
+                self.failed += sum(r.status != "ok" for r in records)
+                bar.advance()
+                if self._lost_nodes() and self.plan.on_node_loss == "abort":
+                    return "aborted"
+        return "finished" if self.failed == 0 else "failed"
+
+    def _lost_nodes(self) -> bool:
+        lost = self.engine.lost_nodes()
+        new = {n: why for n, why in lost.items() if n not in self.notes.get("lost", {})}
+        for why in new.values():
+            print(f"NODE LOST: {why}" + ("; aborting the run (on_node_loss = \"abort\")"
+                                         if self.plan.on_node_loss == "abort" else
+                                         "; continuing without it"), file=sys.stderr)
+        if new:
+            self.notes["lost"] = lost
+            self.store.update_notes(self.run_id, self.notes)
+        return bool(new)
+
+    def _clock_notes(self, nodes: list[Node]) -> None:
+        """Record node clock offsets; shout about any whose bound exceeds the tolerance."""
+        clocks = {n.name: {"offset_ns": n.offset_ns, "error_ns": n.error_ns} for n in nodes}
+        tol = self.plan.clock_tolerance
+        bad = [n for n in nodes if tol is not None and n.error_ns > tol * 1e9]
+        for n in bad:
+            print(f"CLOCK WARNING: node {n.name}: offset bound {n.error_ns / 1e3:.1f} us exceeds "
+                  f"the plan's clock_tolerance {tol * 1e6:.1f} us", file=sys.stderr)
+        self.notes["clocks"] = clocks
+        if bad:
+            self.notes["clock_warnings"] = sorted(set(self.notes.get("clock_warnings", []))
+                                                  | {n.name for n in bad})
+        self.store.update_notes(self.run_id, self.notes)
+
     def _run_phase(self, run_id: str, phase: Phase, nodes: list[Node],
                    bar: RunProgress) -> tuple[int, list[Record]]:
-        capacity = {n.name: n.slots for n in nodes}
-        work = assign(phase.workers, phase.order, phase.pin, capacity,
-                      {n.name: n.cpus for n in nodes})
-        prepared = now_ns()
+        work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
+                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes})
         self.engine.prepare(phase, work, bar.tick)
-        if not self.scheduler.samples:
+        if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
-            self.scheduler.samples.append(now_ns() - prepared)
+            self.scheduler.samples.append(self.engine.dispatch_hint_ns)
         t0 = self.scheduler.next_t0()
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
@@ -166,6 +207,30 @@ class Coordinator:
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
         store.write_phase(run_id, phase, t0, records, status="interrupted")
         self.failed += sum(r.status != "ok" for r in records)
+
+
+def capacity(phase: Phase, nodes: list[Node]) -> dict[str, int]:
+    """Slots per node open to the phase's task: its `nodes` (in their order) or all."""
+    slots = {n.name: n.slots for n in nodes}
+    names = phase.task.nodes or list(slots)
+    return {n: slots[n] for n in names if n in slots}
+
+
+def check_nodes(phases: list[Phase], nodes: list[Node]) -> list[str]:
+    """Problems of a plan on these nodes: unknown node names, more workers than slots."""
+    known = {n.name for n in nodes}
+    problems: list[str] = []
+    for p in phases:
+        task = p.task.name
+        for name in p.task.nodes or []:
+            msg = f"task.{task}.nodes: unknown node {name!r} (nodes: {', '.join(sorted(known))})"
+            if name not in known and msg not in problems:
+                problems.append(msg)
+        room = sum(capacity(p, nodes).values())
+        msg = f"task.{task}.workers: {p.workers} workers but {room} slots on its nodes"
+        if p.workers > room and msg not in problems:
+            problems.append(msg)
+    return problems
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

@@ -24,6 +24,7 @@ class TaskSpec:
     env: dict[str, str] = field(default_factory=dict)
     dir: str | None = None            # scratch base for this task (None: plan default)
     workers: list[int] | None = None  # overrides placement.workers for this task
+    nodes: list[str] | None = None    # only these nodes, in this order (data locality)
     line: int | None = None           # line of its [[task]] header, for messages
 
 
@@ -46,6 +47,9 @@ class Plan:
     scratch: str | None = None        # default `dir` for tasks that need one
     keep: bool = False                # keep scratch files after the run
     variants: list[Variant] = field(default_factory=list)
+    on_node_loss: str = "abort"       # abort | continue, when a node is lost mid-run
+    clock_tolerance: float | None = None   # s; a node whose clock bound is worse is reported
+    cluster: dict = field(default_factory=dict)   # [cluster]: batch system / SSH settings
     source: str = ""                  # the plan's TOML text (stored with the run)
     path: str = ""
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied

@@ -101,12 +101,18 @@ class SlotPlace:
                            # does not delay the start of slots not yet woken on that core
 
 
-def place(workers: int, order: str, pin: str, cpus: tuple[Cpu, ...] | None = None) -> list[SlotPlace]:
-    """Slots 0..workers-1 of one node with their cpu, affinity and spin right for one phase."""
+def place(workers: int, order: str, pin: str, cpus: tuple[Cpu, ...] | None = None,
+          load: int | None = None) -> list[SlotPlace]:
+    """Slots 0..workers-1 of one node with their cpu, affinity and spin right for one phase.
+
+    load: the phase's slots on this node's machine in all (several nodes may be namespaces
+    or containers of one machine); the node's own workers when not given.
+    """
     cpus = topology() if cpus is None else cpus
     seq = cpu_order(order, cpus)
-    own_core = workers <= len(seq)
-    sharing = -(-workers // len(seq))          # slots per cpu, rounded up
+    load = max(load or workers, workers)
+    own_core = load <= len(seq)
+    sharing = -(-load // len(seq))             # slots per cpu, rounded up
     settle = 0 if own_core else min(SETTLE_MAX_NS, SETTLE_PER_SLOT_NS * sharing)
     everything = tuple(sorted(c.id for c in cpus))
     out = []
@@ -153,11 +159,19 @@ def spread_counts(workers: int, order: str, capacity: dict[str, int]) -> dict[st
 
 
 def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
-           cpus: dict[str, tuple[Cpu, ...]] | None = None) -> dict[str, list[tuple[SlotPlace, int]]]:
+           cpus: dict[str, tuple[Cpu, ...]] | None = None,
+           machines: dict[str, str] | None = None) -> dict[str, list[tuple[SlotPlace, int]]]:
     """Each node's (slot place, rank) pairs for one phase; ranks are 0..workers-1 overall,
-    given in the order workers were handed out (spread interleaves the nodes)."""
+    given in the order workers were handed out (spread interleaves the nodes). machines:
+    node -> machine id, so nodes sharing a machine share its cpus when deciding to spin."""
     counts = spread_counts(workers, order, capacity)
-    places = {n: place(k, order, pin, (cpus or {}).get(n)) for n, k in counts.items() if k}
+    machines = machines or {}
+    load: dict[str, int] = {}
+    for n, k in counts.items():
+        m = machines.get(n) or n
+        load[m] = load.get(m, 0) + k
+    places = {n: place(k, order, pin, (cpus or {}).get(n), load[machines.get(n) or n])
+              for n, k in counts.items() if k}
     out: dict[str, list[tuple[SlotPlace, int]]] = {n: [] for n in places}
     taken = {n: 0 for n in places}
     rank = 0

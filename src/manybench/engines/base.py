@@ -10,6 +10,10 @@ from ..model import Phase
 from ..placement import Cpu, SlotPlace
 
 
+class EngineError(Exception):
+    """The cluster cannot be reached or started; the message says why (exit code 2)."""
+
+
 @dataclass
 class Node:
     name: str
@@ -17,14 +21,23 @@ class Node:
     cpus: tuple[Cpu, ...]
     offset_ns: int = 0     # node clock minus coordinator clock (Cristian), 0 on this machine
     error_ns: int = 0      # bound on that estimate
+    machine: str = ""      # boot id: nodes on one machine (namespaces, containers) share cpus
 
 
 class Engine(ABC):
     nodes: list[Node]
+    dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
 
     @abstractmethod
-    def start(self, run: str, slots: int | None, default_dir: str) -> list[Node]:
-        """Bring up one agent per node with its slot pool."""
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
+        """Bring up one agent per node with its slot pool (keep: leave scratch at the end)."""
+
+    def sync_clocks(self) -> None:
+        """Re-estimate node clock offsets (between sweep points). Nothing to do locally."""
+
+    def lost_nodes(self) -> dict[str, str]:
+        """Nodes lost so far, with why."""
+        return {}
 
     @abstractmethod
     def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],

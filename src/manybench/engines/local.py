@@ -16,12 +16,12 @@ class LocalEngine(Engine):
         self.agent: Agent | None = None
         self.nodes: list[Node] = []
 
-    def start(self, run: str, slots: int | None, default_dir: str) -> list[Node]:
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
         cpus = topology()
         n = slots or len(cpus)
         node = socket.gethostname().split(".")[0]
         self.agent = Agent(node, run, n, default_dir)
-        self.agent.start()
+        self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus)]
         return self.nodes
 

@@ -23,6 +23,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..model import Plan, Variant
+from ..units import parse_duration
 from .lines import find_line, line_index
 from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
 from .schema import ORDERS, PINS, schema_problems
@@ -77,7 +78,10 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
                 order=_choices(place.get("order"), "spread"),
                 pin=_choices(place.get("pin"), "core"),
                 slots=slots, scratch=scratch, keep=raw.get("keep", False), variants=variants,
-                path=path, raw=raw), probs
+                on_node_loss=raw.get("on_node_loss", "abort"),
+                clock_tolerance=(parse_duration(raw["clock_tolerance"])
+                                 if "clock_tolerance" in raw else None),
+                cluster=raw.get("cluster", {}), path=path, raw=raw), probs
 
 
 def _variants(raw: dict, path: str, slots: int | None, check_dirs: bool,

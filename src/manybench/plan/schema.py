@@ -31,6 +31,26 @@ def _choice_schema(choices: tuple) -> dict:
 
 _ENV = {"type": "object", "additionalProperties": {
     "type": ["string", "integer", "number"], "x-message": "environment values are strings"}}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+# [cluster]: how a batch system or SSH starts the nodes' Dask workers (dask-jobqueue's and
+# SSHCluster's own option names, so their documentation applies).
+_CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
+    "nodes": {"type": "integer", "minimum": 1},
+    "slots": {"type": "integer", "minimum": 1},
+    "queue": {"type": "string"}, "account": {"type": "string"},
+    "walltime": {"type": "string"}, "memory": {"type": "string"},
+    "cores": {"type": "integer", "minimum": 1},
+    "job_script_prologue": _STRINGS, "job_extra_directives": _STRINGS,
+    "python": {"type": "string"}, "interface": {"type": "string"},
+    "local_directory": {"type": "string"},
+    "scheduler_port": {"type": "integer", "minimum": 0},
+    "ssh": {"type": "object", "additionalProperties": False, "properties": {
+        "username": {"type": "string"}, "port": {"type": "integer"},
+        "known_hosts": {"type": "string"}, "client_keys": _STRINGS}},
+    "tls": {"type": "object", "additionalProperties": False, "properties": {
+        "ca_file": {"type": "string"}, "cert": {"type": "string"}, "key": {"type": "string"},
+        "require_encryption": {"type": "boolean"}}},
+}}
 _SCHEMA = {
     "type": "object",
     "required": ["task"],
@@ -41,6 +61,9 @@ _SCHEMA = {
         "slots": {"type": "integer", "minimum": 1},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
+        "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
+        "clock_tolerance": {"type": ["string", "number"], "format": "duration"},
+        "cluster": _CLUSTER,
         "placement": {"type": "object", "additionalProperties": False, "properties": {
             "workers": _workers_schema(), "order": _choice_schema(ORDERS),
             "pin": _choice_schema(PINS)}},
@@ -53,6 +76,8 @@ _SCHEMA = {
                                          'e.g. ["dd", "bs={block}"]'},
                 "shell": {"type": "boolean"},
                 "workers": _workers_schema(),
+                "nodes": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                          "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},
                 "timeout": {"type": ["string", "number"], "format": "duration"},
                 "env": _ENV,

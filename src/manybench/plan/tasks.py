@@ -19,7 +19,8 @@ from .schema import known_names
 # Names every command template may use besides the task's own parameters.
 BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
                  "task")
-TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics")
+TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
+               "nodes")
 
 
 def as_workers(value: Any) -> list[int] | None:
@@ -100,7 +101,8 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
         pass  # reported by the schema's duration format
     params = {k: v for k, v in t.items() if k not in TASK_FIELDS}
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
-                    timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers)
+                    timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
+                    nodes=t.get("nodes"))
     if "kernel" in t:
         spec.kernel = str(kname)
         _kernel_task(loc, t, params, tdir or ctx["scratch"], probs)

@@ -1,0 +1,171 @@
+"""Ways to reach a cluster, all through Dask: a scheduler address, SSH hosts, a batch system
+through dask-jobqueue, or the Slurm allocation we are running in. Each returns a DaskEngine.
+
+Every worker gets the agent plugin through `--preload manybench.remote`, except those
+started by hand with `manybench worker`, which carry it already.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from typing import Any, Callable
+
+from ..hostfile import load_hostfile
+from ..model import Plan
+from .base import EngineError  # noqa: F401  (re-exported for the command line)
+from .dask import DaskEngine
+
+PRELOAD = "manybench.remote"
+
+
+def security(plan: Plan) -> Any:
+    """Dask TLS settings from [cluster] tls = {ca_file, cert, key, require_encryption}."""
+    tls = plan.cluster.get("tls")
+    if not tls:
+        return None
+    from distributed.security import Security
+    return Security(tls_ca_file=tls.get("ca_file"), tls_client_cert=tls.get("cert"),
+                    tls_client_key=tls.get("key"), tls_scheduler_cert=tls.get("cert"),
+                    tls_scheduler_key=tls.get("key"), tls_worker_cert=tls.get("cert"),
+                    tls_worker_key=tls.get("key"),
+                    require_encryption=tls.get("require_encryption", True))
+
+
+def _client(address: Any, sec: Any) -> Any:
+    from distributed import Client
+    try:
+        return Client(address, security=sec, timeout="30s") if sec else Client(address, timeout="30s")
+    except (OSError, TimeoutError) as e:
+        raise EngineError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+
+
+def from_scheduler(plan: Plan, address: str, slots: int | None) -> DaskEngine:
+    client = _client(address, security(plan))
+    return DaskEngine(client, default_slots=slots, on_close=client.close)
+
+
+def from_hosts(plan: Plan, path: str, slots: int | None) -> DaskEngine:
+    """SSHCluster over the hostfile's hosts: the scheduler on the first, a worker on each."""
+    from distributed.deploy.ssh import SSHCluster
+    hosts = load_hostfile(path)
+    ssh = plan.cluster.get("ssh", {})
+    connect = {k: v for k, v in ssh.items() if k in ("username", "port", "known_hosts",
+                                                         "client_keys")}
+    names = [h for h, _ in hosts]
+    try:
+        cluster = SSHCluster([names[0], *names], connect_options=connect,
+                             worker_options={"nthreads": 1, "preload": [PRELOAD]},
+                             scheduler_options={"port": plan.cluster.get("scheduler_port", 0),
+                                                "dashboard_address": None},
+                             remote_python=plan.cluster.get("python", sys.executable),
+                             security=security(plan))
+    except Exception as e:
+        raise EngineError(f"starting Dask over SSH on {', '.join(names)}: {e}") from None
+    client = _client(cluster, security(plan))
+    by_ip = {_resolve(h): h for h in names}
+    counts = {h: s for h, s in hosts if s}
+    return DaskEngine(client, slots=counts, default_slots=slots, expected=len(hosts),
+                      host_names=by_ip, on_close=_closer(client, cluster))
+
+
+def _resolve(host: str) -> str:
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return host
+
+
+def _closer(client: Any, cluster: Any, after: Callable[[], None] | None = None) -> Callable[[], None]:
+    def close() -> None:
+        client.close()
+        cluster.close()
+        if after:
+            after()
+    return close
+
+
+def _jobqueue(kind: str) -> Callable[[Plan, int | None], DaskEngine]:
+    def start(plan: Plan, slots: int | None) -> DaskEngine:
+        import dask_jobqueue
+        cls = {"slurm": dask_jobqueue.SLURMCluster, "sge": dask_jobqueue.SGECluster,
+               "pbs": dask_jobqueue.PBSCluster}[kind]
+        c = plan.cluster
+        per_node = c.get("slots") or slots or plan.slots or os.cpu_count() or 1
+        opts: dict[str, Any] = {
+            "cores": c.get("cores", per_node), "memory": c.get("memory", "4GB"),
+            "processes": 1, "walltime": c.get("walltime", "01:00:00"),
+            "python": c.get("python", sys.executable),
+            "job_script_prologue": [f"export MANYBENCH_SLOTS={per_node}",
+                                    *c.get("job_script_prologue", [])],
+            "job_extra_directives": c.get("job_extra_directives", []),
+            "worker_extra_args": ["--preload", PRELOAD, "--nthreads", "1"],
+            "scheduler_options": {"dashboard_address": None,
+                                  "port": c.get("scheduler_port", 0)},
+        }
+        for key in ("queue", "interface", "local_directory"):
+            if key in c:
+                opts[key] = c[key]
+        if "account" in c:
+            opts["project" if kind == "sge" else "account"] = c["account"]
+        if security(plan):
+            opts["security"] = security(plan)
+        try:
+            cluster = cls(**opts)
+            cluster.scale(jobs=c.get("nodes", 1))
+        except Exception as e:
+            raise EngineError(f"starting Dask workers through {kind}: {e}") from None
+        client = _client(cluster, security(plan))
+        return DaskEngine(client, default_slots=per_node, expected=c.get("nodes", 1),
+                          on_close=_closer(client, cluster))
+    return start
+
+
+def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
+    """Inside a Slurm allocation: a scheduler here, one `manybench worker` per allocated node
+    started with srun; nodes and slots are the allocation's."""
+    from distributed import LocalCluster
+    nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
+    per_node = slots or _slurm_cpus() or os.cpu_count() or 1
+    cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0, dashboard_address=None,
+                           security=security(plan) or False)
+    cmd = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+           sys.executable, "-m", "manybench", "worker", cluster.scheduler_address,
+           "--slots", str(per_node)]
+    srun = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+    client = _client(cluster, security(plan))
+
+    def stop_srun() -> None:
+        if srun.poll() is None:
+            srun.terminate()      # our own srun: Slurm ends the worker steps with it
+            try:
+                srun.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                srun.kill()
+    return DaskEngine(client, default_slots=per_node, expected=nodes,
+                      on_close=_closer(client, cluster, stop_srun))
+
+
+def _slurm_cpus() -> int | None:
+    v = os.environ.get("SLURM_CPUS_ON_NODE") or os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")
+    v = v.split("(")[0].split(",")[0]
+    return int(v) if v.isdigit() else None
+
+
+def _my_ip() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+CLUSTERS: dict[str, Callable[[Plan, int | None], DaskEngine]] = {
+    kind: _jobqueue(kind) for kind in ("slurm", "sge", "pbs")}
+
+
+def from_cluster(plan: Plan, kind: str, slots: int | None) -> DaskEngine:
+    """--cluster KIND; `slurm` inside an allocation (SLURM_JOB_ID set) uses the allocation."""
+    if kind == "slurm" and os.environ.get("SLURM_JOB_ID"):
+        return in_allocation(plan, slots)
+    return CLUSTERS[kind](plan, slots)

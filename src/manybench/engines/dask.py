@@ -1,0 +1,244 @@
+"""Nodes reached through a Dask cluster: one agent per Dask worker, one message per node per
+phase, clocks corrected by Cristian's algorithm.
+
+The coordinator calls each worker's `mb_call` handler directly (distributed's rpc pool, so
+the cluster's TLS applies) rather than submitting tasks through the scheduler: a phase costs
+one round trip per node, not a scheduler hop per slot. Kernels whose prepare does real work
+(laying out files, clearing leftovers) get a prepare message first, so T0 is chosen only
+when every node is ready; for the rest, prepare and start travel in one message.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import pickle
+import time
+from typing import Any, Callable
+
+from ..clock import measure_offset
+from ..kernels import KERNELS, Result
+from ..model import Phase
+from ..placement import Cpu, SlotPlace
+from .base import Engine, EngineError, Node
+
+LIGHT_PREPARE = {"null"}      # kernels whose prepare touches nothing: one message per phase
+LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
+
+
+class NodeLost(Exception):
+    pass
+
+
+class DaskEngine(Engine):
+    def __init__(self, client: Any, slots: dict[str, int] | None = None,
+                 default_slots: int | None = None, on_close: Callable[[], None] | None = None,
+                 expected: int | None = None, host_names: dict[str, str] | None = None) -> None:
+        """client: a connected distributed.Client. slots: per-node slot counts (hostfile or
+        allocation) by node name; default_slots: --slots for every node; expected: wait for
+        this many workers; host_names: worker host -> node name (hostfile names)."""
+        self.client = client
+        self.slots_by_name = slots or {}
+        self.default_slots = default_slots
+        self.on_close = on_close
+        self.expected = expected
+        self.host_names = host_names or {}
+        self.nodes: list[Node] = []
+        self.addr: dict[str, str] = {}      # node -> worker address
+        self.echo: dict[str, tuple[str, int]] = {}
+        self.lost: dict[str, str] = {}      # node -> why
+        self.pending: cf.Future | None = None
+        self.work: dict[str, list[tuple[SlotPlace, int]]] = {}
+        self.phase: Phase | None = None
+        self.prepared = False
+        self.failed: dict[str, dict[int, Result]] = {}
+        self.done: dict[str, dict[int, Result]] = {}
+
+    # -- plumbing: coroutines on the client's event loop -----------------------------
+    def _submit(self, coro: Any) -> cf.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.client.loop.asyncio_loop)
+
+    async def _call(self, node: str, msg: tuple) -> Any:
+        try:
+            raw = await self.client.rpc(self.addr[node]).mb_call(kind=msg[0],
+                                                                 request=pickle.dumps(msg))
+        except Exception as e:   # comm closed, worker gone, refused: the node is lost
+            raise NodeLost(f"node {node} lost: {type(e).__name__}: {e}") from None
+        status, reply = pickle.loads(raw)
+        if status != "ok":
+            raise RuntimeError(f"node {node}: {reply}")
+        return reply
+
+    async def _all(self, msgs: dict[str, tuple]) -> dict[str, Any]:
+        names = list(msgs)
+        out = await asyncio.gather(*(self._call(n, msgs[n]) for n in names),
+                                   return_exceptions=True)
+        return dict(zip(names, out))
+
+    def _wait_all(self, msgs: dict[str, tuple]) -> dict[str, Any]:
+        return self._submit(self._all(msgs)).result()
+
+    # -- start: discover nodes, their slots and clocks ---------------------------------
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
+        if self.expected:
+            self.client.wait_for_workers(self.expected, timeout=600)
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        infos = self._submit(self._infos(list(workers))).result()
+        for addr, info in infos.items():
+            if isinstance(info, Exception):
+                raise EngineError(f"Dask worker {addr} has no manybench agent ({info}); start "
+                                   "workers with `manybench worker ADDR` or --preload "
+                                   "manybench.remote")
+            name = self.host_names.get(info["host"], info["node"])
+            while name in self.addr:          # two workers on one host: keep them apart
+                name = f"{name}+"
+            n = self.slots_by_name.get(name) or slots or self.default_slots or info["slots"]
+            cpus = tuple(Cpu(*c) for c in info["cpus"])
+            self.addr[name] = addr
+            self.echo[name] = (info["host"], info["echo_port"])
+            self.nodes.append(Node(name, n, cpus, machine=info.get("machine", "")))
+        if not self.nodes:
+            raise EngineError("the Dask cluster has no workers")
+        self.nodes.sort(key=lambda n: n.name)
+        self.sync_clocks()
+        replies = self._wait_all({n.name: ("start", run, n.name, n.slots, default_dir, keep)
+                                  for n in self.nodes})
+        for name, r in replies.items():
+            if isinstance(r, Exception):
+                raise EngineError(f"starting the agent on {name}: {r}")
+        # warm the path (connections, first pickling) and time it: the first lead is the
+        # slowest node's round trip to its slots plus a round trip to the nodes
+        for _ in range(3):
+            t = time.monotonic_ns()
+            self._wait_all({n.name: ("ping",) for n in self.nodes})
+            rpc = time.monotonic_ns() - t
+        self.dispatch_hint_ns = max(replies.values()) + rpc
+        return self.nodes
+
+    async def _infos(self, addrs: list[str]) -> dict[str, Any]:
+        async def one(a: str) -> Any:
+            try:
+                return await self.client.rpc(a).mb_info()
+            except Exception as e:
+                return e
+        return dict(zip(addrs, await asyncio.gather(*(one(a) for a in addrs))))
+
+    def sync_clocks(self) -> None:
+        """Re-estimate every live node's clock offset (Cristian, best of many exchanges)."""
+        for n in self.nodes:
+            if n.name in self.lost:
+                continue
+            host, port = self.echo[n.name]
+            try:
+                o = measure_offset(host, port)
+            except OSError as e:
+                self.lost[n.name] = f"node {n.name} lost: clock echo failed: {e}"
+                continue
+            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+
+    # -- one phase ----------------------------------------------------------------------
+    def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
+                tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        self.phase, self.work, self.done, self.failed = phase, work, {}, {}
+        self.prepared = phase.kernel not in LIGHT_PREPARE
+        live = [n for n in work if n not in self.lost]
+        if self.prepared and live:
+            fut = self._submit(self._all({n: ("prepare", phase, [p for p, _ in work[n]],
+                                              [r for _, r in work[n]]) for n in live}))
+            while True:
+                try:
+                    replies = fut.result(timeout=0.2)
+                    break
+                except cf.TimeoutError:
+                    tick()
+            for n, r in replies.items():
+                if isinstance(r, Exception):
+                    self._lose(n, r)
+                else:
+                    self.failed[n] = r
+        return self.failed
+
+    def go(self, t0_ns: int) -> None:
+        phase = None if self.prepared else self.phase
+        msgs = {}
+        for n in self.nodes:
+            if n.name in self.work and n.name not in self.lost:
+                pairs = self.work[n.name]
+                msgs[n.name] = ("run", phase, [p for p, _ in pairs], [r for _, r in pairs],
+                                t0_ns + n.offset_ns)
+        self.deadline = None
+        timeout = self.phase.task.timeout if self.phase else None
+        if timeout is not None:
+            self.deadline = time.monotonic() + (t0_ns - time.time_ns()) / 1e9 + timeout + LOST_GRACE_S
+        self.pending = self._submit(self._all(msgs)) if msgs else None
+
+    def poll(self, timeout: float) -> bool:
+        if self.pending is None:
+            return True
+        try:
+            replies = self.pending.result(timeout=timeout)
+        except cf.TimeoutError:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                for n in self.work:
+                    if n not in self.done:
+                        self._lose(n, NodeLost(f"node {n} lost: no answer past the timeout"))
+                self.pending.cancel()
+                self.pending = None
+                return True
+            self._check_workers()
+            return False
+        self.pending = None
+        for n, r in replies.items():
+            if isinstance(r, Exception):
+                self._lose(n, r)
+            else:
+                self.done[n] = r
+        return True
+
+    def _check_workers(self) -> None:
+        """A worker the scheduler has dropped is lost even if its socket has not closed."""
+        try:
+            alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        except Exception:
+            return
+        for n in self.work:
+            if self.addr[n] not in alive and n not in self.lost:
+                self._lose(n, NodeLost(f"node {n} lost: its Dask worker left the cluster"))
+        if all(n in self.lost or n in self.done for n in self.work) and self.pending:
+            self.pending.cancel()
+            self.pending = None
+
+    def lost_nodes(self) -> dict[str, str]:
+        return dict(self.lost)
+
+    def _lose(self, node: str, err: BaseException) -> None:
+        self.lost.setdefault(node, str(err) if isinstance(err, NodeLost) else f"node {node}: {err}")
+
+    def results(self) -> dict[str, dict[int, Result]]:
+        out: dict[str, dict[int, Result]] = {}
+        for n, pairs in self.work.items():
+            got = {**self.failed.get(n, {}), **self.done.get(n, {})}
+            for p, _ in pairs:
+                if p.slot not in got and n in self.lost:
+                    got[p.slot] = Result(status="lost", error=self.lost[n])
+            out[n] = got
+        return out
+
+    # -- the end ---------------------------------------------------------------------
+    def _finish(self, op: str, keep: bool) -> None:
+        try:
+            live = {n.name: (op, keep) for n in self.nodes if n.name not in self.lost}
+            if live:
+                self._submit(self._all(live)).result(timeout=30)
+        except Exception:
+            pass
+        finally:
+            if self.on_close:
+                self.on_close()
+
+    def close(self, keep: bool) -> None:
+        self._finish("close", keep)
+
+    def abort(self, keep: bool) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+        self._finish("abort", keep)

@@ -1,0 +1,133 @@
+"""The node side on Dask: a WorkerPlugin giving a Dask worker manybench's agent.
+
+It adds RPC handlers to the worker (so the coordinator talks to each node directly, one
+message per node per phase, over Dask's comms and so its TLS), a TCP clock echo, and starts
+the node agent as a fresh subprocess (agent_process.py) that owns the slot pool.
+
+Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
+srun, through `--preload manybench.remote` (see dask_setup below).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import struct
+from typing import Any
+
+from distributed import WorkerPlugin
+
+from .clock import EchoServer
+from .placement import topology
+
+PLUGIN_NAME = "manybench-agent"
+
+
+class AgentPlugin(WorkerPlugin):
+    name = PLUGIN_NAME
+
+    def __init__(self, slots: int | None = None, node: str | None = None) -> None:
+        self.slots = slots
+        self.node = node
+        self.proc: subprocess.Popen | None = None
+        self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.lock = asyncio.Lock()
+        self.echo: EchoServer | None = None
+
+    # -- the worker's life -----------------------------------------------------------
+    def setup(self, worker: Any) -> None:
+        self.worker = worker
+        self.echo = EchoServer("0.0.0.0", 0)
+        worker.handlers.update({"mb_info": self.info, "mb_call": self.call})
+
+    def teardown(self, worker: Any) -> None:
+        self._stop(terminate=True)
+        if self.echo:
+            self.echo.close()
+
+    def node_name(self) -> str:
+        name = self.node or self.worker.name
+        # Dask's own names are numbers or cluster-job names; a hostname says more
+        if name is None or isinstance(name, int) or str(name).isdigit():
+            return socket.gethostname().split(".")[0]
+        return str(name)
+
+    # -- handlers (called by the coordinator through distributed.core.rpc) -----------
+    def info(self) -> dict:
+        return {"node": self.node_name(), "slots": self.slots or len(topology()),
+                "cpus": [(c.id, c.core, c.package, c.numa) for c in topology()],
+                "echo_port": self.echo.port if self.echo else 0, "host": self.worker.ip,
+                "pid": os.getpid(), "machine": _boot_id()}
+
+    async def call(self, kind: str, request: bytes) -> bytes:
+        """Relay one pickled agent request and its pickled reply without unpickling either:
+        the worker only forwards (asyncio on the pipe, no thread hop)."""
+        op = kind
+        if op == "abort":     # not behind the lock: a phase may be holding it
+            await asyncio.to_thread(self._stop, True)
+            return pickle.dumps(("ok", None))
+        async with self.lock:
+            if op == "start":
+                await asyncio.to_thread(self._stop)
+                await self._spawn()
+            if self.stream is None:
+                return pickle.dumps(("error", "the node agent is not started"))
+            reader, writer = self.stream
+            try:
+                writer.write(struct.pack("!i", len(request)) + request)
+                await writer.drain()
+                (n,) = struct.unpack("!i", await reader.readexactly(4))
+                reply = await reader.readexactly(n)
+            except (OSError, asyncio.IncompleteReadError) as e:
+                await asyncio.to_thread(self._stop)
+                return pickle.dumps(("error", f"the node agent died: {e!r}"))
+            if op == "close":
+                await asyncio.to_thread(self._stop)
+            return reply
+
+    # -- the agent subprocess --------------------------------------------------------
+    async def _spawn(self) -> None:
+        mine, theirs = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, "-m", "manybench.agent_process",
+                                      str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                                     stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.stream = await asyncio.open_unix_connection(sock=mine)
+
+    def _stop(self, terminate: bool = False) -> None:
+        """End our agent subprocess: SIGTERM makes it stop its slots and clean up first;
+        closing the pipe makes an idle one do the same."""
+        proc, stream = self.proc, self.stream
+        if proc is not None and terminate and proc.poll() is None:
+            proc.terminate()
+        if stream is not None and not terminate:
+            stream[1].close()
+            self.stream = None
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()          # our own child, by its pid
+                proc.wait()
+            self.proc = None
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+async def dask_setup(worker: Any) -> None:
+    """`--preload manybench.remote`: give a plain `dask worker` the agent plugin.
+
+    MANYBENCH_SLOTS and MANYBENCH_NODE in the worker's environment set its slots and name.
+    """
+    slots = os.environ.get("MANYBENCH_SLOTS")
+    await worker.plugin_add(AgentPlugin(int(slots) if slots else None,
+                                        os.environ.get("MANYBENCH_NODE")), name=PLUGIN_NAME)

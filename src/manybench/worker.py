@@ -1,0 +1,35 @@
+"""`manybench worker ADDR`: this node's agent inside a Dask worker joined to that scheduler."""
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from distributed import Worker
+
+from .remote import AgentPlugin
+
+
+def security(ca: str | None, cert: str | None, key: str | None):
+    if not (ca or cert or key):
+        return None
+    from distributed.security import Security
+    return Security(tls_ca_file=ca, tls_worker_cert=cert, tls_worker_key=key,
+                    tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+
+
+async def _serve(address: str, name: str | None, slots: int | None, host: str | None,
+                 sec) -> None:
+    kwargs = {"security": sec} if sec else {}
+    worker = Worker(address, name=name, nthreads=1, host=host,
+                    plugins=(AgentPlugin(slots, name),), **kwargs)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.close()))
+    await worker
+    await worker.finished()
+
+
+def run_worker(address: str, name: str | None = None, slots: int | None = None,
+               host: str | None = None, ca: str | None = None, cert: str | None = None,
+               key: str | None = None) -> None:
+    asyncio.run(_serve(address, name, slots, host, security(ca, cert, key)))
