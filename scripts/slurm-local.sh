@@ -48,6 +48,7 @@ pid_alive() {  # NAME -> 0 if RUN_DIR/NAME.pid names a live process called NAME
 }
 our_pid() { tr -dc 0-9 <"$RUN_DIR/$1.pid"; }
 
+port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 sinfo_ok() { command -v sinfo >/dev/null 2>&1 && timeout 10 sinfo -h -o %T >/dev/null 2>&1; }
 node_state() { timeout 10 sinfo -h -N -n "$NODE" -o %T 2>/dev/null | head -n1 || true; }
 munge_ok() { command -v munge >/dev/null 2>&1 && timeout 5 munge -n 2>/dev/null | timeout 5 unmunge >/dev/null 2>&1; }
@@ -96,12 +97,12 @@ start_munge() {
   rm -f /run/munge/munge.socket.2 /run/munge/munge.socket.2.lock /run/munge/munged.pid
   local started=0
   if [ "$user" = munge ]; then
-    runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid 2>>"$RUN_DIR/munged.err" \
+    runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid 2>>"$RUN_DIR/munged.err" 9>&- \
       && started=1 || log "munged as user munge failed; trying as root"
   fi
   if [ "$started" = 0 ]; then
     chown -R root:root /etc/munge /var/lib/munge /var/log/munge /run/munge
-    /usr/sbin/munged --force --pid-file=/run/munge/munged.pid 2>>"$RUN_DIR/munged.err" \
+    /usr/sbin/munged --force --pid-file=/run/munge/munged.pid 2>>"$RUN_DIR/munged.err" 9>&- \
       || die "munged failed to start: $(tail -n 3 "$RUN_DIR/munged.err")"
   fi
   for _ in $(seq 50); do [ -s /run/munge/munged.pid ] && munge_ok && break; sleep 0.1; done
@@ -223,13 +224,22 @@ do_start() {
     log "already running (ours): $(node_state) on $NODE"
     return 0
   fi
-  if ! pid_alive slurmctld && sinfo_ok; then
-    log "a Slurm controller not started by this script already answers; leaving it alone"
-    timeout 10 sinfo >&2 || true
-    return 0
-  fi
-  if ! pid_alive slurmctld && pgrep -x slurmctld >/dev/null 2>&1; then
-    die "a slurmctld not started by this script is running (pid $(pgrep -x slurmctld | tr '\n' ' ')) but sinfo fails; not touching it"
+  if ! pid_alive slurmctld; then
+    # A controller we did not start: leave it alone. (sinfo takes ~9 s to give up when no controller
+    # listens, so it is only asked when a slurmctld runs here or a slurm.conf not ours points elsewhere.)
+    if pgrep -x slurmctld >/dev/null 2>&1; then
+      if sinfo_ok; then
+        log "a Slurm controller not started by this script already answers; leaving it alone"
+        timeout 10 sinfo >&2 || true
+        return 0
+      fi
+      die "a slurmctld not started by this script is running (pid $(pgrep -x slurmctld | tr '\n' ' ')) but sinfo fails; not touching it"
+    fi
+    if { [ -n "${SLURM_CONF:-}" ] || { [ -f "$CONF" ] && ! grep -qF "$MARKER" "$CONF"; }; } && sinfo_ok; then
+      log "a Slurm controller not started by this script already answers (${SLURM_CONF:-$CONF}); leaving it alone"
+      timeout 10 sinfo >&2 || true
+      return 0
+    fi
   fi
 
   local t0=$SECONDS
@@ -237,21 +247,23 @@ do_start() {
   start_munge
   mkdir -p "$LOG_DIR" "$CTLD_SPOOL" "$SLURMD_SPOOL"
   write_conf
+  export SLURM_CONF="$CONF"
 
   local started=0
   if ! pid_alive slurmctld; then
     rm -f "$RUN_DIR/slurmctld.pid"
-    slurmctld -f "$CONF" || die "slurmctld failed to start"
+    # 9>&-: the daemons must not inherit the lock.
+    slurmctld -f "$CONF" 9>&- || die "slurmctld failed to start"
     started=1
   fi
-  for _ in $(seq 100); do sinfo_ok && break; sleep 0.2; done
-  sinfo_ok || die "slurmctld does not answer sinfo"
+  for _ in $(seq 100); do port_open 6817 && break; sleep 0.2; done
+  port_open 6817 || die "slurmctld does not listen on port 6817"
   if ! pid_alive slurmd; then
     if pgrep -x slurmd >/dev/null 2>&1; then
       die "a slurmd not started by this script is running (pid $(pgrep -x slurmd | tr '\n' ' ')); not touching it"
     fi
     rm -f "$RUN_DIR/slurmd.pid"
-    slurmd -f "$CONF" || die "slurmd failed to start"
+    slurmd -f "$CONF" 9>&- || die "slurmd failed to start"
     started=1
   fi
   for _ in $(seq 50); do pid_alive slurmctld && pid_alive slurmd && break; sleep 0.1; done

@@ -38,7 +38,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Lab", "SshHost", "NetnsUnavailable", "netns_available", "require_netns"]
+__all__ = ["Lab", "SshHost", "NetnsUnavailable", "netns_available", "require_netns",
+           "require_sshd"]
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -118,6 +119,17 @@ def require_netns() -> None:
     if not ok:
         import pytest
         pytest.skip(reason)
+
+
+def require_sshd() -> None:
+    """require_netns(), and pytest.skip unless OpenSSH's sshd, ssh and ssh-keygen are there."""
+    require_netns()
+    missing = [t for t in (SSHD, "ssh", "ssh-keygen")
+               if not (os.path.exists(t) if os.path.isabs(t) else shutil.which(t))]
+    if missing:
+        import pytest
+        pytest.skip(f"OpenSSH missing ({', '.join(missing)}): apt-get install openssh-server "
+                    "openssh-client")
 
 
 def _proc_stat(pid: int) -> tuple[int, int, int, str, int] | None:

@@ -69,17 +69,14 @@ class Coordinator:
         self.failed = 0
         self.current: tuple | None = None
 
-    def slot_count(self) -> int:
-        """This machine: the plan's largest worker count unless `slots` fixes it."""
-        return self.slots or self.plan.slots or max((p.workers for p in self.phases), default=1)
-
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
         run_id = new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
-        nslots = self.slot_count()
-        nodes = self.engine.start(run_id, nslots, default_dir, self.plan.keep)
+        largest = max((p.workers for p in self.phases), default=1)
+        nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
+                                  self.plan.keep, largest)
         problems = check_nodes(self.phases, nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
             self.engine.close(self.plan.keep)

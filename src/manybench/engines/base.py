@@ -29,8 +29,11 @@ class Engine(ABC):
     dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
 
     @abstractmethod
-    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
-        """Bring up one agent per node with its slot pool (keep: leave scratch at the end)."""
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
+              largest: int = 1) -> list[Node]:
+        """Bring up one agent per node with its slot pool. slots: fixed per node (--slots or
+        the plan's), else the engine's default; largest: the plan's largest worker count;
+        keep: leave scratch at the end."""
 
     def sync_clocks(self) -> None:
         """Re-estimate node clock offsets (between sweep points). Nothing to do locally."""

@@ -78,7 +78,8 @@ class DaskEngine(Engine):
         return self._submit(self._all(msgs)).result()
 
     # -- start: discover nodes, their slots and clocks ---------------------------------
-    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
+              largest: int = 1) -> list[Node]:
         if self.expected:
             self.client.wait_for_workers(self.expected, timeout=600)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]

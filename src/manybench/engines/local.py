@@ -16,9 +16,10 @@ class LocalEngine(Engine):
         self.agent: Agent | None = None
         self.nodes: list[Node] = []
 
-    def start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
+    def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
+              largest: int = 1) -> list[Node]:
         cpus = topology()
-        n = slots or len(cpus)
+        n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
         self.agent = Agent(node, run, n, default_dir)
         self.dispatch_hint_ns = self.agent.start()

@@ -131,6 +131,19 @@ def host_summary(env: dict) -> str:
     return f"{g('hostname') or 'unknown host'}: " + ", ".join(parts)
 
 
+def _clock_lines(clocks: Any, warnings: list[str]) -> list[str]:
+    """One line per node: clock offset to the coordinator (Cristian) and its error bound;
+    nodes whose bound exceeded the plan's clock_tolerance are marked loudly."""
+    if not isinstance(clocks, dict) or not clocks:
+        return []
+    out = []
+    for node, c in sorted(clocks.items()):
+        mark = "  CLOCK WARNING: bound above clock_tolerance" if node in warnings else ""
+        out.append(f"clock {node}: offset {ns(c.get('offset_ns'))} "
+                   f"(± {ns(c.get('error_ns'))}){mark}")
+    return out
+
+
 def _notes(notes: Any) -> list[str]:
     """Note lines; the coordinator's placement facts (slots, cpus, nodes, oversubscribed)
     become sentences, anything else shows as `key: value`."""
@@ -151,6 +164,9 @@ def _notes(notes: Any) -> list[str]:
             if nodes:
                 line += f"; {_plural(len(nodes), 'node')}: {', '.join(map(str, nodes))}"
             lines.append(line)
+        lines += _clock_lines(notes.pop("clocks", None), notes.pop("clock_warnings", []))
+        for node, why in (notes.pop("lost", None) or {}).items():
+            lines.append(f"NODE LOST: {why}")
         lines += [f"{k}: {v if isinstance(v, str) else json.dumps(v, default=str)}"
                   for k, v in notes.items()]
         return lines

@@ -1,0 +1,73 @@
+"""A Dask cluster of network-namespace nodes: the scheduler in namespace 0, one
+`manybench worker` in each of the others, optionally one of them under libfaketime."""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+
+import pytest
+
+from netns import Lab, require_netns
+
+SCHED_PORT = 8786
+FAKETIME_SHIFT_S = 0.004
+
+
+def faketime_lib() -> str | None:
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
+    return found[0] if found else None
+
+
+def node_env(shift_s: float | None = None) -> dict:
+    env = dict(os.environ)
+    if shift_s is not None:
+        lib = faketime_lib()
+        if lib is None:
+            pytest.skip("libfaketime not installed (Debian package faketime)")
+        env.update(LD_PRELOAD=lib, FAKETIME=f"{shift_s:+f}", FAKETIME_DONT_FAKE_MONOTONIC="1",
+                   FAKETIME_NO_CACHE="1")
+    return env
+
+
+class DaskLab:
+    """lab.scheduler: the address; nodes n1..nK in namespaces 1..K with `slots` each."""
+
+    def __init__(self, nodes: int, slots: int = 2, shifted: int | None = None,
+                 extra_worker_args: list[str] | None = None) -> None:
+        require_netns()
+        self.lab = Lab(nodes + 1)
+        try:
+            ip0 = self.lab.ip(0)
+            self.sched = self.lab.popen(0, [sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                            "--host", ip0, "--port", str(SCHED_PORT),
+                                            "--dashboard-address", ":0", "--no-show"])
+            self.lab.wait_port(0, SCHED_PORT, 30, proc=self.sched)
+            self.scheduler = f"tcp://{ip0}:{SCHED_PORT}"
+            self.workers = {}
+            for i in range(1, nodes + 1):
+                shift = FAKETIME_SHIFT_S if shifted == i else None
+                self.workers[f"n{i}"] = self.lab.popen(
+                    i, [sys.executable, "-m", "manybench", "worker", self.scheduler,
+                        "--name", f"n{i}", "--slots", str(slots), "--host", self.lab.ip(i),
+                        *(extra_worker_args or [])], env=node_env(shift))
+            self.wait_workers(nodes)
+        except BaseException:
+            self.lab.close()
+            raise
+
+    def wait_workers(self, n: int, timeout: float = 60) -> None:
+        from distributed import Client
+        with Client(self.scheduler, timeout="30s") as c:
+            c.wait_for_workers(n, timeout=timeout)
+        time.sleep(0.2)   # plugins are set up as workers register
+
+    def close(self) -> None:
+        self.lab.close()
+
+    def __enter__(self) -> "DaskLab":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,155 @@
+"""The same phases across namespace nodes on Dask: placement, corrected clocks, node loss."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cluster_lab import FAKETIME_SHIFT_S, DaskLab
+from conftest import export_json, run_cli
+
+
+@pytest.fixture(scope="module")
+def four_nodes():
+    """n1..n4 with 2 slots each; n3's clock runs FAKETIME_SHIFT_S ahead (libfaketime)."""
+    with DaskLab(4, slots=2, shifted=3) as lab:
+        yield lab
+
+
+def _phases(rows):
+    out = {}
+    for r in rows:
+        out.setdefault(r["phase"], []).append(r)
+    return out
+
+
+def test_spread_over_nodes_with_corrected_clocks(four_nodes, plan_file, tmp_path):
+    plan = plan_file("""
+        name = "spread"
+        repeat = 5
+        [placement]
+        workers = [4, 8]
+        order = "spread"
+        [[task]]
+        name = "sync"
+        kernel = "null"
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "--scheduler", four_nodes.scheduler, timeout=300)
+    assert res.returncode == 0, res.stderr + res.stdout
+    rows = export_json(out)
+    for recs in _phases(rows).values():
+        per_node = {}
+        for r in recs:
+            per_node[r["node"]] = per_node.get(r["node"], 0) + 1
+        assert set(per_node) == {"n1", "n2", "n3", "n4"}          # spread: every node first
+        assert set(per_node.values()) == {recs[0]["workers"] // 4}
+    # the shifted node's offset is estimated (node minus coordinator), the others near zero
+    off = {r["node"]: r["metrics"]["clock_offset_ns"] for r in rows}
+    assert abs(off["n3"] - FAKETIME_SHIFT_S * 1e9) < 0.5e6, off
+    assert all(abs(off[n]) < 0.5e6 for n in ("n1", "n2", "n4")), off
+    assert all(r["metrics"]["clock_error_ns"] > 0 for r in rows)
+    # corrected: nobody starts before T0 in the coordinator's timebase, and the shifted node
+    # is not 4 ms apart from the others (it would be if T0 or its stamps were not shifted)
+    assert min(r["start_ns"] - r["t0_ns"] for r in rows) >= -0.5e6
+    skews = [max(r["start_ns"] for r in g) - min(r["start_ns"] for r in g)
+             for g in _phases(rows).values()]
+    assert statistics.median(skews) < FAKETIME_SHIFT_S * 1e9 / 2
+    assert "clock n3: offset" in res.stdout
+
+
+def test_pack_and_task_nodes(four_nodes, plan_file, tmp_path):
+    plan = plan_file("""
+        [placement]
+        workers = 2
+        order = "pack"
+        [[task]]
+        name = "packed"
+        kernel = "null"
+        [[task]]
+        name = "pinned"
+        kernel = "null"
+        nodes = ["n4", "n2"]
+        workers = 3
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "-q", "--scheduler", four_nodes.scheduler, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rows = export_json(out)
+    packed = [r["node"] for r in rows if r["task"] == "packed"]
+    assert packed == ["n1", "n1"]
+    pinned = sorted(r["node"] for r in rows if r["task"] == "pinned")
+    assert pinned == ["n4", "n4", "n2"] or pinned == ["n2", "n4", "n4"]
+
+
+def test_plan_that_does_not_fit_the_cluster_exits_2(four_nodes, plan_file, tmp_path):
+    plan = plan_file("""
+        [[task]]
+        name = "a"
+        kernel = "null"
+        nodes = ["n9"]
+        [[task]]
+        name = "b"
+        kernel = "null"
+        workers = 9
+    """)
+    res = run_cli("run", plan, "-o", str(tmp_path / "res"), "--scheduler",
+                  four_nodes.scheduler, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert "task.a.nodes" in res.stderr and "task.b.workers" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_unreachable_scheduler_exits_2(plan_file, tmp_path):
+    plan = plan_file('[[task]]\nname = "a"\nkernel = "null"\n')
+    res = run_cli("run", plan, "--scheduler", "tcp://127.0.0.1:9", timeout=120)
+    assert res.returncode == 2
+    assert "scheduler" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("policy", ["continue", "abort"])
+def test_node_lost_mid_phase(policy, plan_file, tmp_path):
+    plan = plan_file(f"""
+        name = "loss"
+        repeat = 3
+        on_node_loss = "{policy}"
+        [placement]
+        workers = 3
+        [[task]]
+        name = "nap"
+        command = ["sleep", "2"]
+    """)
+    out = str(tmp_path / "res")
+    with DaskLab(3, slots=1) as lab:
+        proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                                 "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:   # wait until the first phase has started
+            if os.path.exists(os.path.join(out, "results.db")):
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)
+        lab.workers["n2"].send_signal(signal.SIGKILL)     # our own worker, by its pid
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "NODE LOST" in err and "n2" in err
+    rows = export_json(out)
+    first = [r for r in rows if r["phase"] == 0]
+    assert {r["node"]: r["status"] for r in first} == {"n1": "ok", "n2": "lost", "n3": "ok"}
+    status = sqlite3.connect(os.path.join(out, "results.db")).execute(
+        "select status from runs").fetchone()[0]
+    if policy == "abort":
+        assert {r["phase"] for r in rows} == {0} and status == "aborted"
+    else:
+        assert {r["phase"] for r in rows} == {0, 1, 2} and status == "failed"
+        later = [r for r in rows if r["phase"] > 0]
+        assert all(r["status"] == ("lost" if r["node"] == "n2" else "ok") for r in later)
