@@ -158,6 +158,7 @@ JobCompType=jobcomp/none
 MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 # Trust the configured node description over what slurmd measures (memory shrinks while tests run).
@@ -166,7 +167,7 @@ ReturnToService=2
 SlurmctldTimeout=120
 SlurmdTimeout=300
 InactiveLimit=0
-MinJobAge=300
+MinJobAge=4
 KillWait=5
 Waittime=0
 $(node_line)

@@ -20,7 +20,9 @@ def security(ca: str | None, cert: str | None, key: str | None):
 async def _serve(address: str, name: str | None, slots: int | None, host: str | None,
                  sec) -> None:
     kwargs = {"security": sec} if sec else {}
-    worker = Worker(address, name=name, nthreads=1, host=host,
+    # listen with the scheduler's scheme (tls:// when the cluster is secured)
+    protocol = address.split("://", 1)[0] if "://" in address else "tcp"
+    worker = Worker(address, name=name, nthreads=1, host=host, protocol=protocol,
                     plugins=(AgentPlugin(slots, name),), **kwargs)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

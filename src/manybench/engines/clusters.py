@@ -57,7 +57,10 @@ def from_hosts(plan: Plan, path: str, slots: int | None) -> DaskEngine:
     try:
         cluster = SSHCluster([names[0], *names], connect_options=connect,
                              worker_options={"nthreads": 1, "preload": [PRELOAD]},
+                             # the scheduler must listen on the first host's address, not
+                             # whatever interface Dask would guess there
                              scheduler_options={"port": plan.cluster.get("scheduler_port", 0),
+                                                "host": _resolve(names[0]),
                                                 "dashboard_address": None},
                              remote_python=plan.cluster.get("python", sys.executable),
                              security=security(plan))

@@ -1,0 +1,107 @@
+"""Other ways to reach a cluster: a TLS-secured scheduler, and hosts started over SSH."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import export_json, run_cli
+from netns import Lab, require_netns, require_sshd
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _certs(d) -> dict:
+    """A throwaway CA and one certificate for 127.0.0.1, made with openssl."""
+    if not shutil.which("openssl"):
+        pytest.skip("openssl not installed")
+    run = lambda *a: subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-subj", "/CN=manybench-test-ca", "-days", "2")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "req.csr",
+        "-subj", "/CN=localhost")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", "req.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "cert.pem", "-days", "2", "-extfile", "san.ext")
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "cert.pem"), "key": str(d / "key.pem")}
+
+
+def test_tls_scheduler_and_workers(plan_file, tmp_path):
+    c = _certs(tmp_path)
+    port = _free_port()
+    addr = f"tls://127.0.0.1:{port}"
+    tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                               "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0", *tls], stderr=subprocess.DEVNULL)]
+    try:
+        time.sleep(1.5)
+        for name in ("t1", "t2"):
+            procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
+                                           "--name", name, "--slots", "1", *tls],
+                                          stderr=subprocess.DEVNULL))
+        plan = plan_file(f"""
+            [placement]
+            workers = 2
+            [cluster]
+            tls = {{ ca_file = "{c['ca']}", cert = "{c['cert']}", key = "{c['key']}" }}
+            [[task]]
+            name = "sync"
+            kernel = "null"
+        """)
+        time.sleep(3)
+        out = str(tmp_path / "res")
+        res = run_cli("run", plan, "-o", out, "-q", "--scheduler", addr, timeout=180)
+        assert res.returncode == 0, res.stderr
+        assert sorted(r["node"] for r in export_json(out)) == ["t1", "t2"]
+        # without the certificates the secured cluster refuses us
+        bare = plan_file('[[task]]\nname = "a"\nkernel = "null"\n', "bare.toml")
+        res = run_cli("run", bare, "-o", str(tmp_path / "res2"), "-q", "--scheduler",
+                      f"tcp://127.0.0.1:{port}", timeout=180)
+        assert res.returncode == 2 and "Traceback" not in res.stderr
+    finally:
+        for p in procs:          # our own processes, by pid
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_hosts_over_ssh(plan_file, tmp_path):
+    require_netns()
+    require_sshd()
+    with Lab(2) as lab:
+        hosts = [lab.start_sshd(i) for i in range(2)]
+        known = tmp_path / "known_hosts"
+        known.write_text("".join(open(h.known_hosts).read() for h in hosts))
+        keys = ", ".join(f'"{h.client_key}"' for h in hosts)
+        hostfile = tmp_path / "hosts"
+        hostfile.write_text(f"{lab.ip(0)} 2\n{lab.ip(1)} slots=1\n")
+        # remote commands run through sshd: carry the test's import path along
+        python = f"env PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable}"
+        plan = plan_file(f"""
+            [placement]
+            workers = 3
+            [cluster]
+            python = "{python}"
+            ssh = {{ username = "root", known_hosts = "{known}", client_keys = [{keys}] }}
+            [[task]]
+            name = "sync"
+            kernel = "null"
+        """)
+        out = str(tmp_path / "res")
+        res = run_cli("run", plan, "-o", out, "-q", "--hosts", str(hostfile), timeout=240)
+        assert res.returncode == 0, res.stderr[-3000:]
+        nodes = sorted(r["node"] for r in export_json(out))
+        assert nodes == sorted([lab.ip(0), lab.ip(0), lab.ip(1)])
