@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import Callable
 
+from .clock import wait_child
 from .kernels import KERNELS, Result, SlotContext
 from .model import Phase, TaskSpec
 from .placement import SlotPlace
@@ -213,18 +214,11 @@ class Agent:
 
 def _reap(pid: int, grace: float) -> int | None:
     """Wait up to `grace` seconds for our own slot `pid`, then SIGKILL it; its wait status."""
-    end = time.monotonic() + grace
-    while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if done:
-            return status
-        if time.monotonic() >= end:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                return os.waitpid(pid, 0)[1]
-            except (ProcessLookupError, ChildProcessError):
-                return None
-        time.sleep(0.005)
+    try:
+        status = wait_child(pid, grace)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            status = os.waitpid(pid, 0)[1]
+        return status
+    except (ProcessLookupError, ChildProcessError):
+        return None

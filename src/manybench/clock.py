@@ -8,6 +8,8 @@ doubles.
 """
 from __future__ import annotations
 
+import os
+import select
 import time
 from collections import deque
 
@@ -20,6 +22,24 @@ WINDOW = 8                     # phases of history
 
 def now_ns() -> int:
     return time.time_ns()
+
+
+def pause(seconds: float) -> None:
+    """Sleep without clock_nanosleep: libfaketime (used to shift a test node's clock) makes
+    Python's time.sleep fail with EINVAL, so node-side code waits with select instead."""
+    select.select([], [], [], max(0.0, seconds))
+
+
+def wait_child(pid: int, timeout: float) -> int | None:
+    """Wait up to `timeout` s for our child `pid`; its wait status, or None if still running."""
+    end = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() >= end:
+            return None
+        pause(0.005)
 
 
 class Scheduler:

@@ -20,7 +20,7 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
-from .clock import EchoServer
+from .clock import EchoServer, wait_child
 from .placement import topology
 
 PLUGIN_NAME = "manybench-agent"
@@ -108,10 +108,11 @@ class AgentPlugin(WorkerPlugin):
             self.stream = None
         if proc is not None:
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()          # our own child, by its pid
-                proc.wait()
+                if wait_child(proc.pid, 10) is None:
+                    proc.kill()      # our own child, by its pid
+                    proc.wait()
+            except ChildProcessError:
+                pass
             self.proc = None
 
 
