@@ -63,11 +63,11 @@ install_packages() {
   log "installing $PACKAGES"
   export DEBIAN_FRONTEND=noninteractive
   # shellcheck disable=SC2086
-  if ! apt-get install -y -qq --no-install-recommends $PACKAGES >/tmp/slurm-local-apt.log 2>&1; then
+  if ! apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=120 $PACKAGES >/tmp/slurm-local-apt.log 2>&1; then
     log "apt-get install failed; apt-get update and retry"
     apt-get update -qq >>/tmp/slurm-local-apt.log 2>&1 || true
     # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $PACKAGES >>/tmp/slurm-local-apt.log 2>&1 \
+    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=120 $PACKAGES >>/tmp/slurm-local-apt.log 2>&1 \
       || { tail -n 20 /tmp/slurm-local-apt.log >&2; die "apt-get install $PACKAGES failed"; }
   fi
 }
@@ -119,8 +119,9 @@ node_line() {
   cpus="$(nproc)"
   mem_total=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 ))
   mem_avail=$(( $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024 ))
-  mem=$(( (mem_avail < mem_total ? mem_avail : mem_total) * 9 / 10 ))
-  [ "$mem" -ge 256 ] || mem=256
+  # 90% of what is free, rounded down to 512 MiB so the file stays the same from one start to the next.
+  mem=$(( (mem_avail < mem_total ? mem_avail : mem_total) * 9 / 10 / 512 * 512 ))
+  [ "$mem" -ge 512 ] || mem=256
   local topo="CPUs=$cpus"
   if [[ "$detected" == NodeName=* ]]; then
     topo="$(tr ' ' '\n' <<<"$detected" | grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | tr '\n' ' ')"
@@ -156,6 +157,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
+MailProg=/bin/true
 SwitchType=switch/none
 SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0
@@ -247,7 +249,8 @@ do_start() {
   install_packages
   start_munge
   mkdir -p "$LOG_DIR" "$CTLD_SPOOL" "$SLURMD_SPOOL"
-  write_conf
+  # Our controller still running (only slurmd to restart): keep the config it was started with.
+  pid_alive slurmctld || write_conf
   export SLURM_CONF="$CONF"
 
   local started=0

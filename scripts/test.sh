@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES="fio numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client"
+DEBIAN_PACKAGES="fio numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge"
 missing=""
 for p in $DEBIAN_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -13,7 +13,7 @@ done
 if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
 PY="${PYTHON:-python3}"

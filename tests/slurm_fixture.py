@@ -29,7 +29,8 @@ import pytest
 __all__ = ["SlurmInfo", "slurm", "probe_slurm"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-local.sh"
-USABLE_STATES = {"idle", "mixed"}
+# "allocated" counts too: slurm-local.sh's partition lets up to 4 jobs share a core (OverSubscribe=FORCE:4).
+USABLE_STATES = {"idle", "mixed", "allocated"}
 MARKER = "# Written by manybench scripts/slurm-local.sh"  # first line of the slurm.conf it writes
 START_TIMEOUT = 900  # seconds; covers apt-get update + install on a fresh machine
 
@@ -77,8 +78,8 @@ def probe_slurm() -> tuple[SlurmInfo | None, str]:
     if not usable:
         states = ", ".join(f"{n}={s}" for n, _, s in rows)
         return None, f"no idle node ({states})"
-    # Prefer the default partition (sinfo marks it with '*').
-    usable.sort(key=lambda r: not r[1].endswith("*"))
+    # Prefer an idle node, then the default partition (sinfo marks it with '*').
+    usable.sort(key=lambda r: (not r[2].startswith("idle"), not r[1].endswith("*")))
     node, part, _ = usable[0]
     return SlurmInfo(partition=part.rstrip("*"), node=node), ""
 
@@ -100,24 +101,41 @@ def _start_local() -> str:
     return ""
 
 
+# Each module that does `from slurm_fixture import slurm` gets its own copy of the session fixture
+# in pytest, so the probe/start result and the "who stops it" flag live here, once per process.
+_result: tuple[SlurmInfo | None, str] | None = None
 _started_here = False
+
+
+def _available() -> tuple[SlurmInfo | None, str]:
+    global _result, _started_here
+    if _result is None:
+        info, why = probe_slurm()
+        if info is None and os.environ.get("MANYBENCH_SLURM_START", "1") != "0":
+            failure = _start_local()
+            if failure:
+                why = f"{why}; {failure}"
+            else:
+                _started_here = True
+                info, why2 = probe_slurm()
+                why = f"{why}; after slurm-local.sh start: {why2}"
+        _result = (info, why)
+    return _result
+
+
+def _stop_if_started_here() -> None:
+    global _started_here
+    if _started_here and os.environ.get("MANYBENCH_SLURM_KEEP") != "1":
+        _started_here = False
+        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="session")
 def slurm():
-    global _started_here
-    info, why = probe_slurm()
-    if info is None and os.environ.get("MANYBENCH_SLURM_START", "1") != "0":
-        failure = _start_local()
-        if failure:
-            why = f"{why}; {failure}"
-        else:
-            _started_here = True
-            info, why2 = probe_slurm()
-            why = f"{why}; after slurm-local.sh start: {why2}"
+    """SlurmInfo(partition, node) of a usable Slurm, else the test is skipped."""
+    info, why = _available()
     if info is None:
         pytest.skip(f"Slurm not available: {why}")
     yield info
-    if _started_here and os.environ.get("MANYBENCH_SLURM_KEEP") != "1":
-        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
+    _stop_if_started_here()

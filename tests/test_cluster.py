@@ -153,3 +153,19 @@ def test_node_lost_mid_phase(policy, plan_file, tmp_path):
         assert {r["phase"] for r in rows} == {0, 1, 2} and status == "failed"
         later = [r for r in rows if r["phase"] > 0]
         assert all(r["status"] == ("lost" if r["node"] == "n2" else "ok") for r in later)
+
+
+def test_clock_bound_above_tolerance_is_reported_loudly(four_nodes, plan_file, tmp_path):
+    plan = plan_file("""
+        clock_tolerance = "1ns"
+        [placement]
+        workers = 4
+        [[task]]
+        name = "sync"
+        kernel = "null"
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "--scheduler", four_nodes.scheduler, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("CLOCK WARNING") >= 4      # no echo is faster than 2 ns
+    assert "CLOCK WARNING" in res.stdout               # and the report says so too

@@ -50,8 +50,8 @@ class AgentPlugin(WorkerPlugin):
 
     def node_name(self) -> str:
         name = self.node or self.worker.name
-        # Dask's own names are numbers or cluster-job names; a hostname says more
-        if name is None or isinstance(name, int) or str(name).isdigit():
+        # Dask's own names are numbers, addresses or cluster-job names; a hostname says more
+        if name is None or isinstance(name, int) or str(name).isdigit() or "://" in str(name):
             return socket.gethostname().split(".")[0]
         return str(name)
 
@@ -130,5 +130,5 @@ async def dask_setup(worker: Any) -> None:
     MANYBENCH_SLOTS and MANYBENCH_NODE in the worker's environment set its slots and name.
     """
     slots = os.environ.get("MANYBENCH_SLOTS")
-    await worker.plugin_add(AgentPlugin(int(slots) if slots else None,
-                                        os.environ.get("MANYBENCH_NODE")), name=PLUGIN_NAME)
+    node = os.environ.get("MANYBENCH_NODE") or socket.gethostname().split(".")[0]
+    await worker.plugin_add(AgentPlugin(int(slots) if slots else None, node), name=PLUGIN_NAME)

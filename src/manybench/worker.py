@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 
 from distributed import Worker
 
@@ -20,6 +21,7 @@ def security(ca: str | None, cert: str | None, key: str | None):
 async def _serve(address: str, name: str | None, slots: int | None, host: str | None,
                  sec) -> None:
     kwargs = {"security": sec} if sec else {}
+    name = name or socket.gethostname().split(".")[0]   # records name nodes by host
     # listen with the scheduler's scheme (tls:// when the cluster is secured)
     protocol = address.split("://", 1)[0] if "://" in address else "tcp"
     worker = Worker(address, name=name, nthreads=1, host=host, protocol=protocol,

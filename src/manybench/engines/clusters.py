@@ -89,38 +89,47 @@ def _closer(client: Any, cluster: Any, after: Callable[[], None] | None = None) 
     return close
 
 
+JOBQUEUE = {"slurm": "SLURMCluster", "sge": "SGECluster", "pbs": "PBSCluster"}
+
+
+def jobqueue_options(kind: str, plan: Plan, slots: int | None) -> dict[str, Any]:
+    """dask-jobqueue keyword arguments from the plan's [cluster] table: one worker process
+    per node job, with the agent preloaded and the node's slot count in its environment."""
+    c = plan.cluster
+    per_node = c.get("slots") or slots or plan.slots or os.cpu_count() or 1
+    opts: dict[str, Any] = {
+        "cores": c.get("cores", per_node), "memory": c.get("memory", "4GB"),
+        "processes": 1, "walltime": c.get("walltime", "01:00:00"),
+        "python": c.get("python", sys.executable),
+        "job_script_prologue": [f"export MANYBENCH_SLOTS={per_node}",
+                                *c.get("job_script_prologue", [])],
+        "job_extra_directives": c.get("job_extra_directives", []),
+        "worker_extra_args": ["--preload", PRELOAD, "--nthreads", "1"],
+        "scheduler_options": {"dashboard_address": None, "port": c.get("scheduler_port", 0)},
+    }
+    for key in ("queue", "interface", "local_directory", "log_directory"):
+        if key in c:
+            opts[key] = c[key]
+    if "account" in c:   # SGE calls it a project
+        opts["project" if kind == "sge" else "account"] = c["account"]
+    if security(plan):
+        opts["security"] = security(plan)
+    return opts
+
+
 def _jobqueue(kind: str) -> Callable[[Plan, int | None], DaskEngine]:
     def start(plan: Plan, slots: int | None) -> DaskEngine:
         import dask_jobqueue
-        cls = {"slurm": dask_jobqueue.SLURMCluster, "sge": dask_jobqueue.SGECluster,
-               "pbs": dask_jobqueue.PBSCluster}[kind]
-        c = plan.cluster
-        per_node = c.get("slots") or slots or plan.slots or os.cpu_count() or 1
-        opts: dict[str, Any] = {
-            "cores": c.get("cores", per_node), "memory": c.get("memory", "4GB"),
-            "processes": 1, "walltime": c.get("walltime", "01:00:00"),
-            "python": c.get("python", sys.executable),
-            "job_script_prologue": [f"export MANYBENCH_SLOTS={per_node}",
-                                    *c.get("job_script_prologue", [])],
-            "job_extra_directives": c.get("job_extra_directives", []),
-            "worker_extra_args": ["--preload", PRELOAD, "--nthreads", "1"],
-            "scheduler_options": {"dashboard_address": None,
-                                  "port": c.get("scheduler_port", 0)},
-        }
-        for key in ("queue", "interface", "local_directory"):
-            if key in c:
-                opts[key] = c[key]
-        if "account" in c:
-            opts["project" if kind == "sge" else "account"] = c["account"]
-        if security(plan):
-            opts["security"] = security(plan)
+        opts = jobqueue_options(kind, plan, slots)
+        nodes = plan.cluster.get("nodes", 1)
         try:
-            cluster = cls(**opts)
-            cluster.scale(jobs=c.get("nodes", 1))
+            cluster = getattr(dask_jobqueue, JOBQUEUE[kind])(**opts)
+            cluster.scale(jobs=nodes)
         except Exception as e:
             raise EngineError(f"starting Dask workers through {kind}: {e}") from None
         client = _client(cluster, security(plan))
-        return DaskEngine(client, default_slots=per_node, expected=c.get("nodes", 1),
+        per_node = int(opts["job_script_prologue"][0].split("=")[1])
+        return DaskEngine(client, default_slots=per_node, expected=nodes,
                           on_close=_closer(client, cluster))
     return start
 
@@ -131,9 +140,14 @@ def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
     from distributed import LocalCluster
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
     per_node = slots or _slurm_cpus() or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0, dashboard_address=None,
-                           security=security(plan) or False)
-    cmd = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+    sec = {"security": security(plan)} if security(plan) else {}
+    try:
+        cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0,
+                               dashboard_address=None, **sec)
+    except Exception as e:
+        raise EngineError(f"starting a Dask scheduler in the allocation: {e}") from None
+    # --overlap: the workers share the allocation's cpus with the step running us
+    cmd = ["srun", "--overlap", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
            sys.executable, "-m", "manybench", "worker", cluster.scheduler_address,
            "--slots", str(per_node)]
     srun = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
@@ -164,7 +178,7 @@ def _my_ip() -> str:
 
 
 CLUSTERS: dict[str, Callable[[Plan, int | None], DaskEngine]] = {
-    kind: _jobqueue(kind) for kind in ("slurm", "sge", "pbs")}
+    kind: _jobqueue(kind) for kind in JOBQUEUE}
 
 
 def from_cluster(plan: Plan, kind: str, slots: int | None) -> DaskEngine:

@@ -42,7 +42,7 @@ _CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
     "cores": {"type": "integer", "minimum": 1},
     "job_script_prologue": _STRINGS, "job_extra_directives": _STRINGS,
     "python": {"type": "string"}, "interface": {"type": "string"},
-    "local_directory": {"type": "string"},
+    "local_directory": {"type": "string"}, "log_directory": {"type": "string"},
     "scheduler_port": {"type": "integer", "minimum": 0},
     "ssh": {"type": "object", "additionalProperties": False, "properties": {
         "username": {"type": "string"}, "port": {"type": "integer"},
