@@ -36,6 +36,7 @@ class Running:
     place: SlotPlace
     result: Result | None = None
     ready: bool = False
+    info: dict | None = None    # what the slot's kernel published for its peers
 
 
 def _exit_text(status: int) -> str:
@@ -142,12 +143,15 @@ class Agent:
     def ready_slots(self) -> list[int]:
         return [i for i, r in self.running.items() if r.ready and r.result is None]
 
-    def go(self, t0_ns: int) -> None:
+    def ready_info(self) -> dict[int, dict]:
+        return {i: r.info for i, r in self.running.items() if r.ready and r.info is not None}
+
+    def go(self, t0_ns: int, peers: dict | None = None) -> None:
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         for i in self.ready_slots():
-            self.slots[i].conn.send(("go", t0_ns))
+            self.slots[i].conn.send(("go", t0_ns, peers))
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""
@@ -174,6 +178,7 @@ class Agent:
                 continue
             if msg[0] == "ready":
                 self.running[i].ready = True
+                self.running[i].info = msg[1]
             elif msg[0] == "done":
                 self.running[i].result = msg[1]
 

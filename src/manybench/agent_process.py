@@ -4,8 +4,9 @@ The Dask worker process is large and threaded: slots forked from it would each c
 share of its memory, and forking a threaded process is fragile. So the worker starts this
 fresh interpreter, which forks the slot pool and serves the worker over one pipe:
   ("start", run, node, slots, default_dir, keep) -> ("ok", ns of a round trip to all slots)
-  ("prepare", phase, places, ranks)              -> ("ok", {slot: Result}) failed prepares
-  ("run", phase | None, places, ranks, t0_ns)    -> ("ok", {slot: Result})
+  ("prepare", phase, places, ranks)              -> ("ok", ({slot: Result} failed prepares,
+                                                          {slot: published info}))
+  ("run", phase | None, places, ranks, t0_ns, peers) -> ("ok", {slot: Result})
        phase given: prepare first (one message per node per phase); None: already prepared
   ("ping",)                                      -> ("ok", None)
   ("close",)                                     -> ("ok", None), then the process ends
@@ -53,12 +54,12 @@ class AgentServer:
             raise RuntimeError("the agent has not been started")
         if op == "prepare":
             agent.prepare(*msg[1:])
-            return agent.results()
+            return agent.results(), agent.ready_info()
         if op == "run":
-            phase, places, ranks, t0_ns = msg[1:]
+            phase, places, ranks, t0_ns, peers = msg[1:]
             if phase is not None:
                 agent.prepare(phase, places, ranks)
-            agent.go(t0_ns)
+            agent.go(t0_ns, peers)
             while not agent.poll(0.5):
                 pass
             return agent.results()

@@ -128,6 +128,13 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     code = os.waitstatus_to_exitcode(status)
     res.metrics["exit_status"] = code
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
+    if p.spec.parse and code == 0 and not timed_out:
+        from .parsers import PARSERS, ParseError
+        try:
+            res.metrics.update(PARSERS[p.spec.parse](stdout, stderr))
+        except ParseError as e:
+            res.status, res.error = "error", f"{p.spec.parse} output not understood: {e}"
+            return res
     missing = [n for n in p.spec.metrics if n not in res.metrics]
     if missing:
         res.extra["missing_metrics"] = missing

@@ -163,13 +163,14 @@ class Coordinator:
         work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
                       {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes})
         self.engine.prepare(phase, work, bar.tick)
+        peers = self._peers(nodes, work)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
         t0 = self.scheduler.next_t0()
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
-        self.engine.go(t0)
+        self.engine.go(t0, peers)
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
@@ -179,6 +180,16 @@ class Coordinator:
         records = self._records(run_id, phase, nodes, work, t0, results)
         self.current = None
         return t0, records
+
+    def _peers(self, nodes: list[Node], work: dict) -> dict[int, dict] | None:
+        """Rank -> what its slot published plus its node's host, for slots that connect."""
+        info = self.engine.ready_info()
+        if not any(info.values()):
+            return None
+        host = {n.name: n.host for n in nodes}
+        return {rank: {"host": host[node], **info[node][place.slot]}
+                for node, pairs in work.items() for place, rank in pairs
+                if place.slot in info.get(node, {})}
 
     def _records(self, run_id: str, phase: Phase, nodes: list[Node],
                  work: dict[str, list[tuple[SlotPlace, int]]], t0: int,

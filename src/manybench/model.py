@@ -21,6 +21,7 @@ class TaskSpec:
     shell: bool = False               # run " ".join(command) through /bin/sh -c
     timeout: float | None = None      # seconds; the whole process group is killed after it
     metrics: dict[str, str] = field(default_factory=dict)  # name -> regex with (?P<value>...)
+    parse: str | None = None          # a parsers/ name: the tool's output becomes metrics
     env: dict[str, str] = field(default_factory=dict)
     dir: str | None = None            # scratch base for this task (None: plan default)
     workers: list[int] | None = None  # overrides placement.workers for this task
@@ -50,6 +51,7 @@ class Plan:
     on_node_loss: str = "abort"       # abort | continue, when a node is lost mid-run
     clock_tolerance: float | None = None   # s; a node whose clock bound is worse is reported
     cluster: dict = field(default_factory=dict)   # [cluster]: batch system / SSH settings
+    peaks: dict[str, float] = field(default_factory=dict)   # [peaks]: metric -> peak value
     source: str = ""                  # the plan's TOML text (stored with the run)
     path: str = ""
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied

@@ -1,8 +1,10 @@
 """The slot process: one pinned worker that prepares, waits for T0 in C, runs, reports.
 
 Protocol on the slot's pipe (pickled tuples), driven by its agent:
-  ("prepare", phase, ctx, place) -> ("ready",) | ("done", Result)   (prepare failed)
-  ("go", t0_ns)                  -> ("done", Result)
+  ("prepare", phase, ctx, place) -> ("ready", info) | ("done", Result)   (prepare failed)
+  ("go", t0_ns, peers)           -> ("done", Result)
+     info: what the kernel publishes for its peers (net kernels), else None;
+     peers: {rank: info with the node's host}, for kernels that connect to each other
   ("cancel",)                    -> drops a prepared phase, no reply
   ("ping",)                      -> ("pong", pid)
   ("exit",)                      -> the process ends
@@ -68,12 +70,20 @@ class SlotLoop:
         self.prepared = (kernel, state, SPIN_NS if place.spin else 0)
         return None
 
-    def go(self, t0_ns: int) -> Result:
+    def publish(self) -> dict | None:
+        if self.prepared is None or self.prepared[0].publish is None:
+            return None
+        kernel, state, _ = self.prepared
+        return kernel.publish(state)
+
+    def go(self, t0_ns: int, peers: dict | None = None) -> Result:
         if self.prepared is None:
             return _error("go without a prepared phase")
         kernel, state, spin = self.prepared
         self.prepared = None
         try:
+            if kernel.connect is not None:
+                kernel.connect(state, peers or {})
             return kernel.run(state, t0_ns, spin)
         except Exception as e:
             return _error(f"run failed: {e!r}")
@@ -103,10 +113,17 @@ class SlotLoop:
                 return
             op = msg[0]
             if op == "go":
-                conn.send(("done", self.go(msg[1])))
+                conn.send(("done", self.go(msg[1], msg[2])))
             elif op == "prepare":
                 failed = self.prepare(*msg[1:])
-                conn.send(("ready",) if failed is None else ("done", failed))
+                if failed is None:
+                    try:
+                        conn.send(("ready", self.publish()))
+                    except Exception as e:
+                        self.cancel()
+                        conn.send(("done", _error(f"publish failed: {e!r}")))
+                else:
+                    conn.send(("done", failed))
             elif op == "cancel":
                 self.cancel()
             elif op == "ping":

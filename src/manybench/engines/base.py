@@ -22,6 +22,7 @@ class Node:
     offset_ns: int = 0     # node clock minus coordinator clock (Cristian), 0 on this machine
     error_ns: int = 0      # bound on that estimate
     machine: str = ""      # boot id: nodes on one machine (namespaces, containers) share cpus
+    host: str = "127.0.0.1"   # where other nodes' slots reach this node's slots
 
 
 class Engine(ABC):
@@ -47,9 +48,14 @@ class Engine(ABC):
                 tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
         """Prepare the phase on every node; returns the slots whose prepare failed."""
 
+    def ready_info(self) -> dict[str, dict[int, dict]]:
+        """What each prepared slot published for its peers, per node (net kernels)."""
+        return {}
+
     @abstractmethod
-    def go(self, t0_ns: int) -> None:
-        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset)."""
+    def go(self, t0_ns: int, peers: dict | None = None) -> None:
+        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset);
+        peers: {rank: published info + host} for kernels whose slots connect."""
 
     @abstractmethod
     def poll(self, timeout: float) -> bool:

@@ -51,6 +51,7 @@ class DaskEngine(Engine):
         self.phase: Phase | None = None
         self.prepared = False
         self.failed: dict[str, dict[int, Result]] = {}
+        self.info: dict[str, dict[int, dict]] = {}
         self.done: dict[str, dict[int, Result]] = {}
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
@@ -96,7 +97,8 @@ class DaskEngine(Engine):
             cpus = tuple(Cpu(*c) for c in info["cpus"])
             self.addr[name] = addr
             self.echo[name] = (info["host"], info["echo_port"])
-            self.nodes.append(Node(name, n, cpus, machine=info.get("machine", "")))
+            self.nodes.append(Node(name, n, cpus, machine=info.get("machine", ""),
+                                   host=info["host"]))
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
         self.nodes.sort(key=lambda n: n.name)
@@ -139,7 +141,7 @@ class DaskEngine(Engine):
     # -- one phase ----------------------------------------------------------------------
     def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
                 tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        self.phase, self.work, self.done, self.failed = phase, work, {}, {}
+        self.phase, self.work, self.done, self.failed, self.info = phase, work, {}, {}, {}
         self.prepared = phase.kernel not in LIGHT_PREPARE
         live = [n for n in work if n not in self.lost]
         if self.prepared and live:
@@ -155,17 +157,20 @@ class DaskEngine(Engine):
                 if isinstance(r, Exception):
                     self._lose(n, r)
                 else:
-                    self.failed[n] = r
+                    self.failed[n], self.info[n] = r
         return self.failed
 
-    def go(self, t0_ns: int) -> None:
+    def ready_info(self) -> dict[str, dict[int, dict]]:
+        return self.info
+
+    def go(self, t0_ns: int, peers: dict | None = None) -> None:
         phase = None if self.prepared else self.phase
         msgs = {}
         for n in self.nodes:
             if n.name in self.work and n.name not in self.lost:
                 pairs = self.work[n.name]
                 msgs[n.name] = ("run", phase, [p for p, _ in pairs], [r for _, r in pairs],
-                                t0_ns + n.offset_ns)
+                                t0_ns + n.offset_ns, peers)
         self.deadline = None
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:

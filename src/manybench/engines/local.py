@@ -33,8 +33,11 @@ class LocalEngine(Engine):
         self.agent.prepare(phase, [p for p, _ in pairs], [r for _, r in pairs], tick)
         return {node: self.agent.results()}
 
-    def go(self, t0_ns: int) -> None:
-        self.agent.go(t0_ns)
+    def ready_info(self) -> dict[str, dict[int, dict]]:
+        return {self.nodes[0].name: self.agent.ready_info()}
+
+    def go(self, t0_ns: int, peers: dict | None = None) -> None:
+        self.agent.go(t0_ns, peers)
 
     def poll(self, timeout: float) -> bool:
         return self.agent.poll(timeout)

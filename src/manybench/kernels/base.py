@@ -126,3 +126,8 @@ class Kernel:
     # cross-field checks on one expanded point: (params) -> list of (field, message)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
     uses_dir: bool = False   # works under the task's `dir` (io, meta) and needs it to exist
+    # Kernels whose slots talk to each other (net.*): after prepare, publish(state) gives what
+    # peers need (a port, say); before run, connect(state, peers) gets every rank's published
+    # info, each with the "host" of its node added by the coordinator.
+    publish: Callable[[Any], dict] | None = None
+    connect: Callable[[Any, dict[int, dict]], None] | None = None

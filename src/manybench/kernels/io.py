@@ -204,3 +204,5 @@ READ = Kernel(
                                 default=False)},
     prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
 )
+
+KERNELS = [WRITE, READ]

@@ -24,3 +24,5 @@ NULL = Kernel(
     prepare=_prepare,
     run=_run,
 )
+
+KERNELS = [NULL]

@@ -81,7 +81,8 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
                 on_node_loss=raw.get("on_node_loss", "abort"),
                 clock_tolerance=(parse_duration(raw["clock_tolerance"])
                                  if "clock_tolerance" in raw else None),
-                cluster=raw.get("cluster", {}), path=path, raw=raw), probs
+                cluster=raw.get("cluster", {}), peaks=raw.get("peaks", {}), path=path,
+                raw=raw), probs
 
 
 def _variants(raw: dict, path: str, slots: int | None, check_dirs: bool,

@@ -64,6 +64,10 @@ _SCHEMA = {
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
         "clock_tolerance": {"type": ["string", "number"], "format": "duration"},
         "cluster": _CLUSTER,
+        "peaks": {"type": "object", "additionalProperties": {
+            "type": "number", "exclusiveMinimum": 0,
+            "x-message": "a peak is a positive number in the metric's unit, e.g. "
+                         "dp_gflops = 2150.4 or mb_s = 750"}},
         "placement": {"type": "object", "additionalProperties": False, "properties": {
             "workers": _workers_schema(), "order": _choice_schema(ORDERS),
             "pin": _choice_schema(PINS)}},
@@ -75,6 +79,7 @@ _SCHEMA = {
                             "x-message": 'expected a non-empty list of strings, '
                                          'e.g. ["dd", "bs={block}"]'},
                 "shell": {"type": "boolean"},
+                "parse": {"type": "string"},
                 "workers": _workers_schema(),
                 "nodes": {"type": "array", "minItems": 1, "items": {"type": "string"},
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},

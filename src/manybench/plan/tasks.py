@@ -20,7 +20,7 @@ from .schema import known_names
 BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
                  "task")
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
-               "nodes")
+               "nodes", "parse")
 
 
 def as_workers(value: Any) -> list[int] | None:
@@ -102,7 +102,7 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     params = {k: v for k, v in t.items() if k not in TASK_FIELDS}
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
                     timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
-                    nodes=t.get("nodes"))
+                    nodes=t.get("nodes"), parse=t.get("parse"))
     if "kernel" in t:
         spec.kernel = str(kname)
         _kernel_task(loc, t, params, tdir or ctx["scratch"], probs)
@@ -110,7 +110,21 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
         spec.command, spec.shell = command, t.get("shell") is True
         spec.metrics = {k: v for k, v in (t.get("metrics") or {}).items() if isinstance(v, str)}
         _command_task(loc, command, params, spec.metrics, probs)
+    _check_parse(loc, t, probs)
     return spec
+
+
+def _check_parse(loc: Loc, t: dict, probs: list) -> None:
+    """`parse` names an output parser, and only a command has output to parse."""
+    name = t.get("parse")
+    if name is None or not isinstance(name, str):
+        return
+    from ..parsers import PARSERS
+    if "kernel" in t:
+        probs.append((loc + ("parse",), "only command tasks have output to parse"))
+    elif name not in PARSERS:
+        probs.append((loc + ("parse",), f"unknown parser {name!r} (known: "
+                                        f"{', '.join(sorted(PARSERS)) or 'none'})"))
 
 
 def _kernel_task(loc: Loc, t: dict, params: dict, tdir: str | None, probs: list) -> None:

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "native.h"
+#include "bind.h"
 
 /* ---- helpers ---- */
 
@@ -402,6 +403,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Shared with the kernel families' binding files (bind_*.c). */
+PyObject *nb_result_dict(nb_result *r, int with_fsync) { return result_dict(r, with_fsync); }
+PyObject *nb_raise_errno(int err, const char *msg) { return raise_errno(err, msg); }
+
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "manybench._native",
     "The C side of the slot: waiting for T0, timed kernels, exec at T0 (see API.md).", -1,
@@ -413,5 +418,9 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (m && PyModule_AddIntConstant(m, "HIST_BUCKETS", HIST_BUCKETS) < 0)
         Py_CLEAR(m);
+    /* each kernel family brings its own method table: adding one is adding a file */
+    for (PyMethodDef **t = nb_family_methods; m && *t; t++)
+        if (PyModule_AddFunctions(m, *t) < 0)
+            Py_CLEAR(m);
     return m;
 }

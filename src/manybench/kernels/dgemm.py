@@ -1,0 +1,2 @@
+"""dgemm kernels (to be written)."""
+KERNELS: list = []

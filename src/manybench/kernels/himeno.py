@@ -1,0 +1,2 @@
+"""himeno kernels (to be written)."""
+KERNELS: list = []

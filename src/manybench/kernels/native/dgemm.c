@@ -1,0 +1,1 @@
+/* dgemm kernels (to be written). */

@@ -1,0 +1,1 @@
+/* himeno kernels (to be written). */

@@ -1,0 +1,1 @@
+/* net kernels (to be written). */

@@ -1,0 +1,1 @@
+/* randio kernels (to be written). */

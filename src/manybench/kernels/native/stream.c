@@ -1,0 +1,1 @@
+/* stream kernels (to be written). */

@@ -1,0 +1,2 @@
+"""net kernels (to be written)."""
+KERNELS: list = []

@@ -1,0 +1,2 @@
+"""randio kernels (to be written)."""
+KERNELS: list = []

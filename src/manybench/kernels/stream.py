@@ -1,0 +1,2 @@
+"""stream kernels (to be written)."""
+KERNELS: list = []
