@@ -169,3 +169,36 @@ def test_clock_bound_above_tolerance_is_reported_loudly(four_nodes, plan_file, t
     assert res.returncode == 0, res.stderr
     assert res.stderr.count("CLOCK WARNING") >= 4      # no echo is faster than 2 ns
     assert "CLOCK WARNING" in res.stdout               # and the report says so too
+
+
+def test_ctrl_c_on_a_cluster_stops_every_node(four_nodes, plan_file, tmp_path):
+    import psutil
+    marker = f"{time.time() % 1000 + 6000:.3f}"
+    plan = plan_file(f"""
+        [placement]
+        workers = 8
+        [[task]]
+        name = "long"
+        command = ["sleep", "{marker}"]
+    """)
+    out = str(tmp_path / "res")
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                             "--scheduler", four_nodes.scheduler], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+    def sleepers():
+        return [p for p in psutil.process_iter(["cmdline"])
+                if marker in " ".join(p.info["cmdline"] or [])]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(sleepers()) < 8:
+        time.sleep(0.2)
+    assert len(sleepers()) == 8                       # every node's slots are running it
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    gone_by = time.monotonic() + 15
+    while sleepers() and time.monotonic() < gone_by:
+        time.sleep(0.2)
+    assert sleepers() == []
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    assert db.execute("select status from runs").fetchone()[0] == "interrupted"
