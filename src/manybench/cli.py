@@ -202,6 +202,26 @@ def worker(scheduler: str, name: str | None, slots: int | None, host: str | None
 
 
 @main.command()
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False),
+              help="Show the peaks with this plan's [peaks] applied.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def info(plan_path: str | None, as_json: bool) -> None:
+    """This node's inventory (CPU, NUMA, memory, SIMD, FMA, clocks) and theoretical peaks."""
+    import json
+    from . import environment, peaks
+    plan_peaks = {}
+    if plan_path is not None:
+        if not os.path.isfile(plan_path):
+            raise _fail(f"plan file not found: {plan_path}")
+        plan, _ = _load(plan_path, None, (), None)
+        plan_peaks = plan.peaks
+    env = environment.collect()
+    env["peaks"] = peaks.for_run(env, plan_peaks).as_dict()
+    click.echo(json.dumps(env, indent=2, default=str) if as_json else
+               environment.info_text(env), nl=as_json)
+
+
+@main.command()
 @click.argument("name", required=False)
 def kernels(name: str | None) -> None:
     """List the built-in kernels, or one kernel's parameters."""

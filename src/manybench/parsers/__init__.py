@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Callable
 
-MODULES: tuple[str, ...] = ()
+MODULES: tuple[str, ...] = ("fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime")
 
 
 class ParseError(ValueError):

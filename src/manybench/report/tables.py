@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
+from .. import peaks as peaks_mod
 from ..analysis import Dist, PointSummary, Spread, summarize
+from ..analysis.efficiency import PointEfficiency, evaluate, unit
 from ..store import Store
 from ..units import format_duration, format_rate, format_size
 
@@ -175,7 +177,33 @@ def _notes(notes: Any) -> list[str]:
     return [str(notes)]
 
 
-def _header(run: dict) -> list[tuple[str, str]]:
+def peaks_summary(p: peaks_mod.Peaks, env: dict | None = None) -> str:
+    """One line: the node's peaks and any metric peaks of [peaks], each with its basis."""
+    parts = []
+    cpu = (env or {}).get("cpu") or {}
+    clock = ("base clock read as the current cpu MHz, not the rated base"
+             if str(cpu.get("base_source", "")).startswith("/proc/cpuinfo")
+             and p.basis.get("base_ghz") == "detected" and "dp_gflops" not in
+             {k for layer in p.overrides.values() for k in layer} else "")
+    for name in peaks_mod.OUTPUTS:
+        v = p.get(name)
+        parts.append(f"{name} {count(v)} {peaks_mod.UNITS[name]} ({p.basis.get(name, '')})"
+                     if v is not None else f"{name} unknown")
+    parts += [f"{k} {v:g} ({p.basis.get(k, '[peaks]')})" for k, v in p.metric_peaks().items()]
+    return "; ".join(parts + ([clock] if clock else []))
+
+
+def run_peaks(run: dict) -> peaks_mod.Peaks | None:
+    """The run's effective peaks: its stored environment's, the plan's [peaks] over them;
+    None for a run that has neither (nothing to compare with)."""
+    env = run.get("environment") or {}
+    plan_peaks = (run.get("plan_raw") or {}).get("peaks") or {}
+    if not (isinstance(env.get("peaks"), dict) or plan_peaks):
+        return None
+    return peaks_mod.for_run(env, plan_peaks)
+
+
+def _header(run: dict, peaks: peaks_mod.Peaks | None = None) -> list[tuple[str, str]]:
     if run["ended_ns"]:
         duration = format_duration((run["ended_ns"] - run["started_ns"]) / 1e9)
     else:
@@ -186,6 +214,8 @@ def _header(run: dict) -> list[tuple[str, str]]:
                 f" of {run['notes']['phases']}" if isinstance(run["notes"], dict)
                 and isinstance(run["notes"].get("phases"), int) else "")),
             ("host", host_summary(run["environment"] or {}))]
+    if peaks is not None:
+        rows.append(("peaks", peaks_summary(peaks, run["environment"])))
     if run["argv"]:
         rows.append(("command", " ".join(map(str, run["argv"]))))
     return rows
@@ -220,8 +250,46 @@ def _errors(points: list[PointSummary]) -> list[str]:
     return lines
 
 
-def task_table(task: str, points: list[PointSummary]) -> Table:
-    """One task's table; its columns depend on the kernel (null, command, or io/meta)."""
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficiency]
+                        ) -> tuple[list[tuple[str, Callable[[PointSummary], str]]], list[str]]:
+    """The efficiency column (only when some point has a peak) and the share column (only
+    when some point ran on several nodes and has a one-node peer), with their notes."""
+    pe = [effs[s.point] for s in points if s.point in effs]
+    cols: list[tuple[str, Callable[[PointSummary], str]]] = []
+    notes: list[str] = []
+    rules = list(dict.fromkeys(e.efficiency.rule for e in pe if e.efficiency))
+    if rules:
+        def eff_cell(s: PointSummary) -> str:
+            e = effs.get(s.point)
+            if e is None or e.efficiency is None:
+                return DASH
+            x = e.efficiency
+            return f"{_pct(x.ratio)} ({count(x.measured)} of {count(x.peak)} {unit(x.metric)})"
+        cols.append(("efficiency\nof peak", eff_cell))
+        notes += [f"efficiency = {r}" for r in rules]
+    shares = list(dict.fromkeys(e.share.metric for e in pe if e.share))
+    if shares:
+        def share_cell(s: PointSummary) -> str:
+            e = effs.get(s.point)
+            if e is None or e.share is None:
+                return DASH
+            return f"{_pct(e.share.ratio)} of {e.share.nodes} x {count(e.share.single)}"
+        cols.append(("share of\nN x single-node", share_cell))
+        notes.append(f"share of N x single-node = {', '.join(shares)} at N nodes / (N x the "
+                     "same point on one node with as many workers per node)")
+    if any(e.nodes and e.nodes > 1 for e in pe) and (rules or shares):
+        notes.append("peaks are those of the coordinator's node; every node is taken to be alike")
+    return cols, notes
+
+
+def task_table(task: str, points: list[PointSummary],
+               effs: dict[str, PointEfficiency] | None = None) -> Table:
+    """One task's table; its columns depend on the kernel (null, command, or io/meta);
+    efficiency and share columns only where a point has a peak or ran on several nodes."""
     kernel = points[0].kernel
     varying = _varying(points)
     fmts = {k: _param_formatter(kernel, k) for k in varying}
@@ -269,6 +337,12 @@ def task_table(task: str, points: list[PointSummary]) -> Table:
         cols.append(("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)))
 
     notes = []
+    eff_cols, eff_notes = _efficiency_columns(points, effs or {})
+    if eff_cols:   # before skew and lateness: they belong with the figures
+        at = next((i for i, (c, _) in enumerate(cols) if i >= keys and c.startswith("skew")),
+                  len(cols))
+        cols[at:at] = eff_cols
+        notes += eff_notes
     clock = [s.clock_error_ns for s in points if s.clock_error_ns is not None]
     if clock and max(clock) > 0:   # 0: every slot read the coordinator's own clock
         notes.append(f"clock offset error bound: up to {ns(max(clock))}")
@@ -281,13 +355,16 @@ def task_table(task: str, points: list[PointSummary]) -> Table:
 
 def run_view(store: Store, run: dict) -> RunView:
     """Everything the report shows for one run."""
-    summaries = summarize(store.records(run["run_id"]), store.phases(run["run_id"]))
+    records = store.records(run["run_id"])
+    summaries = summarize(records, store.phases(run["run_id"]))
+    peaks = run_peaks(run)
+    effs = evaluate(summaries, records, peaks or peaks_mod.Peaks())
     by_task: dict[str, list[PointSummary]] = {}
     for s in summaries:
         by_task.setdefault(s.task, []).append(s)
-    return RunView(title=f"{run['name']} - run {run['run_id']}", header=_header(run),
+    return RunView(title=f"{run['name']} - run {run['run_id']}", header=_header(run, peaks),
                    notes=_notes(run["notes"]),
-                   tables=[task_table(t, pts) for t, pts in by_task.items()])
+                   tables=[task_table(t, pts, effs) for t, pts in by_task.items()])
 
 
 def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,

@@ -1,0 +1,289 @@
+"""Efficiency (measured / theoretical peak) and the multi-node scaling share of each point.
+
+The measured figure of a point, for a metric m:
+  phase figure  = the SUM of m over the phase's ok records (slots), since the slots of a
+                  phase run at the same instant and the peak is that of the resources they
+                  share; for the aggregate figures: bandwidth_mb_s = aggregate bandwidth
+                  (sum(bytes) / (last end - first start), DESIGN.md) in MB/s (10^6 B/s),
+                  ops_per_s = aggregate ops/s.
+  point figure  = the MEDIAN (nearest rank, stats.py) of the phase figures over its phases.
+
+The peak of a phase, for m (peaks.py gives the node's figures, the plan's [peaks] over them):
+  "<task>.<m>" or m named in [peaks]      -> that number, as given (a device, a link: shared)
+  gflops  (cpu.dgemm, HPL's parser)        -> dp_gflops / cores x cores used
+  mflops  (cpu.himeno, Himeno's parser)    -> dp_gflops / cores x cores used x 1000
+  triad_mb_s, copy_mb_s, scale_mb_s, add_mb_s (mem.stream, STREAM's parser)
+                                           -> mem_bw_mb_s x nodes used
+  bandwidth_mb_s, ops_per_s                -> only when named in [peaks]
+where cores used = the sum over the phase's nodes of min(slots on the node x threads per slot,
+cores per node); threads per slot is the `threads` parameter (absent: 1; 0: the node's
+cores), so a command that runs mpirun -np 28 in one slot declares threads = 28; nodes used =
+the distinct nodes of the phase's records. Every node is taken to be the coordinator's node
+(the run stores one environment). The efficiency of a point = the median over its phases of
+phase figure / phase peak; its peak = the median of the phase peaks.
+
+A point gets one efficiency: the first metric it has, in this order, whose peak is known:
+task-scoped [peaks] names, metric names in [peaks], gflops, mflops, triad/copy/scale/add_mb_s,
+then bandwidth_mb_s and ops_per_s when [peaks] names them.
+
+Share (multi-node points only): share = figure at N nodes / (N x figure at one node), where
+the one-node figure is that of the same task, variant, parameters and pinning run on one node
+with the same workers per node (the "expected maximum" of N nodes). The figure compared is the
+efficiency's metric, else the point's first throughput metric (gflops, mflops, *_mb_s, ...),
+else aggregate bandwidth, else aggregate ops/s. A point whose slots are not spread evenly
+(the same count on every node, in every phase) gets no share.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from ..peaks import Peaks
+from ..record import Record
+from .aggregate import PhaseFigures, PointSummary
+from .stats import median
+
+DP_METRICS = {"gflops": 1.0, "mflops": 1000.0}   # metric -> its unit per GFLOPS
+STREAM_METRICS = ("triad_mb_s", "copy_mb_s", "scale_mb_s", "add_mb_s")
+AGGREGATES = ("bandwidth_mb_s", "ops_per_s")
+RULE_ORDER = tuple(DP_METRICS) + STREAM_METRICS
+# metric name endings of throughput figures (higher is better), candidates for the share
+RATE_SUFFIXES = ("gflops", "mflops", "_mb_s", "_gb_s", "_mib_s", "_gib_s", "_iops", "_ops_s",
+                 "_per_s")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    metric: str        # the measured figure: a metric name, bandwidth_mb_s or ops_per_s
+    measured: float    # point figure (median over phases of the phase sums)
+    peak: float        # median over phases of the phase peaks
+    ratio: float       # median over phases of phase figure / phase peak
+    phases: int        # phases that had both
+    peak_name: str     # dp_gflops, mem_bw_mb_s, or the [peaks] key
+    rule: str          # how the peak was reckoned, in words
+
+
+@dataclass(frozen=True)
+class Share:
+    metric: str
+    measured: float    # point figure at N nodes
+    nodes: int
+    single: float      # the one-node point's figure
+    single_point: str
+    ratio: float       # measured / (nodes x single)
+
+
+@dataclass
+class PointEfficiency:
+    point: str
+    nodes: int | None = None              # nodes used (None: phases disagree)
+    per_node: int | None = None           # slots per node when even, else None
+    efficiency: Efficiency | None = None
+    share: Share | None = None
+
+
+def unit(metric: str) -> str:
+    """How a figure's unit is written in reports."""
+    if metric in DP_METRICS:
+        return {"gflops": "GFLOPS", "mflops": "MFLOPS"}[metric]
+    if metric.endswith("_mb_s"):
+        return "MB/s"
+    if metric == "ops_per_s":
+        return "ops/s"
+    return metric
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def threads_per_slot(params: dict, node_cores: float | None) -> float:
+    """Cores one slot keeps busy: its `threads` parameter (0 = all the node's cores), else 1."""
+    t = params.get("threads")
+    if isinstance(t, str) and t.strip().isdigit():
+        t = int(t)
+    if _number(t):
+        if t > 0:
+            return float(t)
+        if node_cores:
+            return float(node_cores)
+    return 1.0
+
+
+def cores_used(records: Sequence[Record], node_cores: float | None) -> float:
+    """Sum over the phase's nodes of min(slots x threads per slot, cores per node)."""
+    per_node: dict[str, float] = {}
+    for r in records:
+        per_node[r.node] = per_node.get(r.node, 0.0) + threads_per_slot(r.params, node_cores)
+    return sum(min(c, node_cores) if node_cores else c for c in per_node.values())
+
+
+def _phase_value(metric: str, fig: PhaseFigures, recs: Sequence[Record]) -> float | None:
+    if metric == "bandwidth_mb_s":
+        return fig.bandwidth / 1e6 if fig.bandwidth is not None and fig.bytes else None
+    if metric == "ops_per_s":
+        return fig.ops_rate if fig.ops_rate is not None and fig.ops else None
+    vals = [r.metrics[metric] for r in recs if r.status == "ok" and _number(r.metrics.get(metric))]
+    return float(sum(vals)) if vals else None
+
+
+class _Point:
+    """One summary with its phases' records, and the figures computed from them."""
+
+    def __init__(self, s: PointSummary, by_phase: dict[int, list[Record]]):
+        self.s = s
+        self.phases = [(f, by_phase.get(f.index, [])) for f in s.phase_figures]
+        layouts = []
+        for _, recs in self.phases:
+            if recs:
+                counts = Counter(r.node for r in recs)
+                layouts.append((len(counts), frozenset(counts.values())))
+        self.nodes: int | None = None
+        self.per_node: int | None = None
+        if layouts and len(set(layouts)) == 1:
+            n, counts = layouts[0]
+            self.nodes = n
+            self.per_node = next(iter(counts)) if len(counts) == 1 else None
+        elif layouts:
+            self.nodes = Counter(n for n, _ in layouts).most_common(1)[0][0]
+        try:
+            key = json.loads(s.point)
+            self.pin = key.get("pin") if isinstance(key, dict) else None
+        except (ValueError, TypeError):
+            self.pin = None
+
+    def has(self, metric: str) -> bool:
+        """Whether any ok record of the point has the figure (summaries know without a scan)."""
+        if metric == "bandwidth_mb_s":
+            return self.s.bandwidth is not None
+        if metric == "ops_per_s":
+            return self.s.ops_rate is not None
+        return metric in self.s.metrics
+
+    def values(self, metric: str) -> list[float]:
+        return [v for f, recs in self.phases if (v := _phase_value(metric, f, recs)) is not None]
+
+    def figure(self, metric: str) -> float | None:
+        vals = self.values(metric)
+        return median(vals) if vals else None
+
+
+def _peak_rule(metric: str, task: str, peaks: Peaks) -> tuple[str, Any, str] | None:
+    """(peak name, phase records -> peak, rule text) for metric, or None when no peak applies."""
+    direct = peaks.metric_peaks()
+    for key in (f"{task}.{metric}", metric):
+        if key in direct:
+            value = direct[key]
+            what = ("aggregate bandwidth in MB/s" if metric == "bandwidth_mb_s" else
+                    "aggregate ops/s" if metric == "ops_per_s" else
+                    f"{metric} summed over a phase's slots")
+            return key, lambda recs, v=value: v, (f"{what} / {key} = {value:g} "
+                                                  f"({peaks.basis.get(key) or '[peaks]'})")
+    if metric in DP_METRICS:
+        dp, cores = peaks.get("dp_gflops"), peaks.get("cores")
+        if dp is None or cores is None:
+            return None
+        scale = DP_METRICS[metric]
+        rule = (f"{metric} summed over a phase's slots / (dp_gflops per core x cores used) "
+                f"= {dp / cores:,.4g} GFLOPS per core x (slots x threads, at most {cores:g} "
+                "per node)" + (" x 1000" if scale != 1 else ""))
+        return ("dp_gflops", lambda recs: dp / cores * cores_used(recs, cores) * scale, rule)
+    if metric in STREAM_METRICS:
+        bw = peaks.get("mem_bw_mb_s")
+        if bw is None:
+            return None
+        rule = (f"{metric} summed over a phase's slots / (mem_bw_mb_s x nodes used) "
+                f"= {bw:,.0f} MB/s x nodes")
+        return "mem_bw_mb_s", lambda recs: bw * len({r.node for r in recs}), rule
+    return None
+
+
+def _efficiency(p: _Point, metric: str, peaks: Peaks) -> Efficiency | None:
+    rule = _peak_rule(metric, p.s.task, peaks) if p.has(metric) else None
+    if rule is None:
+        return None
+    name, peak_of, text = rule
+    values, peaks_, ratios = [], [], []
+    for f, recs in p.phases:
+        v = _phase_value(metric, f, recs)
+        pk = peak_of(recs) if recs else None
+        if v is None or not pk:
+            continue
+        values.append(v)
+        peaks_.append(pk)
+        ratios.append(v / pk)
+    if not ratios:
+        return None
+    return Efficiency(metric, median(values), median(peaks_), median(ratios), len(ratios),
+                      name, text + "; median over phases")
+
+
+def _candidates(p: _Point, peaks: Peaks) -> list[str]:
+    names: list[str] = []
+    task_prefix = f"{p.s.task}."
+    direct = list(peaks.metric_peaks())
+    names += [k[len(task_prefix):] for k in direct if k.startswith(task_prefix)]
+    names += [k for k in direct if "." not in k and k not in AGGREGATES]
+    names += list(RULE_ORDER)
+    names += [k for k in direct if k in AGGREGATES]
+    return list(dict.fromkeys(names))
+
+
+def _share_metric(p: _Point, eff: Efficiency | None) -> str | None:
+    if eff is not None:
+        return eff.metric
+    metrics = set(p.s.metrics)
+    for name in RULE_ORDER:
+        if name in metrics:
+            return name
+    for name in sorted(metrics):
+        if name.endswith(RATE_SUFFIXES):
+            return name
+    if p.s.bandwidth is not None:
+        return "bandwidth_mb_s"
+    if p.s.ops_rate is not None and p.s.kernel != "null":
+        return "ops_per_s"
+    return None
+
+
+def _same(a: PointSummary, b: PointSummary) -> bool:
+    dump = lambda d: json.dumps(d, sort_keys=True, default=str)
+    return a.task == b.task and a.variant == b.variant and dump(a.params) == dump(b.params)
+
+
+def evaluate(summaries: Iterable[PointSummary], records: Iterable[Record],
+             peaks: Peaks) -> dict[str, PointEfficiency]:
+    """Efficiency and share of every point, keyed by PointSummary.point (see module doc)."""
+    by_phase: dict[int, list[Record]] = {}
+    for r in records:
+        by_phase.setdefault(r.phase, []).append(r)
+    points = [_Point(s, by_phase) for s in summaries]
+    out: dict[str, PointEfficiency] = {}
+    for p in points:
+        pe = PointEfficiency(p.s.point, p.nodes, p.per_node)
+        for metric in _candidates(p, peaks):
+            if (eff := _efficiency(p, metric, peaks)) is not None:
+                pe.efficiency = eff
+                break
+        if p.nodes and p.nodes > 1 and p.per_node:
+            pe.share = _share(p, points, pe.efficiency)
+        out[p.s.point] = pe
+    return out
+
+
+def _share(p: _Point, points: list[_Point], eff: Efficiency | None) -> Share | None:
+    metric = _share_metric(p, eff)
+    if metric is None:
+        return None
+    measured = p.figure(metric)
+    for q in points:
+        if q is p or q.nodes != 1 or q.per_node != p.per_node or q.pin != p.pin \
+                or not _same(q.s, p.s):
+            continue
+        single = q.figure(metric)
+        if measured is not None and single:
+            return Share(metric, measured, p.nodes, single, q.s.point,
+                         measured / (p.nodes * single))
+    return None

@@ -1,0 +1,361 @@
+"""Output parsers (parse = "fio", ...): each on its tool's real or sample output, each
+refusing the others' output with ParseError, and fio and GNU time end to end through the CLI.
+
+The expected numbers are read off the fixture files under fixtures/parsers/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import export_json, run_cli
+from manybench.parsers import MODULES, PARSERS, ParseError
+
+FIX = Path(__file__).parent / "fixtures" / "parsers"
+
+
+def text(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def run(parser: str, name: str, stream: str = "stdout") -> dict:
+    out = text(name)
+    return PARSERS[parser]("", out) if stream == "stderr" else PARSERS[parser](out, "")
+
+
+# which parsers each fixture belongs to (hpcc's report holds both STREAM and HPL)
+OWNERS = {
+    "fio_randrw_2jobs.json": {"fio"}, "fio_write_jsonplus.json": {"fio"},
+    "fio_read_json_normal.txt": {"fio"},
+    "ior_3.3_text.txt": {"ior"}, "ior_2.10_two_tests.txt": {"ior"}, "ior_3.3_json.txt": {"ior"},
+    "mdtest_4.0.txt": {"mdtest"}, "mdtest_3.3_files_only.txt": {"mdtest"},
+    "stream_omp.txt": {"stream"}, "hpcc_hpccoutf.txt": {"stream", "hpl"},
+    "himeno_xs.txt": {"himeno"}, "himeno_mpi_sample.txt": {"himeno"},
+    "hpl_2.3_sample.txt": {"hpl"},
+    "gnutime_dd.stderr": {"gnutime"}, "gnutime_exit3.stderr": {"gnutime"},
+}
+
+
+def test_registry_lists_every_parser():
+    assert set(PARSERS) == {"fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime"}
+    assert len(MODULES) == len(PARSERS)
+    assert sorted(p.name for p in FIX.iterdir()) == sorted(OWNERS)
+
+
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+def test_parse_error_on_other_tools_output_and_on_nothing(parser):
+    for name, owners in OWNERS.items():
+        if parser in owners:
+            continue
+        out = text(name)
+        with pytest.raises(ParseError):
+            PARSERS[parser](out, out)
+    for junk in ("", "Segmentation fault (core dumped)\n", "{not json", "{}\n"):
+        with pytest.raises(ParseError) as e:
+            PARSERS[parser](junk, junk)
+        assert str(e.value)                     # a short reason, not an empty message
+
+
+# ---------------------------------------------------------------------------------- fio
+
+def test_fio_mixed_two_jobs_summed_and_per_job():
+    m = run("fio", "fio_randrw_2jobs.json")
+    assert m["jobs"] == 2 and m["job_errors"] == 0
+    assert m["read_mib_s"] == (47473311 + 48742400) / 2**20
+    assert m["write_mib_s"] == (21285770 + 21162666) / 2**20
+    assert m["read_iops"] == 11590.163934 + 11900.0
+    assert m["write_iops"] == 5196.721311 + 5166.666667
+    assert m["read_bytes"] == 2895872 + 2924544 and m["read_ios"] == 707 + 714
+    assert m["read_clat_mean_us"] == pytest.approx(
+        (80688.862801 * 707 + 78625.704482 * 714) / (707 + 714) / 1000)
+    assert m["read_clat_max_us"] == 1344.031
+    # plain json holds no histograms: percentiles over jobs are the worst job's
+    assert m["read_clat_p99_us"] == 528.384 and m["read_clat_p50_us"] == 66.048
+    assert m["write_clat_p99_us"] == 85.504
+    assert m["runtime_s"] == 0.06
+    assert m["job0_read_mib_s"] == 47473311 / 2**20 and m["job1_read_iops"] == 11900.0
+    assert m["job0_read_clat_p99_us"] == 448.512 and m["job1_read_clat_p99_us"] == 528.384
+    assert m["job0_write_clat_p50_us"] == 5.088 and m["job1_runtime_s"] == 0.059
+    assert not any(k.startswith("trim_") for k in m)
+
+
+def test_fio_json_plus_percentiles_from_bins_match_fios_own():
+    m = run("fio", "fio_write_jsonplus.json")
+    assert m["write_mib_s"] == 1000.0 and m["write_iops"] == 16000.0
+    assert m["write_bytes"] == 2097152 and m["write_ios"] == 32
+    assert m["write_clat_p50_us"] == 16.192
+    assert m["write_clat_p90_us"] == 62.72
+    assert m["write_clat_p95_us"] == 119.296
+    assert m["write_clat_p99_us"] == 150.528 and m["write_clat_p99_9_us"] == 150.528
+    assert m["write_clat_max_us"] == 151.382 and m["runtime_s"] == 0.001
+    assert "jobs" in m and not any(k.startswith(("read_", "job0_")) for k in m)
+
+
+def test_fio_json_plus_bins_merged_over_jobs():
+    job = {"jobname": "j", "error": 0, "job_runtime": 1000,
+           "read": {"io_bytes": 4096, "bw_bytes": 4096, "iops": 1.0, "total_ios": 2,
+                    "clat_ns": {"min": 1000, "max": 2000, "mean": 1500.0, "N": 2,
+                                "percentile": {"50.000000": 1000, "99.000000": 2000},
+                                "bins": {"1000": 1, "2000": 1}}}}
+    other = json.loads(json.dumps(job))
+    other["read"]["clat_ns"].update(min=3000, max=3000, mean=3000.0,
+                                    bins={"3000": 2},
+                                    percentile={"50.000000": 3000, "99.000000": 3000})
+    m = PARSERS["fio"](json.dumps({"fio version": "fio-3.33", "jobs": [job, other]}), "")
+    assert m["read_clat_p50_us"] == 2.0          # 4 samples: 1000, 2000, 3000, 3000 ns
+    assert m["read_clat_p99_us"] == 3.0
+    assert m["read_clat_mean_us"] == 2.25 and m["read_clat_max_us"] == 3.0
+
+
+def test_fio_text_before_and_after_the_json():
+    out = text("fio_read_json_normal.txt")
+    assert not out.startswith("{") and "Run status group" in out
+    m = PARSERS["fio"](out, "")
+    assert m["read_mib_s"] == 466033777 / 2**20 and m["read_iops"] == 444.444444
+    assert m["read_bytes"] == 4194304 and m["read_clat_p50_us"] == 946.176
+    assert m["runtime_s"] == 0.008 and m["jobs"] == 1
+    assert not any(k.startswith("write_") for k in m)
+    # fio's text report alone is not its JSON
+    with pytest.raises(ParseError, match="output-format=json"):
+        PARSERS["fio"](out[out.index("\n}\n") + 3:], "")
+
+
+# ---------------------------------------------------------------------------------- IOR
+
+def test_ior_text_summary_3_3():
+    m = run("ior", "ior_3.3_text.txt")
+    assert (m["write_max_mib_s"], m["write_min_mib_s"], m["write_mean_mib_s"],
+            m["write_stddev_mib_s"]) == (1902.55, 1843.21, 1872.88, 29.67)
+    assert (m["read_max_mib_s"], m["read_min_mib_s"], m["read_mean_mib_s"],
+            m["read_stddev_mib_s"]) == (5127.44, 4980.11, 5053.77, 73.66)
+    assert (m["write_ops_max"], m["write_ops_min"], m["write_ops_mean"],
+            m["write_ops_stddev"]) == (1902.55, 1843.21, 1872.88, 29.67)
+    assert m["write_mean_s"] == 0.13672 and m["read_mean_s"] == 0.05067
+    assert m["write_max_mb_s"] == 1994.97 and m["read_max_mb_s"] == 5376.51
+    assert m["tasks"] == 4 and m["reps"] == 2 and m["agg_size_mib"] == 256.0
+    assert m["block_size_bytes"] == 16777216 and m["transfer_size_bytes"] == 1048576
+    assert "write_stonewall_s" not in m         # printed as NA
+
+
+def test_ior_old_summary_with_two_tests():
+    m = run("ior", "ior_2.10_two_tests.txt")
+    assert m["tests"] == 2
+    assert m["write_max_mib_s"] == 2048.32 and m["read_mean_mib_s"] == 6650.12
+    assert m["write_mean_s"] == 0.03125 and m["write_max_mb_s"] == 2147.82
+    assert m["test1_write_max_mib_s"] == 2210.67 and m["test1_read_mean_s"] == 0.00997
+    assert "write_ops_mean" not in m             # IOR 2.x printed no OPs columns
+
+
+def test_ior_json_summary():
+    m = run("ior", "ior_3.3_json.txt")
+    assert m["write_max_mib_s"] == 1902.55 and m["write_mean_mib_s"] == 1872.88
+    assert m["read_mean_mib_s"] == 5053.775 and m["read_stddev_mib_s"] == 73.665
+    assert m["write_ops_mean"] == 1872.88 and m["read_ops_stddev"] == 73.665
+    assert m["write_mean_s"] == 0.1367 and m["read_mean_s"] == 0.0507
+    assert m["write_max_mb_s"] == 1994.9683 and m["read_max_mb_s"] == 5376.5105
+    assert m["tasks"] == 4 and m["reps"] == 2 and m["agg_size_mib"] == 256.0
+
+
+def test_ior_json_that_a_strict_reader_refuses():
+    bad = text("ior_3.3_json.txt").replace('"Linux node01"', '"Linux "node01""')
+    with pytest.raises(ValueError):
+        json.loads(bad)
+    m = PARSERS["ior"](bad, "")
+    assert m["write_mean_mib_s"] == 1872.88 and m["read_max_mib_s"] == 5127.44
+    assert m["read_max_mb_s"] == 5376.5105
+
+
+# ------------------------------------------------------------------------------- mdtest
+
+def test_mdtest_4_0_rate_table():
+    m = run("mdtest", "mdtest_4.0.txt")
+    assert m["dir_create_ops_s"] == 9108.310
+    assert (m["dir_create_ops_s_max"], m["dir_create_ops_s_min"],
+            m["dir_create_ops_s_stddev"]) == (9342.118, 8874.502, 233.808)
+    assert m["dir_stat_ops_s"] == 96666.114 and m["dir_rename_ops_s"] == 7532.878
+    assert m["dir_remove_ops_s"] == 11687.822 and m["file_create_ops_s"] == 7955.633
+    assert m["file_stat_ops_s"] == 100174.052 and m["file_read_ops_s"] == 53495.376
+    assert m["file_remove_ops_s"] == 10315.068 and m["tree_create_ops_s"] == 1756.936
+    assert m["tree_remove_ops_s_min"] == 1233.860
+    assert (m["tasks"], m["items"], m["iterations"]) == (4, 4000, 2)
+
+
+def test_mdtest_3_3_colon_rows_and_phases_not_run_left_out():
+    m = run("mdtest", "mdtest_3.3_files_only.txt")
+    assert m["file_create_ops_s"] == 3121.146 and m["file_create_ops_s_stddev"] == 0.259
+    assert m["tree_create_ops_s"] == 1143.522
+    assert "file_stat_ops_s" not in m and "tree_remove_ops_s" not in m
+    assert not any(k.startswith("dir_") for k in m)
+    assert (m["tasks"], m["items"], m["iterations"]) == (8, 16000, 1)
+
+
+def test_mdtest_time_table_and_1_9_summary():
+    out = ("SUMMARY time: (of 1 iterations)\n"
+           "   Operation                     Max            Min           Mean        Std Dev\n"
+           "   File creation                   0.812          0.790          0.801          0.011\n")
+    assert PARSERS["mdtest"](out, "")["file_create_time_s"] == 0.801
+    old = ("SUMMARY: (of 3 iterations)\n"
+           "   Operation                  Max        Min       Mean    Std Dev\n"
+           "   Directory creation:   1042.125    998.401   1020.263     17.850\n")
+    m = PARSERS["mdtest"](old, "")
+    assert m["dir_create_ops_s"] == 1020.263 and m["iterations"] == 3
+
+
+# ------------------------------------------------------------------------------- STREAM
+
+def test_stream_mccalpin():
+    m = run("stream", "stream_omp.txt")
+    assert (m["copy_mb_s"], m["scale_mb_s"], m["add_mb_s"], m["triad_mb_s"]) == (
+        22528.1, 22200.0, 26958.0, 27903.6)
+    assert (m["copy_avg_s"], m["copy_min_s"], m["copy_max_s"]) == (0.003228, 0.002841, 0.003915)
+    assert (m["triad_avg_s"], m["triad_min_s"], m["triad_max_s"]) == (0.003946, 0.00344, 0.004657)
+    assert m["array_size"] == 4000000 and m["threads"] == 2 and m["validated"] == 1
+
+
+def test_stream_section_of_hpcc_in_mb_s():
+    m = run("stream", "hpcc_hpccoutf.txt")
+    assert (m["copy_mb_s"], m["scale_mb_s"], m["add_mb_s"], m["triad_mb_s"]) == (
+        49900.0, 42710.2, 45384.7, 45519.5)
+    assert m["triad_min_s"] == 0.0001 and m["array_size"] == 166666 and m["validated"] == 1
+    assert m["single_copy_mb_s"] == 50534.518 and m["single_triad_mb_s"] == 46527.131
+
+
+def test_stream_failed_validation():
+    out = text("stream_omp.txt").replace(
+        "Solution Validates: avg error less than 1.000000e-13 on all three arrays",
+        "Failed Validation on array c[], AvgRelAbsErr > epsilon (1.000000e-13)")
+    assert PARSERS["stream"](out, "")["validated"] == 0
+
+
+# ------------------------------------------------------------------------------- Himeno
+
+def test_himeno_c_version():
+    m = run("himeno", "himeno_xs.txt")
+    assert m == {"mflops": 956.624579, "cpu_s": 59.978155, "score": 11.547858, "gosa": 0.0,
+                 "loops": 32895, "mimax": 32, "mjmax": 32, "mkmax": 64}
+
+
+def test_himeno_mpi_version():
+    m = run("himeno", "himeno_mpi_sample.txt")
+    assert m["mflops"] == 5868.944306 and m["cpu_s"] == 60.021377
+    assert m["score"] == 70.846744 and m["gosa"] == 8.568004e-04 and m["loops"] == 2399
+    assert (m["mimax"], m["mjmax"], m["mkmax"]) == (129, 129, 257)   # the whole grid
+    assert (m["decomp_i"], m["decomp_j"], m["decomp_k"]) == (2, 2, 1)
+
+
+def test_himeno_fortran_and_unfinished():
+    out = (" MFLOPS:   1497.2   time(s):  0.0412  1.6e-3\n"
+           " Loop executed for         4368  times\n Gosa :   8.4E-04\n"
+           " MFLOPS:   1510.33   time(s):   59.8712\n"
+           " Score based on Pentium III 600MHz :   18.2318\n")
+    m = PARSERS["himeno"](out, "")
+    assert (m["mflops"], m["cpu_s"], m["score"], m["gosa"]) == (1510.33, 59.8712, 18.2318, 8.4e-4)
+    unfinished = text("himeno_xs.txt").split(" Loop executed")[0]
+    with pytest.raises(ParseError, match="Score"):
+        PARSERS["himeno"](unfinished, "")
+
+
+# ---------------------------------------------------------------------------------- HPL
+
+def test_hpl_section_of_hpcc():
+    m = run("hpl", "hpcc_hpccoutf.txt")
+    assert m["gflops"] == 4.006 and m["gflops_runs"] == 2
+    assert (m["n"], m["nb"], m["p"], m["q"], m["time_s"]) == (1000, 80, 1, 2, 0.17)
+    assert m["gflops_min"] == 3.262 and m["residual"] == 0.0072510
+    assert m["residual_passed"] == 1
+
+
+def test_hpl_2_3_with_a_failed_residual_check():
+    m = run("hpl", "hpl_2.3_sample.txt")
+    assert m["gflops"] == 157.48 and m["nb"] == 256 and m["time_s"] == 33.87
+    assert m["gflops_min"] == 151.48 and m["gflops_mean"] == pytest.approx(154.48)
+    assert m["residual"] == 35.1736217 and m["residual_passed"] == 0
+
+
+# ----------------------------------------------------------------------------- GNU time
+
+def test_gnu_time_verbose_after_the_commands_own_stderr():
+    m = run("gnutime", "gnutime_dd.stderr", "stderr")
+    assert m == {"user_s": 0.0, "system_s": 0.74, "cpu_percent": 31, "elapsed_s": 2.34,
+                 "max_rss_kb": 2720, "major_faults": 0, "minor_faults": 357,
+                 "voluntary_cs": 1, "involuntary_cs": 348, "swaps": 0, "fs_inputs": 0,
+                 "fs_outputs": 8, "exit_status": 0}
+
+
+def test_gnu_time_exit_status_hours_and_unknown_cpu():
+    m = run("gnutime", "gnutime_exit3.stderr", "stderr")
+    assert m["exit_status"] == 3 and m["max_rss_kb"] == 1508 and m["elapsed_s"] == 0.0
+    out = text("gnutime_dd.stderr").replace("0:02.34", "1:02:03.50").replace("31%", "?%")
+    m = PARSERS["gnutime"]("", out)
+    assert m["elapsed_s"] == 3723.5 and "cpu_percent" not in m
+
+
+# ------------------------------------------------------------------- through the CLI
+
+def test_unknown_parser_is_a_plan_error(plan_file):
+    plan = plan_file("""
+        [[task]]
+        name = "x"
+        command = ["true"]
+        parse = "fioo"
+    """)
+    res = run_cli("run", plan, "--dry-run")
+    assert res.returncode == 2
+    assert "parse" in res.stderr and "fioo" in res.stderr and "fio" in res.stderr
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_fio_command_task_end_to_end(plan_file, tmp_path):
+    plan = plan_file("""
+        [placement]
+        workers = 2
+        [[task]]
+        name = "fio"
+        command = ["fio", "--name=w", "--filename={scratch}/fio.dat", "--size=1M",
+                   "--bs=64k", "--rw=randrw", "--ioengine=psync", "--output-format=json"]
+        parse = "fio"
+        [[task]]
+        name = "notfio"
+        command = ["/bin/echo", "hello"]
+        parse = "fio"
+    """)
+    out_dir = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out_dir, "-q")
+    assert res.returncode == 1, res.stderr          # the echo task is not fio's output
+    rows = export_json(out_dir)
+    fio_rows = [r for r in rows if r["task"] == "fio"]
+    assert len(fio_rows) == 2
+    for r in fio_rows:
+        assert r["status"] == "ok", r["error"]
+        m = r["metrics"]
+        assert m["exit_status"] == 0 and m["jobs"] == 1 and m["job_errors"] == 0
+        assert m["read_mib_s"] > 0 and m["write_mib_s"] > 0
+        assert m["read_iops"] > 0 and m["write_clat_p99_us"] > 0
+        assert m["read_bytes"] + m["write_bytes"] == 2**20
+    bad = [r for r in rows if r["task"] == "notfio"]
+    assert len(bad) == 2
+    for r in bad:
+        assert r["status"] == "error" and "fio output not understood" in r["error"]
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
+def test_gnu_time_command_task_end_to_end(plan_file, tmp_path):
+    plan = plan_file("""
+        [[task]]
+        name = "dd"
+        command = ["/usr/bin/time", "-v", "dd", "if=/dev/zero", "of={scratch}/dd.out",
+                   "bs=64k", "count=32"]
+        parse = "gnutime"
+    """)
+    out_dir = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out_dir, "-q")
+    assert res.returncode == 0, res.stderr
+    (row,) = export_json(out_dir)
+    assert row["status"] == "ok", row["error"]
+    m = row["metrics"]
+    assert m["exit_status"] == 0 and m["max_rss_kb"] > 0 and m["elapsed_s"] >= 0
+    assert {"user_s", "system_s", "minor_faults", "voluntary_cs"} <= set(m)
