@@ -286,6 +286,14 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
     return cols, notes
 
 
+def _metric_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
+    """One column per named metric the records carry (median over the point's slots)."""
+    names: list[str] = []
+    for s in points:
+        names += [n for n in s.metrics if n not in names]
+    return [(f"{n}\n(med)", lambda s, n=n: count(s.metrics.get(n))) for n in names]
+
+
 def task_table(task: str, points: list[PointSummary],
                effs: dict[str, PointEfficiency] | None = None) -> Table:
     """One task's table; its columns depend on the kernel (null, command, or io/meta);
@@ -311,11 +319,7 @@ def task_table(task: str, points: list[PointSummary],
         cols += [("elapsed\nmin / med / max", lambda s: spread(s.slot_elapsed, secs)),
                  ("exit statuses", lambda s: ", ".join(
                      f"{code}x{n}" for code, n in sorted(s.exit_statuses.items())) or DASH)]
-        names: list[str] = []
-        for s in points:
-            names += [n for n in s.metrics if n not in names]
-        for n in names:
-            cols.append((f"{n}\n(med)", lambda s, n=n: count(s.metrics.get(n))))
+        cols += _metric_columns(points)
         cols += [("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)),
                  ("lateness\nmed / max", lambda s: dist(s.lateness, ns, p99=False))]
     else:
@@ -334,6 +338,7 @@ def task_table(task: str, points: list[PointSummary],
             cols.append(("latency\np50 / p99", lambda s: " / ".join(
                 DASH if s.latency_us.get(q) is None else format_duration(s.latency_us[q] / 1e6)
                 for q in ("p50", "p99"))))
+        cols += _metric_columns(points)      # the kernel's own figures (triad_mb_s, gflops ...)
         cols.append(("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)))
 
     notes = []
