@@ -1,4 +1,6 @@
 """The C kernels are a CPython extension built by setuptools: `pip install .` compiles them."""
+import glob
+
 from setuptools import Extension, setup
 
 NATIVE = "src/manybench/kernels/native/"
@@ -10,7 +12,7 @@ SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES
 native = Extension(
     "manybench._native",
     sources=[NATIVE + s for s in SOURCES],
-    depends=[NATIVE + "native.h", NATIVE + "bind.h"],
+    depends=sorted(glob.glob(NATIVE + "*.h")),
     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-fopenmp"],
     extra_link_args=["-fopenmp"],
     libraries=["dl", "pthread"],

@@ -9,6 +9,12 @@ import textwrap
 
 import pytest
 
+# Children run in other directories (batch jobs, SSH logins): a relative import path from
+# the developer's shell (PYTHONPATH=src) must still find the package there.
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
+
 
 def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "manybench", *args], capture_output=True,

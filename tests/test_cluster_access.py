@@ -89,7 +89,9 @@ def test_hosts_over_ssh(plan_file, tmp_path):
         hostfile = tmp_path / "hosts"
         hostfile.write_text(f"{lab.ip(0)} 2\n{lab.ip(1)} slots=1\n")
         # remote commands run through sshd: carry the test's import path along
-        python = f"env PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable}"
+        path = os.pathsep.join(os.path.abspath(p) for p in
+                               os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+        python = f"env PYTHONPATH={path} {sys.executable}"
         plan = plan_file(f"""
             [placement]
             workers = 3

@@ -37,6 +37,7 @@ class Running:
     result: Result | None = None
     ready: bool = False
     info: dict | None = None    # what the slot's kernel published for its peers
+    waiting: bool = False       # a connect was sent and not yet answered
 
 
 def _exit_text(status: int) -> str:
@@ -146,12 +147,22 @@ class Agent:
     def ready_info(self) -> dict[int, dict]:
         return {i: r.info for i, r in self.running.items() if r.ready and r.info is not None}
 
-    def go(self, t0_ns: int, peers: dict | None = None) -> None:
+    def connect(self, peers: dict, tick: Callable[[], None] | None = None) -> None:
+        """Hand every ready slot its peers and wait until each has connected or failed."""
+        for i in self.ready_slots():
+            self.running[i].waiting = True
+            self.slots[i].conn.send(("connect", peers))
+        while any(r.waiting and r.result is None for r in self.running.values()):
+            self._receive(0.2)
+            if tick:
+                tick()
+
+    def go(self, t0_ns: int) -> None:
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         for i in self.ready_slots():
-            self.slots[i].conn.send(("go", t0_ns, peers))
+            self.slots[i].conn.send(("go", t0_ns))
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""
@@ -179,6 +190,8 @@ class Agent:
             if msg[0] == "ready":
                 self.running[i].ready = True
                 self.running[i].info = msg[1]
+            elif msg[0] == "connected":
+                self.running[i].waiting = False
             elif msg[0] == "done":
                 self.running[i].result = msg[1]
 

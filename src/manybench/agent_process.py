@@ -6,7 +6,8 @@ fresh interpreter, which forks the slot pool and serves the worker over one pipe
   ("start", run, node, slots, default_dir, keep) -> ("ok", ns of a round trip to all slots)
   ("prepare", phase, places, ranks)              -> ("ok", ({slot: Result} failed prepares,
                                                           {slot: published info}))
-  ("run", phase | None, places, ranks, t0_ns, peers) -> ("ok", {slot: Result})
+  ("connect", peers)                             -> ("ok", {slot: Result}) failed connects
+  ("run", phase | None, places, ranks, t0_ns)    -> ("ok", {slot: Result})
        phase given: prepare first (one message per node per phase); None: already prepared
   ("ping",)                                      -> ("ok", None)
   ("close",)                                     -> ("ok", None), then the process ends
@@ -55,11 +56,14 @@ class AgentServer:
         if op == "prepare":
             agent.prepare(*msg[1:])
             return agent.results(), agent.ready_info()
+        if op == "connect":
+            agent.connect(msg[1])
+            return agent.results()
         if op == "run":
-            phase, places, ranks, t0_ns, peers = msg[1:]
+            phase, places, ranks, t0_ns = msg[1:]
             if phase is not None:
                 agent.prepare(phase, places, ranks)
-            agent.go(t0_ns, peers)
+            agent.go(t0_ns)
             while not agent.poll(0.5):
                 pass
             return agent.results()

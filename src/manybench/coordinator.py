@@ -164,13 +164,15 @@ class Coordinator:
                       {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes})
         self.engine.prepare(phase, work, bar.tick)
         peers = self._peers(nodes, work)
+        if peers:     # slots that talk to each other connect before T0 is chosen
+            self.engine.connect(peers, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
         t0 = self.scheduler.next_t0()
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
-        self.engine.go(t0, peers)
+        self.engine.go(t0)
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()

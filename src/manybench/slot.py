@@ -2,9 +2,10 @@
 
 Protocol on the slot's pipe (pickled tuples), driven by its agent:
   ("prepare", phase, ctx, place) -> ("ready", info) | ("done", Result)   (prepare failed)
-  ("go", t0_ns, peers)           -> ("done", Result)
+  ("connect", peers)             -> ("connected",) | ("done", Result)   (connect failed)
+  ("go", t0_ns)                  -> ("done", Result)
      info: what the kernel publishes for its peers (net kernels), else None;
-     peers: {rank: info with the node's host}, for kernels that connect to each other
+     peers: {rank: info with the node's host}, for kernels whose slots connect
   ("cancel",)                    -> drops a prepared phase, no reply
   ("ping",)                      -> ("pong", pid)
   ("exit",)                      -> the process ends
@@ -76,14 +77,27 @@ class SlotLoop:
         kernel, state, _ = self.prepared
         return kernel.publish(state)
 
-    def go(self, t0_ns: int, peers: dict | None = None) -> Result:
+    def connect(self, peers: dict) -> Result | None:
+        """Before T0 is chosen: let a kernel whose slots talk to each other connect."""
+        if self.prepared is None or self.prepared[0].connect is None:
+            return None
+        kernel, state, _ = self.prepared
+        try:
+            kernel.connect(state, peers)
+            return None
+        except KernelError as e:
+            failed = _error(str(e))
+        except Exception as e:
+            failed = _error(f"connect failed: {e!r}")
+        self.cancel()
+        return failed
+
+    def go(self, t0_ns: int) -> Result:
         if self.prepared is None:
             return _error("go without a prepared phase")
         kernel, state, spin = self.prepared
         self.prepared = None
         try:
-            if kernel.connect is not None:
-                kernel.connect(state, peers or {})
             return kernel.run(state, t0_ns, spin)
         except Exception as e:
             return _error(f"run failed: {e!r}")
@@ -113,7 +127,10 @@ class SlotLoop:
                 return
             op = msg[0]
             if op == "go":
-                conn.send(("done", self.go(msg[1], msg[2])))
+                conn.send(("done", self.go(msg[1])))
+            elif op == "connect":
+                failed = self.connect(msg[1])
+                conn.send(("connected",) if failed is None else ("done", failed))
             elif op == "prepare":
                 failed = self.prepare(*msg[1:])
                 if failed is None:

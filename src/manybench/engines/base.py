@@ -52,10 +52,14 @@ class Engine(ABC):
         """What each prepared slot published for its peers, per node (net kernels)."""
         return {}
 
+    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        """Give slots that talk to each other their peers ({rank: published info + host})
+        before T0 is chosen; returns the slots that failed so far (prepare or connect)."""
+        return {}
+
     @abstractmethod
-    def go(self, t0_ns: int, peers: dict | None = None) -> None:
-        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset);
-        peers: {rank: published info + host} for kernels whose slots connect."""
+    def go(self, t0_ns: int) -> None:
+        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset)."""
 
     @abstractmethod
     def poll(self, timeout: float) -> bool:

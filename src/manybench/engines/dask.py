@@ -163,14 +163,30 @@ class DaskEngine(Engine):
     def ready_info(self) -> dict[str, dict[int, dict]]:
         return self.info
 
-    def go(self, t0_ns: int, peers: dict | None = None) -> None:
+    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        live = [n for n in self.work if n not in self.lost]
+        fut = self._submit(self._all({n: ("connect", peers) for n in live}))
+        while True:
+            try:
+                replies = fut.result(timeout=0.2)
+                break
+            except cf.TimeoutError:
+                tick()
+        for n, r in replies.items():
+            if isinstance(r, Exception):
+                self._lose(n, r)
+            else:
+                self.failed[n] = {**self.failed.get(n, {}), **r}
+        return self.failed
+
+    def go(self, t0_ns: int) -> None:
         phase = None if self.prepared else self.phase
         msgs = {}
         for n in self.nodes:
             if n.name in self.work and n.name not in self.lost:
                 pairs = self.work[n.name]
                 msgs[n.name] = ("run", phase, [p for p, _ in pairs], [r for _, r in pairs],
-                                t0_ns + n.offset_ns, peers)
+                                t0_ns + n.offset_ns)
         self.deadline = None
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:

@@ -36,8 +36,12 @@ class LocalEngine(Engine):
     def ready_info(self) -> dict[str, dict[int, dict]]:
         return {self.nodes[0].name: self.agent.ready_info()}
 
-    def go(self, t0_ns: int, peers: dict | None = None) -> None:
-        self.agent.go(t0_ns, peers)
+    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        self.agent.connect(peers, tick)
+        return {self.nodes[0].name: self.agent.results()}
+
+    def go(self, t0_ns: int) -> None:
+        self.agent.go(t0_ns)
 
     def poll(self, timeout: float) -> bool:
         return self.agent.poll(timeout)

@@ -1,2 +1,164 @@
-"""stream kernels (to be written)."""
-KERNELS: list = []
+"""`mem.stream`: McCalpin's STREAM (Copy, Scale, Add, Triad) as a slot kernel.
+
+The C side (native/stream.c) has STREAM's loops, timing and checkSTREAMresults. Before T0
+(prepare) the three arrays are allocated and first-touched by the threads that will run the
+loops; the timed window is the `ntimes` iterations of the four kernels; the results are
+checked after the end stamp. The figures are computed here exactly as STREAM prints them:
+per kernel, the best rate over iterations 2..ntimes (the first is left out) in MB/s with
+MB = 10^6 bytes and 16, 16, 24, 24 bytes per element for Copy, Scale, Add, Triad, and the
+average, minimum and maximum time of the same iterations.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from .base import Kernel, KernelError, Param, Result, SlotContext
+from .hist import native, result_from_native
+
+NAMES = ("copy", "scale", "add", "triad")
+BYTES_PER_ELEMENT = (2 * 8, 2 * 8, 3 * 8, 3 * 8)   # STREAM's bytes[] for 8-byte elements
+# a grows 15x per iteration from 2.0 (c = a; b = 3c; c = a + b; a = b + 3c) and overflows a
+# double after 261 iterations, where STREAM's own check would fail too
+MAX_NTIMES = 250
+
+
+def affinity_cpus() -> int:
+    """How many cpus this slot may run on now (its placement's affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except OSError:  # pragma: no cover - Linux always has it
+        return os.cpu_count() or 1
+
+
+def check_threads(kernel: str, threads: int) -> None:
+    """OpenMP threads need as many cpus in the slot's affinity: say how to get them."""
+    cpus = affinity_cpus()
+    if threads > cpus:
+        raise KernelError(
+            f"{kernel}: threads = {threads} but this slot may run on {cpus} cpu"
+            f"{'s' if cpus != 1 else ''} (placement pin = \"core\" gives each slot one cpu); "
+            "use pin = \"numa\" (a NUMA node's cpus per slot) or pin = \"none\" in "
+            f"[placement], or threads <= {cpus}")
+
+
+def mem_available() -> int | None:
+    """Bytes the kernel says can be allocated without swapping (MemAvailable), if known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(kernel: str, need: int, what: str, fix: str) -> None:
+    """Refuse before allocating what the node cannot hold: touching it would page or wake the
+    OOM killer, which takes the slot (and its phase) down instead of reporting an error."""
+    avail = mem_available()
+    if avail is not None and need > avail:
+        raise KernelError(f"{kernel}: {what} need {need / 1e6:.0f} MB but only "
+                          f"{avail / 1e6:.0f} MB are available on this node; {fix}")
+
+
+PARAMS = {
+    "elements": Param("int", "Elements (8-byte doubles) per array; each slot has three arrays "
+                             "(24 bytes per element in all: the default is 480 MB per slot). "
+                             "STREAM's rule: each array at least 4x the size of the last-level "
+                             "cache(s) the slot's threads share, or the figures are cache "
+                             "bandwidth.", default=20_000_000, minimum=1000),
+    "threads": Param("int", "OpenMP threads per slot (STREAM's OMP_NUM_THREADS); they run on "
+                            "the slot's cpus, so more than one needs placement pin = \"numa\" "
+                            "or \"none\". With 1, no OpenMP at all.", default=1, minimum=1),
+    "ntimes": Param("int", f"Iterations of the four kernels (STREAM's NTIMES); the first is not "
+                           f"counted in the figures. At most {MAX_NTIMES}.",
+                    default=10, minimum=2),
+}
+
+
+def _check(params: dict) -> list[tuple[str, str]]:
+    n = params.get("ntimes")
+    if n is not None and n > MAX_NTIMES:
+        return [("ntimes", f"at most {MAX_NTIMES}: STREAM's values grow 15x per iteration and "
+                           "overflow a double after 261 (use more elements for a longer run)")]
+    return []
+
+
+@dataclass
+class _State:
+    lib: ModuleType
+    handle: Any
+    elements: int
+    threads: int
+    ntimes: int
+
+
+def _value(params: dict, name: str) -> int:
+    v = params.get(name)
+    return PARAMS[name].parse(PARAMS[name].default if v is None else v)
+
+
+def _prepare(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    elements, threads, ntimes = (_value(params, k) for k in ("elements", "threads", "ntimes"))
+    for fld, msg in _check({"ntimes": ntimes}):
+        raise KernelError(f"mem.stream: {fld}: {msg}")
+    check_threads("mem.stream", threads)
+    check_memory("mem.stream", 3 * 8 * elements, f"3 arrays of {elements} doubles",
+                 "use fewer elements")
+    try:
+        handle = lib.stream_new(elements, threads)
+    except OSError as e:
+        raise KernelError(f"{e.strerror} (3 arrays of {elements} doubles = "
+                          f"{3 * 8 * elements / 1e6:.0f} MB for this slot: use fewer "
+                          "elements)") from None
+    return _State(lib, handle, elements, threads, ntimes)
+
+
+def figures(times_ns: list | tuple, elements: int) -> dict[str, float]:
+    """STREAM's summary of per-iteration times (ns) of the four kernels: for each, the best
+    rate in MB/s over iterations 2..ntimes, and their average, minimum and maximum time."""
+    out: dict[str, float] = {}
+    for name, per_elem, times in zip(NAMES, BYTES_PER_ELEMENT, times_ns):
+        counted = [t / 1e9 for t in list(times)[1:]]   # the first iteration is not counted
+        if not counted:
+            continue
+        best = min(counted)
+        nbytes = per_elem * elements
+        out[f"{name}_mb_s"] = 1.0e-6 * nbytes / best if best > 0 else float("inf")
+        out[f"{name}_avg_s"] = sum(counted) / len(counted)
+        out[f"{name}_min_s"] = best
+        out[f"{name}_max_s"] = max(counted)
+    return out
+
+
+def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+    d = st.lib.stream_run(st.handle, st.ntimes, t0_ns, spin_ns)
+    res = result_from_native(d)
+    res.metrics.update(figures(d["times_ns"], st.elements))
+    return res
+
+
+def _cleanup(st: _State) -> None:
+    if st.handle is not None:
+        handle, st.handle = st.handle, None
+        st.lib.stream_release(handle)
+
+
+STREAM = Kernel(
+    name="mem.stream",
+    doc="McCalpin's STREAM per slot: Copy (c = a), Scale (b = 3c), Add (c = a + b) and Triad "
+        "(a = b + 3c) over three arrays of `elements` doubles, `ntimes` iterations timed in C "
+        "from T0. Arrays are allocated and first-touched before T0 by the slot's own threads. "
+        "Metrics as STREAM prints them: copy_mb_s, scale_mb_s, add_mb_s, triad_mb_s (best rate "
+        "of iterations 2..ntimes, MB = 10^6 bytes) and <kernel>_avg_s/_min_s/_max_s; results "
+        "are checked as checkSTREAMresults does (a wrong array makes the record an error). "
+        "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
+    params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+)
+
+KERNELS = [STREAM]
