@@ -1,2 +1,171 @@
-"""dgemm kernels (to be written)."""
-KERNELS: list = []
+"""`cpu.dgemm`: double-precision matrix products through the node's own BLAS.
+
+The library is found at run time (dlopen in native/dgemm.c), so manybench needs no BLAS to
+build and measures the one each node really has: the plan's `blas`, else the usual system
+sonames, else the OpenBLAS that numpy's wheels carry (ILP64, prefixed symbols).
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import importlib.util
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from .base import Kernel, KernelError, Param, Result, SlotContext
+from .hist import native, result_from_native
+
+NAME = "cpu.dgemm"
+# Tried in this order when the plan gives no `blas`. Debian's libblas.so.3 (alternatives)
+# carries cblas_dgemm, whether it is the reference BLAS or OpenBLAS behind it.
+SYSTEM_LIBS = ("libopenblas.so.0", "libopenblas.so", "libblis.so.4", "libcblas.so.3",
+               "libblas.so.3")
+# Read by the libraries when they load (only the first load in a process counts); the
+# library's own call sets the count again at every prepare.
+THREAD_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "BLIS_NUM_THREADS",
+              "MKL_NUM_THREADS")
+CALIBRATE_NS = 50_000_000   # time at least this much of untimed calls to calibrate `repeat`
+
+PARAMS = {
+    "n": Param("int", "Matrix order: A, B and C are n x n doubles (3 * 8 * n^2 bytes per "
+                      "slot).", default=1024, minimum=16),
+    "repeat": Param("int", "dgemm calls in the timed window; 0 = as many as take about "
+                           "`seconds` (calibrated before T0).", default=0, minimum=0),
+    "seconds": Param("duration", "Target length of the window when `repeat` is 0.",
+                     default="1s"),
+    "threads": Param("int", "BLAS threads (openblas_set_num_threads and the like, and "
+                            "OPENBLAS_NUM_THREADS before the library loads). More than one "
+                            "needs a slot with as many cpus: pin = \"numa\" or \"none\".",
+                     default=1, minimum=1),
+    "blas": Param("str", "CBLAS library to use (a path or a soname); default: the first of "
+                         + ", ".join(SYSTEM_LIBS) + ", then numpy's bundled OpenBLAS."),
+    "alpha": Param("float", "C = alpha*A*B + beta*C.", default=1.0),
+    "beta": Param("float", "C = alpha*A*B + beta*C (0: C is only written, as numpy's "
+                           "matmul).", default=0.0),
+    "seed": Param("int", "Seed of the matrices' pseudo-random values in [-1, 1).", default=1),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_blas() -> tuple[str, ...]:
+    """The OpenBLAS files inside an installed numpy wheel, found without importing numpy."""
+    try:
+        spec = importlib.util.find_spec("numpy")
+    except (ImportError, ValueError):
+        return ()
+    if spec is None or not spec.origin:
+        return ()
+    pkg = os.path.dirname(spec.origin)
+    found: list[str] = []
+    for d in (os.path.join(os.path.dirname(pkg), "numpy.libs"), os.path.join(pkg, ".libs")):
+        found += sorted(glob.glob(os.path.join(d, "lib*openblas*.so*")))
+    return tuple(found)
+
+
+def candidates(blas: str | None) -> list[str]:
+    return [blas] if blas else [*SYSTEM_LIBS, *numpy_blas()]
+
+
+def load(lib: ModuleType, blas: str | None, threads: int) -> dict[str, Any]:
+    """The first usable CBLAS (the loader's info dict); KernelError saying what was tried."""
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update({k: str(threads) for k in THREAD_ENV})
+    why = ""
+    try:
+        for path in candidates(blas):
+            try:
+                return lib.blas_load(path)
+            except OSError as e:
+                why = e.strerror or str(e)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if blas:
+        raise KernelError(f"{NAME}: cannot use blas = {blas!r}: {why}")
+    raise KernelError(f"{NAME}: no CBLAS library found (tried {', '.join(SYSTEM_LIBS)} and "
+                      "numpy's bundled OpenBLAS); install one (Debian/Ubuntu: libopenblas0, "
+                      "RHEL: openblas) or give `blas` = the library's path")
+
+
+@dataclass
+class _State:
+    lib: ModuleType
+    handle: Any
+    info: dict
+    n: int
+    repeat: int
+    alpha: float
+    beta: float
+    threads: int
+
+
+def _params(params: dict) -> dict:
+    out = dict(params)
+    for name, spec in PARAMS.items():
+        if out.get(name) is None and spec.default is not None:
+            out[name] = spec.parse(spec.default)
+    return out
+
+
+def _prepare(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    p = _params(params)
+    n, threads = p["n"], p["threads"]
+    cpus = len(os.sched_getaffinity(0))
+    if threads > cpus:
+        raise KernelError(f"{NAME}: threads = {threads} but this slot may run on {cpus} "
+                          f"cpu{'s' if cpus != 1 else ''} only (pin = \"core\" gives each slot "
+                          "one); use pin = \"numa\" or pin = \"none\", or fewer threads")
+    info = load(lib, p.get("blas"), threads)
+    lib.blas_set_threads(info["index"], threads)
+    try:
+        handle = lib.dgemm_new(info["index"], n, p["seed"])
+    except OSError as e:
+        raise KernelError(f"{NAME}: n = {n}: {e.strerror or e}") from None
+    alpha, beta = float(p["alpha"]), float(p["beta"])
+    # Warm-up: starts the library's threads and touches its work buffers before T0.
+    lib.dgemm_time(handle, 1, alpha, beta)
+    repeat = p["repeat"]
+    if not repeat:
+        count, ns = 1, lib.dgemm_time(handle, 1, alpha, beta)
+        target = p["seconds"] * 1e9
+        while ns < min(CALIBRATE_NS, target):
+            count *= 2
+            ns = lib.dgemm_time(handle, count, alpha, beta)
+        repeat = max(1, round(target / (max(ns, 1) / count)))
+    return _State(lib=lib, handle=handle, info=info, n=n, repeat=repeat, alpha=alpha,
+                  beta=beta, threads=threads)
+
+
+def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+    d = st.lib.run_dgemm(st.handle, st.repeat, st.alpha, st.beta, t0_ns, spin_ns)
+    res = result_from_native(d, lambda err, text: f"{NAME}: {text}")
+    if res.status == "ok" and res.elapsed_ns > 0:
+        res.metrics["gflops"] = 2.0 * st.n ** 3 * res.ops / res.elapsed_ns
+    res.extra.update(blas=st.info["file"], blas_symbol=st.info["symbol"],
+                     blas_config=st.info["config"], blas_threads=st.info["threads"] or "env")
+    return res
+
+
+def _cleanup(st: _State) -> None:
+    st.handle = None   # frees the matrices
+
+
+DGEMM = Kernel(
+    name=NAME,
+    doc="Double-precision C = alpha*A*B + beta*C on n x n row-major matrices through the "
+        "node's CBLAS (dlopen at run time: `blas`, else " + ", ".join(SYSTEM_LIBS) + ", else "
+        "numpy's bundled OpenBLAS; 32- and 64-bit-integer ABIs). Matrices are filled and one "
+        "untimed call warms up before T0; the window holds `repeat` calls. Metrics: gflops "
+        "(2 n^3 repeat / elapsed), lat_* = time per call; ops = calls. The library used "
+        "(its file, symbol and build config) is kept in the record's extra as `blas`, "
+        "`blas_symbol`, `blas_config`.",
+    params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup,
+)
+
+KERNELS = [DGEMM]

@@ -1,2 +1,222 @@
-"""randio kernels (to be written)."""
-KERNELS: list = []
+"""`io.randread` / `io.randwrite`: random block I/O at a queue depth on a per-slot file.
+
+Uniform random, block-aligned offsets over the file's first `size` bytes, `iodepth` I/Os in
+flight through io_uring, Linux AIO or threads (native/randio.c), as fio's randread and
+randwrite with ioengine=io_uring, libaio or psync. The file is laid out before T0.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
+from .hist import native, result_from_native, user_message
+from .io import ALIGN, _open, _where
+
+ENGINES = ("auto", "io_uring", "aio", "threads")
+DEFAULT_DURATION = 5.0     # seconds, when neither `ops` nor `duration` is given
+MAX_IODEPTH = 4096
+LAYOUT_BLOCK = 1 << 20     # write size when laying out the file
+
+_PARAMS = {
+    "dir": Param("dir", "Directory to work under; each slot uses {dir}/<run>/<slot>/. "
+                        "Defaults to the plan's `scratch`, else <results dir>/scratch."),
+    "file": Param("str", "File name inside the slot's directory.", default="rand.dat"),
+    "size": Param("size", "The file's size and the region the offsets fall in (\"1GiB\"); "
+                          "the file is laid out to it before T0 when missing or shorter.",
+                  default=REQUIRED, minimum=1),
+    "block": Param("size", "Bytes per I/O; offsets are multiples of it.", default="4KiB",
+                   minimum=1),
+    "iodepth": Param("int", "I/Os in flight (threads engine: this many threads).",
+                     default=1, minimum=1),
+    "batch": Param("int", "io_uring and aio: new I/Os handed to the kernel per system call, "
+                          "as fio's iodepth_batch_submit. 1 (default, as fio) submits each I/O "
+                          "as soon as it is issued; larger batches cost fewer calls, but the "
+                          "kernel plugs the block queue around them, which can delay their "
+                          "dispatch to the device.", default=1, minimum=1),
+    "direct": Param("bool", "O_DIRECT (bypass the page cache); block must be a multiple of "
+                            "4096 and the file system must allow it.", default=False),
+    "duration": Param("duration", "Stonewall: stop issuing at T0 + duration, the same instant "
+                                  "for every slot (I/Os in flight then still complete). "
+                                  "Default 5s when `ops` is not given either."),
+    "ops": Param("int", "Number of I/Os to do (with `duration` too, whichever comes first).",
+                 minimum=1),
+    "engine": Param("choice", "auto: io_uring where the kernel allows it, else Linux AIO, "
+                              "else `iodepth` threads of pread/pwrite. The engine used is kept "
+                              "in the record's extra as `engine`.",
+                    default="auto", choices=ENGINES),
+    "seed": Param("int", "Seed of the offsets: the same seed gives the same sequence (as fio's "
+                         "randrepeat); each slot (rank) and each thread gets a stream of its "
+                         "own.", default=0),
+}
+
+
+def _check(params: dict) -> list[tuple[str, str]]:
+    out = []
+    size, block = params.get("size"), params.get("block")
+    if size is not None and block is not None and size < block:
+        out.append(("size", f"must hold at least one block ({block} bytes)"))
+    if params.get("direct") and block is not None and block % ALIGN:
+        out.append(("block", f"direct = true needs a multiple of {ALIGN} bytes"))
+    if (params.get("iodepth") or 1) > MAX_IODEPTH:
+        out.append(("iodepth", f"at most {MAX_IODEPTH}"))
+    return out
+
+
+def _params(params: dict) -> dict:
+    out = dict(params)
+    for name, spec in _PARAMS.items():
+        if out.get(name) is None and spec.default is not None and spec.default is not REQUIRED:
+            out[name] = spec.parse(spec.default)
+    if out.get("duration") is None and out.get("ops") is None:
+        out["duration"] = DEFAULT_DURATION
+    return out
+
+
+@dataclass
+class _State:
+    lib: ModuleType
+    kernel: str
+    fd: int
+    path: str
+    write: bool
+    engine: str
+    iodepth: int
+    batch: int
+    block: int
+    size: int
+    ops: int                # 0 = until the deadline
+    duration: float | None
+    fsync_end: bool
+    direct: bool
+    seed: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} {self.path}"
+
+
+_ENGINE_HINTS = {
+    errno.EPERM: "io_uring is disabled here (sysctl kernel.io_uring_disabled) or blocked by "
+                 "a seccomp filter, as in many containers",
+    errno.ENOSYS: "this kernel does not have it, or a seccomp filter hides it",
+    errno.EAGAIN: "the system-wide AIO limit (fs.aio-max-nr) is used up",
+    errno.ENOMEM: "the locked-memory limit (ulimit -l) is too small for the ring",
+}
+
+
+def _probe(lib: ModuleType, kernel: str, engine: str, iodepth: int) -> str:
+    try:
+        return lib.randio_probe(engine, iodepth)
+    except OSError as e:
+        hint = _ENGINE_HINTS.get(e.errno or 0)
+        others = ", ".join(f'"{x}"' for x in ENGINES if x != engine)
+        raise KernelError(f"{kernel}: engine = \"{engine}\" is refused: {e.strerror}"
+                          + (f" ({hint})" if hint else "") + f"; use engine = {others}") \
+            from None
+
+
+def _explain(st: _State, err: int, text: str) -> str:
+    if err == errno.EINVAL and st.direct:
+        return (f"{st.label}: {text} (direct = true: the file system refused O_DIRECT with "
+                f"this block ({st.block} bytes) or does not support it; use direct = false "
+                "or another directory)")
+    return user_message(st.label, err, text)
+
+
+def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
+    kernel = "io.randwrite" if write else "io.randread"
+    lib = native()
+    p = _params(params)
+    for fld, msg in _check(p):
+        raise KernelError(f"{kernel}: {fld}: {msg}")
+    size, block, iodepth = p["size"], p["block"], p["iodepth"]
+    engine = _probe(lib, kernel, p["engine"], iodepth)
+    path = _where(ctx, p, kernel)
+    try:
+        have = os.stat(path).st_size
+    except FileNotFoundError:
+        have = -1
+    if have < size:  # lay out what is missing, never inside the timed window
+        try:
+            lib.layout(path, size, max(block, LAYOUT_BLOCK))
+        except OSError as e:
+            raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
+                from None
+    fd = _open(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
+    try:
+        if not write and p.get("drop_cache"):  # dirty pages cannot be dropped: write first
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        # No read-ahead for random access, as fio's default fadvise_hint for random jobs.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    except OSError as e:
+        os.close(fd)
+        raise KernelError(user_message(f"{kernel} {path}", e.errno or 0,
+                                       f"fsync/fadvise before the I/O: {e.strerror}")) from None
+    seed = (p["seed"] + ctx.rank * 0x9E3779B97F4A7C15) % (1 << 64)
+    return _State(lib=lib, kernel=kernel, fd=fd, path=path, write=write, engine=engine,
+                  iodepth=iodepth, batch=min(p["batch"], iodepth), block=block, size=size,
+                  ops=p.get("ops") or 0, duration=p.get("duration"),
+                  fsync_end=write and p.get("fsync") == "end", direct=bool(p["direct"]),
+                  seed=seed)
+
+
+def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+    deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
+    d = st.lib.run_randio(st.fd, st.write, st.engine, st.iodepth, st.batch, st.block,
+                          st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
+    res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    if res.elapsed_ns > 0:
+        sec = res.elapsed_ns / 1e9
+        res.metrics["iops"] = res.ops / sec
+        res.metrics["mb_s"] = res.bytes / sec / 1e6
+    if st.fsync_end and d.get("fsync_ns"):
+        res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
+    res.extra["engine"] = d.get("engine", st.engine)
+    return res
+
+
+def _cleanup(st: _State) -> None:
+    if st.fd >= 0:
+        fd, st.fd = st.fd, -1
+        try:
+            os.close(fd)
+        except OSError as e:
+            raise KernelError(user_message(st.label, e.errno or 0,
+                                           f"closing the file: {e.strerror}")) from None
+
+
+_DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `size` bytes of "
+        "one file per slot, `iodepth` in flight, until `ops` or `duration` (default 5s). The "
+        "file is laid out before T0 when missing or short (never inside the timed window). "
+        "Engines: io_uring (raw syscalls), Linux AIO, or `iodepth` pread/pwrite threads; the "
+        "one used is kept in the record's extra as `engine`. Metrics: iops, mb_s (10^6 "
+        "bytes/s), lat_* = per-I/O submission-to-completion latency{more}.")
+
+RANDREAD = Kernel(
+    name="io.randread",
+    doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)"),
+    params={**_PARAMS,
+            "drop_cache": Param("bool", "Drop the file's cached pages before T0 "
+                                        "(posix_fadvise DONTNEED) so reads hit the device.",
+                                default=False)},
+    prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
+    check=_check, uses_dir=True,
+)
+
+RANDWRITE = Kernel(
+    name="io.randwrite",
+    doc=_DOC.format(what="overwrites", more="; with fsync = \"end\", fsync_us is the final "
+                                           "fsync inside the window"),
+    params={**_PARAMS,
+            "fsync": Param("choice", "fsync the file at the end, inside the timed window (as "
+                                     "fio's end_fsync), or never.", default="never",
+                           choices=("end", "never"))},
+    prepare=lambda ctx, params: _prepare(ctx, params, True), run=_run, cleanup=_cleanup,
+    check=_check, uses_dir=True,
+)
+
+KERNELS = [RANDREAD, RANDWRITE]

@@ -1,6 +1,77 @@
-/* Python bindings of the randio kernels (to be written). */
+/* Python bindings of io.randread / io.randwrite (randio.c).
+ *
+ *   randio_probe(engine, iodepth) -> str: the engine that will run ("auto": the first of
+ *       io_uring, aio, threads this kernel allows); OSError(errno, reason) when a named
+ *       engine is refused.
+ *   run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end,
+ *              seed, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns" and "engine".
+ */
 #include "bind.h"
+#include "randio.h"
+
+static int engine_arg(const char *name)
+{
+    int e = nb_rio_engine_from_name(name);
+    if (e < 0)
+        PyErr_Format(PyExc_ValueError, "unknown engine %s (auto, io_uring, aio, threads)",
+                     name);
+    return e;
+}
+
+static PyObject *py_randio_probe(PyObject *self, PyObject *args)
+{
+    const char *name;
+    unsigned int depth;
+    char msg[NB_MSG_LEN] = "";
+    int e, got;
+    if (!PyArg_ParseTuple(args, "sI", &name, &depth))
+        return NULL;
+    if ((e = engine_arg(name)) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    got = nb_randio_probe(e, depth, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    if (got < 0)
+        return nb_raise_errno(-got, msg);
+    return PyUnicode_FromString(nb_rio_engine_name(got));
+}
+
+static PyObject *py_run_randio(PyObject *self, PyObject *args)
+{
+    int fd, write, fsync_end, engine;
+    const char *name;
+    unsigned int depth, batch;
+    unsigned long long block, size, ops, seed;
+    long long deadline, t0, spin;
+    nb_result r = {0};
+    if (!PyArg_ParseTuple(args, "ipsIIKKKLpKLL", &fd, &write, &name, &depth, &batch, &block,
+                          &size, &ops, &deadline, &fsync_end, &seed, &t0, &spin))
+        return NULL;
+    if ((engine = engine_arg(name)) < 0)
+        return NULL;
+    if (deadline < 0) {
+        PyErr_SetString(PyExc_ValueError, "deadline_ns must not be negative");
+        return NULL;
+    }
+    nb_randio_args a = {.fd = fd, .write = write, .fsync_end = fsync_end, .engine = engine,
+                        .iodepth = depth, .batch = batch, .block = block, .size = size,
+                        .ops = ops, .deadline_ns = deadline, .seed = seed};
+    Py_BEGIN_ALLOW_THREADS
+    nb_run_randio(&a, t0, spin, &r);
+    Py_END_ALLOW_THREADS
+    PyObject *d = nb_result_dict(&r, 1);
+    PyObject *en = d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL;
+    if (d && (!en || PyDict_SetItemString(d, "engine", en) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(en);
+    return d;
+}
 
 PyMethodDef nb_randio_methods[] = {
+    {"randio_probe", py_randio_probe, METH_VARARGS,
+     "randio_probe(engine, iodepth) -> the engine that will run (OSError when refused)"},
+    {"run_randio", py_run_randio, METH_VARARGS,
+     "run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end, "
+     "seed, t0_ns, spin_ns) -> dict"},
     {NULL, NULL, 0, NULL},
 };

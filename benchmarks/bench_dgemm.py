@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""cpu.dgemm against numpy's own matmul, measured in the same run.
+
+    python benchmarks/bench_dgemm.py [--n 1024] [--threads 1,2] [--seconds 2] [--repeat 5]
+
+Peer: numpy.matmul(A, B, out=C) on n x n float64 arrays (C = A*B, as cpu.dgemm's default
+alpha = 1, beta = 0), in a process started with OPENBLAS_NUM_THREADS = threads; cpu.dgemm
+runs through its own prepare/run in a process started with the same variable and the same
+`threads`. Each measurement is a fresh process (two OpenBLAS thread pools in one process
+would compete for the cores), both do one untimed warm-up call, then time about `seconds`
+of calls. Runs alternate which tool goes first.
+
+Two cpu.dgemm configurations are measured against the same numpy runs:
+  default  the library cpu.dgemm finds on its own (the system's, e.g. libopenblas.so.0)
+  same     blas = numpy's bundled OpenBLAS: the same library, so the ratio shows what the
+           kernel's harness costs
+Figure: best-of-N GFLOP/s of cpu.dgemm over best-of-N of numpy (median of the pair ratios
+beside it). Goal: >= 0.9 for every configuration and thread count. Exit status 1 when a goal
+is missed, 2 when numpy is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+GOAL = 0.9
+
+NUMPY = """
+import json, sys, time
+import numpy as np
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+rng = np.random.default_rng(1)
+a, b = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, (n, n))
+c = np.empty((n, n))
+np.matmul(a, b, out=c)                      # warm-up
+t = time.perf_counter_ns(); np.matmul(a, b, out=c); one = time.perf_counter_ns() - t
+reps = max(1, round(seconds * 1e9 / max(one, 1)))
+t = time.perf_counter_ns()
+for _ in range(reps):
+    np.matmul(a, b, out=c)
+ns = time.perf_counter_ns() - t
+print(json.dumps({"gflops": 2 * n ** 3 * reps / ns, "reps": reps}))
+"""
+
+OURS = """
+import json, sys
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
+n, seconds, threads, blas = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+k = KERNELS["cpu.dgemm"]
+ctx = SlotContext(run="b", node="local", slot=0, rank=0, workers=1, cpu=-1, scratch="", shared="")
+params = {"n": n, "seconds": seconds, "threads": threads}
+if blas:
+    params["blas"] = blas
+st = k.prepare(ctx, params)
+try:
+    r = k.run(st, _native.now_ns() + 2_000_000, 0)
+finally:
+    k.cleanup(st)
+if r.status != "ok":
+    sys.exit(r.error)
+print(json.dumps({"gflops": r.metrics["gflops"], "reps": r.ops, "blas": r.extra["blas"]}))
+"""
+
+
+def measure(code: str, threads: int, *args: str) -> dict:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
+           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       env=env, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"measurement failed: {p.stderr.strip() or p.stdout.strip()}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--threads", default=f"1,{min(2, len(os.sched_getaffinity(0)))}",
+                    help="comma-separated thread counts")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print("numpy is not installed: nothing to compare with (pip install numpy)",
+              file=sys.stderr)
+        return 2
+    sys.path.insert(0, SRC)
+    from manybench.kernels.dgemm import numpy_blas
+    bundled = numpy_blas()
+    configs = [("default", "")] + ([("same", bundled[0])] if bundled else [])
+    threads = sorted({int(t) for t in args.threads.split(",")})
+    print(f"n = {args.n}, ~{args.seconds:g} s of calls per run, {args.repeat} runs, threads "
+          f"{threads}; numpy {numpy.__version__}", flush=True)
+    ok = True
+    for t in threads:
+        runs: dict[str, list[float]] = {"numpy": [], **{c: [] for c, _ in configs}}
+        ratios: dict[str, list[float]] = {c: [] for c, _ in configs}
+        libs: dict[str, str] = {}
+        for rep in range(args.repeat):
+            order = ["numpy"] + [c for c, _ in configs]
+            if rep % 2:
+                order.reverse()
+            got = {}
+            for who in order:
+                if who == "numpy":
+                    got[who] = measure(NUMPY, t, str(args.n), str(args.seconds))["gflops"]
+                else:
+                    r = measure(OURS, t, str(args.n), str(args.seconds), str(t),
+                                dict(configs)[who])
+                    got[who], libs[who] = r["gflops"], r["blas"]
+            for who, g in got.items():
+                runs[who].append(g)
+            for c, _ in configs:
+                ratios[c].append(got[c] / got["numpy"])
+            print(f"  threads {t} rep {rep + 1}: numpy {got['numpy']:7.2f}  " + "  ".join(
+                f"{c} {got[c]:7.2f} ({got[c] / got['numpy']:.3f})" for c, _ in configs)
+                + "  GFLOP/s", flush=True)
+        for c, _ in configs:
+            best = max(runs[c]) / max(runs["numpy"])
+            passed = best >= GOAL
+            ok &= passed
+            print(f"cpu.dgemm [{c}: {libs[c]}] threads {t}: {max(runs[c]):.2f} vs numpy "
+                  f"{max(runs['numpy']):.2f} GFLOP/s = {best:.3f} best-of-{args.repeat} "
+                  f"(goal >= {GOAL}) {'PASS' if passed else 'FAIL'}; median of pair ratios "
+                  f"{statistics.median(ratios[c]):.3f}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

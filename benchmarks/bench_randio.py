@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""io.randread against fio with the same job, measured in the same run.
+
+    python benchmarks/bench_randio.py [DIR] [--size 256MiB] [--runtime 2s] [--repeat 5]
+                                      [--depths 1,32] [--engines auto|all|io_uring,aio,...]
+
+One slot, one file laid out once and shared by both tools, 4 KiB uniform random reads for
+`runtime` seconds (time-based), at each queue depth, both page-cached (direct = false; the
+file was just written, so its pages are in the cache, and fio runs with invalidate=0) and
+with O_DIRECT (direct = true; DIR must be on a file system that allows it, /var/tmp here).
+fio is told the same engine manybench used:
+    io_uring -> --ioengine=io_uring --iodepth=N
+    aio      -> --ioengine=libaio --iodepth=N
+    threads  -> --ioengine=psync --numjobs=N --group_reporting (N threads of pread)
+and --rw=randread --bs=4k --norandommap (offsets drawn with replacement, as manybench)
+--direct=0/1 --size --runtime --time_based --thread.
+
+After an uncounted warm-up pair, runs alternate which tool goes first. Figure: best-of-N
+IOPS of manybench over best-of-N of fio (shared virtual storage and CPUs only ever slow a
+run down); the median of the per-pair ratios is printed beside it. Goal: >= 0.9 for every
+case. Exit status 1 when a goal is missed, 2 when fio is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+from manybench import _native  # noqa: E402
+from manybench.kernels import KERNELS, SlotContext  # noqa: E402
+from manybench.units import format_size, parse_duration, parse_size  # noqa: E402
+
+GOAL = 0.9
+BLOCK = 4096
+FIO_ENGINE = {"io_uring": "io_uring", "aio": "libaio", "threads": "psync"}
+
+
+def ours(path: str, size: int, depth: int, direct: bool, engine: str, runtime: float
+         ) -> tuple[float, float, str]:
+    """(IOPS, p50 latency us, engine used) of io.randread through its own prepare/run."""
+    d, name = os.path.split(path)
+    ctx = SlotContext(run="bench", node="local", slot=0, rank=0, workers=1, cpu=-1,
+                      scratch=d, shared=d)
+    k = KERNELS["io.randread"]
+    st = k.prepare(ctx, {"size": size, "block": BLOCK, "file": name, "iodepth": depth,
+                         "direct": direct, "engine": engine, "duration": runtime})
+    try:
+        r = k.run(st, _native.now_ns() + 2_000_000, 0)
+    finally:
+        k.cleanup(st)
+    if r.status != "ok":
+        sys.exit(f"io.randread failed: {r.error}")
+    return r.metrics["iops"], r.metrics["lat_p50_us"], r.extra["engine"]
+
+
+def fio(path: str, size: int, depth: int, direct: bool, engine: str, runtime: float
+        ) -> tuple[float, float]:
+    """(IOPS, p50 latency us) that fio reports for the same job (its lat: slat + clat)."""
+    cmd = ["fio", "--name=bench", f"--filename={path}", "--rw=randread", f"--bs={BLOCK}",
+           f"--size={size}", f"--runtime={runtime}", "--time_based", "--norandommap",
+           f"--direct={int(direct)}", "--invalidate=0", "--thread", "--output-format=json",
+           "--lat_percentiles=1",  # submission to completion, as manybench's latency
+           f"--ioengine={FIO_ENGINE[engine]}"]
+    if engine == "threads":
+        cmd += [f"--numjobs={depth}", "--group_reporting"]
+    else:
+        cmd += [f"--iodepth={depth}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
+    job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["read"]
+    pct = job.get("lat_ns", {}).get("percentile", {})
+    return float(job["iops"]), float(pct.get("50.000000", 0)) / 1e3
+
+
+def compare(path: str, args, depth: int, direct: bool, engine: str) -> tuple[float, float]:
+    runs: dict[str, list[float]] = {"manybench": [], "fio": []}
+    ratios = []
+    used = _native.randio_probe(engine, depth)   # what "auto" resolves to here
+    label = f"{'direct' if direct else 'cached'} iodepth {depth:<2}"
+    for rep in range(-args.warmup, args.repeat):
+        order = ["manybench", "fio"] if rep % 2 == 0 else ["fio", "manybench"]
+        got, lat = {}, {}
+        for who in order:
+            if who == "manybench":
+                got[who], lat[who], used = ours(path, args.size, depth, direct, engine,
+                                                args.runtime)
+            else:  # fio runs the engine manybench actually used
+                got[who], lat[who] = fio(path, args.size, depth, direct, used, args.runtime)
+        if rep < 0:
+            continue
+        for who in got:
+            runs[who].append(got[who])
+        ratios.append(got["manybench"] / got["fio"])
+        print(f"  {label} {used:<8} rep {rep + 1}: manybench {got['manybench']:>9.0f} IOPS "
+              f"(p50 {lat['manybench']:6.1f} us)   fio {got['fio']:>9.0f} IOPS (p50 "
+              f"{lat['fio']:6.1f} us)   ratio {ratios[-1]:.3f}", flush=True)
+    best = max(runs["manybench"]) / max(runs["fio"])
+    print(f"io.randread {label} engine {used}: manybench {max(runs['manybench']):.0f} / fio "
+          f"{max(runs['fio']):.0f} IOPS = {best:.3f} best-of-{args.repeat} (goal >= {GOAL}) "
+          f"{'PASS' if best >= GOAL else 'FAIL'}; median of pair ratios "
+          f"{statistics.median(ratios):.3f}", flush=True)
+    return best, statistics.median(ratios)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", nargs="?", help="directory to work in (default: a temp dir under "
+                                           "/var/tmp, removed afterwards)")
+    ap.add_argument("--size", default="256MiB", type=parse_size)
+    ap.add_argument("--runtime", default="2s", type=parse_duration)
+    ap.add_argument("--repeat", default=5, type=int)
+    ap.add_argument("--warmup", default=1, type=int, help="uncounted pairs first")
+    ap.add_argument("--depths", default="1,32")
+    ap.add_argument("--engines", default="auto",
+                    help="auto (what io.randread picks), all, or a comma-separated list")
+    ap.add_argument("--modes", default="cached,direct")
+    args = ap.parse_args()
+    if not shutil.which("fio"):
+        print("fio is not installed: nothing to compare with", file=sys.stderr)
+        return 2
+    engines = ["io_uring", "aio", "threads"] if args.engines == "all" else \
+        args.engines.split(",")
+    made = args.dir is None
+    d = tempfile.mkdtemp(prefix="manybench-bench-randio-", dir="/var/tmp") if made else args.dir
+    path = os.path.join(d, "bench-randio.dat")
+    print(f"1 slot, {format_size(args.size)} file on {d}, 4 KiB random reads, "
+          f"{args.runtime:g} s per run, {args.repeat} runs per case", flush=True)
+    ok = True
+    try:
+        _native.layout(path, args.size, 1 << 20)
+        for engine in engines:
+            for mode in args.modes.split(","):
+                for depth in (int(x) for x in args.depths.split(",")):
+                    best, _ = compare(path, args, depth, mode == "direct", engine)
+                    ok &= best >= GOAL
+    finally:
+        if made:
+            shutil.rmtree(d, ignore_errors=True)
+        elif os.path.exists(path):
+            os.unlink(path)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
