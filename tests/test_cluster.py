@@ -1,7 +1,6 @@
 """The same phases across namespace nodes on Dask: placement, corrected clocks, node loss."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3

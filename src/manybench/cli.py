@@ -59,8 +59,9 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None)
     from .engines import LocalEngine
     from .engines.base import EngineError
     from .plan import PlanError
+    engine = engine or LocalEngine()
     try:
-        outcome = Coordinator(plan, phases, outdir, engine or LocalEngine(), sys.argv, slots,
+        outcome = Coordinator(plan, phases, outdir, engine, sys.argv, slots,
                               progress=False if quiet else None).run()
     except PlanError as e:        # the plan does not fit the nodes found: nothing was run
         for problem in e.problems:
@@ -68,6 +69,10 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None)
         raise click.exceptions.Exit(EXIT_USAGE)
     except EngineError as e:
         raise _fail(str(e))
+    except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
+        engine.abort(plan.keep)
+        click.echo("interrupted before the first phase", err=True)
+        raise click.exceptions.Exit(130)
     if not quiet:
         from .report.terminal import render
         render(outdir, run_id=outcome.run_id)

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from ..clock import measure_offset
-from ..kernels import KERNELS, Result
+from ..kernels import Result
 from ..model import Phase
 from ..placement import Cpu, SlotPlace
 from .base import Engine, EngineError, Node
