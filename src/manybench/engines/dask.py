@@ -143,41 +143,42 @@ class DaskEngine(Engine):
                 tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
         self.phase, self.work, self.done, self.failed, self.info = phase, work, {}, {}, {}
         self.prepared = phase.kernel not in LIGHT_PREPARE
-        live = [n for n in work if n not in self.lost]
-        if self.prepared and live:
-            fut = self._submit(self._all({n: ("prepare", phase, [p for p, _ in work[n]],
-                                              [r for _, r in work[n]]) for n in live}))
-            while True:
-                try:
-                    replies = fut.result(timeout=0.2)
-                    break
-                except cf.TimeoutError:
-                    tick()
-            for n, r in replies.items():
-                if isinstance(r, Exception):
-                    self._lose(n, r)
-                else:
-                    self.failed[n], self.info[n] = r
+        if self.prepared:
+            replies = self._live_round(lambda n: ("prepare", phase, [p for p, _ in work[n]],
+                                                  [r for _, r in work[n]]), tick)
+            for n, (failed, info) in replies.items():
+                self.failed[n], self.info[n] = failed, info
         return self.failed
 
     def ready_info(self) -> dict[str, dict[int, dict]]:
         return self.info
 
     def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+        for n, failed in self._live_round(lambda n: ("connect", peers), tick).items():
+            self.failed[n] = {**self.failed.get(n, {}), **failed}
+        return self.failed
+
+    def _live_round(self, message: Callable[[str], tuple],
+                    tick: Callable[[], None]) -> dict[str, Any]:
+        """One request to every live node of the phase, ticking the progress bar while the
+        replies come; a node that fails to answer is lost. The answers of the others."""
         live = [n for n in self.work if n not in self.lost]
-        fut = self._submit(self._all({n: ("connect", peers) for n in live}))
+        if not live:
+            return {}
+        fut = self._submit(self._all({n: message(n) for n in live}))
         while True:
             try:
                 replies = fut.result(timeout=0.2)
                 break
             except cf.TimeoutError:
                 tick()
+        out = {}
         for n, r in replies.items():
             if isinstance(r, Exception):
                 self._lose(n, r)
             else:
-                self.failed[n] = {**self.failed.get(n, {}), **r}
-        return self.failed
+                out[n] = r
+        return out
 
     def go(self, t0_ns: int) -> None:
         phase = None if self.prepared else self.phase
