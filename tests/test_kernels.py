@@ -5,15 +5,13 @@ import errno
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
-import manybench  # noqa: E402
+from odirect import in_private_ramfs, odirect_refused  # noqa: E402
 from manybench import _native  # noqa: E402
 from manybench.kernels import KERNELS, Result, SlotContext  # noqa: E402
 from manybench.kernels import hist  # noqa: E402
@@ -130,22 +128,8 @@ def test_direct_needs_aligned_block_and_size(tmp_path):
                                    {"size": 5000, "block": 4096, "direct": True})
 
 
-def _odirect_refused(d: str) -> bool:
-    probe = os.path.join(d, f".mb-odirect-{os.getpid()}")
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
-        return False
-    except OSError as e:
-        return e.errno == errno.EINVAL
-    finally:
-        try:
-            os.unlink(probe)
-        except OSError:
-            pass
-
-
 def test_direct_works_where_supported(tmp_path):
-    if _odirect_refused(str(tmp_path)):
+    if odirect_refused(str(tmp_path)):
         pytest.skip(f"{tmp_path} refuses O_DIRECT")
     ctx = ctx_for(tmp_path)
     r = run_kernel("io.write", ctx, {"size": 1 * MiB, "block": 64 * KiB, "direct": True})
@@ -172,7 +156,7 @@ _DIRECT_SCRIPT = textwrap.dedent("""
 
 def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
     """tmpfs (/dev/shm) refused O_DIRECT before Linux 6.6; ramfs still does."""
-    if os.path.isdir("/dev/shm") and _odirect_refused("/dev/shm"):
+    if os.path.isdir("/dev/shm") and odirect_refused("/dev/shm"):
         base = str(tmp_path).replace("/", "_")
         d = os.path.join("/dev/shm", f"mb-test-{os.getpid()}-{base[-40:]}")
         try:
@@ -183,21 +167,7 @@ def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
             shutil.rmtree(d, ignore_errors=True)
     else:
         # This kernel's tmpfs accepts O_DIRECT: mount a ramfs in a private mount namespace.
-        if os.geteuid() != 0 or not shutil.which("unshare"):
-            pytest.skip("tmpfs accepts O_DIRECT here and mounting ramfs needs root + unshare")
-        mnt = tmp_path / "ramfs"
-        mnt.mkdir()
-        src = os.path.dirname(os.path.dirname(manybench.__file__))
-        env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        p = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             'mount -t ramfs none "$1" || exit 42; exec "$2" -c "$3" "$1"', "sh",
-             str(mnt), sys.executable, _DIRECT_SCRIPT],
-            capture_output=True, text=True, env=env, timeout=60)
-        if p.returncode == 42 or "unshare failed" in p.stderr:
-            pytest.skip(f"cannot mount a ramfs to test with: {p.stderr.strip()}")
-        assert p.returncode == 0, p.stdout + p.stderr
-        msg = p.stdout.strip()
+        msg = in_private_ramfs(tmp_path, _DIRECT_SCRIPT)
     assert "\n" not in msg
     assert "refuses O_DIRECT" in msg and "direct = false" in msg
 

@@ -1,11 +1,8 @@
 """io.randread / io.randwrite: counts, engines at depth, O_DIRECT, the CLI."""
 from __future__ import annotations
 
-import errno
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -13,7 +10,7 @@ import pytest
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from conftest import export_json, run_cli  # noqa: E402
-import manybench  # noqa: E402
+from odirect import in_private_ramfs, odirect_refused  # noqa: E402
 from manybench import _native  # noqa: E402
 from manybench.kernels import KERNELS, Result, SlotContext  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
@@ -123,23 +120,9 @@ def test_direct_needs_an_aligned_block(tmp_path):
                                                            "direct": True, "ops": 1})
 
 
-def _odirect_refused(d: str) -> bool:
-    probe = os.path.join(d, f".mb-odirect-{os.getpid()}")
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
-        return False
-    except OSError as e:
-        return e.errno == errno.EINVAL
-    finally:
-        try:
-            os.unlink(probe)
-        except OSError:
-            pass
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_direct_at_depth_where_supported(tmp_path, engine):
-    if _odirect_refused(str(tmp_path)):
+    if odirect_refused(str(tmp_path)):
         pytest.skip(f"{tmp_path} refuses O_DIRECT")
     engine_or_skip(engine, 4)
     for kernel in ("io.randwrite", "io.randread"):
@@ -166,7 +149,7 @@ _DIRECT_SCRIPT = textwrap.dedent("""
 
 def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
     """tmpfs (/dev/shm) refused O_DIRECT before Linux 6.6; ramfs still does."""
-    if os.path.isdir("/dev/shm") and _odirect_refused("/dev/shm"):
+    if os.path.isdir("/dev/shm") and odirect_refused("/dev/shm"):
         d = os.path.join("/dev/shm", f"mb-randio-{os.getpid()}")
         try:
             with pytest.raises(KernelError) as ei:
@@ -176,21 +159,7 @@ def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
         finally:
             shutil.rmtree(d, ignore_errors=True)
     else:
-        if os.geteuid() != 0 or not shutil.which("unshare"):
-            pytest.skip("tmpfs accepts O_DIRECT here and mounting ramfs needs root + unshare")
-        mnt = tmp_path / "ramfs"
-        mnt.mkdir()
-        src = os.path.dirname(os.path.dirname(manybench.__file__))
-        env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        p = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             'mount -t ramfs none "$1" || exit 42; exec "$2" -c "$3" "$1"', "sh",
-             str(mnt), sys.executable, _DIRECT_SCRIPT],
-            capture_output=True, text=True, env=env, timeout=60)
-        if p.returncode == 42 or "unshare failed" in p.stderr:
-            pytest.skip(f"cannot mount a ramfs to test with: {p.stderr.strip()}")
-        assert p.returncode == 0, p.stdout + p.stderr
-        msg = p.stdout.strip()
+        msg = in_private_ramfs(tmp_path, _DIRECT_SCRIPT)
     assert "\n" not in msg
     assert msg.startswith("io.randread ")
     assert "refuses O_DIRECT" in msg and "direct = false" in msg
