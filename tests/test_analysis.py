@@ -6,6 +6,7 @@ import pytest
 from manybench.analysis import Dist, Spread, median, nearest_rank, phase_figures, summarize
 from manybench.model import Phase, TaskSpec
 from manybench.record import Record
+from manybench.results.contract import StoredPhase
 
 T = 1_700_000_000_000_000_000
 S = 1_000_000_000  # ns per second
@@ -19,9 +20,9 @@ def rec(phase: int, slot: int, t0: int, start: int, end: int, *, task="t", kerne
 
 
 def pinfo(index: int, point: str, *, task="t", kernel="null", workers=4, params=None, t0=None):
-    """A phase row as Store.phases() returns it."""
-    return {"index": index, "point": point, "task": task, "kernel": kernel, "variant": "",
-            "workers": workers, "params": params or {}, "t0_ns": t0, "rep": 0, "status": "ok"}
+    """A phase as Store.phases() returns it."""
+    return StoredPhase(run="r", index=index, task=task, kernel=kernel, variant="", rep=0,
+                       workers=workers, point=point, params=params or {}, t0_ns=t0)
 
 
 def test_nearest_rank():
@@ -150,10 +151,10 @@ def test_plan_order_and_grouping():
     # without phase rows, records group by (task, variant, workers, params)
     out = summarize(records)
     assert [(s.workers, s.phases) for s in out] == [(2, 2), (1, 2)]
-    # model.Phase objects work too
+    # expanded phases, stored as the store does, give the same
     spec = TaskSpec("t", "null", {})
-    objs = [Phase(i, spec, "null", "", 0, p["workers"], "spread", "core", {}, p["point"])
-            for i, p in enumerate(phases)]
+    objs = [StoredPhase.of("r", Phase(i, spec, "null", "", 0, p.workers, "spread", "core", {},
+                                      p.point), T) for i, p in enumerate(phases)]
     assert [s.point for s in summarize(records, objs)] == ["b", "a"]
 
 

@@ -5,11 +5,13 @@ import struct
 
 import pytest
 
-from manybench import peaks as P
+from manybench.inventory import cpu_peak as C
+from manybench.inventory import memory_peak as M
+from manybench.inventory import peaks as P
 from manybench.analysis import summarize
 from manybench.analysis.efficiency import cores_used, evaluate, threads_per_slot
 from manybench.report import render_text
-from manybench.store import Store
+from manybench.results.store import Store
 from test_analysis import S, T, pinfo, rec
 
 
@@ -48,7 +50,7 @@ NEOVERSE_N1 = ("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm 
     (NEOVERSE_N1, "Neoverse N1", 128, 2, 128, True, 8),
 ])
 def test_flops_per_cycle_of_known_families(text, arch, simd_bits, units, width, fma, fpc):
-    f = P.core_flops(text)
+    f = C.core_flops(text)
     assert (f.microarch, f.simd_bits, f.units, f.width_bits, f.fma) == (arch, simd_bits, units,
                                                                           width, fma)
     assert f.flops_per_cycle == fpc
@@ -56,43 +58,43 @@ def test_flops_per_cycle_of_known_families(text, arch, simd_bits, units, width, 
 
 
 def test_unknown_cpus_state_their_assumption():
-    nofma = P.core_flops(NOFMA)
+    nofma = C.core_flops(NOFMA)
     assert (nofma.fma, nofma.units, nofma.width_bits, nofma.flops_per_cycle) == (False, 2, 128, 4)
     assert "assumed no FMA" in nofma.assumption
-    gen = P.core_flops(GENERIC_FMA)
+    gen = C.core_flops(GENERIC_FMA)
     assert (gen.fma, gen.units, gen.width_bits, gen.flops_per_cycle) == (True, 1, 256, 8)
     assert "assumed 1 FMA pipe" in gen.assumption
     # a Skylake-SP whose VM hides AVX-512: the pipes' width is capped by what the ISA offers
-    masked = P.core_flops(SKX_GOLD.replace(" avx512f", " x"))
+    masked = C.core_flops(SKX_GOLD.replace(" avx512f", " x"))
     assert (masked.width_bits, masked.flops_per_cycle) == (256, 16)
 
 
 def test_simd_width_from_flags():
-    assert P.simd({"sse2", "avx", "avx2", "avx512f"}) == (512, "avx512f")
-    assert P.simd({"sse2", "avx"}) == (256, "avx")
-    assert P.simd({"sse2"}) == (128, "sse2")
-    assert P.simd({"asimd", "sve"}, sve_bits=512) == (512, "sve")
-    assert P.simd({"asimd"}) == (128, "asimd")
+    assert C.simd({"sse2", "avx", "avx2", "avx512f"}) == (512, "avx512f")
+    assert C.simd({"sse2", "avx"}) == (256, "avx")
+    assert C.simd({"sse2"}) == (128, "sse2")
+    assert C.simd({"asimd", "sve"}, sve_bits=512) == (512, "sve")
+    assert C.simd({"asimd"}) == (128, "asimd")
 
 
 def test_parse_cpuinfo_reads_the_first_block_and_every_clock():
-    info = P.parse_cpuinfo(cpuinfo("GenuineIntel", 6, 85, "x", "sse2", cpus=3, mhz=999.5))
+    info = C.parse_cpuinfo(cpuinfo("GenuineIntel", 6, 85, "x", "sse2", cpus=3, mhz=999.5))
     assert (info["vendor"], info["family"], info["model"], info["arch"]) == ("GenuineIntel", 6, 85, "x86")
     assert info["mhz"] == [999.5] * 3
-    arm = P.parse_cpuinfo(NEOVERSE_N1)
+    arm = C.parse_cpuinfo(NEOVERSE_N1)
     assert (arm["arch"], arm["implementer"], arm["part"]) == ("arm", 0x41, 0xd0c)
 
 
 def test_frequencies_sources_in_order():
     name = "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz"
-    assert P.frequencies(name, [1200.0], 2_400_000, 3_700_000, "intel_pstate")[:4:2] == (2.4, 3.7)
-    base, src, mx, msrc = P.frequencies(name, [1200.0])
+    assert C.frequencies(name, [1200.0], 2_400_000, 3_700_000, "intel_pstate")[:4:2] == (2.4, 3.7)
+    base, src, mx, msrc = C.frequencies(name, [1200.0])
     assert (base, src, mx) == (2.4, "model name", None) and "unknown" in msrc
-    base, src, _, _ = P.frequencies("AMD EPYC 7742", [1500.0, 3100.0])
+    base, src, _, _ = C.frequencies("AMD EPYC 7742", [1500.0, 3100.0])
     assert base == 3.1 and "cpu MHz" in src
-    base, src, mx, _ = P.frequencies("AMD EPYC 7742", [], None, 2_250_000, "acpi-cpufreq")
+    base, src, mx, _ = C.frequencies("AMD EPYC 7742", [], None, 2_250_000, "acpi-cpufreq")
     assert (base, mx) == (2.25, None) and "acpi-cpufreq" in src
-    assert P.frequencies(None, [])[0] is None
+    assert C.frequencies(None, [])[0] is None
 
 
 def test_peak_formulas_and_overrides():
@@ -144,16 +146,16 @@ def dimm(locator: str, bank: str, size_mb: int, speed: int, configured: int) -> 
 def test_memory_channels_from_smbios():
     raws = [dimm(f"P{s}-DIMM{c}1", f"P{s}_Node{s}_Channel{c}_Dimm0", 16384, 2933, 2666)
             for s in (1, 2) for c in "ABCDEF"]
-    dimms = [P.parse_dmi_memory_device(r) for r in raws]
+    dimms = [M.parse_dmi_memory_device(r) for r in raws]
     assert dimms[0] == {"locator": "P1-DIMMA1", "bank": "P1_Node1_ChannelA_Dimm0",
                         "size_mb": 16384, "speed_mt_s": 2933, "configured_mt_s": 2666}
-    channels, rate, _ = P.memory_channels(dimms)
+    channels, rate, _ = M.memory_channels(dimms)
     assert (channels, rate) == (12, 2666)
     # an empty slot is no DIMM; locators without channels leave the bandwidth unknown
-    assert P.parse_dmi_memory_device(dimm("A1", "x", 0, 0, 0)) is None
-    unnamed = [P.parse_dmi_memory_device(dimm("A1", "Not Specified", 8192, 3200, 3200))]
-    assert P.memory_channels(unnamed)[0] is None
-    assert P.memory_channels([])[0] is None
+    assert M.parse_dmi_memory_device(dimm("A1", "x", 0, 0, 0)) is None
+    unnamed = [M.parse_dmi_memory_device(dimm("A1", "Not Specified", 8192, 3200, 3200))]
+    assert M.memory_channels(unnamed)[0] is None
+    assert M.memory_channels([])[0] is None
 
 
 # -- efficiency on synthetic records --------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from manybench.export import EXPORTERS, FORMATS, export
+from manybench.results.export import EXPORTERS, FORMATS, export
 from manybench.record import COLUMNS, Record
 
 

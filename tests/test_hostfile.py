@@ -1,7 +1,7 @@
 """Hostfiles in Pwrake and MPI styles; bad lines named with their line numbers."""
 import pytest
 
-from manybench.hostfile import HostfileError, parse_hostfile
+from manybench.engines.hostfile import HostfileError, parse_hostfile
 
 
 def test_pwrake_and_mpi_styles_and_comments():

@@ -6,7 +6,8 @@ import os
 import sqlite3
 
 from conftest import run_cli
-from manybench import environment, peaks
+from manybench.inventory import environment, peaks
+from manybench.inventory.info import info_text
 
 SECTIONS = ("node", "os", "kernel", "cpu", "cores", "threads", "numa", "node distances",
             "memory", "simd", "fma", "DP flops/cycle/core", "frequency", "theoretical peaks",
@@ -108,7 +109,7 @@ def test_info_text_of_a_two_node_machine():
                    "max_mhz": 2900.0, "max_source": "cpufreq cpuinfo_max_freq"},
            "peaks": peaks.derive({"cores": 32, "base_ghz": 2.4, "max_ghz": 2.9,
                                   "dp_flops_per_cycle": 8}).as_dict()}
-    text = environment.info_text(env)
+    text = info_text(env)
     assert "2 sockets, 32 cores, 64 threads" in text
     assert "node 1 cpus: 16-31, memory 256.0 GiB" in text
     assert "  0:   10  32" in text and "  1:   32  10" in text

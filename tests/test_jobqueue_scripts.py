@@ -28,6 +28,6 @@ def test_job_script_carries_agent_queue_account_and_slots(kind):
     opts.pop("scheduler_options")
     job_cls = getattr(dask_jobqueue, JOBQUEUE[kind]).job_cls
     script = job_cls(scheduler="tcp://127.0.0.1:8786", name="n", **opts).job_script()
-    assert "--preload manybench.remote" in script
+    assert "--preload manybench.node.dask_plugin" in script
     assert "export MANYBENCH_SLOTS=8" in script and "module load gcc" in script
     assert "batch" in script and "proj42" in script and "00:30:00" in script

@@ -1,7 +1,7 @@
 import json
 import textwrap
 
-from manybench.phases import describe, expand
+from manybench.plan.expand import describe, expand
 from manybench.plan import parse_plan
 
 

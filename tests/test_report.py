@@ -5,22 +5,24 @@ import pytest
 
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
+from manybench.results.contract import RunNotes, StoredNode, Warning
 from manybench.report import render_text, write_html
 from manybench.report.terminal import render
-from manybench.store import Store
+from manybench.results.store import Store
 
 T = 1_700_000_000_000_000_000
 S = 1_000_000_000
 ENV = {"hostname": "node7", "cpu_model": "Test CPU 9000", "logical_cpus": 2, "physical_cores": 2,
        "sockets": 1, "numa_nodes": 1, "memory_total": 8 << 30, "kernel": "6.1.0",
        "governor": "performance", "tuned_profile": None}
-NOTES = {"slots": 12, "phases": 5, "nodes": ["n1"], "cpus": 2, "oversubscribed": True,
-         "custom": "hello"}   # the shape the coordinator writes
+NULLS = 120     # enough phases that median, p99 and max all differ (nearest rank)
+NOTES = RunNotes(slots=12, phases=NULLS + 3, cpus=2, oversubscribed=True)
 NOTE = "12 slots on 2 cpus: oversubscribed, no spinning"  # and "; 1 node: n1"
 
 
 def _phase(i, spec, kernel, workers, params, point):
-    return Phase(i, spec, kernel, "", 0, workers, "spread", "core", params, point)
+    return Phase(i, spec, kernel, "", 0, workers, "spread", "core", params, point,
+                 label=f"{spec.name} workers={workers}")
 
 
 def _rec(i, spec, kernel, workers, slot, t0, start, end, params, **kw):
@@ -36,12 +38,18 @@ def make_store(path, end=True) -> None:
     plan = Plan(name="report-test", tasks=[null, wr, cmd], source="", raw={})
     st = Store(path)
     st.begin_run("r1", plan, ["manybench", "run", "plan.toml"], ENV, NOTES)
+    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 12, 2, offset_ns=0, error_ns=0,
+                                     inventory=ENV)])
+    st.add_warning("r1", Warning("missing-metric", "task dd: metric 'rate' matched nothing",
+                                 task="dd", phase=NULLS + 2))
     i = 0
-    for rep in range(2):    # null: 2 slots, skew 2 us, sync overhead 1 ms each phase
+    for k in range(NULLS):   # null, 2 slots: phase k has skew (k+1) x 100 ns and sync
+        n = (k * 7) % NULLS + 1   # overhead (k+1) x 10 us, stored out of order
         t0 = T + i * S
         st.write_phase("r1", _phase(i, null, "null", 2, {}, "sync"), t0,
-                       [_rec(i, null, "null", 2, 0, t0, t0 + 1000, t0 + 1000 + 998_000, {}),
-                        _rec(i, null, "null", 2, 1, t0, t0 + 3000, t0 + 1_001_000, {})])
+                       [_rec(i, null, "null", 2, 0, t0, t0 + 1000, t0 + 1000 + n * 10_000, {}),
+                        _rec(i, null, "null", 2, 1, t0, t0 + 1000 + n * 100,
+                             t0 + 1000 + n * 100 + 10, {})])
         i += 1
     for block in (65536, 1 << 20):   # io: 2 slots x 8 MiB in 1 s -> 16 MiB/s
         p = {"block": block, "size": 8 << 20}
@@ -67,16 +75,20 @@ def test_terminal_report_names_design_figures(tmp_path):
     text = render_text(tmp_path)
     for word in ("report-test", "r1", "failed", "node7", "Test CPU 9000", "performance",
                  "sync overhead", "skew", "lateness", "aggregate bandwidth", "per-slot time",
-                 "exit statuses", NOTE, "custom: hello", "phases stored  5 of 5", "sync (null)", "write (io.write)", "dd (command)"):
+                 "exit statuses", NOTE, f"phases stored  {NULLS + 3} of {NULLS + 3}",
+                 "sync (null)", "write (io.write)", "dd (command)", "clock n1: offset 0ns",
+                 f"warning: task dd: metric 'rate' matched nothing (phase {NULLS + 2})"):
         assert word in text, word
-    # the figures themselves: sync overhead 1 ms, skew 2 us, 16 MiB/s, swept block sizes shown
-    assert "1.00ms / 1.00ms / 1.00ms" in text
-    assert "2.0us / 2.0us / 2.0us" in text
+    # the figures themselves, as median / p99 / max over 120 phases (nearest rank: ranks
+    # 60, 119, 120) or 240 records (ranks 120, 238, 240)
+    assert "600.0us / 1.19ms / 1.20ms" in text      # sync overhead
+    assert "6.0us / 11.9us / 12.0us" in text        # skew
+    assert "1.0us / 12.8us / 13.0us" in text        # lateness
     assert "16.0 MiB/s" in text and "64KiB" in text and "1MiB" in text
     assert "40.0us / 90.0us" in text
     assert "0x1, 1x1" in text and "rate" in text and "512" in text
     # the error, with its slot, below the table
-    assert "phase 4 n1/slot 1: error: exit status 1: <no space> & more" in text
+    assert f"phase {NULLS + 2} n1/slot 1: error: exit status 1: <no space> & more" in text
 
 
 def test_report_of_a_run_never_ended(tmp_path):
@@ -94,7 +106,7 @@ def test_report_of_a_run_never_ended(tmp_path):
 
 def test_empty_run(tmp_path):
     st = Store(tmp_path)
-    st.begin_run("e", Plan(name="empty", tasks=[]), [], {}, {})
+    st.begin_run("e", Plan(name="empty", tasks=[]), [], {})
     st.close()
     assert "no phases recorded yet" in render_text(tmp_path)
 
@@ -114,7 +126,7 @@ def test_html(tmp_path):
 def test_run_selection(tmp_path):
     make_store(tmp_path)
     st = Store(tmp_path)
-    st.begin_run("r2", Plan(name="second", tasks=[]), [], ENV, {})
+    st.begin_run("r2", Plan(name="second", tasks=[]), [], ENV)
     st.close()
     text = render_text(tmp_path)                      # the latest run by default
     assert "second" in text and "report-test" not in text

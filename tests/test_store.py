@@ -12,7 +12,8 @@ import pytest
 
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
-from manybench.store import DB_NAME, Store
+from manybench.results.contract import RunNotes, StoredNode, Warning
+from manybench.results.store import DB_NAME, Store
 
 T0 = 1_700_000_000_000_000_000
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
@@ -27,7 +28,7 @@ def plan() -> Plan:
 def phase(i: int, workers: int = 2) -> Phase:
     return Phase(index=i, task=plan().tasks[0], kernel="io.write", variant="", rep=i,
                  workers=workers, order="spread", pin="core", params={"size": 1048576},
-                 point="w|1MiB|2")
+                 point="w|1MiB|2", label=f"w size=1MiB workers={workers}")
 
 
 def recs(run: str, i: int, nodes=("n1",), slots=(1, 0)) -> list[Record]:
@@ -46,19 +47,19 @@ def recs(run: str, i: int, nodes=("n1",), slots=(1, 0)) -> list[Record]:
 def test_round_trip(tmp_path):
     st = Store(tmp_path)
     st.begin_run("r1", plan(), ["manybench", "run", "p.toml"], {"hostname": "h"},
-                  {"oversubscription": "4 slots on 2 cores"})
+                  RunNotes(slots=4, phases=2, cpus=2, oversubscribed=True))
     st.write_phase("r1", phase(0), T0, recs("r1", 0, nodes=("n2", "n1")))
-    st.write_phase("r1", phase(1), T0 + 5, recs("r1", 1), status="partial")
+    st.write_phase("r1", phase(1), T0 + 5, recs("r1", 1), status="interrupted")
     runs = st.runs()
     assert len(runs) == 1
     r = runs[0]
-    assert (r["run_id"], r["name"], r["status"], r["ended_ns"]) == ("r1", "store-test", "running", None)
-    assert r["plan_source"] == 'name = "store-test"\n'
-    assert r["plan_raw"] == {"name": "store-test", "task": [{"name": "w"}]}
-    assert r["argv"] == ["manybench", "run", "p.toml"]
-    assert r["environment"] == {"hostname": "h"}
-    assert r["notes"] == {"oversubscription": "4 slots on 2 cores"}
-    assert r["phases"] == 2
+    assert (r.run_id, r.name, r.status, r.ended_ns) == ("r1", "store-test", "running", None)
+    assert r.plan_source == 'name = "store-test"\n'
+    assert r.plan_raw == {"name": "store-test", "task": [{"name": "w"}]}
+    assert r.argv == ["manybench", "run", "p.toml"]
+    assert r.environment == {"hostname": "h"}
+    assert r.notes == RunNotes(slots=4, phases=2, cpus=2, oversubscribed=True)
+    assert r.phases == 2
 
     got = st.records("r1")
     # ordered by phase, node, slot
@@ -70,14 +71,14 @@ def test_round_trip(tmp_path):
     assert got[0].hist == {3: 7, 70: 1}
 
     ph = st.phases("r1")
-    assert [(p["index"], p["status"], p["t0_ns"]) for p in ph] == [(0, "ok", T0), (1, "partial", T0 + 5)]
-    assert ph[0]["params"] == {"size": 1048576} and ph[0]["point"] == "w|1MiB|2"
-    assert ph[0]["label"] == phase(0).label and ph[0]["workers"] == 2
+    assert [(p.index, p.status, p.t0_ns) for p in ph] == [(0, "ok", T0), (1, "interrupted", T0 + 5)]
+    assert ph[0].params == {"size": 1048576} and ph[0].point == "w|1MiB|2"
+    assert ph[0].label == phase(0).label and ph[0].workers == 2
 
-    st.update_notes("r1", {"x": 1})
+    st.update_notes("r1", RunNotes(slots=1))
     st.end_run("r1", "finished")
     r = st.runs()[0]
-    assert r["status"] == "finished" and r["ended_ns"] >= r["started_ns"] and r["notes"] == {"x": 1}
+    assert r.status == "finished" and r.ended_ns >= r.started_ns and r.notes == RunNotes(slots=1)
     with pytest.raises(ValueError):
         st.end_run("r1", "done")
     st.close()
@@ -86,20 +87,20 @@ def test_round_trip(tmp_path):
 
 def test_several_runs_and_rewrite(tmp_path):
     with Store(tmp_path) as st:
-        st.begin_run("a", plan(), [], {}, {})
+        st.begin_run("a", plan(), [], {})
         st.write_phase("a", phase(0), T0, recs("a", 0))
-        st.begin_run("b", plan(), [], {}, {})
+        st.begin_run("b", plan(), [], {})
         st.write_phase("b", phase(0), T0, recs("b", 0, slots=(0,)))
         # writing a phase again replaces it whole
         st.write_phase("a", phase(0), T0, recs("a", 0, slots=(5,)))
-        assert [r["run_id"] for r in st.runs()] == ["a", "b"]
+        assert [r.run_id for r in st.runs()] == ["a", "b"]
         assert [(x.run, x.slot) for x in st.records()] == [("a", 5), ("b", 0)]
         assert [x.slot for x in st.records("a")] == [5]
 
 
 def test_failed_write_leaves_nothing(tmp_path):
     with Store(tmp_path) as st:
-        st.begin_run("r", plan(), [], {}, {})
+        st.begin_run("r", plan(), [], {})
         bad = recs("r", 0)
         bad[1].node = None   # NOT NULL: the second insert fails inside the transaction
         with pytest.raises(sqlite3.IntegrityError):
@@ -112,7 +113,7 @@ def test_failed_write_leaves_nothing(tmp_path):
 def test_one_transaction_per_phase(tmp_path):
     """A second connection sees a phase only after write_phase returned, all of it at once."""
     st = Store(tmp_path)
-    st.begin_run("r", plan(), [], {}, {})
+    st.begin_run("r", plan(), [], {})
     reader = Store(tmp_path, readonly=True)
     seen_during = []
 
@@ -135,9 +136,9 @@ def test_readonly_reader(tmp_path):
         Store(tmp_path / "none", readonly=True)
     assert not (tmp_path / "none").exists()   # a reader creates nothing
     st = Store(tmp_path)
-    st.begin_run("r", plan(), [], {}, {})
+    st.begin_run("r", plan(), [], {})
     ro = Store(tmp_path, readonly=True)       # opened while the writer is open
-    assert ro.runs()[0]["status"] == "running" and ro.records("r") == []
+    assert ro.runs()[0].status == "running" and ro.records("r") == []
     st.write_phase("r", phase(0), T0, recs("r", 0))
     assert len(ro.records("r")) == 2          # later commits become visible
     with pytest.raises(PermissionError):
@@ -146,7 +147,7 @@ def test_readonly_reader(tmp_path):
         ro._db.execute("DELETE FROM records")
     st.end_run("r", "finished")
     st.close()
-    assert ro.runs()[0]["status"] == "finished"
+    assert ro.runs()[0].status == "finished"
     ro.close()
 
 
@@ -158,7 +159,7 @@ def test_killed_run_stays_readable(tmp_path):
         sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
         from test_store import Store, plan, phase, recs, T0
         st = Store({str(tmp_path)!r})
-        st.begin_run("k", plan(), ["manybench"], {{}}, {{}})
+        st.begin_run("k", plan(), ["manybench"], {{}})
         for i in range(3):
             st.write_phase("k", phase(i), T0, recs("k", i))
         os.kill(os.getpid(), signal.SIGKILL)
@@ -168,20 +169,41 @@ def test_killed_run_stays_readable(tmp_path):
     assert (tmp_path / DB_NAME).exists()
     with Store(tmp_path, readonly=True) as ro:
         run = ro.runs()[0]
-        assert run["status"] == "running" and run["ended_ns"] is None and run["phases"] == 3
+        assert run.status == "running" and run.ended_ns is None and run.phases == 3
         assert len(ro.records("k")) == 6
     # a later writer can still mark it (e.g. a cleanup command)
     with Store(tmp_path) as st:
         st.end_run("k", "aborted")
-        assert st.runs()[0]["status"] == "aborted"
+        assert st.runs()[0].status == "aborted"
 
 
 def test_many_phases_commit(tmp_path):
     # not a timing assertion (see benchmarks/): many small commits simply work
     with Store(tmp_path) as st:
-        st.begin_run("r", plan(), [], {}, {})
+        st.begin_run("r", plan(), [], {})
         for i in range(300):
             st.write_phase("r", phase(i), T0, recs("r", i))
         assert len(st.phases("r")) == 300 and len(st.records("r")) == 600
         assert st._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert st._db.execute("PRAGMA synchronous").fetchone()[0] == 1   # NORMAL
+
+
+def test_nodes_and_warnings_round_trip(tmp_path):
+    with Store(tmp_path) as st:
+        st.begin_run("r", plan(), [], {})
+        inv = {"hostname": "n1", "physical_cores": 8, "peaks": {"detected": {"cores": 8}}}
+        st.write_nodes("r", [StoredNode("r", "n2", "10.0.0.2", 2, 4, "m2", 5, 3, {}),
+                             StoredNode("r", "n1", "10.0.0.1", 2, 8, "m1", -7, 9, inv)])
+        st.write_nodes("r", [StoredNode("r", "n1", "10.0.0.1", 2, 8, "m1", -6, 11, inv)])
+        st.add_warning("r", Warning("pin", "slots share cpus", node="n1"))
+        st.add_warning("r", Warning("missing-metric", "no rate", task="dd", phase=3))
+        nodes = st.nodes("r")
+        assert [(n.name, n.offset_ns, n.error_ns) for n in nodes] == [("n1", -6, 11), ("n2", 5, 3)]
+        assert nodes[0].inventory == inv and nodes[1].host == "10.0.0.2" and nodes[0].cpus == 8
+        ws = st.warnings("r")
+        assert [(w.kind, w.node, w.task, w.phase) for w in ws] == [
+            ("pin", "n1", "", None), ("missing-metric", "", "dd", 3)]
+        assert all(w.time_ns > 0 and w.run == "r" for w in ws)
+    with Store(tmp_path) as st:    # numbering goes on in a later session
+        st.add_warning("r", Warning("clock", "late"))
+        assert [w.kind for w in st.warnings("r")] == ["pin", "missing-metric", "clock"]

@@ -1,6 +1,6 @@
 """Thin command line: parse arguments, call the layers, map outcomes to exit codes.
 
-Exit codes (DESIGN.md): 0 all phases succeeded, 1 some tasks failed, 2 invalid plan or
+Exit codes (docs/cli.md): 0 all phases succeeded, 1 some tasks failed, 2 invalid plan or
 arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ def _fail(msg: str) -> "click.exceptions.Exit":
 
 
 def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], slots: int | None):
-    from .phases import expand
     from .plan import PlanError, load_plan, parse_plan
+    from .plan.expand import expand
     try:
         plan = (load_plan(plan_path, overrides, slots=slots) if text is None
                 else parse_plan(text, "demo.toml", overrides, slots=slots))
@@ -39,7 +39,7 @@ def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
         from .engines import LocalEngine
         return LocalEngine()
     from .engines import clusters
-    from .hostfile import HostfileError
+    from .engines.hostfile import HostfileError
     try:
         if scheduler:
             return clusters.from_scheduler(plan, scheduler, slots)
@@ -55,8 +55,8 @@ def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
 
 
 def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None) -> None:
-    from .coordinator import Coordinator
     from .engines import LocalEngine
+    from .run.coordinator import Coordinator
     from .engines.base import EngineError
     from .plan import PlanError
     engine = engine or LocalEngine()
@@ -70,7 +70,7 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None)
     except EngineError as e:
         raise _fail(str(e))
     except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
-        engine.abort(plan.keep)
+        engine.abort()
         click.echo("interrupted before the first phase", err=True)
         raise click.exceptions.Exit(130)
     if not quiet:
@@ -125,8 +125,9 @@ def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | 
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
-    from .phases import describe
-    from .placement import oversubscribed, place, topology
+    from .inventory.topology import topology
+    from .plan.expand import describe
+    from .run.placement import oversubscribed, place
     n = slots or plan.slots or max((p.workers for p in phases), default=1)
     cpus = topology()
     click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
@@ -152,10 +153,15 @@ def demo(outdir: str, overrides: tuple[str, ...]) -> None:
     _run(plan, phases, outdir, None, False)
 
 
-def _results_dir(directory: str) -> str:
+def _open_results(directory: str):
+    """The directory's results, read-only; exit 2 with the reason when they cannot be read."""
+    from .results.store import SchemaError, Store
     if not os.path.isfile(os.path.join(directory, "results.db")):
         raise _fail(f"no results.db in {directory}")
-    return directory
+    try:
+        return Store(directory, readonly=True)
+    except SchemaError as e:
+        raise _fail(str(e))
 
 
 @main.command()
@@ -165,11 +171,12 @@ def _results_dir(directory: str) -> str:
 def report(directory: str, html_path: str | None, run_id: str | None) -> None:
     """Print the report of a results directory."""
     from .report.terminal import render
-    render(_results_dir(directory), run_id=run_id)
-    if html_path:
-        from .report.html import write_html
-        write_html(directory, html_path, run_id=run_id)
-        click.echo(f"wrote {html_path}", err=True)
+    with _open_results(directory) as store:
+        render(store, run_id=run_id)
+        if html_path:
+            from .report.html import write_html
+            write_html(store, html_path, run_id=run_id)
+            click.echo(f"wrote {html_path}", err=True)
 
 
 @main.command()
@@ -179,11 +186,9 @@ def report(directory: str, html_path: str | None, run_id: str | None) -> None:
 @click.option("--run", "run_id", help="Only this run (default: every run in the directory).")
 def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
     """Export every record, one row each, in the contract's columns."""
-    from .export import export as do_export
-    from .store import Store
-    store = Store(_results_dir(directory), readonly=True)
-    records = store.records(run_id)
-    store.close()
+    from .results.export import export as do_export
+    with _open_results(directory) as store:
+        records = store.records(run_id)
     if out:
         with open(out, "w", newline="") as f:
             do_export(records, fmt, f)
@@ -202,7 +207,7 @@ def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> Non
 def worker(scheduler: str, name: str | None, slots: int | None, host: str | None,
            tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Start this node's agent in a Dask worker joined to SCHEDULER."""
-    from .worker import run_worker
+    from .node.worker import run_worker
     run_worker(scheduler, name, slots, host, tls_ca_file, tls_cert, tls_key)
 
 
@@ -213,7 +218,8 @@ def worker(scheduler: str, name: str | None, slots: int | None, host: str | None
 def info(plan_path: str | None, as_json: bool) -> None:
     """This node's inventory (CPU, NUMA, memory, SIMD, FMA, clocks) and theoretical peaks."""
     import json
-    from . import environment, peaks
+    from .inventory import environment, peaks
+    from .inventory.info import info_text
     plan_peaks = {}
     if plan_path is not None:
         if not os.path.isfile(plan_path):
@@ -223,19 +229,17 @@ def info(plan_path: str | None, as_json: bool) -> None:
     env = environment.collect()
     env["peaks"] = peaks.for_run(env, plan_peaks).as_dict()
     click.echo(json.dumps(env, indent=2, default=str) if as_json else
-               environment.info_text(env), nl=as_json)
+               info_text(env), nl=as_json)
 
 
 @main.command()
 @click.argument("name", required=False)
 def kernels(name: str | None) -> None:
     """List the built-in kernels, or one kernel's parameters."""
-    from .command import COMMAND
     from .kernels import KERNELS
-    table = {**KERNELS, "command": COMMAND}
-    if name is not None and name not in table:
-        raise _fail(f"unknown kernel {name!r} (known: {', '.join(table)})")
-    for k in ([table[name]] if name else table.values()):
+    if name is not None and name not in KERNELS:
+        raise _fail(f"unknown kernel {name!r} (known: {', '.join(KERNELS)})")
+    for k in ([KERNELS[name]] if name else KERNELS.values()):
         click.echo(click.style(k.name, bold=True))
         click.echo(click.wrap_text(k.doc, initial_indent="  ", subsequent_indent="  "))
         if not name:

@@ -1,21 +1,20 @@
 """The data a run passes along: a validated Plan, its Tasks and Variants, and expanded Phases.
 
-The plan package builds a Plan from TOML; phases.py expands it into Phases; everything
-downstream (placement, coordinator, agent, slot, store) reads only these.
+The plan package builds a Plan from TOML and expands it into Phases (plan/expand.py);
+everything downstream (placement, coordinator, agent, slot, store) reads only these. What one
+slot measured is a Record (record.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kernels import KERNELS
-from .units import format_duration, format_size
 
 
 @dataclass
 class TaskSpec:
     name: str
-    kernel: str                       # a KERNELS name, or "command" for external commands
+    kernel: str                       # a kernels.KERNELS name (command tasks: "command")
     params: dict[str, Any]            # raw plan values; a list is a sweep axis
     command: list[str] | None = None  # argv templates ({param}, {node}, {slot}, {scratch}, {run})
     shell: bool = False               # run " ".join(command) through /bin/sh -c
@@ -57,17 +56,6 @@ class Plan:
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied
 
 
-def human_value(kernel: str, name: str, value: Any) -> str:
-    """A phase parameter as people write it: sizes as 64KiB, durations as 250.00ms."""
-    p = KERNELS[kernel].params.get(name) if kernel in KERNELS else None
-    if p is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if p.kind == "size":
-            return format_size(value)
-        if p.kind == "duration":
-            return format_duration(value)
-    return str(value)
-
-
 @dataclass
 class Phase:
     index: int                        # 0.. in run order
@@ -81,11 +69,4 @@ class Phase:
     params: dict[str, Any]            # one point: scalar values; kernel params parsed (bytes, s)
     point: str                        # stable key of (task, variant, workers, order, pin, params)
     env: dict[str, str] = field(default_factory=dict)   # task env + variant env
-
-    @property
-    def label(self) -> str:
-        """Short human name for progress lines: task [variant] k=v ... workers=N."""
-        kv = " ".join(f"{k}={human_value(self.kernel, k, v)}" for k, v in self.params.items()
-                      if k != "dir")
-        var = f" [{self.variant}]" if self.variant else ""
-        return f"{self.task.name}{var} {kv} workers={self.workers}".replace("  ", " ")
+    label: str = ""                   # short human name: task [variant] k=v ... workers=N

@@ -4,23 +4,24 @@ The measured figure of a point, for a metric m:
   phase figure  = the SUM of m over the phase's ok records (slots), since the slots of a
                   phase run at the same instant and the peak is that of the resources they
                   share; for the aggregate figures: bandwidth_mb_s = aggregate bandwidth
-                  (sum(bytes) / (last end - first start), DESIGN.md) in MB/s (10^6 B/s),
+                  (sum(bytes) / (last end - first start), docs/definitions.md) in MB/s (10^6 B/s),
                   ops_per_s = aggregate ops/s.
   point figure  = the MEDIAN (nearest rank, stats.py) of the phase figures over its phases.
 
-The peak of a phase, for m (peaks.py gives the node's figures, the plan's [peaks] over them):
+The peak of a phase, for m: a sum over the phase's nodes, each with its OWN peaks (its
+inventory, collected on the node, with the plan's [peaks] over it; NodePeaks):
   "<task>.<m>" or m named in [peaks]      -> that number, as given (a device, a link: shared)
-  gflops  (cpu.dgemm, HPL's parser)        -> dp_gflops / cores x cores used
-  mflops  (cpu.himeno, Himeno's parser)    -> dp_gflops / cores x cores used x 1000
+  gflops  (cpu.dgemm, HPL's parser)        -> sum over nodes of dp_gflops / cores x cores used
+  mflops  (cpu.himeno, Himeno's parser)    -> the same x 1000
   triad_mb_s, copy_mb_s, scale_mb_s, add_mb_s (mem.stream, STREAM's parser)
-                                           -> mem_bw_mb_s x nodes used
+                                           -> sum over nodes used of mem_bw_mb_s
   bandwidth_mb_s, ops_per_s                -> only when named in [peaks]
-where cores used = the sum over the phase's nodes of min(slots on the node x threads per slot,
-cores per node); threads per slot is the `threads` parameter (absent: 1; 0: the node's
-cores), so a command that runs mpirun -np 28 in one slot declares threads = 28; nodes used =
-the distinct nodes of the phase's records. Every node is taken to be the coordinator's node
-(the run stores one environment). The efficiency of a point = the median over its phases of
-phase figure / phase peak; its peak = the median of the phase peaks.
+where cores used on a node = min(slots on the node x threads per slot, the node's cores);
+threads per slot is the `threads` parameter (absent: 1; 0: the node's cores), so a command
+that runs mpirun -np 28 in one slot declares threads = 28. A node with no stored inventory
+(runs stored before nodes had one) takes the run's environment, the coordinator's. The
+efficiency of a point = the median over its phases of phase figure / phase peak; its peak =
+the median of the phase peaks.
 
 A point gets one efficiency: the first metric it has, in this order, whose peak is known:
 task-scoped [peaks] names, metric names in [peaks], gflops, mflops, triad/copy/scale/add_mb_s,
@@ -37,12 +38,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
-from ..peaks import Peaks
+from ..inventory.peaks import Peaks
+from ..kernels import kernel
 from ..record import Record
-from .aggregate import PhaseFigures, PointSummary
+from .phase_figures import PhaseFigures
+from .points import PointSummary
 from .stats import median
 
 DP_METRICS = {"gflops": 1.0, "mflops": 1000.0}   # metric -> its unit per GFLOPS
@@ -52,6 +55,19 @@ RULE_ORDER = tuple(DP_METRICS) + STREAM_METRICS
 # metric name endings of throughput figures (higher is better), candidates for the share
 RATE_SUFFIXES = ("gflops", "mflops", "_mb_s", "_gb_s", "_mib_s", "_gib_s", "_iops", "_ops_s",
                  "_per_s")
+
+
+@dataclass
+class NodePeaks:
+    """Each node's effective peaks; a node not listed has `default` (the run's)."""
+    default: Peaks
+    by_node: dict[str, Peaks] = field(default_factory=dict)
+
+    def of(self, node: str) -> Peaks:
+        return self.by_node.get(node, self.default)
+
+    def all(self) -> list[Peaks]:
+        return list(self.by_node.values()) or [self.default]
 
 
 @dataclass(frozen=True)
@@ -112,12 +128,24 @@ def threads_per_slot(params: dict, node_cores: float | None) -> float:
     return 1.0
 
 
-def cores_used(records: Sequence[Record], node_cores: float | None) -> float:
-    """Sum over the phase's nodes of min(slots x threads per slot, cores per node)."""
-    per_node: dict[str, float] = {}
+def cores_used(records: Sequence[Record],
+               node_cores: float | None | Callable[[str], float | None]) -> float:
+    """Sum over the phase's nodes of min(slots x threads per slot, cores per node);
+    node_cores: every node's cores, or a function giving each node's."""
+    cores_of = node_cores if callable(node_cores) else (lambda _n: node_cores)
+    return sum(_node_cores_used(recs, cores_of(node)) for node, recs in _by_node(records))
+
+
+def _by_node(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
+    out: dict[str, list[Record]] = {}
     for r in records:
-        per_node[r.node] = per_node.get(r.node, 0.0) + threads_per_slot(r.params, node_cores)
-    return sum(min(c, node_cores) if node_cores else c for c in per_node.values())
+        out.setdefault(r.node, []).append(r)
+    return list(out.items())
+
+
+def _node_cores_used(recs: Sequence[Record], cores: float | None) -> float:
+    want = sum(threads_per_slot(r.params, cores) for r in recs)
+    return min(want, cores) if cores else want
 
 
 def _phase_value(metric: str, fig: PhaseFigures, recs: Sequence[Record]) -> float | None:
@@ -170,37 +198,62 @@ class _Point:
         return median(vals) if vals else None
 
 
-def _peak_rule(metric: str, task: str, peaks: Peaks) -> tuple[str, Any, str] | None:
+def _dp_phase_peak(recs: Sequence[Record], peaks: NodePeaks, scale: float) -> float | None:
+    """Sum over the phase's nodes of dp_gflops per core x cores used there (x scale)."""
+    total = 0.0
+    for node, mine in _by_node(recs):
+        pk = peaks.of(node)
+        dp, cores = pk.get("dp_gflops"), pk.get("cores")
+        if dp is None or cores is None:
+            return None
+        total += dp / cores * _node_cores_used(mine, cores) * scale
+    return total
+
+
+def _mem_phase_peak(recs: Sequence[Record], peaks: NodePeaks) -> float | None:
+    """Sum over the phase's nodes of mem_bw_mb_s."""
+    bws = [peaks.of(node).get("mem_bw_mb_s") for node, _ in _by_node(recs)]
+    return None if not bws or None in bws else float(sum(bws))
+
+
+def _peak_rule(metric: str, task: str, peaks: NodePeaks) -> tuple[str, Any, str] | None:
     """(peak name, phase records -> peak, rule text) for metric, or None when no peak applies."""
-    direct = peaks.metric_peaks()
+    direct = peaks.default.metric_peaks()
     for key in (f"{task}.{metric}", metric):
         if key in direct:
             value = direct[key]
             what = ("aggregate bandwidth in MB/s" if metric == "bandwidth_mb_s" else
                     "aggregate ops/s" if metric == "ops_per_s" else
                     f"{metric} summed over a phase's slots")
-            return key, lambda recs, v=value: v, (f"{what} / {key} = {value:g} "
-                                                  f"({peaks.basis.get(key) or '[peaks]'})")
+            return key, lambda recs, v=value: v, (
+                f"{what} / {key} = {value:g} ({peaks.default.basis.get(key) or '[peaks]'})")
+    every = peaks.all()
     if metric in DP_METRICS:
-        dp, cores = peaks.get("dp_gflops"), peaks.get("cores")
-        if dp is None or cores is None:
+        per_core = {(p.get("dp_gflops") / p.get("cores"), p.get("cores")) for p in every
+                    if p.get("dp_gflops") is not None and p.get("cores") is not None}
+        if not per_core:
             return None
         scale = DP_METRICS[metric]
+        if len(per_core) == 1:
+            (gf, cores), = per_core
+            detail = f"= {gf:,.4g} GFLOPS per core x (slots x threads, at most {cores:g} per node)"
+        else:
+            detail = "with each node's own GFLOPS per core and cores (the nodes differ)"
         rule = (f"{metric} summed over a phase's slots / (dp_gflops per core x cores used) "
-                f"= {dp / cores:,.4g} GFLOPS per core x (slots x threads, at most {cores:g} "
-                "per node)" + (" x 1000" if scale != 1 else ""))
-        return ("dp_gflops", lambda recs: dp / cores * cores_used(recs, cores) * scale, rule)
+                + detail + (" x 1000" if scale != 1 else ""))
+        return "dp_gflops", lambda recs: _dp_phase_peak(recs, peaks, scale), rule
     if metric in STREAM_METRICS:
-        bw = peaks.get("mem_bw_mb_s")
-        if bw is None:
+        bws = {p.get("mem_bw_mb_s") for p in every if p.get("mem_bw_mb_s") is not None}
+        if not bws:
             return None
-        rule = (f"{metric} summed over a phase's slots / (mem_bw_mb_s x nodes used) "
-                f"= {bw:,.0f} MB/s x nodes")
-        return "mem_bw_mb_s", lambda recs: bw * len({r.node for r in recs}), rule
+        detail = (f"= {next(iter(bws)):,.0f} MB/s x nodes" if len(bws) == 1
+                  else "with each node's own mem_bw_mb_s (the nodes differ)")
+        rule = f"{metric} summed over a phase's slots / (mem_bw_mb_s summed over nodes used) " + detail
+        return "mem_bw_mb_s", lambda recs: _mem_phase_peak(recs, peaks), rule
     return None
 
 
-def _efficiency(p: _Point, metric: str, peaks: Peaks) -> Efficiency | None:
+def _efficiency(p: _Point, metric: str, peaks: NodePeaks) -> Efficiency | None:
     rule = _peak_rule(metric, p.s.task, peaks) if p.has(metric) else None
     if rule is None:
         return None
@@ -220,10 +273,10 @@ def _efficiency(p: _Point, metric: str, peaks: Peaks) -> Efficiency | None:
                       name, text + "; median over phases")
 
 
-def _candidates(p: _Point, peaks: Peaks) -> list[str]:
+def _candidates(p: _Point, peaks: NodePeaks) -> list[str]:
     names: list[str] = []
     task_prefix = f"{p.s.task}."
-    direct = list(peaks.metric_peaks())
+    direct = list(peaks.default.metric_peaks())
     names += [k[len(task_prefix):] for k in direct if k.startswith(task_prefix)]
     names += [k for k in direct if "." not in k and k not in AGGREGATES]
     names += list(RULE_ORDER)
@@ -243,7 +296,7 @@ def _share_metric(p: _Point, eff: Efficiency | None) -> str | None:
             return name
     if p.s.bandwidth is not None:
         return "bandwidth_mb_s"
-    if p.s.ops_rate is not None and p.s.kernel != "null":
+    if p.s.ops_rate is not None and not kernel(p.s.kernel).sync_only:
         return "ops_per_s"
     return None
 
@@ -254,8 +307,10 @@ def _same(a: PointSummary, b: PointSummary) -> bool:
 
 
 def evaluate(summaries: Iterable[PointSummary], records: Iterable[Record],
-             peaks: Peaks) -> dict[str, PointEfficiency]:
-    """Efficiency and share of every point, keyed by PointSummary.point (see module doc)."""
+             peaks: Peaks | NodePeaks) -> dict[str, PointEfficiency]:
+    """Efficiency and share of every point, keyed by PointSummary.point (see module doc);
+    peaks: each node's (NodePeaks), or one Peaks for every node."""
+    peaks = peaks if isinstance(peaks, NodePeaks) else NodePeaks(peaks)
     by_phase: dict[int, list[Record]] = {}
     for r in records:
         by_phase.setdefault(r.phase, []).append(r)

@@ -1,13 +1,25 @@
-"""The interface every engine gives the coordinator: nodes, and one phase in three steps."""
+"""The interface every engine gives the coordinator, and the one place clocks are converted.
+
+The coordinator speaks only its own timebase: it hands an engine T0 in its clock and gets
+results whose stamps are in its clock. Each node's clock differs by `offset_ns` (Cristian,
+measured by the engine); `go` shifts T0 into each node's clock and `results` shifts the
+stamps back, here, for every engine. An engine implements the node-facing halves
+(`_prepare`, `_connect`, `_go`, `_results`), which speak the node's clock.
+"""
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from ..kernels import Result
+from ..inventory.topology import Cpu
+from ..kernels import KERNELS, Result
 from ..model import Phase
-from ..placement import Cpu, SlotPlace
+from ..node.protocol import Assignment
+
+Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
+Results = dict[str, dict[int, Result]]      # node -> slot -> result
 
 
 class EngineError(Exception):
@@ -23,11 +35,28 @@ class Node:
     error_ns: int = 0      # bound on that estimate
     machine: str = ""      # boot id: nodes on one machine (namespaces, containers) share cpus
     host: str = "127.0.0.1"   # where other nodes' slots reach this node's slots
+    inventory: dict = field(default_factory=dict)   # environment.collect(), on the node
+
+
+def to_node(t_ns: int, node: Node) -> int:
+    """An instant in the coordinator's clock as the node's clock reads it."""
+    return t_ns + node.offset_ns
+
+
+def to_coordinator(res: Result, node: Node) -> Result:
+    """A result whose stamps the node took, with the stamps in the coordinator's clock."""
+    off = node.offset_ns
+    if not off:
+        return res
+    moved = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
+             if getattr(res, f)}
+    return dataclasses.replace(res, **moved)
 
 
 class Engine(ABC):
     nodes: list[Node]
     dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
+    t0_ns: int = 0              # the phase under way's T0, coordinator's clock
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -43,36 +72,54 @@ class Engine(ABC):
         """Nodes lost so far, with why."""
         return {}
 
-    @abstractmethod
-    def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
-                tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        """Prepare the phase on every node; returns the slots whose prepare failed."""
+    # -- one phase, in the coordinator's terms -------------------------------------------------
+    def prepare(self, phase: Phase, work: Work, tick: Callable[[], None]) -> None:
+        """Prepare the phase on every node; for kernels whose slots talk to each other, hand
+        each slot its peers. Slots that fail here report it in results()."""
+        published = self._prepare(phase, work, tick)
+        if KERNELS[phase.kernel].connects:
+            host = {n.name: n.host for n in self.nodes}
+            peers = {a.rank: {"host": host[node], **published[node][a.place.slot]}
+                     for node, assigned in work.items() for a in assigned
+                     if a.place.slot in published.get(node, {})}
+            self._connect(peers, tick)
 
-    def ready_info(self) -> dict[str, dict[int, dict]]:
-        """What each prepared slot published for its peers, per node (net kernels)."""
-        return {}
-
-    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        """Give slots that talk to each other their peers ({rank: published info + host})
-        before T0 is chosen; returns the slots that failed so far (prepare or connect)."""
-        return {}
-
-    @abstractmethod
     def go(self, t0_ns: int) -> None:
-        """Release the prepared slots at T0 (coordinator clock; shifted per node by offset)."""
+        """Release the prepared slots at T0, an instant in the coordinator's clock."""
+        self.t0_ns = t0_ns
+        self._go({n.name: to_node(t0_ns, n) for n in self.nodes})
+
+    def results(self) -> Results:
+        """Per node, per slot, stamps in the coordinator's clock."""
+        by_name = {n.name: n for n in self.nodes}
+        return {name: {slot: to_coordinator(res, by_name[name]) for slot, res in got.items()}
+                for name, got in self._results().items()}
+
+    # -- the node-facing halves, in each node's clock ------------------------------------------
+    @abstractmethod
+    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+                 ) -> dict[str, dict[int, dict]]:
+        """Prepare on every node; what each prepared slot published, per node."""
+
+    def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
+        """Give every prepared slot its peers ({rank: published info + host})."""
+
+    @abstractmethod
+    def _go(self, t0_by_node: dict[str, int]) -> None:
+        """Release the prepared slots at T0, given per node in that node's clock."""
 
     @abstractmethod
     def poll(self, timeout: float) -> bool:
         """True once every slot of the phase has a result."""
 
     @abstractmethod
-    def results(self) -> dict[str, dict[int, Result]]:
-        """Per node, per slot, in the coordinator's timebase."""
+    def _results(self) -> Results:
+        """Per node, per slot: every slot of the phase that has a result, stamps as taken."""
 
     @abstractmethod
-    def close(self, keep: bool) -> None:
-        """End the run: stop slots, remove scratch unless keep."""
+    def close(self) -> None:
+        """End the run: stop slots, remove scratch unless the run keeps it."""
 
     @abstractmethod
-    def abort(self, keep: bool) -> None:
+    def abort(self) -> None:
         """Stop everything now (Ctrl-C, fatal error)."""

@@ -1,8 +1,8 @@
 """Ways to reach a cluster, all through Dask: a scheduler address, SSH hosts, a batch system
 through dask-jobqueue, or the Slurm allocation we are running in. Each returns a DaskEngine.
 
-Every worker gets the agent plugin through `--preload manybench.remote`, except those
-started by hand with `manybench worker`, which carry it already.
+Every worker gets the agent plugin through `--preload manybench.node.dask_plugin`, except
+those started by hand with `manybench worker`, which carry it already.
 """
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import subprocess
 import sys
 from typing import Any, Callable
 
-from ..hostfile import load_hostfile
+from .hostfile import load_hostfile
 from ..model import Plan
 from .base import EngineError  # noqa: F401  (re-exported for the command line)
 from .dask import DaskEngine
 
-PRELOAD = "manybench.remote"
+PRELOAD = "manybench.node.dask_plugin"
 
 
 def security(plan: Plan) -> Any:

@@ -3,9 +3,10 @@ phase, clocks corrected by Cristian's algorithm.
 
 The coordinator calls each worker's `mb_call` handler directly (distributed's rpc pool, so
 the cluster's TLS applies) rather than submitting tasks through the scheduler: a phase costs
-one round trip per node, not a scheduler hop per slot. Kernels whose prepare does real work
-(laying out files, clearing leftovers) get a prepare message first, so T0 is chosen only
-when every node is ready; for the rest, prepare and start travel in one message.
+one round trip per node, not a scheduler hop per slot. Requests and replies are the typed
+messages of node/protocol.py. Kernels whose prepare does real work (laying out files,
+clearing leftovers) get a Prepare first, so T0 is chosen only when every node is ready; for
+light ones (kernel trait light_prepare), the phase travels with Run.
 """
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ import pickle
 import time
 from typing import Any, Callable
 
-from ..clock import measure_offset
-from ..kernels import Result
+from ..kernels import KERNELS, Result
 from ..model import Phase
-from ..placement import Cpu, SlotPlace
-from .base import Engine, EngineError, Node
+from ..node.clock import measure_offset
+from ..node.protocol import (Abort, Close, Connect, Connected, Failed, Finished, NodeInfo,
+                             Ping, Prepare, Prepared, Request, Run, Start, Started)
+from .base import Engine, EngineError, Node, Results, Work
 
-LIGHT_PREPARE = {"null"}      # kernels whose prepare touches nothing: one message per phase
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
 
 
@@ -47,36 +48,36 @@ class DaskEngine(Engine):
         self.echo: dict[str, tuple[str, int]] = {}
         self.lost: dict[str, str] = {}      # node -> why
         self.pending: cf.Future | None = None
-        self.work: dict[str, list[tuple[SlotPlace, int]]] = {}
+        self.deadline: float | None = None
+        self.work: Work = {}
         self.phase: Phase | None = None
         self.prepared = False
         self.failed: dict[str, dict[int, Result]] = {}
-        self.info: dict[str, dict[int, dict]] = {}
         self.done: dict[str, dict[int, Result]] = {}
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
     def _submit(self, coro: Any) -> cf.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.client.loop.asyncio_loop)
 
-    async def _call(self, node: str, msg: tuple) -> Any:
+    async def _call(self, node: str, req: Request) -> Any:
         try:
-            raw = await self.client.rpc(self.addr[node]).mb_call(kind=msg[0],
-                                                                 request=pickle.dumps(msg))
+            raw = await self.client.rpc(self.addr[node]).mb_call(kind=type(req).__name__,
+                                                                 request=pickle.dumps(req))
         except Exception as e:   # comm closed, worker gone, refused: the node is lost
             raise NodeLost(f"node {node} lost: {type(e).__name__}: {e}") from None
-        status, reply = pickle.loads(raw)
-        if status != "ok":
-            raise RuntimeError(f"node {node}: {reply}")
+        reply = pickle.loads(raw)
+        if isinstance(reply, Failed):
+            raise RuntimeError(f"node {node}: {reply.error}")
         return reply
 
-    async def _all(self, msgs: dict[str, tuple]) -> dict[str, Any]:
-        names = list(msgs)
-        out = await asyncio.gather(*(self._call(n, msgs[n]) for n in names),
+    async def _all(self, reqs: dict[str, Request]) -> dict[str, Any]:
+        names = list(reqs)
+        out = await asyncio.gather(*(self._call(n, reqs[n]) for n in names),
                                    return_exceptions=True)
         return dict(zip(names, out))
 
-    def _wait_all(self, msgs: dict[str, tuple]) -> dict[str, Any]:
-        return self._submit(self._all(msgs)).result()
+    def _wait_all(self, reqs: dict[str, Request]) -> dict[str, Any]:
+        return self._submit(self._all(reqs)).result()
 
     # -- start: discover nodes, their slots and clocks ---------------------------------
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -88,39 +89,38 @@ class DaskEngine(Engine):
         for addr, info in infos.items():
             if isinstance(info, Exception):
                 raise EngineError(f"Dask worker {addr} has no manybench agent ({info}); start "
-                                   "workers with `manybench worker ADDR` or --preload "
-                                   "manybench.remote")
-            name = self.host_names.get(info["host"], info["node"])
+                                  "workers with `manybench worker ADDR` or --preload "
+                                  "manybench.node.dask_plugin")
+            name = self.host_names.get(info.host, info.node)
             while name in self.addr:          # two workers on one host: keep them apart
                 name = f"{name}+"
-            n = self.slots_by_name.get(name) or slots or self.default_slots or info["slots"]
-            cpus = tuple(Cpu(*c) for c in info["cpus"])
+            n = self.slots_by_name.get(name) or slots or self.default_slots or info.slots
             self.addr[name] = addr
-            self.echo[name] = (info["host"], info["echo_port"])
-            self.nodes.append(Node(name, n, cpus, machine=info.get("machine", ""),
-                                   host=info["host"]))
+            self.echo[name] = (info.host, info.echo_port)
+            self.nodes.append(Node(name, n, tuple(info.cpus), machine=info.machine,
+                                   host=info.host, inventory=info.inventory))
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
         self.nodes.sort(key=lambda n: n.name)
         self.sync_clocks()
-        replies = self._wait_all({n.name: ("start", run, n.name, n.slots, default_dir, keep)
+        replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep)
                                   for n in self.nodes})
         for name, r in replies.items():
-            if isinstance(r, Exception):
+            if not isinstance(r, Started):
                 raise EngineError(f"starting the agent on {name}: {r}")
         # warm the path (connections, first pickling) and time it: the first lead is the
         # slowest node's round trip to its slots plus a round trip to the nodes
         for _ in range(3):
             t = time.monotonic_ns()
-            self._wait_all({n.name: ("ping",) for n in self.nodes})
+            self._wait_all({n.name: Ping() for n in self.nodes})
             rpc = time.monotonic_ns() - t
-        self.dispatch_hint_ns = max(replies.values()) + rpc
+        self.dispatch_hint_ns = max(r.dispatch_ns for r in replies.values()) + rpc
         return self.nodes
 
-    async def _infos(self, addrs: list[str]) -> dict[str, Any]:
-        async def one(a: str) -> Any:
+    async def _infos(self, addrs: list[str]) -> dict[str, NodeInfo | Exception]:
+        async def one(a: str) -> NodeInfo | Exception:
             try:
-                return await self.client.rpc(a).mb_info()
+                return pickle.loads(await self.client.rpc(a).mb_info())
             except Exception as e:
                 return e
         return dict(zip(addrs, await asyncio.gather(*(one(a) for a in addrs))))
@@ -139,33 +139,29 @@ class DaskEngine(Engine):
             n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
 
     # -- one phase ----------------------------------------------------------------------
-    def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
-                tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        self.phase, self.work, self.done, self.failed, self.info = phase, work, {}, {}, {}
-        self.prepared = phase.kernel not in LIGHT_PREPARE
+    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+                 ) -> dict[str, dict[int, dict]]:
+        self.phase, self.work, self.done, self.failed = phase, work, {}, {}
+        self.prepared = not KERNELS[phase.kernel].light_prepare
+        published: dict[str, dict[int, dict]] = {}
         if self.prepared:
-            replies = self._live_round(lambda n: ("prepare", phase, [p for p, _ in work[n]],
-                                                  [r for _, r in work[n]]), tick)
-            for n, (failed, info) in replies.items():
-                self.failed[n], self.info[n] = failed, info
-        return self.failed
+            replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)
+            for n, r in replies.items():
+                self.failed[n], published[n] = dict(r.failed), r.published
+        return published
 
-    def ready_info(self) -> dict[str, dict[int, dict]]:
-        return self.info
+    def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
+        for n, r in self._live_round(lambda n: Connect(peers), tick).items():
+            self.failed[n] = {**self.failed.get(n, {}), **r.failed}
 
-    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        for n, failed in self._live_round(lambda n: ("connect", peers), tick).items():
-            self.failed[n] = {**self.failed.get(n, {}), **failed}
-        return self.failed
-
-    def _live_round(self, message: Callable[[str], tuple],
-                    tick: Callable[[], None]) -> dict[str, Any]:
+    def _live_round(self, request: Callable[[str], Request],
+                    tick: Callable[[], None]) -> dict[str, Prepared | Connected]:
         """One request to every live node of the phase, ticking the progress bar while the
         replies come; a node that fails to answer is lost. The answers of the others."""
         live = [n for n in self.work if n not in self.lost]
         if not live:
             return {}
-        fut = self._submit(self._all({n: message(n) for n in live}))
+        fut = self._submit(self._all({n: request(n) for n in live}))
         while True:
             try:
                 replies = fut.result(timeout=0.2)
@@ -180,19 +176,16 @@ class DaskEngine(Engine):
                 out[n] = r
         return out
 
-    def go(self, t0_ns: int) -> None:
+    def _go(self, t0_by_node: dict[str, int]) -> None:
         phase = None if self.prepared else self.phase
-        msgs = {}
-        for n in self.nodes:
-            if n.name in self.work and n.name not in self.lost:
-                pairs = self.work[n.name]
-                msgs[n.name] = ("run", phase, [p for p, _ in pairs], [r for _, r in pairs],
-                                t0_ns + n.offset_ns)
+        reqs: dict[str, Request] = {n: Run(t0_by_node[n], self.work[n], phase)
+                                    for n in self.work if n not in self.lost}
         self.deadline = None
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:
-            self.deadline = time.monotonic() + (t0_ns - time.time_ns()) / 1e9 + timeout + LOST_GRACE_S
-        self.pending = self._submit(self._all(msgs)) if msgs else None
+            lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
+            self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
+        self.pending = self._submit(self._all(reqs)) if reqs else None
 
     def poll(self, timeout: float) -> bool:
         if self.pending is None:
@@ -211,10 +204,10 @@ class DaskEngine(Engine):
             return False
         self.pending = None
         for n, r in replies.items():
-            if isinstance(r, Exception):
-                self._lose(n, r)
+            if isinstance(r, Finished):
+                self.done[n] = r.results
             else:
-                self.done[n] = r
+                self._lose(n, r)
         return True
 
     def _check_workers(self) -> None:
@@ -236,20 +229,20 @@ class DaskEngine(Engine):
     def _lose(self, node: str, err: BaseException) -> None:
         self.lost.setdefault(node, str(err) if isinstance(err, NodeLost) else f"node {node}: {err}")
 
-    def results(self) -> dict[str, dict[int, Result]]:
-        out: dict[str, dict[int, Result]] = {}
-        for n, pairs in self.work.items():
+    def _results(self) -> Results:
+        out: Results = {}
+        for n, assigned in self.work.items():
             got = {**self.failed.get(n, {}), **self.done.get(n, {})}
-            for p, _ in pairs:
-                if p.slot not in got and n in self.lost:
-                    got[p.slot] = Result(status="lost", error=self.lost[n])
+            for a in assigned:
+                if a.place.slot not in got and n in self.lost:
+                    got[a.place.slot] = Result(status="lost", error=self.lost[n])
             out[n] = got
         return out
 
     # -- the end ---------------------------------------------------------------------
-    def _finish(self, op: str, keep: bool) -> None:
+    def _finish(self, request: Request) -> None:
         try:
-            live = {n.name: (op, keep) for n in self.nodes if n.name not in self.lost}
+            live = {n.name: request for n in self.nodes if n.name not in self.lost}
             if live:
                 self._submit(self._all(live)).result(timeout=30)
         except Exception:
@@ -258,10 +251,10 @@ class DaskEngine(Engine):
             if self.on_close:
                 self.on_close()
 
-    def close(self, keep: bool) -> None:
-        self._finish("close", keep)
+    def close(self) -> None:
+        self._finish(Close())
 
-    def abort(self, keep: bool) -> None:
+    def abort(self) -> None:
         if self.pending is not None:
             self.pending.cancel()
-        self._finish("abort", keep)
+        self._finish(Abort())

@@ -4,11 +4,12 @@ from __future__ import annotations
 import socket
 from typing import Callable
 
-from ..agent import Agent
-from ..kernels import Result
+from ..inventory.environment import collect
+from ..inventory.topology import topology
 from ..model import Phase
-from ..placement import SlotPlace, topology
-from .base import Engine, Node
+from ..node.agent import Agent
+from ..node.protocol import Connect, Prepare
+from .base import Engine, Node, Results, Work
 
 
 class LocalEngine(Engine):
@@ -21,38 +22,34 @@ class LocalEngine(Engine):
         cpus = topology()
         n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
-        self.agent = Agent(node, run, n, default_dir)
+        inventory = collect()    # before the slots fork: nothing of theirs in the figures
+        self.agent = Agent(node, run, n, default_dir, keep)
         self.dispatch_hint_ns = self.agent.start()
-        self.nodes = [Node(node, n, cpus)]
+        self.nodes = [Node(node, n, cpus, inventory=inventory)]
         return self.nodes
 
-    def prepare(self, phase: Phase, work: dict[str, list[tuple[SlotPlace, int]]],
-                tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
+    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+                 ) -> dict[str, dict[int, dict]]:
         node = self.nodes[0].name
-        pairs = work.get(node, [])
-        self.agent.prepare(phase, [p for p, _ in pairs], [r for _, r in pairs], tick)
-        return {node: self.agent.results()}
+        prepared = self.agent.prepare(Prepare(phase, work.get(node, [])), tick)
+        return {node: prepared.published}
 
-    def ready_info(self) -> dict[str, dict[int, dict]]:
-        return {self.nodes[0].name: self.agent.ready_info()}
+    def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
+        self.agent.connect(Connect(peers), tick)
 
-    def connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> dict[str, dict[int, Result]]:
-        self.agent.connect(peers, tick)
-        return {self.nodes[0].name: self.agent.results()}
-
-    def go(self, t0_ns: int) -> None:
-        self.agent.go(t0_ns)
+    def _go(self, t0_by_node: dict[str, int]) -> None:
+        self.agent.go(t0_by_node[self.nodes[0].name])
 
     def poll(self, timeout: float) -> bool:
         return self.agent.poll(timeout)
 
-    def results(self) -> dict[str, dict[int, Result]]:
+    def _results(self) -> Results:
         return {self.nodes[0].name: self.agent.results()}
 
-    def close(self, keep: bool) -> None:
+    def close(self) -> None:
         if self.agent:
-            self.agent.close(keep)
+            self.agent.close()
 
-    def abort(self, keep: bool) -> None:
+    def abort(self) -> None:
         if self.agent:
-            self.agent.abort(keep)
+            self.agent.abort()

@@ -1,14 +1,35 @@
-"""Registry of built-in kernels: each module of this package listed here exports KERNELS;
-adding a kernel is adding it to a module (or a module and one name here)."""
+"""Registry of built-in kernels: each module listed here exports KERNELS, a list of Kernel;
+adding a kernel is adding it to a module (or a module and one name here).
+
+Code outside this package never tests a kernel's name: it looks the kernel up with `kernel()`
+and reads its traits (base.Kernel: uses_dir, light_prepare, runs_child, connects, ...).
+"""
 from __future__ import annotations
 
 from importlib import import_module
 
 from .base import REQUIRED, Kernel, Param, Result, SlotContext
 
-MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net")
+MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net", "command")
 
 KERNELS: dict[str, Kernel] = {
     k.name: k for m in MODULES for k in import_module(f"{__name__}.{m}").KERNELS}
 
-__all__ = ["KERNELS", "Kernel", "Param", "Result", "SlotContext", "REQUIRED"]
+WARM_UP = "null"   # what an agent runs, unrecorded, to pay first-use costs before phase 0
+
+
+def _unknown(ctx: SlotContext, params: dict) -> None:
+    raise KeyError("unknown kernel")
+
+
+def kernel(name: str) -> Kernel:
+    """The kernel of that name; for a name this build does not know (a run stored by another
+    version, say) a stand-in with no traits, so reading old results never fails."""
+    k = KERNELS.get(name)
+    if k is not None:
+        return k
+    return Kernel(name=name, doc="not a kernel of this build", params={}, prepare=_unknown,
+                  run=_unknown)
+
+
+__all__ = ["KERNELS", "WARM_UP", "Kernel", "Param", "Result", "SlotContext", "REQUIRED", "kernel"]

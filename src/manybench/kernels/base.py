@@ -125,9 +125,20 @@ class Kernel:
     cleanup: Callable[[Any], None] | None = None
     # cross-field checks on one expanded point: (params) -> list of (field, message)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
-    uses_dir: bool = False   # works under the task's `dir` (io, meta) and needs it to exist
     # Kernels whose slots talk to each other (net.*): after prepare, publish(state) gives what
     # peers need (a port, say); before run, connect(state, peers) gets every rank's published
-    # info, each with the "host" of its node added by the coordinator.
+    # info, each with the "host" of its node added by the engine.
     publish: Callable[[Any], dict] | None = None
     connect: Callable[[Any, dict[int, dict]], None] | None = None
+    # Traits: what the rest of manybench may know about a kernel. Nothing outside kernels/
+    # tests a kernel's name; it reads these.
+    uses_dir: bool = False       # works under the task's `dir` and needs scratch directories
+    light_prepare: bool = False  # prepare touches nothing: prepare and go may travel together
+    runs_child: bool = False     # runs a child process: exit statuses, output tails
+    from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
+    sync_only: bool = False      # does no work: a phase's window is the sync overhead
+
+    @property
+    def connects(self) -> bool:
+        """Its slots exchange published info and connect to each other before T0."""
+        return self.connect is not None

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native
+from .native import native, result_from_native
 
 NAME = "cpu.dgemm"
 # Tried in this order when the plan gives no `blas`. Debian's libblas.so.3 (alternatives)

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native
+from .native import native, result_from_native
 from .stream import check_memory, check_threads
 
 # himenoBMTxp's sizes as (MIMAX, MJMAX, MKMAX): XS = SSMALL, S = SMALL, M = MIDDLE,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native, user_message
+from .native import native, result_from_native, user_message
 
 ALIGN = 4096  # O_DIRECT: offsets, lengths and buffers aligned to any logical block size
 

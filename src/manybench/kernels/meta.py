@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native, user_message
+from .native import native, result_from_native, user_message
 
 PARAMS = {
     "dir": Param("dir", "Directory to work under (see io.write)."),

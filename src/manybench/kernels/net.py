@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native
+from .native import native, result_from_native
 
 STREAM_DURATION_S = 2.0   # net.stream without size or duration
 MAX_MSG = 1 << 30

@@ -4,7 +4,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from .base import Kernel, Result, SlotContext
-from .hist import native, result_from_native
+from .native import native, result_from_native
 
 
 def _prepare(ctx: SlotContext, params: dict) -> ModuleType:
@@ -23,6 +23,8 @@ NULL = Kernel(
     params={},
     prepare=_prepare,
     run=_run,
+    light_prepare=True,   # nothing to lay out: prepare and go travel in one message
+    sync_only=True,
 )
 
 KERNELS = [NULL]

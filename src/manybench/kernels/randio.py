@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native, user_message
+from .native import native, result_from_native, user_message
 from .io import ALIGN, _open, _where
 
 ENGINES = ("auto", "io_uring", "aio", "threads")

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .hist import native, result_from_native
+from .native import native, result_from_native
 
 NAMES = ("copy", "scale", "add", "triad")
 BYTES_PER_ELEMENT = (2 * 8, 2 * 8, 3 * 8, 3 * 8)   # STREAM's bytes[] for 8-byte elements

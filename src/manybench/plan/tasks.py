@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ..kernels import KERNELS, REQUIRED, Kernel
+from ..kernels.command import BUILTIN_NAMES
 from ..model import TaskSpec
 from ..templates import fields as template_fields
 from ..units import parse_duration
@@ -16,9 +17,6 @@ from .overrides import Loc
 from .schema import known_names
 
 
-# Names every command template may use besides the task's own parameters.
-BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
-                 "task")
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
                "nodes", "parse")
 
@@ -129,10 +127,15 @@ def _check_parse(loc: Loc, t: dict, probs: list) -> None:
 
 def _kernel_task(loc: Loc, t: dict, params: dict, tdir: str | None, probs: list) -> None:
     kernel = KERNELS.get(t["kernel"]) if isinstance(t["kernel"], str) else None
+    if kernel is not None and kernel.from_command:
+        probs.append((loc + ("kernel",), f"{kernel.name!r} is not named with kernel = ...; "
+                                         "give the command as command = [\"prog\", \"arg\", ...]"))
+        return
     if kernel is None:
         if isinstance(t["kernel"], str):
+            named = [k for k, v in KERNELS.items() if not v.from_command]
             probs.append((loc + ("kernel",), f"unknown kernel {t['kernel']!r} "
-                                             f"{known_names(KERNELS, t['kernel'])}"))
+                                             f"{known_names(named, t['kernel'])}"))
         return
     for f in ("shell", "metrics"):
         if f in t:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from html import escape
 
-from ..store import Store
+from ..results.store import Store
 from .tables import RunView, build
 
 _CSS = """
@@ -29,6 +29,7 @@ def _run_html(view: RunView) -> str:
     out += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in view.header]
     out.append("</table>")
     out += [f'<p class="note">note: {escape(n)}</p>' for n in view.notes]
+    out += [f'<p class="err">{escape(w)}</p>' for w in view.warnings]
     if not view.tables:
         out.append('<p class="dim">no phases recorded yet</p>')
     for t in view.tables:

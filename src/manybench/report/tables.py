@@ -1,24 +1,26 @@
 """What a report shows, as plain strings: run header, one table per task, errors, notes.
 
 terminal.py and html.py only lay these out, so both show the same figures under the same
-names (the DESIGN definitions: lateness, skew, sync overhead, aggregate bandwidth).
+names (docs/definitions.md: lateness, skew, sync overhead, aggregate bandwidth).
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Callable
+from typing import Callable
 
-from .. import peaks as peaks_mod
-from ..analysis import Dist, PointSummary, Spread, summarize
-from ..analysis.efficiency import PointEfficiency, evaluate, unit
-from ..store import Store
+from ..analysis import PointSummary, summarize
+from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate, unit
+from ..inventory.peaks import Peaks
+from ..kernels import kernel
+from ..results.contract import RunInfo
+from ..results.store import Store
 from ..units import format_duration, format_rate, format_size
+from . import header as head
+from .formats import DASH, count, dist, ns, param_formatter, rate_spread, secs, spread
 
 MAX_ERRORS = 5  # error lines shown per table; the rest are counted
-DASH = "-"
 LEGEND = ("lateness = start - T0 per slot; skew = max(start) - min(start) per phase; "
           "sync overhead = last end - first start of a null phase; aggregate bandwidth = "
           "sum(bytes) / (last end - first start); stonewall = the window in which every slot "
@@ -42,186 +44,10 @@ class RunView:
     header: list[tuple[str, str]]
     notes: list[str]
     tables: list[Table]
+    warnings: list[str] = field(default_factory=list)
     legend: str = LEGEND
 
 
-# -- value formatting --------------------------------------------------------------------------
-def ns(x: float | None) -> str:
-    return DASH if x is None else format_duration(x / 1e9)
-
-
-def secs(x: float | None) -> str:
-    return DASH if x is None else format_duration(x)
-
-
-def count(x: float | None) -> str:
-    """Counts and rates: plain below 10,000, else k/M/G with 3 significant digits."""
-    if x is None:
-        return DASH
-    for limit, div, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if abs(x) >= limit:
-            return f"{x / div:.3g}{suffix}"
-    return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.3g}"
-
-
-def dist(d: Dist | None, f: Callable[[float | None], str], p99: bool = True) -> str:
-    if d is None:
-        return DASH
-    parts = [d.median, d.p99, d.max] if p99 else [d.median, d.max]
-    return " / ".join(f(x) for x in parts)
-
-
-def spread(s: Spread | None, f: Callable[[float | None], str]) -> str:
-    return DASH if s is None else " / ".join(f(x) for x in (s.min, s.median, s.max))
-
-
-def rate_spread(s: Spread | None) -> str:
-    """Median rate, then the range over phases in the median's unit: 1.2 GiB/s (1.1-1.3)."""
-    if s is None:
-        return DASH
-    med = format_rate(s.median)
-    if s.n == 1 or s.min == s.max:
-        return med
-    div = 2**30 if med.endswith("GiB/s") else 2**20
-    prec = 2 if div == 2**30 else 1
-    return f"{med} ({s.min / div:.{prec}f}-{s.max / div:.{prec}f})"
-
-
-def _plural(n: Any, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _param_formatter(kernel: str, name: str) -> Callable[[Any], str]:
-    """Show a parsed parameter the way people write it (sizes in KiB/MiB, durations in s)."""
-    try:
-        from ..kernels import KERNELS
-        kind = KERNELS[kernel].params[name].kind
-    except Exception:  # commands, unknown kernels, or a registry that failed to import
-        kind = ""
-    if kind == "size":
-        fmt: Callable[[Any], str] = format_size
-    elif kind == "duration":
-        fmt = format_duration
-    else:
-        return lambda v: DASH if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
-    return lambda v: DASH if v is None else fmt(v) if isinstance(v, (int, float)) else str(v)
-
-
-# -- header ------------------------------------------------------------------------------------
-def _when(t_ns: int | None) -> str:
-    if not t_ns:
-        return DASH
-    return datetime.fromtimestamp(t_ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-
-
-def host_summary(env: dict) -> str:
-    """One line: hostname: CPU, cpus (cores, sockets, NUMA nodes), memory, kernel, tuning."""
-    g = env.get
-    topo = ", ".join(_plural(g(k), label) for k, label in (
-        ("physical_cores", "core"), ("sockets", "socket"), ("numa_nodes", "NUMA node"))
-        if g(k) is not None)
-    parts = [f"{g('cpu_model') or 'unknown CPU'}",
-             f"{g('logical_cpus') or '?'} cpus" + (f" ({topo})" if topo else "")]
-    if g("memory_total"):
-        parts.append(f"{format_size(g('memory_total'))} memory")
-    if g("kernel"):
-        parts.append(f"kernel {g('kernel')}")
-    if g("governor"):
-        parts.append(f"governor {g('governor')}")
-    if g("tuned_profile"):
-        parts.append(f"tuned {g('tuned_profile')}")
-    return f"{g('hostname') or 'unknown host'}: " + ", ".join(parts)
-
-
-def _clock_lines(clocks: Any, warnings: list[str]) -> list[str]:
-    """One line per node: clock offset to the coordinator (Cristian) and its error bound;
-    nodes whose bound exceeded the plan's clock_tolerance are marked loudly."""
-    if not isinstance(clocks, dict) or not clocks:
-        return []
-    out = []
-    for node, c in sorted(clocks.items()):
-        mark = "  CLOCK WARNING: bound above clock_tolerance" if node in warnings else ""
-        out.append(f"clock {node}: offset {ns(c.get('offset_ns'))} "
-                   f"(± {ns(c.get('error_ns'))}){mark}")
-    return out
-
-
-def _notes(notes: Any) -> list[str]:
-    """Note lines; the coordinator's placement facts (slots, cpus, nodes, oversubscribed)
-    become sentences, anything else shows as `key: value`."""
-    if not notes:
-        return []
-    if isinstance(notes, dict):
-        notes = dict(notes)
-        lines = []
-        slots, cpus, nodes = notes.pop("slots", None), notes.pop("cpus", None), notes.pop("nodes", None)
-        over = notes.pop("oversubscribed", None)
-        notes.pop("phases", None)   # shown in the header as "phases stored N of M"
-        if slots is not None or over:
-            line = (f"placement: {_plural(slots, 'slot') if slots is not None else 'slots'}"
-                    + (f" on {_plural(cpus, 'cpu')}" if cpus is not None else ""))
-            if over:
-                line += (": oversubscribed, no spinning (slots sleep until T0, so expect more "
-                         "lateness and skew)")
-            if nodes:
-                line += f"; {_plural(len(nodes), 'node')}: {', '.join(map(str, nodes))}"
-            lines.append(line)
-        lines += _clock_lines(notes.pop("clocks", None), notes.pop("clock_warnings", []))
-        for node, why in (notes.pop("lost", None) or {}).items():
-            lines.append(f"NODE LOST: {why}")
-        lines += [f"{k}: {v if isinstance(v, str) else json.dumps(v, default=str)}"
-                  for k, v in notes.items()]
-        return lines
-    if isinstance(notes, list):
-        return [n if isinstance(n, str) else json.dumps(n, default=str) for n in notes]
-    return [str(notes)]
-
-
-def peaks_summary(p: peaks_mod.Peaks, env: dict | None = None) -> str:
-    """One line: the node's peaks and any metric peaks of [peaks], each with its basis."""
-    parts = []
-    cpu = (env or {}).get("cpu") or {}
-    clock = ("base clock read as the current cpu MHz, not the rated base"
-             if str(cpu.get("base_source", "")).startswith("/proc/cpuinfo")
-             and p.basis.get("base_ghz") == "detected" and "dp_gflops" not in
-             {k for layer in p.overrides.values() for k in layer} else "")
-    for name in peaks_mod.OUTPUTS:
-        v = p.get(name)
-        parts.append(f"{name} {count(v)} {peaks_mod.UNITS[name]} ({p.basis.get(name, '')})"
-                     if v is not None else f"{name} unknown")
-    parts += [f"{k} {v:g} ({p.basis.get(k, '[peaks]')})" for k, v in p.metric_peaks().items()]
-    return "; ".join(parts + ([clock] if clock else []))
-
-
-def run_peaks(run: dict) -> peaks_mod.Peaks | None:
-    """The run's effective peaks: its stored environment's, the plan's [peaks] over them;
-    None for a run that has neither (nothing to compare with)."""
-    env = run.get("environment") or {}
-    plan_peaks = (run.get("plan_raw") or {}).get("peaks") or {}
-    if not (isinstance(env.get("peaks"), dict) or plan_peaks):
-        return None
-    return peaks_mod.for_run(env, plan_peaks)
-
-
-def _header(run: dict, peaks: peaks_mod.Peaks | None = None) -> list[tuple[str, str]]:
-    if run["ended_ns"]:
-        duration = format_duration((run["ended_ns"] - run["started_ns"]) / 1e9)
-    else:
-        duration = "not ended (still running, or its process was killed)"
-    rows = [("run", run["run_id"]), ("status", run["status"]),
-            ("started", _when(run["started_ns"])), ("duration", duration),
-            ("phases stored", str(run["phases"]) + (
-                f" of {run['notes']['phases']}" if isinstance(run["notes"], dict)
-                and isinstance(run["notes"].get("phases"), int) else "")),
-            ("host", host_summary(run["environment"] or {}))]
-    if peaks is not None:
-        rows.append(("peaks", peaks_summary(peaks, run["environment"])))
-    if run["argv"]:
-        rows.append(("command", " ".join(map(str, run["argv"]))))
-    return rows
-
-
-# -- tables ------------------------------------------------------------------------------------
 def _ok_cell(s: PointSummary) -> str:
     cell = f"{s.ok}/{s.records}"
     bad = [f"{n} {name}" for name, n in (("error", s.error), ("timeout", s.timeout),
@@ -282,7 +108,7 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
         notes.append(f"share of N x single-node = {', '.join(shares)} at N nodes / (N x the "
                      "same point on one node with as many workers per node)")
     if any(e.nodes and e.nodes > 1 for e in pe) and (rules or shares):
-        notes.append("peaks are those of the coordinator's node; every node is taken to be alike")
+        notes.append("peaks are each node's own (its inventory, collected on the node)")
     return cols, notes
 
 
@@ -296,11 +122,13 @@ def _metric_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
 
 def task_table(task: str, points: list[PointSummary],
                effs: dict[str, PointEfficiency] | None = None) -> Table:
-    """One task's table; its columns depend on the kernel (null, command, or io/meta);
+    """One task's table; its columns follow the kernel's traits (no work: sync figures; a
+    child process: elapsed and exit statuses; else throughput);
     efficiency and share columns only where a point has a peak or ran on several nodes."""
-    kernel = points[0].kernel
+    kernel_name = points[0].kernel
+    traits = kernel(kernel_name)
     varying = _varying(points)
-    fmts = {k: _param_formatter(kernel, k) for k in varying}
+    fmts = {k: param_formatter(kernel_name, k) for k in varying}
     with_variant = any(s.variant for s in points)
     cols: list[tuple[str, Callable[[PointSummary], str]]] = []
     if with_variant:
@@ -311,11 +139,11 @@ def task_table(task: str, points: list[PointSummary],
     keys = len(cols)
     cols += [("phases", lambda s: str(s.phases)), ("ok", _ok_cell)]
 
-    if kernel == "null":
+    if traits.sync_only:
         cols += [("sync overhead\nmed / p99 / max", lambda s: dist(s.sync_overhead, ns)),
                  ("skew\nmed / p99 / max", lambda s: dist(s.skew, ns)),
                  ("lateness\nmed / p99 / max", lambda s: dist(s.lateness, ns))]
-    elif kernel == "command":
+    elif traits.runs_child:
         cols += [("elapsed\nmin / med / max", lambda s: spread(s.slot_elapsed, secs)),
                  ("exit statuses", lambda s: ", ".join(
                      f"{code}x{n}" for code, n in sorted(s.exit_statuses.items())) or DASH)]
@@ -353,22 +181,24 @@ def task_table(task: str, points: list[PointSummary],
         notes.append(f"clock offset error bound: up to {ns(max(clock))}")
     if any(s.latency_source == "metrics" for s in points):
         notes.append("latency: median over slots of each slot's percentile (no histograms stored)")
-    return Table(title=f"{task} ({kernel})", columns=[c for c, _ in cols],
+    return Table(title=f"{task} ({kernel_name})", columns=[c for c, _ in cols],
                  rows=[[f(s) for _, f in cols] for s in points], keys=keys, notes=notes,
                  errors=_errors(points))
 
 
-def run_view(store: Store, run: dict) -> RunView:
+def run_view(store: Store, run: RunInfo) -> RunView:
     """Everything the report shows for one run."""
-    records = store.records(run["run_id"])
-    summaries = summarize(records, store.phases(run["run_id"]))
-    peaks = run_peaks(run)
-    effs = evaluate(summaries, records, peaks or peaks_mod.Peaks())
+    records = store.records(run.run_id)
+    nodes = store.nodes(run.run_id)
+    summaries = summarize(records, store.phases(run.run_id))
+    peaks = head.run_peaks(run, nodes)
+    effs = evaluate(summaries, records, peaks or NodePeaks(Peaks()))
     by_task: dict[str, list[PointSummary]] = {}
     for s in summaries:
         by_task.setdefault(s.task, []).append(s)
-    return RunView(title=f"{run['name']} - run {run['run_id']}", header=_header(run, peaks),
-                   notes=_notes(run["notes"]),
+    return RunView(title=f"{run.name} - run {run.run_id}", header=head.header(run, nodes, peaks),
+                   notes=head.notes(run, nodes),
+                   warnings=head.warning_lines(store.warnings(run.run_id)),
                    tables=[task_table(t, pts, effs) for t, pts in by_task.items()])
 
 
@@ -382,17 +212,14 @@ def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
     try:
         runs = store.runs()
         if run_id is not None:
-            chosen = [r for r in runs if r["run_id"] == run_id]
-            if not chosen:
-                raise KeyError(f"no run {run_id!r} in {store.path}; runs there: "
-                               + (", ".join(r["run_id"] for r in runs) or "none"))
+            chosen = [store.run(run_id)]
         else:
             chosen = runs if all_runs else runs[-1:]
         views = [run_view(store, r) for r in chosen]
         if len(runs) > 1 and not all_runs:
             for v in views:
                 v.notes.append(f"this directory holds {len(runs)} runs: "
-                               + ", ".join(r["run_id"] for r in runs))
+                               + ", ".join(r.run_id for r in runs))
         return views
     finally:
         if store is not store_or_dir:

@@ -9,7 +9,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..store import Store
+from ..results.store import Store
 from .tables import RunView, Table, build
 
 
@@ -58,6 +58,8 @@ def _render_run(view: RunView, console: Console) -> None:
     console.print(head)
     for note in view.notes:
         console.print(Text("note: " + note, style="yellow"))
+    for warning in view.warnings:
+        console.print(Text(warning, style="bold red"))
     if not view.tables:
         console.print(Text("no phases recorded yet", style="dim"))
     for t in view.tables:

@@ -1,12 +1,13 @@
-"""Provenance of a run: what machine it ran on, collected once at the start (< 50 ms).
+"""A node's inventory: what machine it is, collected on the node itself (< 50 ms).
 
 Every probe is allowed to fail (a file missing in a container, an odd /proc on another
 architecture): the field is then None, and collect() never raises.
 
 collect() also holds the node's theoretical peaks (peaks.py: DP GFLOPS from cores, clock and
 flops per cycle; memory bandwidth from channels and transfer rate when the firmware tables say
-so), so stored results carry the peaks of the machine they ran on. On a multi-node run this is
-the coordinator's machine: reports assume the nodes are alike. `manybench info` prints it.
+so), so stored results carry the peaks of the machine they ran on. Each node's agent collects
+its own at the start of a run (results: the nodes table), and the coordinator its own (the
+run's environment). `manybench info` prints it (info.py).
 """
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from typing import Any, Callable
 
 import psutil
 
-from . import __version__, peaks
+from .. import __version__
+from . import peaks
+from .cpu_peak import core_flops, frequencies, parse_cpuinfo
+from .memory_peak import memory_channels, parse_dmi_memory_device
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
@@ -102,7 +106,7 @@ def _dimms() -> list[dict]:
     for path in glob.glob("/sys/firmware/dmi/entries/17-*/raw"):
         try:
             with open(path, "rb") as f:
-                d = peaks.parse_dmi_memory_device(f.read())
+                d = parse_dmi_memory_device(f.read())
         except OSError:
             continue
         if d:
@@ -112,12 +116,12 @@ def _dimms() -> list[dict]:
 
 def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
     """The CPU's SIMD/FMA/clock facts and the node's peaks (peaks.py) for collect()."""
-    info = peaks.parse_cpuinfo(_read("/proc/cpuinfo") or "")
+    info = parse_cpuinfo(_read("/proc/cpuinfo") or "")
     sve = _read("/proc/sys/abi/sve_default_vector_length")
-    flops = peaks.core_flops(info, int(sve) * 8 if sve and sve.isdigit() else None)
+    flops = core_flops(info, int(sve) * 8 if sve and sve.isdigit() else None)
     freq = _safe(_cpufreq) or {}
-    base, bsrc, mx, msrc = peaks.frequencies(info["model_name"], info["mhz"], **freq)
-    channels, rate, msource = peaks.memory_channels(_safe(_dimms) or [])
+    base, bsrc, mx, msrc = frequencies(info["model_name"], info["mhz"], **freq)
+    channels, rate, msource = memory_channels(_safe(_dimms) or [])
     cpu = {"vendor": info["vendor"], "family": info["family"], "model": info["model"],
            "microarch": flops.microarch, "simd": flops.isa, "simd_bits": flops.simd_bits,
            "fma": flops.fma, "fma_units": flops.units, "fma_width_bits": flops.width_bits,
@@ -167,73 +171,3 @@ def collect() -> dict:
     both = _safe(lambda: _cpu_and_peaks(env))
     env["cpu"], env["peaks"] = both if both else (None, None)
     return env
-
-
-# -- `manybench info` ----------------------------------------------------------------------
-def _gib(n: int | None) -> str:
-    return "unknown" if not n else f"{n / 2**30:.1f} GiB"
-
-
-def _count(n: int | None, word: str) -> str:
-    return f"? {word}s" if n is None else f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _fig(name: str, v: float | None) -> str:
-    if v is None:
-        return "unknown"
-    unit = peaks.UNITS.get(name, "")
-    text = f"{v:,.1f}" if v >= 1 and v != int(v) else f"{v:,.6g}"
-    return f"{text} {unit}".rstrip()
-
-
-def info_text(env: dict) -> str:
-    """This node's inventory and theoretical peaks as `manybench info` prints them; env is
-    collect()'s dict, its peaks possibly replaced by the effective ones (plan [peaks])."""
-    g = env.get
-    cpu = g("cpu") or {}
-    lines = [f"node      {g('hostname') or 'unknown'}",
-             f"os        {g('os') or 'unknown'}, kernel {g('kernel') or 'unknown'}",
-             f"cpu       {g('cpu_model') or 'unknown'}"
-             + (f" ({cpu['microarch']})" if cpu.get("microarch") else ""),
-             "          " + ", ".join(_count(g(k), w) for k, w in (
-                 ("sockets", "socket"), ("physical_cores", "core"), ("logical_cpus", "thread")))]
-    numa = g("numa") or []
-    lines.append(f"numa      {_count(len(numa) or None, 'node')}")
-    for n in numa:
-        lines.append(f"          node {n['node']} cpus: {n.get('cpus') or '?'}, memory "
-                     f"{_gib(n.get('memory_total'))}")
-    if numa and all(n.get("distances") for n in numa):
-        lines.append("          node distances:")
-        lines.append("          node " + "".join(f"{n['node']:>4}" for n in numa))
-        for n in numa:
-            lines.append(f"          {n['node']:>3}: " + "".join(f"{d:>4}" for d in n["distances"]))
-    lines.append(f"memory    {_gib(g('memory_total'))} total; "
-                 + (f"{cpu['memory_channels']} channels" if cpu.get("memory_channels")
-                    else "channels unknown")
-                 + (f" at {cpu['memory_mt_s']} MT/s" if cpu.get("memory_mt_s") else "")
-                 + (f": {cpu['memory_source']}" if cpu.get("memory_source") else ""))
-    if cpu:
-        lines.append(f"simd      {cpu.get('simd_bits')}-bit ({cpu.get('simd')})")
-        kind = "FMA" if cpu.get("fma") else "add/multiply (no FMA)"
-        fpc = cpu.get("dp_flops_per_cycle")
-        lines.append(f"fma       {cpu.get('fma_units')} x {cpu.get('fma_width_bits')}-bit {kind} "
-                     f"pipes per core -> {fpc:g} DP flops/cycle/core" if fpc else "fma       unknown")
-        if cpu.get("flops_assumption"):
-            lines.append(f"          {cpu['flops_assumption']}")
-        base, mx = cpu.get("base_mhz"), cpu.get("max_mhz")
-        lines.append("frequency base " + (f"{base / 1e3:.3g} GHz from {cpu.get('base_source')}"
-                                          if base else "unknown")
-                     + "; max " + (f"{mx / 1e3:.3g} GHz from {cpu.get('max_source')}" if mx
-                                   else str(cpu.get("max_source") or "unknown")))
-    lines.append(f"governor  {g('governor') or 'unknown'}"
-                 + (f", tuned {g('tuned_profile')}" if g("tuned_profile") else ""))
-    p = g("peaks") or {}
-    values, basis = p.get("values") or {}, p.get("basis") or {}
-    lines += ["", "theoretical peaks (override any in the plan's [peaks])"]
-    names = [n for n in peaks.OUTPUTS] + [n for n in values if n not in peaks.FIGURES]
-    names += [n for n in peaks.INPUTS if basis.get(n, "").startswith(("[peaks]", peaks.ENV_VAR))]
-    width = max(len(n) for n in names)
-    for name in names:
-        lines.append(f"  {name:<{width}}  {_fig(name, values.get(name)):>16}  "
-                     f"{basis.get(name, '')}")
-    return "\n".join(lines) + "\n"

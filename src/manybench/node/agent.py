@@ -1,8 +1,9 @@
 """The node agent: owns this node's pool of persistent, pinned slot processes.
 
-Slots are forked once per run and fed phases over pipes. A phase is three steps so the
-coordinator can pick T0 only when every slot is ready: prepare (files laid out, child
-forked), go (T0 sent), collect (results). A slot that dies yields an error result and is
+Slots are forked once per run and fed phases over pipes (protocol.py's Slot* messages). A
+phase is three steps so the coordinator can pick T0 only when every slot is ready: prepare
+(files laid out, child forked; then connect, for slots that talk to each other), go (T0 in
+this node's clock), collect (results). A slot that dies yields an error result and is
 replaced; one that overruns its timeout is killed and yields a timeout result.
 """
 from __future__ import annotations
@@ -14,10 +15,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import Callable
 
-from .clock import wait_child
-from .kernels import KERNELS, Result, SlotContext
-from .model import Phase, TaskSpec
-from .placement import SlotPlace
+from ..kernels import KERNELS, WARM_UP, Result, SlotContext
+from ..model import Phase, TaskSpec
+from .procs import exit_text, reap
+from .protocol import (Assignment, Connect, Connected, Prepare, Prepared, SlotConnect,
+                       SlotConnected, SlotDone, SlotExit, SlotGo, SlotPing, SlotPlace,
+                       SlotPrepare, SlotReady)
 from .scratch import Scratch
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
@@ -40,14 +43,11 @@ class Running:
     waiting: bool = False       # a connect was sent and not yet answered
 
 
-def _exit_text(status: int) -> str:
-    code = os.waitstatus_to_exitcode(status)
-    return f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-
-
 class Agent:
-    def __init__(self, node: str, run: str, slots: int, default_dir: str) -> None:
+    def __init__(self, node: str, run: str, slots: int, default_dir: str,
+                 keep: bool = False) -> None:
         self.node = node
+        self.keep = keep   # leave scratch at the end
         self.run = run
         self.default_dir = default_dir
         self.scratch = Scratch(run, node)
@@ -65,7 +65,7 @@ class Agent:
         self._warm_up()
         t = time.monotonic_ns()
         for s in self.slots:
-            s.conn.send(("ping",))
+            s.conn.send(SlotPing())
         for s in self.slots:
             s.conn.recv()
         return time.monotonic_ns() - t
@@ -73,11 +73,11 @@ class Agent:
     def _warm_up(self) -> None:
         """One unrecorded null phase: first-use costs (imports, page faults) are paid here,
         not by the first measured phase."""
-        warm = Phase(-1, TaskSpec("warm-up", "null", {}), "null", "", 0, self.nslots,
+        warm = Phase(-1, TaskSpec("warm-up", WARM_UP, {}), WARM_UP, "", 0, self.nslots,
                       "spread", "none", {}, "")
-        places = [SlotPlace(i, -1, tuple(sorted(os.sched_getaffinity(0))), False)
-                  for i in range(self.nslots)]
-        self.prepare(warm, places, list(range(self.nslots)))
+        everywhere = tuple(sorted(os.sched_getaffinity(0)))
+        self.prepare(Prepare(warm, [Assignment(SlotPlace(i, -1, everywhere, False), i)
+                                    for i in range(self.nslots)]))
         self.go(time.time_ns())
         while not self.poll(1.0):
             pass
@@ -91,7 +91,7 @@ class Agent:
                 parent.close()
                 for s in self.slots:
                     s.conn.close()
-                from .slot import slot_main
+                from .slot import slot_main   # noqa: PLC0415 (only the child needs it)
                 slot_main(child)
             finally:
                 os._exit(1)
@@ -102,9 +102,9 @@ class Agent:
         """Reap a dead (or killed) slot, fork a fresh one in its place; returns why it died."""
         old = self.slots[index]
         old.conn.close()
-        status = _reap(old.pid, 1.0)
+        status = reap(old.pid, 1.0)
         if not why:
-            why = "slot died" + (f" ({_exit_text(status)})" if status is not None else "")
+            why = "slot died" + (f" ({exit_text(status)})" if status is not None else "")
         self.slots[index] = self._fork(index)
         self.replaced += 1
         return why
@@ -120,7 +120,7 @@ class Agent:
         return phase.params.get("dir") or self.default_dir
 
     def _context(self, phase: Phase, place: SlotPlace, rank: int) -> SlotContext:
-        uses_dir = phase.kernel == "command" or KERNELS[phase.kernel].uses_dir
+        uses_dir = KERNELS[phase.kernel].uses_dir
         base = self.base_dir(phase)
         return SlotContext(
             run=self.run, node=self.node, slot=place.slot, rank=rank, workers=phase.workers,
@@ -129,40 +129,42 @@ class Agent:
             scratch=self.scratch.slot_dir(base, place.slot) if uses_dir else "",
             shared=self.scratch.shared_dir(base) if uses_dir else "")
 
-    def prepare(self, phase: Phase, places: list[SlotPlace], ranks: list[int],
-                tick: Callable[[], None] | None = None) -> None:
+    def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
         """Send the phase to its slots and wait until each is ready or has failed."""
-        self.phase = phase
-        self.running = {p.slot: Running(p) for p in places}
-        for p, rank in zip(places, ranks):
-            self.slots[p.slot].conn.send(("prepare", phase, self._context(phase, p, rank), p))
+        phase = self.phase = req.phase
+        self.running = {a.place.slot: Running(a.place) for a in req.work}
+        for a in req.work:
+            self.slots[a.place.slot].conn.send(
+                SlotPrepare(phase, self._context(phase, a.place, a.rank), a.place))
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(0.2)
             if tick:
                 tick()
+        return Prepared(self.results(), {i: r.info for i, r in self.running.items()
+                                         if r.ready and r.info is not None})
 
-    def ready_slots(self) -> list[int]:
+    def _ready_slots(self) -> list[int]:
         return [i for i, r in self.running.items() if r.ready and r.result is None]
 
-    def ready_info(self) -> dict[int, dict]:
-        return {i: r.info for i, r in self.running.items() if r.ready and r.info is not None}
-
-    def connect(self, peers: dict, tick: Callable[[], None] | None = None) -> None:
+    def connect(self, req: Connect, tick: Callable[[], None] | None = None) -> Connected:
         """Hand every ready slot its peers and wait until each has connected or failed."""
-        for i in self.ready_slots():
+        for i in self._ready_slots():
             self.running[i].waiting = True
-            self.slots[i].conn.send(("connect", peers))
+            self.slots[i].conn.send(SlotConnect(req.peers))
         while any(r.waiting and r.result is None for r in self.running.values()):
             self._receive(0.2)
             if tick:
                 tick()
+        return Connected(self.results())
 
     def go(self, t0_ns: int) -> None:
+        """Release the prepared slots at T0, in this node's clock."""
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
-        for i in self.ready_slots():
-            self.slots[i].conn.send(("go", t0_ns))
+        go = SlotGo(t0_ns)
+        for i in self._ready_slots():
+            self.slots[i].conn.send(go)
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""
@@ -187,56 +189,41 @@ class Agent:
             except (EOFError, OSError):
                 self.running[i].result = Result(status="error", error=self._replace(i, ""))
                 continue
-            if msg[0] == "ready":
-                self.running[i].ready = True
-                self.running[i].info = msg[1]
-            elif msg[0] == "connected":
-                self.running[i].waiting = False
-            elif msg[0] == "done":
-                self.running[i].result = msg[1]
+            match msg:
+                case SlotReady(info):
+                    self.running[i].ready = True
+                    self.running[i].info = info
+                case SlotConnected():
+                    self.running[i].waiting = False
+                case SlotDone(result):
+                    self.running[i].result = result
 
     def results(self) -> dict[int, Result]:
         return {i: r.result for i, r in self.running.items() if r.result is not None}
 
-    def cancel(self) -> None:
-        """Drop a prepared phase on slots that never got go (another node failed, say)."""
-        for i in self.ready_slots():
-            self.slots[i].conn.send(("cancel",))
-
     # -- the end ---------------------------------------------------------------------
-    def close(self, keep: bool = False) -> None:
+    def close(self) -> None:
         for s in self.slots:
             try:
-                s.conn.send(("exit",))
+                s.conn.send(SlotExit())
             except OSError:
                 pass
         self._reap_all(2.0)
-        if not keep:
+        if not self.keep:
             self.scratch.cleanup()
 
-    def abort(self, keep: bool = False) -> None:
+    def abort(self) -> None:
         """Ctrl-C or a fatal error: stop every slot and its child now."""
         for i in range(len(self.slots)):
             self._kill(i)
         self._reap_all(2.0)
-        if not keep:
+        if not self.keep:
             self.scratch.cleanup()
 
     def _reap_all(self, grace: float) -> None:
         end = time.monotonic() + grace
         for s in self.slots:
-            _reap(s.pid, max(0.0, end - time.monotonic()))
+            reap(s.pid, max(0.0, end - time.monotonic()))
             s.conn.close()
         self.slots = []
 
-
-def _reap(pid: int, grace: float) -> int | None:
-    """Wait up to `grace` seconds for our own slot `pid`, then SIGKILL it; its wait status."""
-    try:
-        status = wait_child(pid, grace)
-        if status is None:
-            os.kill(pid, signal.SIGKILL)
-            status = os.waitpid(pid, 0)[1]
-        return status
-    except (ProcessLookupError, ChildProcessError):
-        return None

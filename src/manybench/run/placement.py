@@ -8,58 +8,8 @@ More slots than cpus wrap around: oversubscription, allowed and reported.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from functools import lru_cache
-
-
-@dataclass(frozen=True)
-class Cpu:
-    id: int
-    core: int      # physical core id within its package
-    package: int
-    numa: int
-
-
-def _read_int(path: str, default: int) -> int:
-    try:
-        with open(path) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return default
-
-
-def _parse_cpulist(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-@lru_cache(maxsize=1)
-def topology() -> tuple[Cpu, ...]:
-    """The cpus this process may use, with core, package and NUMA node from sysfs."""
-    allowed = sorted(os.sched_getaffinity(0))
-    numa_of: dict[int, int] = {}
-    base = "/sys/devices/system/node"
-    if os.path.isdir(base):
-        for name in os.listdir(base):
-            if name.startswith("node") and name[4:].isdigit():
-                try:
-                    with open(f"{base}/{name}/cpulist") as f:
-                        for c in _parse_cpulist(f.read()):
-                            numa_of[c] = int(name[4:])
-                except OSError:
-                    pass
-    cpus = []
-    for c in allowed:
-        t = f"/sys/devices/system/cpu/cpu{c}/topology"
-        cpus.append(Cpu(c, _read_int(f"{t}/core_id", c), _read_int(f"{t}/physical_package_id", 0),
-                        numa_of.get(c, 0)))
-    return tuple(cpus)
+from ..inventory.topology import Cpu, topology
+from ..node.protocol import Assignment, SlotPlace
 
 
 def cpu_order(order: str, cpus: tuple[Cpu, ...] | None = None) -> list[Cpu]:
@@ -89,16 +39,6 @@ def cpu_order(order: str, cpus: tuple[Cpu, ...] | None = None) -> list[Cpu]:
 
 SETTLE_PER_SLOT_NS = 40_000   # a wake-up and two stamps take a few us; this leaves room
 SETTLE_MAX_NS = 10_000_000
-
-
-@dataclass(frozen=True)
-class SlotPlace:
-    slot: int
-    cpu: int               # the cpu the slot is pinned to; -1 when not pinned to one cpu
-    affinity: tuple[int, ...]   # cpus the slot may run on in this phase
-    spin: bool             # it has a core to itself, so it may spin the last stretch before T0
-    settle_ns: int = 0     # sharing a core: rest this long after the end stamp, so reporting
-                           # does not delay the start of slots not yet woken on that core
 
 
 def place(workers: int, order: str, pin: str, cpus: tuple[Cpu, ...] | None = None,
@@ -160,8 +100,8 @@ def spread_counts(workers: int, order: str, capacity: dict[str, int]) -> dict[st
 
 def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
            cpus: dict[str, tuple[Cpu, ...]] | None = None,
-           machines: dict[str, str] | None = None) -> dict[str, list[tuple[SlotPlace, int]]]:
-    """Each node's (slot place, rank) pairs for one phase; ranks are 0..workers-1 overall,
+           machines: dict[str, str] | None = None) -> dict[str, list[Assignment]]:
+    """Each node's slot assignments (place and rank) for one phase; ranks are 0..workers-1 overall,
     given in the order workers were handed out (spread interleaves the nodes). machines:
     node -> machine id, so nodes sharing a machine share its cpus when deciding to spin."""
     counts = spread_counts(workers, order, capacity)
@@ -172,7 +112,7 @@ def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
         load[m] = load.get(m, 0) + k
     places = {n: place(k, order, pin, (cpus or {}).get(n), load[machines.get(n) or n])
               for n, k in counts.items() if k}
-    out: dict[str, list[tuple[SlotPlace, int]]] = {n: [] for n in places}
+    out: dict[str, list[Assignment]] = {n: [] for n in places}
     taken = {n: 0 for n in places}
     rank = 0
     names = list(places)
@@ -180,11 +120,11 @@ def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
         for n in names:
             if order == "pack":
                 while taken[n] < counts[n]:
-                    out[n].append((places[n][taken[n]], rank))
+                    out[n].append(Assignment(places[n][taken[n]], rank))
                     taken[n] += 1
                     rank += 1
             elif taken[n] < counts[n]:
-                out[n].append((places[n][taken[n]], rank))
+                out[n].append(Assignment(places[n][taken[n]], rank))
                 taken[n] += 1
                 rank += 1
     return out

@@ -1,14 +1,5 @@
-"""Per-phase figures and per-point summaries, with the names and definitions of DESIGN.md.
+"""Per-point summaries: a point's phases (phase_figures.py) and records summarized.
 
-Per phase (over its ok records):
-  first start, last end; window = last end - first start
-  lateness = start - t0 per record; skew = max(start) - min(start)
-  sync overhead = last end - first start (reported for the `null` kernel)
-  aggregate bandwidth = sum(bytes) / window, aggregate ops/s = sum(ops) / window (as IOR)
-  stonewall (phases with a `duration` param): overlap = min(end) - max(start), the window in
-  which every slot was running. Slots do not report how many bytes they moved inside it, so
-  the bytes in it are a PROPORTIONAL ESTIMATE assuming each slot ran at a constant rate:
-  bytes_i * overlap / (end_i - start_i); stonewall bandwidth = their sum / overlap.
 Per point, over its phases and records: counts by status, medians, spreads and nearest-rank
 percentiles (see stats.py). Records whose status is not ok are counted but excluded from every
 timing figure, since their stamps are partial or absent.
@@ -18,40 +9,20 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
-from ..model import Phase
+from ..kernels import hist as H
+from ..kernels import kernel
 from ..record import Record
+from ..results.contract import StoredPhase
+from .phase_figures import NS, PhaseFigures, phase_figures
 from .stats import Dist, Spread, median
 
-NS = 1e9
 # per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
 _LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
 # metrics the framework adds, not figures a command's output gave (lat_* are matched apart)
 _NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns"}
 LATENCY_QUANTILES = (50.0, 90.0, 99.0, 99.9)
-
-
-@dataclass
-class PhaseFigures:
-    """Figures of one phase; times in ns, rates per second; None when not defined."""
-    index: int
-    t0_ns: int | None
-    records: int
-    ok: int
-    first_start_ns: int | None = None
-    last_end_ns: int | None = None
-    window_ns: int | None = None
-    skew_ns: int | None = None
-    lateness_ns: list[int] = field(default_factory=list)
-    ops: int = 0
-    bytes: int = 0
-    bandwidth: float | None = None        # aggregate bandwidth, bytes/s
-    ops_rate: float | None = None         # aggregate ops/s
-    sync_overhead_ns: int | None = None   # null kernel only
-    stonewall_ns: int | None = None       # overlap window
-    stonewall_bytes: float | None = None  # proportional estimate of bytes inside it
-    stonewall_bandwidth: float | None = None
 
 
 @dataclass
@@ -87,46 +58,6 @@ class PointSummary:
     phase_figures: list[PhaseFigures] = field(default_factory=list)
 
 
-def phase_figures(index: int, records: Sequence[Record], kernel: str = "",
-                  params: dict | None = None, t0_ns: int | None = None) -> PhaseFigures:
-    """The DESIGN figures of one phase from its records (see module docstring)."""
-    ok = [r for r in records if r.status == "ok"]
-    f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
-                     (records[0].t0_ns if records else None), records=len(records), ok=len(ok))
-    if not ok:
-        return f
-    starts = [r.start_ns for r in ok]
-    ends = [r.end_ns for r in ok]
-    f.first_start_ns, f.last_end_ns = min(starts), max(ends)
-    f.window_ns = f.last_end_ns - f.first_start_ns
-    f.skew_ns = max(starts) - min(starts)
-    f.lateness_ns = [r.start_ns - r.t0_ns for r in ok]
-    f.ops = sum(r.ops for r in ok)
-    f.bytes = sum(r.bytes for r in ok)
-    if f.window_ns > 0:
-        f.bandwidth = f.bytes * NS / f.window_ns
-        f.ops_rate = f.ops * NS / f.window_ns
-    if kernel == "null":
-        f.sync_overhead_ns = f.window_ns
-    params = params if params is not None else ok[0].params
-    if params.get("duration"):
-        overlap = min(ends) - max(starts)
-        if overlap > 0 and all(r.end_ns > r.start_ns for r in ok):
-            f.stonewall_ns = overlap
-            f.stonewall_bytes = sum(r.bytes * overlap / (r.end_ns - r.start_ns) for r in ok)
-            f.stonewall_bandwidth = f.stonewall_bytes * NS / overlap
-    return f
-
-
-def _phase_info(p: dict | Phase) -> dict:
-    """Phase rows from Store.phases() or model.Phase objects, as one shape."""
-    if isinstance(p, Phase):
-        return {"index": p.index, "point": p.point, "task": p.task.name, "kernel": p.kernel,
-                "variant": p.variant, "workers": p.workers, "params": p.params, "t0_ns": None}
-    return {k: p.get(k) for k in ("index", "point", "task", "kernel", "variant", "workers",
-                                  "params", "t0_ns")}
-
-
 def _fallback_point(r: Record) -> str:
     # records of a phase the phases table does not know (or no phases given at all)
     return json.dumps([r.task, r.variant, r.workers, r.params], sort_keys=True, default=str)
@@ -136,14 +67,11 @@ def _latency(ok: list[Record]) -> tuple[dict[str, float], str]:
     """Merged latency percentiles (us) from the records' histograms; else medians of metrics."""
     hists = [r.hist for r in ok if r.hist]
     if hists:
-        try:
-            from ..kernels import hist as H   # written alongside; absent in early trees
-            merged = H.merge(hists)
+        merged = H.merge(hists)
+        if merged:    # only empty histograms: fall back to metrics
             out = {_qname(q): H.percentile(merged, q) / 1e3 for q in LATENCY_QUANTILES}
             out["max"] = H.percentile(merged, 100.0) / 1e3
             return out, "hist"
-        except (ImportError, AttributeError, ValueError):
-            pass   # no hist module yet, or only empty histograms: fall back to metrics
     by_q: dict[str, list[float]] = {}
     for r in ok:
         for name, v in r.metrics.items():
@@ -166,14 +94,14 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def summarize(records: Iterable[Record], phases: Iterable[dict | Phase] = ()) -> list[PointSummary]:
+def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
+              ) -> list[PointSummary]:
     """Summaries per point in plan order (the order of each point's first phase).
 
-    `phases` are Store.phases() rows (or model.Phase objects); they give each phase's point key,
-    parsed params and t0. Records of phases not listed are grouped by (task, variant, workers,
-    params) instead.
+    `phases` (Store.phases()) give each phase's point key, parsed params and t0. Records of
+    phases not listed are grouped by (task, variant, workers, params) instead.
     """
-    infos = {i["index"]: i for i in map(_phase_info, phases)}
+    infos: dict[int, StoredPhase] = {p.index: p for p in phases}
     by_phase: dict[int, list[Record]] = {}
     for r in records:
         by_phase.setdefault(r.phase, []).append(r)
@@ -181,19 +109,18 @@ def summarize(records: Iterable[Record], phases: Iterable[dict | Phase] = ()) ->
     points: dict[str, PointSummary] = {}
     members: dict[str, list[int]] = {}
     for idx in sorted(set(infos) | set(by_phase)):
-        recs = by_phase.get(idx, [])
         info = infos.get(idx)
         if info is None:
-            r0 = recs[0]
-            info = {"index": idx, "point": _fallback_point(r0), "task": r0.task,
-                    "kernel": r0.kernel, "variant": r0.variant, "workers": r0.workers,
-                    "params": r0.params, "t0_ns": None}
+            r0 = by_phase[idx][0]
+            info = StoredPhase(run=r0.run, index=idx, task=r0.task, kernel=r0.kernel,
+                               variant=r0.variant, rep=r0.rep, workers=r0.workers,
+                               point=_fallback_point(r0), params=r0.params, t0_ns=None)
             infos[idx] = info
-        key = info["point"]
+        key = info.point
         if key not in points:
-            points[key] = PointSummary(point=key, task=info["task"], kernel=info["kernel"],
-                                       variant=info["variant"] or "", workers=info["workers"],
-                                       params=dict(info["params"] or {}))
+            points[key] = PointSummary(point=key, task=info.task, kernel=info.kernel,
+                                       variant=info.variant or "", workers=info.workers,
+                                       params=dict(info.params or {}))
             members[key] = []
         members[key].append(idx)
 
@@ -202,7 +129,7 @@ def summarize(records: Iterable[Record], phases: Iterable[dict | Phase] = ()) ->
     return list(points.values())
 
 
-def _fill(s: PointSummary, phases: list[tuple[dict, list[Record]]]) -> None:
+def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
     all_recs = [r for _, recs in phases for r in recs]
     ok = [r for r in all_recs if r.status == "ok"]
     s.phases, s.records, s.ok = len(phases), len(all_recs), len(ok)
@@ -211,7 +138,7 @@ def _fill(s: PointSummary, phases: list[tuple[dict, list[Record]]]) -> None:
     s.lost = sum(r.status == "lost" for r in all_recs)
     s.failed = [r for r in all_recs if r.status != "ok"]
 
-    figs = [phase_figures(info["index"], recs, s.kernel, info["params"], info["t0_ns"])
+    figs = [phase_figures(info.index, recs, s.kernel, info.params, info.t0_ns)
             for info, recs in phases]
     s.phase_figures = figs
     timed = [f for f in figs if f.ok]   # phases with at least one ok record
@@ -226,7 +153,7 @@ def _fill(s: PointSummary, phases: list[tuple[dict, list[Record]]]) -> None:
                                        if f.stonewall_bandwidth is not None])
     s.skew = Dist.of([f.skew_ns for f in timed])
     s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
-    if s.kernel == "null":
+    if kernel(s.kernel).sync_only:
         s.sync_overhead = Dist.of([f.sync_overhead_ns for f in timed])
     s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
                                 for r in ok])

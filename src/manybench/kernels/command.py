@@ -13,20 +13,26 @@ import shutil
 import signal
 import tempfile
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from . import _native
-from .kernels.base import Kernel, KernelError, Result, SlotContext
-from .model import TaskSpec
-from .templates import render
+from ..templates import render
+from .base import Kernel, KernelError, Result, SlotContext
+from .native import native
+
+if TYPE_CHECKING:
+    from ..model import TaskSpec
 
 TAIL_BYTES = 4096              # stdout/stderr kept with the record
 SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each stream's end
-BUILTIN_FIELDS = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase",
-                  "variant", "task")
+# Names every command template may use besides the task's own parameters: SlotContext fields.
+BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
+                 "task")
 
 
 @dataclass
 class Prepared:
+    lib: ModuleType
     spec: TaskSpec
     pid: int
     ctl_fd: int
@@ -38,9 +44,7 @@ class Prepared:
 
 
 def template_values(ctx: SlotContext, params: dict) -> dict:
-    return {**params, "node": ctx.node, "slot": ctx.slot, "rank": ctx.rank,
-            "scratch": ctx.scratch, "run": ctx.run, "workers": ctx.workers, "rep": ctx.rep,
-            "phase": ctx.phase, "variant": ctx.variant, "task": ctx.task}
+    return {**params, **{name: getattr(ctx, name) for name in BUILTIN_NAMES}}
 
 
 def build_argv(spec: TaskSpec, values: dict) -> list[str]:
@@ -49,6 +53,7 @@ def build_argv(spec: TaskSpec, values: dict) -> list[str]:
 
 
 def _prepare(ctx: SlotContext, params: dict) -> Prepared:
+    lib = native()
     spec: TaskSpec = ctx.spec
     os.makedirs(ctx.scratch, exist_ok=True)
     argv = build_argv(spec, template_values(ctx, params))
@@ -58,9 +63,9 @@ def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     env = {**os.environ, **spec.env, **ctx.env}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     envp = [f"{k}={v}".encode() for k, v in env.items()]
-    pid, ctl, stamp = _native.spawn(path.encode(), [a.encode() for a in argv], envp,
+    pid, ctl, stamp = lib.spawn(path.encode(), [a.encode() for a in argv], envp,
                                     ctx.scratch.encode(), out.fileno(), err.fileno())
-    return Prepared(spec, pid, ctl, stamp, out, err, argv)
+    return Prepared(lib, spec, pid, ctl, stamp, out, err, argv)
 
 
 def _wait(pid: int, timeout: float | None) -> tuple[int | None, bool]:
@@ -109,15 +114,16 @@ def extract_metrics(patterns: dict[str, str], texts: list[str]) -> tuple[dict, l
 
 
 def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
-    _native.release(p.ctl_fd, t0_ns, spin_ns)
-    start_ns, start_mono, err = _native.read_stamp(p.stamp_fd)
+    lib = p.lib
+    lib.release(p.ctl_fd, t0_ns, spin_ns)
+    start_ns, start_mono, err = lib.read_stamp(p.stamp_fd)
     _close_fds(p)
     timeout = None
     if p.spec.timeout is not None:
-        timeout = max(0.0, p.spec.timeout - (_native.now_ns() - t0_ns) / 1e9)
+        timeout = max(0.0, p.spec.timeout - (lib.now_ns() - t0_ns) / 1e9)
     status, timed_out = _wait(p.pid, timeout)
     _reaped(p)
-    end_ns, end_mono = _native.now_ns(), _native.mono_ns()
+    end_ns, end_mono = lib.now_ns(), lib.mono_ns()
     res = Result(start_ns=start_ns or t0_ns, end_ns=end_ns, armed_ns=t0_ns,
                  elapsed_ns=end_mono - start_mono if start_mono else 0)
     if err:
@@ -129,7 +135,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     res.metrics["exit_status"] = code
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
     if p.spec.parse and code == 0 and not timed_out:
-        from .parsers import PARSERS, ParseError
+        from ..parsers import PARSERS, ParseError
         try:
             res.metrics.update(PARSERS[p.spec.parse](stdout, stderr))
         except ParseError as e:
@@ -151,7 +157,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
 def _reaped(p: Prepared) -> None:
     # its process-group id may be reused now: the slot's SIGTERM handler must not kill it
     p.reaped = True
-    _native.forget_child(p.pid)
+    p.lib.forget_child(p.pid)
 
 
 def _close_fds(p: Prepared) -> None:
@@ -182,4 +188,7 @@ COMMAND = Kernel(
         "with a (?P<value>...) group extract figures; `timeout` kills the process group.",
     params={},
     prepare=_prepare, run=_run, cleanup=_cleanup,
+    uses_dir=True, runs_child=True, from_command=True,
 )
+
+KERNELS = [COMMAND]

@@ -7,7 +7,7 @@ import socket
 
 from distributed import Worker
 
-from .remote import AgentPlugin
+from .dask_plugin import AgentPlugin
 
 
 def security(ca: str | None, cert: str | None, key: str | None):

@@ -19,9 +19,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-# re-exported: environment.py and the tests use them as peaks.<name>
-from .cpu_peak import CoreFlops, core_flops, frequencies, parse_cpuinfo, simd  # noqa: F401
-from .memory_peak import memory_channels, parse_dmi_memory_device  # noqa: F401
 
 # Machine figures: inputs of the formulas, then their outputs. Any other [peaks] key is the
 # peak of the metric of that name.

@@ -1,4 +1,4 @@
-"""Export records as the DESIGN contract's columns: exactly record.COLUMNS, in that order.
+"""Export records as the contract's columns: exactly record.COLUMNS, in that order.
 
 Adding a format is adding one function `(records, out) -> None` to EXPORTERS.
 """
@@ -8,7 +8,7 @@ import csv
 import json
 from typing import Callable, Iterable, TextIO
 
-from .record import COLUMNS, Record
+from ..record import COLUMNS, Record
 
 
 def _compact(value: object) -> str:

@@ -1,44 +1,23 @@
 """The slot process: one pinned worker that prepares, waits for T0 in C, runs, reports.
 
-Protocol on the slot's pipe (pickled tuples), driven by its agent:
-  ("prepare", phase, ctx, place) -> ("ready", info) | ("done", Result)   (prepare failed)
-  ("connect", peers)             -> ("connected",) | ("done", Result)   (connect failed)
-  ("go", t0_ns)                  -> ("done", Result)
-     info: what the kernel publishes for its peers (net kernels), else None;
-     peers: {rank: info with the node's host}, for kernels whose slots connect
-  ("cancel",)                    -> drops a prepared phase, no reply
-  ("ping",)                      -> ("pong", pid)
-  ("exit",)                      -> the process ends
+Driven by its agent over a pipe with the Slot* messages of protocol.py.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import traceback
 from typing import Any
 
-from . import _native
-from .command import COMMAND
-from .kernels import KERNELS, Kernel, Result, SlotContext
-from .kernels.base import KernelError
-from .model import Phase
-from .placement import SlotPlace
+from .. import _native
+from ..kernels import KERNELS, Kernel, Result, SlotContext
+from ..kernels.base import KernelError
+from ..model import Phase
+from .procs import die_with_parent
+from .protocol import (SlotCancel, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
+                       SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
-PR_SET_PDEATHSIG = 1
-
-
-def kernel_for(name: str) -> Kernel:
-    return COMMAND if name == "command" else KERNELS[name]
-
-
-def _die_with_parent() -> None:
-    # A slot must not outlive its agent, even one killed with SIGKILL.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _error(msg: str) -> Result:
@@ -56,7 +35,7 @@ class SlotLoop:
         if place.affinity != self.affinity:
             os.sched_setaffinity(0, place.affinity)
             self.affinity = place.affinity
-        kernel = kernel_for(phase.kernel)
+        kernel = KERNELS[phase.kernel]
         try:
             state = kernel.prepare(ctx, phase.params)
         except KernelError as e:
@@ -118,6 +97,16 @@ class SlotLoop:
             except Exception:
                 pass
 
+    def _prepare_reply(self, msg: SlotPrepare) -> SlotReady | SlotDone:
+        failed = self.prepare(msg.phase, msg.ctx, msg.place)
+        if failed is not None:
+            return SlotDone(failed)
+        try:
+            return SlotReady(self.publish())
+        except Exception as e:
+            self.cancel()
+            return SlotDone(_error(f"publish failed: {e!r}"))
+
     def serve(self) -> None:
         conn = self.conn
         while True:
@@ -125,28 +114,20 @@ class SlotLoop:
                 msg = conn.recv()
             except (EOFError, OSError):
                 return
-            op = msg[0]
-            if op == "go":
-                conn.send(("done", self.go(msg[1])))
-            elif op == "connect":
-                failed = self.connect(msg[1])
-                conn.send(("connected",) if failed is None else ("done", failed))
-            elif op == "prepare":
-                failed = self.prepare(*msg[1:])
-                if failed is None:
-                    try:
-                        conn.send(("ready", self.publish()))
-                    except Exception as e:
-                        self.cancel()
-                        conn.send(("done", _error(f"publish failed: {e!r}")))
-                else:
-                    conn.send(("done", failed))
-            elif op == "cancel":
-                self.cancel()
-            elif op == "ping":
-                conn.send(("pong", os.getpid()))
-            elif op == "exit":
-                return
+            match msg:
+                case SlotGo(t0_ns):
+                    conn.send(SlotDone(self.go(t0_ns)))
+                case SlotConnect(peers):
+                    failed = self.connect(peers)
+                    conn.send(SlotConnected() if failed is None else SlotDone(failed))
+                case SlotPrepare():
+                    conn.send(self._prepare_reply(msg))
+                case SlotCancel():
+                    self.cancel()
+                case SlotPing():
+                    conn.send(SlotPong(os.getpid()))
+                case SlotExit():
+                    return
 
 
 def slot_main(conn: Any) -> None:
@@ -154,7 +135,7 @@ def slot_main(conn: Any) -> None:
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the coordinator handles Ctrl-C
-        _die_with_parent()
+        die_with_parent()   # a slot must not outlive its agent, even one killed with SIGKILL
         _native.install_term_handler()
         _native.set_timerslack(1)
         SlotLoop(conn).serve()

@@ -2,10 +2,12 @@
 
 It adds RPC handlers to the worker (so the coordinator talks to each node directly, one
 message per node per phase, over Dask's comms and so its TLS), a TCP clock echo, and starts
-the node agent as a fresh subprocess (agent_process.py) that owns the slot pool.
+the node agent as a fresh subprocess (server.py) that owns the slot pool. Requests and
+replies are protocol.py's, pickled by the engine and the agent server; the worker only
+relays the bytes.
 
 Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
-srun, through `--preload manybench.remote` (see dask_setup below).
+srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
 """
 from __future__ import annotations
 
@@ -20,8 +22,11 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
-from .clock import EchoServer, wait_child
-from .placement import topology
+from ..inventory.environment import collect
+from ..inventory.topology import topology
+from .clock import EchoServer
+from .procs import wait_child
+from .protocol import Failed, NodeInfo
 
 PLUGIN_NAME = "manybench-agent"
 
@@ -56,25 +61,27 @@ class AgentPlugin(WorkerPlugin):
         return str(name)
 
     # -- handlers (called by the coordinator through distributed.core.rpc) -----------
-    def info(self) -> dict:
-        return {"node": self.node_name(), "slots": self.slots or len(topology()),
-                "cpus": [(c.id, c.core, c.package, c.numa) for c in topology()],
-                "echo_port": self.echo.port if self.echo else 0, "host": self.worker.ip,
-                "pid": os.getpid(), "machine": _boot_id()}
+    async def info(self) -> bytes:
+        """A pickled protocol.NodeInfo, with this node's inventory collected here."""
+        inventory = await asyncio.to_thread(collect)
+        return pickle.dumps(NodeInfo(
+            node=self.node_name(), slots=self.slots or len(topology()), cpus=topology(),
+            echo_port=self.echo.port if self.echo else 0, host=self.worker.ip, pid=os.getpid(),
+            machine=_boot_id(), inventory=inventory))
 
     async def call(self, kind: str, request: bytes) -> bytes:
         """Relay one pickled agent request and its pickled reply without unpickling either:
-        the worker only forwards (asyncio on the pipe, no thread hop)."""
-        op = kind
-        if op == "abort":     # not behind the lock: a phase may be holding it
+        the worker only forwards (asyncio on the pipe, no thread hop). kind: the request's
+        type name, for the three the relay acts on itself."""
+        if kind == "Abort":     # not behind the lock: a phase may be holding it
             await asyncio.to_thread(self._stop, True)
-            return pickle.dumps(("ok", None))
+            return pickle.dumps(None)
         async with self.lock:
-            if op == "start":
+            if kind == "Start":
                 await asyncio.to_thread(self._stop)
                 await self._spawn()
             if self.stream is None:
-                return pickle.dumps(("error", "the node agent is not started"))
+                return pickle.dumps(Failed("the node agent is not started"))
             reader, writer = self.stream
             try:
                 writer.write(struct.pack("!i", len(request)) + request)
@@ -83,15 +90,15 @@ class AgentPlugin(WorkerPlugin):
                 reply = await reader.readexactly(n)
             except (OSError, asyncio.IncompleteReadError) as e:
                 await asyncio.to_thread(self._stop)
-                return pickle.dumps(("error", f"the node agent died: {e!r}"))
-            if op == "close":
+                return pickle.dumps(Failed(f"the node agent died: {e!r}"))
+            if kind == "Close":
                 await asyncio.to_thread(self._stop)
             return reply
 
     # -- the agent subprocess --------------------------------------------------------
     async def _spawn(self) -> None:
         mine, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "manybench.agent_process",
+        self.proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
                                       str(theirs.fileno())], pass_fds=[theirs.fileno()],
                                      stdin=subprocess.DEVNULL)
         theirs.close()
@@ -125,7 +132,7 @@ def _boot_id() -> str:
 
 
 async def dask_setup(worker: Any) -> None:
-    """`--preload manybench.remote`: give a plain `dask worker` the agent plugin.
+    """`--preload manybench.node.dask_plugin`: give a plain `dask worker` the agent plugin.
 
     MANYBENCH_SLOTS and MANYBENCH_NODE in the worker's environment set its slots and name.
     """

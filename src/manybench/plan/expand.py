@@ -11,9 +11,11 @@ import itertools
 import json
 from typing import Any
 
-from .kernels import KERNELS
-from .model import Phase, Plan, TaskSpec, human_value
-from .plan import kernel_params, sweep_points, variant_plan
+from ..kernels import KERNELS
+from ..model import Phase, Plan, TaskSpec
+from ..units import format_duration, format_size
+from . import variant_plan
+from .tasks import kernel_params, sweep_points
 
 Point = tuple[dict[str, Any], str, str, int]   # (params, order, pin, workers)
 
@@ -21,15 +23,34 @@ Point = tuple[dict[str, Any], str, str, int]   # (params, order, pin, workers)
 def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
     """A task's points in run order; params parsed for kernels, as given for commands."""
     workers = task.workers or plan.workers
-    kernel = KERNELS.get(task.kernel)
+    kernel = KERNELS[task.kernel]
     tdir = task.dir or plan.scratch
     out: list[Point] = []
     for values in sweep_points(task.params):
-        params = kernel_params(kernel, values) if kernel else dict(values)
+        # a command's parameters are its template values, as the plan gives them
+        params = dict(values) if kernel.from_command else kernel_params(kernel, values)
         params["dir"] = tdir
         for order, pin, w in itertools.product(plan.order, plan.pin, workers):
             out.append((params, order, pin, w))
     return out
+
+
+def human_value(kernel: str, name: str, value: Any) -> str:
+    """A phase parameter as people write it: sizes as 64KiB, durations as 250.00ms."""
+    p = KERNELS[kernel].params.get(name) if kernel in KERNELS else None
+    if p is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if p.kind == "size":
+            return format_size(value)
+        if p.kind == "duration":
+            return format_duration(value)
+    return str(value)
+
+
+def label(task: str, kernel: str, variant: str, workers: int, params: dict[str, Any]) -> str:
+    """Short human name for progress lines: task [variant] k=v ... workers=N."""
+    kv = " ".join(f"{k}={human_value(kernel, k, v)}" for k, v in params.items() if k != "dir")
+    var = f" [{variant}]" if variant else ""
+    return f"{task}{var} {kv} workers={workers}".replace("  ", " ")
 
 
 def point_key(task: str, variant: str, workers: int, order: str, pin: str,
@@ -58,7 +79,8 @@ def expand(plan: Plan) -> list[Phase]:
                         index=len(phases), task=task, kernel=task.kernel, variant=vname,
                         rep=rep, workers=workers, order=order, pin=pin, params=dict(params),
                         point=point_key(task.name, vname, workers, order, pin, params),
-                        env={**task.env, **venv}))
+                        env={**task.env, **venv},
+                        label=label(task.name, task.kernel, vname, workers, params)))
     return phases
 
 

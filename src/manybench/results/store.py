@@ -1,4 +1,5 @@
-"""results.db: one SQLite file per results directory holding runs, phases and records.
+"""results.db: one SQLite file per results directory holding runs, phases, records, nodes and
+warnings (contract.py types them; schema.py makes and migrates the tables).
 
 Durability: WAL journal with synchronous=NORMAL. A commit is an append to the -wal file with
 no fsync, so committing one phase costs well under a millisecond (a coordinator can commit
@@ -8,7 +9,8 @@ is replayed by the next opener). Only an OS crash or power loss may drop the las
 Concurrency: one writer (the coordinator) and any number of readers. WAL readers never block
 the writer and see only committed transactions, so a phase appears to a reader all at once,
 after write_phase returned. Readers open with mode=ro and query_only, so `report` and `export`
-can never change a run, not even while it is being written.
+can never change a run, not even while it is being written. Every open checks the file's
+schema version (schema.py): a newer file is refused, an older one migrated.
 """
 from __future__ import annotations
 
@@ -20,59 +22,14 @@ import time
 from typing import Any, Iterable
 from urllib.parse import quote
 
-from .model import Phase, Plan
-from .record import Record
+from ..model import Phase, Plan
+from ..record import FIELDS, Record
+from .contract import (RUN_STATUSES, RunInfo, RunNotes, StoredNode, StoredPhase, Warning)
+from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
 
 DB_NAME = "results.db"
-RUN_STATUSES = ("running", "finished", "failed", "interrupted", "aborted")
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id          TEXT PRIMARY KEY,
-    name        TEXT NOT NULL,
-    plan_source TEXT NOT NULL,          -- the plan's TOML text as given
-    plan_raw    TEXT NOT NULL,          -- json: the validated plan dict, overrides applied
-    argv        TEXT NOT NULL,          -- json list
-    started_ns  INTEGER NOT NULL,
-    ended_ns    INTEGER,                -- NULL while running (or when the process was killed)
-    status      TEXT NOT NULL,
-    environment TEXT NOT NULL,          -- json (environment.collect())
-    notes       TEXT NOT NULL           -- json, e.g. oversubscription
-);
-CREATE TABLE IF NOT EXISTS phases (
-    run     TEXT NOT NULL REFERENCES runs(id),
-    idx     INTEGER NOT NULL,
-    task    TEXT NOT NULL,
-    kernel  TEXT NOT NULL,
-    variant TEXT NOT NULL,
-    rep     INTEGER NOT NULL,
-    workers INTEGER NOT NULL,
-    point   TEXT NOT NULL,
-    params  TEXT NOT NULL,              -- json
-    t0_ns   INTEGER NOT NULL,
-    status  TEXT NOT NULL,
-    label   TEXT NOT NULL,
-    PRIMARY KEY (run, idx)
-);
-CREATE TABLE IF NOT EXISTS records (
-    run TEXT NOT NULL, phase INTEGER NOT NULL, task TEXT NOT NULL, kernel TEXT NOT NULL,
-    variant TEXT NOT NULL, rep INTEGER NOT NULL, workers INTEGER NOT NULL, node TEXT NOT NULL,
-    slot INTEGER NOT NULL, cpu INTEGER NOT NULL, t0_ns INTEGER NOT NULL,
-    start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, elapsed_s REAL NOT NULL,
-    ops INTEGER NOT NULL, bytes INTEGER NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL,
-    params TEXT NOT NULL, metrics TEXT NOT NULL,   -- json objects
-    hist TEXT,                                     -- json {bucket: count} or NULL
-    extra TEXT NOT NULL,                           -- json object
-    PRIMARY KEY (run, phase, node, slot)
-);
-"""
-
-# Record fields in storage order: the export columns, then what is stored but never exported.
-_REC_FIELDS = ("run", "phase", "task", "kernel", "variant", "rep", "workers", "node", "slot",
-               "cpu", "t0_ns", "start_ns", "end_ns", "elapsed_s", "ops", "bytes", "status",
-               "error", "params", "metrics", "hist", "extra")
-_REC_JSON = ("params", "metrics", "extra")
+_REC_FIELDS = tuple(f.name for f in FIELDS)
+_REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
 _INSERT_RECORD = (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
                   f"VALUES ({', '.join('?' * len(_REC_FIELDS))})")
 
@@ -110,8 +67,8 @@ class Store:
 
     `Store(dir)` creates the directory and database when missing (the coordinator);
     `Store(dir, readonly=True)` opens an existing one for reading only (report, export) and
-    raises FileNotFoundError when there is none. A Store may be used from several threads
-    (calls are serialized), e.g. a coordinator committing from its collector thread.
+    raises FileNotFoundError when there is none. Both raise schema.SchemaError for a file of
+    a newer manybench. A Store may be used from several threads (calls are serialized).
     """
 
     def __init__(self, directory: str | os.PathLike, readonly: bool = False) -> None:
@@ -119,6 +76,7 @@ class Store:
         self.path = db_path(directory)
         self.readonly = readonly
         self._lock = threading.Lock()
+        self._seq: dict[str, int] = {}     # run -> next warning number
         if readonly:
             if not os.path.isfile(self.path):
                 raise FileNotFoundError(f"no {DB_NAME} in {self.directory}")
@@ -126,6 +84,8 @@ class Store:
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
                                        check_same_thread=False)
             self._busy()
+            if check(self._db, self.path) < SCHEMA_VERSION:
+                self._db = _migrated_copy(self._db, self.path)
             self._db.execute("PRAGMA query_only=ON")
         else:
             os.makedirs(self.directory, exist_ok=True)
@@ -135,9 +95,7 @@ class Store:
             self._busy()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:
-                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            upgrade(self._db, self.path)
 
     def _busy(self) -> None:
         # A checkpoint by the writer may briefly hold a lock a reader wants, and vice versa;
@@ -178,12 +136,33 @@ class Store:
             db.execute("COMMIT")
 
     def begin_run(self, run_id: str, plan: Plan, argv: list[str], environment: dict,
-                  notes: dict | None = None) -> None:
+                  notes: RunNotes | None = None) -> None:
         """Record a new run as 'running'."""
         row = (run_id, plan.name, plan.source or "", _dumps(plan.raw or {}), _dumps(list(argv)),
-               time.time_ns(), None, "running", _dumps(environment or {}), _dumps(notes or {}))
+               time.time_ns(), None, "running", _dumps(environment or {}),
+               _dumps((notes or RunNotes()).to_json()))
         self._write([("INSERT INTO runs (id, name, plan_source, plan_raw, argv, started_ns, "
                       "ended_ns, status, environment, notes) VALUES (?,?,?,?,?,?,?,?,?,?)", row)])
+
+    def write_nodes(self, run_id: str, nodes: Iterable[StoredNode]) -> None:
+        """Store (or replace) the run's nodes: inventory, slots, latest clock offset."""
+        rows = [(run_id, n.name, n.host, n.slots, n.cpus, n.machine, int(n.offset_ns),
+                 int(n.error_ns), _dumps(n.inventory or {})) for n in nodes]
+        self._write([("INSERT OR REPLACE INTO nodes (run, name, host, slots, cpus, machine, "
+                      "offset_ns, error_ns, inventory) VALUES (?,?,?,?,?,?,?,?,?)", rows)])
+
+    def add_warning(self, run_id: str, w: Warning) -> None:
+        """Store one warning of the run (numbered in the order they came)."""
+        if run_id not in self._seq:
+            with self._lock:
+                last = self._db.execute("SELECT MAX(seq) FROM warnings WHERE run=?",
+                                        (run_id,)).fetchone()[0]
+            self._seq[run_id] = -1 if last is None else last
+        self._seq[run_id] += 1
+        self._write([("INSERT INTO warnings (run, seq, kind, message, node, task, phase, "
+                      "time_ns) VALUES (?,?,?,?,?,?,?,?)",
+                      (run_id, self._seq[run_id], w.kind, w.message, w.node, w.task, w.phase,
+                       w.time_ns or time.time_ns()))])
 
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
                     status: str = "ok") -> None:
@@ -191,9 +170,9 @@ class Store:
 
         Writing the same phase index again replaces it (and its records) as a whole.
         """
-        prow = (run_id, phase.index, phase.task.name, phase.kernel, phase.variant, phase.rep,
-                phase.workers, phase.point, _dumps(phase.params), int(t0_ns), status,
-                phase.label)
+        p = StoredPhase.of(run_id, phase, t0_ns, status)
+        prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
+                _dumps(p.params), int(t0_ns), status, p.label)
         rrows = []
         for r in records:
             d = {f: getattr(r, f) for f in _REC_FIELDS}
@@ -216,9 +195,9 @@ class Store:
         self._write([("UPDATE runs SET status=?, ended_ns=? WHERE id=?",
                       (status, time.time_ns(), run_id))])
 
-    def update_notes(self, run_id: str, notes: dict) -> None:
-        """Replace a run's notes (e.g. add an oversubscription note once placement is known)."""
-        self._write([("UPDATE runs SET notes=? WHERE id=?", (_dumps(notes), run_id))])
+    def update_notes(self, run_id: str, notes: RunNotes) -> None:
+        """Replace a run's notes."""
+        self._write([("UPDATE runs SET notes=? WHERE id=?", (_dumps(notes.to_json()), run_id))])
 
     # -- reads -----------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[dict]:
@@ -227,32 +206,47 @@ class Store:
             names = [c[0] for c in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def runs(self) -> list[dict]:
-        """Every run, oldest first: run_id, name, plan_source, plan_raw, argv, started_ns,
-        ended_ns (None while running or after a kill), status, environment, notes
-        (json fields decoded), phases (count stored)."""
+    def runs(self) -> list[RunInfo]:
+        """Every run, oldest first, with the count of phases stored."""
         rows = self._query(
             "SELECT r.*, (SELECT COUNT(*) FROM phases p WHERE p.run = r.id) AS n_phases "
             "FROM runs r ORDER BY r.started_ns, r.rowid")
-        out = []
-        for r in rows:
-            out.append({
-                "run_id": r["id"], "name": r["name"], "plan_source": r["plan_source"],
-                "plan_raw": json.loads(r["plan_raw"]), "argv": json.loads(r["argv"]),
-                "started_ns": r["started_ns"], "ended_ns": r["ended_ns"], "status": r["status"],
-                "environment": json.loads(r["environment"]), "notes": json.loads(r["notes"]),
-                "phases": r["n_phases"],
-            })
-        return out
+        return [RunInfo(run_id=r["id"], name=r["name"], plan_source=r["plan_source"],
+                        plan_raw=json.loads(r["plan_raw"]), argv=json.loads(r["argv"]),
+                        started_ns=r["started_ns"], ended_ns=r["ended_ns"], status=r["status"],
+                        environment=json.loads(r["environment"]),
+                        notes=RunNotes.from_json(json.loads(r["notes"])), phases=r["n_phases"])
+                for r in rows]
 
-    def phases(self, run_id: str) -> list[dict]:
-        """The run's stored phases in index order: run, index, task, kernel, variant, rep,
-        workers, point, params (decoded), t0_ns, status, label."""
+    def run(self, run_id: str) -> RunInfo:
+        """One run by id; KeyError naming the runs there are when it is not here."""
+        runs = self.runs()
+        for r in runs:
+            if r.run_id == run_id:
+                return r
+        raise KeyError(f"no run {run_id!r} in {self.path}; runs there: "
+                       + (", ".join(r.run_id for r in runs) or "none"))
+
+    def phases(self, run_id: str) -> list[StoredPhase]:
+        """The run's stored phases in index order."""
         rows = self._query("SELECT * FROM phases WHERE run=? ORDER BY idx", (run_id,))
+        return [StoredPhase(run=r["run"], index=r["idx"], task=r["task"], kernel=r["kernel"],
+                            variant=r["variant"], rep=r["rep"], workers=r["workers"],
+                            point=r["point"], params=json.loads(r["params"]), t0_ns=r["t0_ns"],
+                            status=r["status"], label=r["label"]) for r in rows]
+
+    def nodes(self, run_id: str) -> list[StoredNode]:
+        """The run's nodes, by name."""
+        rows = self._query("SELECT * FROM nodes WHERE run=? ORDER BY name", (run_id,))
         for r in rows:
-            r["index"] = r.pop("idx")
-            r["params"] = json.loads(r["params"])
-        return rows
+            r["inventory"] = json.loads(r["inventory"])
+        return [StoredNode(**r) for r in rows]
+
+    def warnings(self, run_id: str) -> list[Warning]:
+        """The run's warnings in the order they came."""
+        rows = self._query("SELECT * FROM warnings WHERE run=? ORDER BY seq", (run_id,))
+        return [Warning(kind=r["kind"], message=r["message"], node=r["node"], task=r["task"],
+                        phase=r["phase"], time_ns=r["time_ns"], run=r["run"]) for r in rows]
 
     def records(self, run_id: str | None = None) -> list[Record]:
         """Records of one run (or of every run, oldest run first), ordered by phase, node, slot."""
@@ -270,11 +264,18 @@ class Store:
         return out
 
 
+def _migrated_copy(db: sqlite3.Connection, path: str) -> sqlite3.Connection:
+    """An older file opened read-only: migrate a private copy in memory, never the file."""
+    mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.backup(mem)
+    db.close()
+    upgrade(mem, path)
+    return mem
+
+
 def _uri_path(path: str) -> str:
     # A file: URI must escape the characters URIs give meaning to (e.g. '?' or '#' in a path).
     return quote(path, safe="/")
 
 
-def open_readonly(directory: str | os.PathLike) -> Store:
-    """A read-only Store for report and export."""
-    return Store(directory, readonly=True)
+__all__ = ["DB_NAME", "SchemaError", "Store", "db_path"]

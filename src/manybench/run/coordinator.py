@@ -1,27 +1,29 @@
 """The phase loop: place, prepare, pick T0, release, collect, store — one phase at a time.
 
 Every finished phase is committed before the next starts, so a crash, kill or Ctrl-C keeps
-everything measured so far; the run row says how the run ended.
+everything measured so far; the run row says how the run ended. The coordinator works in its
+own clock only: engines convert T0 and stamps (engines/base.py).
 """
 from __future__ import annotations
 
 import os
 import secrets
 import signal
-import sys
 import time
 from dataclasses import dataclass
 
-from . import environment
-from .clock import Scheduler, now_ns
-from .engines.base import Engine, Node
-from .kernels import Result
-from .model import Phase, Plan
-from .placement import SlotPlace, assign, oversubscribed
-from .plan import PlanError
+from ..engines.base import Engine, Node, Work
+from ..inventory.environment import collect
+from ..kernels import Result
+from ..model import Phase, Plan
+from ..plan import PlanError
+from ..record import Record
+from ..results.contract import RunNotes, StoredNode
+from ..results.store import Store
+from .placement import assign, oversubscribed
 from .progress import RunProgress
-from .record import Record
-from .store import Store
+from .schedule import Scheduler, now_ns
+from .warnings import Warnings, start_warnings
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -39,22 +41,19 @@ class Outcome:
     failed: int          # records whose status is not ok
 
 
-def _record(run: str, phase: Phase, node: Node, place: SlotPlace, rank: int, t0: int,
-            res: Result) -> Record:
-    """A slot's result as a record, its stamps moved into the coordinator's timebase."""
-    off = node.offset_ns
+def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
+                res: Result) -> Record:
+    """A slot's result (stamps already in the coordinator's clock) as a record."""
     metrics = dict(res.metrics)
-    metrics.update(clock_offset_ns=off, clock_error_ns=node.error_ns)
+    metrics.update(clock_offset_ns=node.offset_ns, clock_error_ns=node.error_ns)
     extra = dict(res.extra)
     if res.armed_ns:
-        extra["armed_ns"] = res.armed_ns - off
+        extra["armed_ns"] = res.armed_ns
     extra["rank"] = rank
     return Record(
         run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
         variant=phase.variant, rep=phase.rep, workers=phase.workers, node=node.name,
-        slot=place.slot, cpu=place.cpu, t0_ns=t0,
-        start_ns=res.start_ns - off if res.start_ns else 0,
-        end_ns=res.end_ns - off if res.end_ns else 0,
+        slot=slot, cpu=cpu, t0_ns=t0, start_ns=res.start_ns, end_ns=res.end_ns,
         elapsed_s=res.elapsed_ns / 1e9, ops=res.ops, bytes=res.bytes, status=res.status,
         error=res.error, params={k: v for k, v in phase.params.items() if v is not None},
         metrics=metrics, hist=res.hist, extra=extra)
@@ -68,6 +67,8 @@ class Coordinator:
         self.scheduler = Scheduler()
         self.failed = 0
         self.current: tuple | None = None
+        self.lost: set[str] = set()
+        self.worst_error: dict[str, int] = {}
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -79,19 +80,18 @@ class Coordinator:
                                   self.plan.keep, largest)
         problems = check_nodes(self.phases, nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
-            self.engine.close(self.plan.keep)
+            self.engine.close()
             raise PlanError(problems)
         store = Store(self.outdir)
-        cpus = sum(len(n.cpus) for n in nodes)
-        notes = {"slots": sum(n.slots for n in nodes), "phases": len(self.phases),
-                 "nodes": [n.name for n in nodes], "cpus": cpus,
-                 "oversubscribed": any(oversubscribed(n.slots, n.cpus) for n in nodes)}
-        store.begin_run(run_id, self.plan, self.argv, environment.collect(), notes)
-        self.store, self.notes, self.run_id = store, notes, run_id
-        self._clock_notes(nodes)
-        if notes["oversubscribed"]:
-            print(f"note: {notes['slots']} slots on {cpus} cpus: oversubscribed, slots sleep "
-                  "until T0 without spinning", file=sys.stderr)
+        notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
+                         cpus=sum(len(n.cpus) for n in nodes),
+                         oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
+        store.begin_run(run_id, self.plan, self.argv, collect(), notes)
+        self.store, self.run_id, self.nodes = store, run_id, nodes
+        self.warnings = Warnings(store, run_id)
+        for kind, node, msg in start_warnings(self.phases, nodes):
+            self.warnings.add(kind, msg, node=node)
+        self._store_nodes()
         status, code = "aborted", EXIT_FAILED
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -100,14 +100,14 @@ class Coordinator:
         except KeyboardInterrupt:
             status, code = "interrupted", EXIT_INTERRUPTED
             self._save_interrupted(store, run_id)
-            self.engine.abort(self.plan.keep)
+            self.engine.abort()
         except BaseException:
-            self.engine.abort(self.plan.keep)
+            self.engine.abort()
             store.end_run(run_id, "aborted")
             store.close()
             raise
         else:
-            self.engine.close(self.plan.keep)
+            self.engine.close()
         finally:
             signal.signal(signal.SIGTERM, previous)
         store.end_run(run_id, status)
@@ -121,51 +121,56 @@ class Coordinator:
             for phase in self.phases:
                 if point is not None and phase.point != point:
                     self.engine.sync_clocks()    # clocks drift: re-measure between points
-                    self._clock_notes(nodes)
+                    self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
                 t0, records = self._run_phase(self.run_id, phase, nodes, bar)
                 self.store.write_phase(self.run_id, phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
+                self._metric_warnings(phase, records)
                 bar.advance()
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     return "aborted"
         return "finished" if self.failed == 0 else "failed"
 
     def _lost_nodes(self) -> bool:
-        lost = self.engine.lost_nodes()
-        new = {n: why for n, why in lost.items() if n not in self.notes.get("lost", {})}
-        for why in new.values():
-            print(f"NODE LOST: {why}" + ("; aborting the run (on_node_loss = \"abort\")"
-                                         if self.plan.on_node_loss == "abort" else
-                                         "; continuing without it"), file=sys.stderr)
-        if new:
-            self.notes["lost"] = lost
-            self.store.update_notes(self.run_id, self.notes)
+        """Warn of nodes lost since the last phase; True when there were any."""
+        new = {n: why for n, why in self.engine.lost_nodes().items() if n not in self.lost}
+        for node, why in new.items():
+            self.lost.add(node)
+            self.warnings.add("node-lost", why + ("; the run stops (on_node_loss = \"abort\")"
+                                                  if self.plan.on_node_loss == "abort" else
+                                                  "; the run goes on without it"), node=node)
         return bool(new)
 
-    def _clock_notes(self, nodes: list[Node]) -> None:
-        """Record node clock offsets; shout about any whose bound exceeds the tolerance."""
-        clocks = {n.name: {"offset_ns": n.offset_ns, "error_ns": n.error_ns} for n in nodes}
+    def _store_nodes(self) -> None:
+        """Store every node's latest clock offset and the worst bound seen; warn of nodes
+        whose bound exceeds the plan's clock_tolerance."""
         tol = self.plan.clock_tolerance
-        bad = [n for n in nodes if tol is not None and n.error_ns > tol * 1e9]
-        for n in bad:
-            print(f"CLOCK WARNING: node {n.name}: offset bound {n.error_ns / 1e3:.1f} us exceeds "
-                  f"the plan's clock_tolerance {tol * 1e6:.1f} us", file=sys.stderr)
-        self.notes["clocks"] = clocks
-        if bad:
-            self.notes["clock_warnings"] = sorted(set(self.notes.get("clock_warnings", []))
-                                                  | {n.name for n in bad})
-        self.store.update_notes(self.run_id, self.notes)
+        for n in self.nodes:
+            self.worst_error[n.name] = max(self.worst_error.get(n.name, 0), n.error_ns)
+            if tol is not None and n.error_ns > tol * 1e9:
+                self.warnings.add("clock", f"node {n.name}: clock offset bound "
+                                  f"{n.error_ns / 1e3:.1f} us exceeds the plan's clock_tolerance "
+                                  f"{tol * 1e6:.1f} us", node=n.name, key=("clock", n.name))
+        self.store.write_nodes(self.run_id, [
+            StoredNode(run=self.run_id, name=n.name, host=n.host, slots=n.slots,
+                       cpus=len(n.cpus), machine=n.machine, offset_ns=n.offset_ns,
+                       error_ns=self.worst_error[n.name], inventory=n.inventory)
+            for n in self.nodes])
+
+    def _metric_warnings(self, phase: Phase, records: list[Record]) -> None:
+        for r in records:
+            for name in r.extra.get("missing_metrics", ()):
+                self.warnings.add("missing-metric", f"task {phase.task.name}: metric {name!r} "
+                                  "matched nothing in the command's output", task=phase.task.name,
+                                  phase=phase.index)
 
     def _run_phase(self, run_id: str, phase: Phase, nodes: list[Node],
                    bar: RunProgress) -> tuple[int, list[Record]]:
         work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
                       {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes})
         self.engine.prepare(phase, work, bar.tick)
-        peers = self._peers(nodes, work)
-        if peers:     # slots that talk to each other connect before T0 is chosen
-            self.engine.connect(peers, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
@@ -176,33 +181,23 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        armed = [r.armed_ns - n.offset_ns for n in nodes
-                 for r in results.get(n.name, {}).values() if r.armed_ns and r.status == "ok"]
+        armed = [r.armed_ns for got in results.values() for r in got.values()
+                 if r.armed_ns and r.status == "ok"]
         self.scheduler.observe(sent, t0, armed)
         records = self._records(run_id, phase, nodes, work, t0, results)
         self.current = None
         return t0, records
 
-    def _peers(self, nodes: list[Node], work: dict) -> dict[int, dict] | None:
-        """Rank -> what its slot published plus its node's host, for slots that connect."""
-        info = self.engine.ready_info()
-        if not any(info.values()):
-            return None
-        host = {n.name: n.host for n in nodes}
-        return {rank: {"host": host[node], **info[node][place.slot]}
-                for node, pairs in work.items() for place, rank in pairs
-                if place.slot in info.get(node, {})}
-
-    def _records(self, run_id: str, phase: Phase, nodes: list[Node],
-                 work: dict[str, list[tuple[SlotPlace, int]]], t0: int,
+    def _records(self, run_id: str, phase: Phase, nodes: list[Node], work: Work, t0: int,
                  results: dict[str, dict[int, Result]], missing: str = "") -> list[Record]:
         out = []
         for node in nodes:
-            for place, rank in work.get(node.name, []):
-                res = results.get(node.name, {}).get(place.slot)
+            for a in work.get(node.name, []):
+                res = results.get(node.name, {}).get(a.place.slot)
                 if res is None:
                     res = Result(status="error", error=missing or "no result")
-                out.append(_record(run_id, phase, node, place, rank, t0, res))
+                out.append(make_record(run_id, phase, node, a.place.slot, a.place.cpu, a.rank,
+                                       t0, res))
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:

@@ -1,0 +1,76 @@
+"""The figures of one phase, with the names and definitions of docs/definitions.md.
+
+Over a phase's ok records:
+  first start, last end; window = last end - first start
+  lateness = start - t0 per record; skew = max(start) - min(start)
+  sync overhead = last end - first start (kernels that do no work: trait sync_only)
+  aggregate bandwidth = sum(bytes) / window, aggregate ops/s = sum(ops) / window (as IOR)
+  stonewall (phases with a `duration` param): overlap = min(end) - max(start), the window in
+  which every slot was running. Slots do not report how many bytes they moved inside it, so
+  the bytes in it are a PROPORTIONAL ESTIMATE assuming each slot ran at a constant rate:
+  bytes_i * overlap / (end_i - start_i); stonewall bandwidth = their sum / overlap.
+Records whose status is not ok are counted but excluded from every timing figure, since their
+stamps are partial or absent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..kernels import kernel
+from ..record import Record
+
+NS = 1e9
+
+
+@dataclass
+class PhaseFigures:
+    """Figures of one phase; times in ns, rates per second; None when not defined."""
+    index: int
+    t0_ns: int | None
+    records: int
+    ok: int
+    first_start_ns: int | None = None
+    last_end_ns: int | None = None
+    window_ns: int | None = None
+    skew_ns: int | None = None
+    lateness_ns: list[int] = field(default_factory=list)
+    ops: int = 0
+    bytes: int = 0
+    bandwidth: float | None = None        # aggregate bandwidth, bytes/s
+    ops_rate: float | None = None         # aggregate ops/s
+    sync_overhead_ns: int | None = None   # null kernel only
+    stonewall_ns: int | None = None       # overlap window
+    stonewall_bytes: float | None = None  # proportional estimate of bytes inside it
+    stonewall_bandwidth: float | None = None
+
+
+def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
+                  params: dict | None = None, t0_ns: int | None = None) -> PhaseFigures:
+    """The figures of one phase from its records (see the module docstring)."""
+    ok = [r for r in records if r.status == "ok"]
+    f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
+                     (records[0].t0_ns if records else None), records=len(records), ok=len(ok))
+    if not ok:
+        return f
+    starts = [r.start_ns for r in ok]
+    ends = [r.end_ns for r in ok]
+    f.first_start_ns, f.last_end_ns = min(starts), max(ends)
+    f.window_ns = f.last_end_ns - f.first_start_ns
+    f.skew_ns = max(starts) - min(starts)
+    f.lateness_ns = [r.start_ns - r.t0_ns for r in ok]
+    f.ops = sum(r.ops for r in ok)
+    f.bytes = sum(r.bytes for r in ok)
+    if f.window_ns > 0:
+        f.bandwidth = f.bytes * NS / f.window_ns
+        f.ops_rate = f.ops * NS / f.window_ns
+    if kernel_name and kernel(kernel_name).sync_only:
+        f.sync_overhead_ns = f.window_ns
+    params = params if params is not None else ok[0].params
+    if params.get("duration"):
+        overlap = min(ends) - max(starts)
+        if overlap > 0 and all(r.end_ns > r.start_ns for r in ok):
+            f.stonewall_ns = overlap
+            f.stonewall_bytes = sum(r.bytes * overlap / (r.end_ns - r.start_ns) for r in ok)
+            f.stonewall_bandwidth = f.stonewall_bytes * NS / overlap
+    return f

@@ -1,0 +1,57 @@
+"""The C extension as kernels use it: loading it, and turning its result dicts and errnos
+into Results and one-line messages a user can act on."""
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+from .base import KernelError, Result
+from .hist import decode, latency_metrics
+
+
+def native() -> ModuleType:
+    """The compiled `manybench._native`, or a KernelError saying how to build it.
+
+    Imported lazily so that plan checks and dry runs work without the C extension.
+    """
+    try:
+        from .. import _native
+    except ImportError as e:
+        raise KernelError("manybench's C kernels are not built: run `pip install .` (or "
+                          f"`python setup.py build_ext --inplace`) in the source tree ({e})") from e
+    return _native
+
+
+# What the user can do about the errors their plan can cause.
+_HINTS = {
+    errno.ENOSPC: "the file system is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EACCES: "check the owner and mode of the directory and its parents",
+    errno.EPERM: "check the owner, mode and attributes of the file and its directory",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EFBIG: "larger than the file system or the file size limit (ulimit -f) allows",
+    errno.EMLINK: "too many entries in one directory for this file system",
+    errno.ENOENT: "the directory vanished or was never created",
+}
+
+
+def user_message(prefix: str, err: int, text: str) -> str:
+    """One line: "<prefix>: <what failed>: <strerror> (<what to do>)"."""
+    hint = _HINTS.get(err)
+    return f"{prefix}: {text}" + (f" ({hint})" if hint else "")
+
+
+def result_from_native(d: Mapping[str, Any],
+                       explain: Callable[[int, str], str] | None = None) -> Result:
+    """A Result from a `run_*` dict: status from errno, error text through `explain`."""
+    h = decode(d.get("hist"))
+    err = int(d.get("errno") or 0)
+    text = str(d.get("error") or "")
+    if err and explain is not None:
+        text = explain(err, text)
+    return Result(start_ns=d["start_ns"], end_ns=d["end_ns"], elapsed_ns=d["elapsed_ns"],
+                  armed_ns=d["armed_ns"], ops=d["ops"], bytes=d["bytes"],
+                  status="error" if err else "ok", error=text if err else "",
+                  metrics=latency_metrics(h), hist=h or None)

@@ -1,0 +1,199 @@
+"""Every message that crosses to a node, typed. Nothing else travels between the processes.
+
+Two hops, one vocabulary:
+
+  engine -> node agent   requests below, answered by the reply named beside each. The local
+                         engine calls its in-process Agent with them; the Dask engine pickles
+                         them through the worker's `mb_call` handler to the agent server.
+  agent  -> slot         Slot* messages over each slot's pipe, answered by Slot* replies.
+
+  NodeInfo                       the worker's answer to `mb_info` (before any request)
+  Start(run, node, slots, ...)   -> Started(dispatch_ns)
+  Prepare(phase, work)           -> Prepared(failed, published)
+  Connect(peers)                 -> Connected(failed)
+  Run(t0_ns, work, phase|None)   -> Finished(results)   phase given: prepare first (one
+                                                         message per node per phase)
+  Ping()                         -> None
+  Close() / Abort()              -> None, then the agent ends (scratch kept if Start said so)
+  any request that fails         -> Failed(error)
+
+  SlotPrepare(phase, ctx, place) -> SlotReady(info) | SlotDone(result)    (prepare failed)
+  SlotConnect(peers)             -> SlotConnected() | SlotDone(result)    (connect failed)
+  SlotGo(t0_ns)                  -> SlotDone(result)
+  SlotCancel()                   drops a prepared phase, no reply
+  SlotPing()                     -> SlotPong(pid)
+  SlotExit()                     the slot ends
+
+Times: every t0_ns sent to a node and every stamp in a Result coming back is in that NODE's
+clock (CLOCK_REALTIME there). engines/base.py converts both ways, and nothing else does.
+Published info and peers are what net kernels exchange before T0: each slot publishes (a
+port, say); every slot then gets {rank: published info + "host" of its node}.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..inventory.topology import Cpu
+from ..kernels.base import Result, SlotContext
+from ..model import Phase
+
+
+# -- where a slot runs in one phase ------------------------------------------------------------
+@dataclass(frozen=True)
+class SlotPlace:
+    slot: int
+    cpu: int                    # the cpu the slot is pinned to; -1 when not pinned to one cpu
+    affinity: tuple[int, ...]   # cpus the slot may run on in this phase
+    spin: bool                  # it has a core to itself, so it may spin the last stretch
+    settle_ns: int = 0          # sharing a core: rest this long after the end stamp, so
+                                # reporting does not delay slots not yet woken on that core
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One slot's part in a phase: where it runs and its rank among the phase's workers."""
+    place: SlotPlace
+    rank: int
+
+
+# -- engine -> agent ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeInfo:
+    node: str                   # the node's name in records
+    slots: int                  # slots it offers by default
+    cpus: tuple[Cpu, ...]
+    echo_port: int              # its clock echo (Cristian)
+    host: str                   # where other nodes' slots reach it
+    pid: int
+    machine: str                # boot id: nodes on one machine share its cpus
+    inventory: dict = field(default_factory=dict)   # inventory.environment.collect() there
+
+
+@dataclass(frozen=True)
+class Start:
+    run: str
+    node: str
+    slots: int
+    default_dir: str            # scratch base for tasks that give no `dir`
+    keep: bool = False          # leave scratch files at the end
+
+
+@dataclass(frozen=True)
+class Started:
+    dispatch_ns: int            # one round trip to all of the node's slots
+
+
+@dataclass(frozen=True)
+class Prepare:
+    phase: Phase
+    work: list[Assignment]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    failed: dict[int, Result]   # slot -> why its prepare failed
+    published: dict[int, dict]  # slot -> what its kernel published for peers
+
+
+@dataclass(frozen=True)
+class Connect:
+    peers: dict[int, dict]      # rank -> published info + "host"
+
+
+@dataclass(frozen=True)
+class Connected:
+    failed: dict[int, Result]
+
+
+@dataclass(frozen=True)
+class Run:
+    t0_ns: int                  # the node's clock
+    work: list[Assignment]
+    phase: Phase | None = None  # given: prepare first; None: already prepared
+
+
+@dataclass(frozen=True)
+class Finished:
+    results: dict[int, Result]  # slot -> result, stamps in the node's clock
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class Close:
+    """End the run: stop slots, remove scratch unless Start kept it."""
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Stop everything now (Ctrl-C, a fatal error)."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: str
+
+
+Request = Start | Prepare | Connect | Run | Ping | Close | Abort
+
+
+# -- agent -> slot -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SlotPrepare:
+    phase: Phase
+    ctx: SlotContext
+    place: SlotPlace
+
+
+@dataclass(frozen=True)
+class SlotConnect:
+    peers: dict[int, dict]
+
+
+@dataclass(frozen=True)
+class SlotGo:
+    t0_ns: int
+
+
+@dataclass(frozen=True)
+class SlotCancel:
+    pass
+
+
+@dataclass(frozen=True)
+class SlotPing:
+    pass
+
+
+@dataclass(frozen=True)
+class SlotExit:
+    pass
+
+
+@dataclass(frozen=True)
+class SlotReady:
+    info: dict | None
+
+
+@dataclass(frozen=True)
+class SlotConnected:
+    pass
+
+
+@dataclass(frozen=True)
+class SlotDone:
+    result: Result
+
+
+@dataclass(frozen=True)
+class SlotPong:
+    pid: int
+
+
+def describe(msg: Any) -> str:
+    """A message's name for error text (never its payload)."""
+    return type(msg).__name__

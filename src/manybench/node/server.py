@@ -1,0 +1,93 @@
+"""A node's agent as its own small process, for nodes reached through Dask.
+
+The Dask worker process is large and threaded: slots forked from it would each carry a
+share of its memory, and forking a threaded process is fragile. So the worker starts this
+fresh interpreter, which forks the slot pool and serves the worker over one pipe: each
+request of protocol.py (pickled) gets its reply, or Failed(error). SIGTERM (the worker
+aborting the run, or dying: the kernel sends it then) stops every slot and its children,
+removes scratch unless the plan keeps it, and exits.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+from .agent import Agent
+from .procs import die_with_parent
+from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare, Request, Run,
+                       Start, Started)
+
+
+class Stop(BaseException):
+    """Raised by SIGTERM wherever the agent is (waiting for slots or for the worker)."""
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise Stop
+
+
+class AgentServer:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.agent: Agent | None = None
+
+    def handle(self, req: Request) -> object:
+        if isinstance(req, Start):
+            self.agent = Agent(req.node, req.run, req.slots, req.default_dir, req.keep)
+            return Started(self.agent.start())
+        if isinstance(req, Ping):
+            return None
+        agent = self.agent
+        if agent is None:
+            raise RuntimeError("the agent has not been started")
+        match req:
+            case Prepare():
+                return agent.prepare(req)
+            case Connect():
+                return agent.connect(req)
+            case Run(t0_ns, work, phase):
+                if phase is not None:
+                    agent.prepare(Prepare(phase, work))
+                agent.go(t0_ns)
+                while not agent.poll(0.5):
+                    pass
+                return Finished(agent.results())
+        raise ValueError(f"unknown request {type(req).__name__}")
+
+    def serve(self) -> None:
+        try:
+            while True:
+                try:
+                    req = self.conn.recv()
+                except (EOFError, OSError):   # the worker is gone
+                    break
+                if isinstance(req, (Close, Abort)):
+                    if self.agent:
+                        (self.agent.close if isinstance(req, Close) else self.agent.abort)()
+                        self.agent = None
+                    self.conn.send(None)
+                    return
+                try:
+                    self.conn.send(self.handle(req))
+                except Exception as e:
+                    self.conn.send(Failed(f"{e!r}\n{traceback.format_exc(limit=5)}"))
+        except Stop:
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.agent:
+            self.agent.abort()
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the worker decides when we stop
+    signal.signal(signal.SIGTERM, _on_term)
+    die_with_parent()
+    AgentServer(Connection(int(sys.argv[1]))).serve()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

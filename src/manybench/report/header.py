@@ -1,0 +1,121 @@
+"""The top of a run's report: what ran where (hosts, peaks, clocks), notes and warnings."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..analysis.efficiency import NodePeaks
+from ..inventory import peaks as peaks_mod
+from ..results.contract import RunInfo, StoredNode, Warning, warning_text
+from ..units import format_duration, format_size
+from .formats import DASH, count, ns, plural
+
+
+def _when(t_ns: int | None) -> str:
+    if not t_ns:
+        return DASH
+    return datetime.fromtimestamp(t_ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def host_summary(env: dict) -> str:
+    """One line: hostname: CPU, cpus (cores, sockets, NUMA nodes), memory, kernel, tuning."""
+    g = env.get
+    topo = ", ".join(plural(g(k), label) for k, label in (
+        ("physical_cores", "core"), ("sockets", "socket"), ("numa_nodes", "NUMA node"))
+        if g(k) is not None)
+    parts = [f"{g('cpu_model') or 'unknown CPU'}",
+             f"{g('logical_cpus') or '?'} cpus" + (f" ({topo})" if topo else "")]
+    if g("memory_total"):
+        parts.append(f"{format_size(g('memory_total'))} memory")
+    if g("kernel"):
+        parts.append(f"kernel {g('kernel')}")
+    if g("governor"):
+        parts.append(f"governor {g('governor')}")
+    if g("tuned_profile"):
+        parts.append(f"tuned {g('tuned_profile')}")
+    return f"{g('hostname') or 'unknown host'}: " + ", ".join(parts)
+
+
+def peaks_summary(p: peaks_mod.Peaks, env: dict | None = None) -> str:
+    """One line: the node's peaks and any metric peaks of [peaks], each with its basis."""
+    parts = []
+    cpu = (env or {}).get("cpu") or {}
+    clock = ("base clock read as the current cpu MHz, not the rated base"
+             if str(cpu.get("base_source", "")).startswith("/proc/cpuinfo")
+             and p.basis.get("base_ghz") == "detected" and "dp_gflops" not in
+             {k for layer in p.overrides.values() for k in layer} else "")
+    for name in peaks_mod.OUTPUTS:
+        v = p.get(name)
+        parts.append(f"{name} {count(v)} {peaks_mod.UNITS[name]} ({p.basis.get(name, '')})"
+                     if v is not None else f"{name} unknown")
+    parts += [f"{k} {v:g} ({p.basis.get(k, '[peaks]')})" for k, v in p.metric_peaks().items()]
+    return "; ".join(parts + ([clock] if clock else []))
+
+
+def run_peaks(run: RunInfo, nodes: list[StoredNode]) -> NodePeaks | None:
+    """Each node's effective peaks: its own inventory's (else the run's environment, the
+    coordinator's), the plan's [peaks] over them; None when there is nothing to compare with."""
+    plan_peaks = (run.plan_raw or {}).get("peaks") or {}
+    has = lambda env: isinstance((env or {}).get("peaks"), dict)   # noqa: E731
+    if not (has(run.environment) or plan_peaks or any(has(n.inventory) for n in nodes)):
+        return None
+    default = peaks_mod.for_run(run.environment, plan_peaks)
+    return NodePeaks(default, {n.name: peaks_mod.for_run(n.inventory, plan_peaks)
+                               for n in nodes if has(n.inventory)})
+
+
+def _host_rows(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None
+               ) -> list[tuple[str, str]]:
+    """A host line (and a peaks line) per distinct machine the nodes ran on."""
+    invs = [(n.name, n.inventory) for n in nodes if n.inventory] or [("", run.environment or {})]
+    rows: list[tuple[str, str]] = []
+    seen: dict[str, list[str]] = {}
+    for name, inv in invs:
+        seen.setdefault(host_summary(inv), []).append(name)
+    for text, names in seen.items():
+        label = "host" if len(seen) == 1 else f"host {', '.join(names)}"
+        rows.append((label, text))
+        if peaks is not None:
+            pk = peaks.of(names[0]) if names[0] else peaks.default
+            env = next(inv for n, inv in invs if n == names[0])
+            rows.append(("peaks" if len(seen) == 1 else f"peaks {', '.join(names)}",
+                         peaks_summary(pk, env)))
+    return rows
+
+
+def header(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None) -> list[tuple[str, str]]:
+    if run.ended_ns:
+        duration = format_duration((run.ended_ns - run.started_ns) / 1e9)
+    else:
+        duration = "not ended (still running, or its process was killed)"
+    rows = [("run", run.run_id), ("status", run.status), ("started", _when(run.started_ns)),
+            ("duration", duration),
+            ("phases stored", str(run.phases) + (f" of {run.notes.phases}" if run.notes.phases
+                                                 else ""))]
+    rows += _host_rows(run, nodes, peaks)
+    if run.argv:
+        rows.append(("command", " ".join(map(str, run.argv))))
+    return rows
+
+
+def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
+    """The run's set-up in sentences: slots, cpus, nodes; each node's clock."""
+    n = run.notes
+    lines = []
+    if n.slots:
+        line = f"placement: {plural(n.slots, 'slot')}" + (f" on {plural(n.cpus, 'cpu')}"
+                                                          if n.cpus else "")
+        if n.oversubscribed:
+            line += (": oversubscribed, no spinning (slots sleep until T0, so expect more "
+                     "lateness and skew)")
+        if nodes:
+            line += f"; {plural(len(nodes), 'node')}: {', '.join(x.name for x in nodes)}"
+        lines.append(line)
+    for node in nodes:
+        lines.append(f"clock {node.name}: offset {ns(node.offset_ns)} (± {ns(node.error_ns)})")
+    return lines
+
+
+def warning_lines(warnings: list[Warning]) -> list[str]:
+    """One line per warning, in the order they came."""
+    return [warning_text(w.kind, w.message) + (f" (phase {w.phase})" if w.phase is not None
+                                               else "") for w in warnings]

@@ -1,0 +1,123 @@
+"""What results.db holds, typed: one dataclass per table, beside record.Record.
+
+  RunInfo      runs      one execution of a plan: plan text, argv, status, environment, notes
+  StoredPhase  phases    one synchronized execution of a point: its key, params, T0, status
+  StoredNode   nodes     a node of the run: slots, cpus, clock offset, inventory (collected there)
+  Warning      warnings  something the reader of the results must know, stored as it happened
+  Record       records   what one slot measured in one phase (record.py: the export contract)
+
+Stored by results/store.py (schema and migrations in results/schema.py); read back as these
+same classes, so analysis and reports see one shape whatever wrote the file.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..model import Phase
+
+RUN_STATUSES = ("running", "finished", "failed", "interrupted", "aborted")
+PHASE_STATUSES = ("ok", "interrupted")
+
+# Warning kinds: each is a thing the figures alone would hide.
+WARNING_KINDS = {
+    "oversubscribed": "more slots than cpus on a node: slots sleep until T0 without spinning",
+    "pin": "slots could not each have a cpu of their own as the plan's pin asked",
+    "clock": "a node's clock offset bound exceeds the plan's clock_tolerance",
+    "missing-metric": "a command's metric regex matched nothing in its output",
+    "node-lost": "a node stopped answering during the run",
+}
+
+
+# How a warning of each kind is headed on stderr and in reports: loudest where figures are
+# wrong or missing, not merely less precise.
+WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST"}
+
+
+def warning_text(kind: str, message: str) -> str:
+    return f"{WARNING_LABELS.get(kind, 'warning')}: {message}"
+
+
+@dataclass
+class RunNotes:
+    """Facts of the run's set-up the coordinator knows before the first phase."""
+    slots: int = 0              # slots in all, over every node
+    phases: int = 0             # phases planned
+    cpus: int = 0               # cpus in all, over every node
+    oversubscribed: bool = False
+
+    @classmethod
+    def from_json(cls, d: Any) -> RunNotes:
+        """Notes as stored; keys this version does not know are ignored."""
+        d = d if isinstance(d, dict) else {}
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    name: str
+    plan_source: str            # the plan's TOML text as given
+    plan_raw: dict              # the validated plan, overrides applied
+    argv: list[str]
+    started_ns: int
+    ended_ns: int | None        # None while running (or when the process was killed)
+    status: str                 # one of RUN_STATUSES
+    environment: dict           # the coordinator's inventory (inventory/environment.py)
+    notes: RunNotes
+    phases: int = 0             # phases stored
+
+
+@dataclass
+class StoredPhase:
+    run: str
+    index: int
+    task: str
+    kernel: str
+    variant: str
+    rep: int
+    workers: int
+    point: str                  # stable key of the point (plan/expand.point_key)
+    params: dict[str, Any]
+    t0_ns: int | None           # None: not run (a phase that was only planned)
+    status: str = "ok"          # one of PHASE_STATUSES
+    label: str = ""
+
+    @classmethod
+    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok"
+           ) -> StoredPhase:
+        return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
+                   variant=phase.variant, rep=phase.rep, workers=phase.workers,
+                   point=phase.point, params=dict(phase.params), t0_ns=t0_ns, status=status,
+                   label=phase.label)
+
+
+@dataclass
+class StoredNode:
+    run: str
+    name: str
+    host: str
+    slots: int
+    cpus: int
+    machine: str = ""           # boot id: nodes on one machine share its cpus
+    offset_ns: int = 0          # clock minus the coordinator's, latest estimate
+    error_ns: int = 0           # bound on that estimate (the largest seen in the run)
+    inventory: dict = field(default_factory=dict)   # environment.collect() on the node
+
+
+@dataclass
+class Warning:
+    kind: str                   # a WARNING_KINDS key
+    message: str                # one line a person can act on
+    node: str = ""
+    task: str = ""
+    phase: int | None = None
+    time_ns: int = 0
+    run: str = ""
+
+    def key(self) -> tuple:
+        """Warnings with the same key say the same thing; a run stores each once."""
+        return (self.kind, self.node, self.task, self.message)

@@ -1,0 +1,156 @@
+"""results.db's tables, its schema version, and the migrations from every older version.
+
+The version is SQLite's user_version. Every open checks it (store.py): a newer file is refused
+with a SchemaError naming both versions; an older one is migrated, in place when opened for
+writing, or in a private in-memory copy when opened read-only (report and export never
+change a file).
+
+  1  runs, phases, records (notes: free-form JSON holding clocks, clock_warnings, lost)
+  2  + nodes (each node's inventory, collected on the node, and its clock) and warnings
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Callable
+
+from ..record import FIELDS
+
+SCHEMA_VERSION = 2
+
+
+class SchemaError(Exception):
+    """A results.db this version cannot read; the message says why and what to do."""
+
+
+_RECORDS = ("CREATE TABLE IF NOT EXISTS records (\n    "
+            + ",\n    ".join(f"{f.name} {f.metadata['sql']}" for f in FIELDS)
+            + ",\n    PRIMARY KEY (run, phase, node, slot)\n);\n")
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS runs (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    plan_source TEXT NOT NULL,          -- the plan's TOML text as given
+    plan_raw    TEXT NOT NULL,          -- json: the validated plan dict, overrides applied
+    argv        TEXT NOT NULL,          -- json list
+    started_ns  INTEGER NOT NULL,
+    ended_ns    INTEGER,                -- NULL while running (or when the process was killed)
+    status      TEXT NOT NULL,
+    environment TEXT NOT NULL,          -- json: the coordinator's inventory
+    notes       TEXT NOT NULL           -- json: contract.RunNotes
+);
+CREATE TABLE IF NOT EXISTS phases (
+    run     TEXT NOT NULL REFERENCES runs(id),
+    idx     INTEGER NOT NULL,
+    task    TEXT NOT NULL,
+    kernel  TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    rep     INTEGER NOT NULL,
+    workers INTEGER NOT NULL,
+    point   TEXT NOT NULL,
+    params  TEXT NOT NULL,              -- json
+    t0_ns   INTEGER NOT NULL,
+    status  TEXT NOT NULL,
+    label   TEXT NOT NULL,
+    PRIMARY KEY (run, idx)
+);
+""" + _RECORDS
+
+_V2 = """
+CREATE TABLE IF NOT EXISTS nodes (
+    run       TEXT NOT NULL REFERENCES runs(id),
+    name      TEXT NOT NULL,
+    host      TEXT NOT NULL,
+    slots     INTEGER NOT NULL,
+    cpus      INTEGER NOT NULL,
+    machine   TEXT NOT NULL,
+    offset_ns INTEGER NOT NULL,         -- clock minus the coordinator's, latest estimate
+    error_ns  INTEGER NOT NULL,         -- bound on it, the largest of the run
+    inventory TEXT NOT NULL,            -- json: environment.collect() on the node
+    PRIMARY KEY (run, name)
+);
+CREATE TABLE IF NOT EXISTS warnings (
+    run     TEXT NOT NULL REFERENCES runs(id),
+    seq     INTEGER NOT NULL,
+    kind    TEXT NOT NULL,
+    message TEXT NOT NULL,
+    node    TEXT NOT NULL,
+    task    TEXT NOT NULL,
+    phase   INTEGER,
+    time_ns INTEGER NOT NULL,
+    PRIMARY KEY (run, seq)
+);
+"""
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    # statement by statement: executescript would commit the migration's transaction early
+    for stmt in sql.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    """Add nodes and warnings; fill them from what version 1 kept in each run's notes (its
+    clocks, clock warnings and lost nodes). The notes themselves are left as they were."""
+    _script(db, _V2)
+    for run, notes_text, env_text in db.execute("SELECT id, notes, environment FROM runs"
+                                                ).fetchall():
+        notes, env = json.loads(notes_text or "{}"), json.loads(env_text or "{}")
+        notes = notes if isinstance(notes, dict) else {}
+        host = str(env.get("hostname") or "").split(".")[0]
+        clocks = notes.get("clocks") if isinstance(notes.get("clocks"), dict) else {}
+        for name, c in clocks.items():
+            c = c if isinstance(c, dict) else {}
+            # version 1 stored only the coordinator's inventory: it is this node's own only
+            # when the node is the coordinator's host
+            inventory = env if name == host else {}
+            db.execute("INSERT OR IGNORE INTO nodes VALUES (?,?,?,?,?,?,?,?,?)",
+                       (run, name, "", 0, 0, "", int(c.get("offset_ns") or 0),
+                        int(c.get("error_ns") or 0), json.dumps(inventory)))
+        warnings = [("clock", f"node {n}: clock offset bound exceeded the plan's "
+                              "clock_tolerance", n) for n in notes.get("clock_warnings") or []]
+        lost = notes.get("lost") if isinstance(notes.get("lost"), dict) else {}
+        warnings += [("node-lost", str(why), n) for n, why in lost.items()]
+        for seq, (kind, msg, node) in enumerate(warnings):
+            db.execute("INSERT INTO warnings VALUES (?,?,?,?,?,?,?,?)",
+                       (run, seq, kind, msg, str(node), "", None, 0))
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+
+
+def version(db: sqlite3.Connection) -> int:
+    v = db.execute("PRAGMA user_version").fetchone()[0]
+    if v == 0 and db.execute("SELECT 1 FROM sqlite_master WHERE name='runs'").fetchone():
+        return 1    # tables without a version: the first layout
+    return v
+
+
+def check(db: sqlite3.Connection, path: str) -> int:
+    """The file's version; SchemaError when this manybench is too old to read it."""
+    v = version(db)
+    if v > SCHEMA_VERSION:
+        raise SchemaError(f"{path} was written by a newer manybench (results schema {v}; this "
+                          f"one reads up to {SCHEMA_VERSION}): upgrade manybench to read it")
+    return v
+
+
+def upgrade(db: sqlite3.Connection, path: str) -> None:
+    """Create the tables of a new file, or migrate an older one, in one transaction."""
+    v = check(db, path)
+    if v == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if v == 0:
+            _script(db, _V1 + _V2)
+        else:
+            for old in range(v, SCHEMA_VERSION):
+                MIGRATIONS[old](db)
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

@@ -1,0 +1,77 @@
+"""Warnings are data: each is stored with the run as it happens (and shown by `report`), and
+told once on stderr while the run goes. The checks that find them at the start of a run live
+here too; those found mid-run (clocks, lost nodes, missing metrics) come from the coordinator.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Iterable
+
+from ..engines.base import Node
+from ..model import Phase
+from ..results.contract import Warning, warning_text
+from ..results.store import Store
+from .placement import assign, oversubscribed
+
+
+class Warnings:
+    """The run's warnings: each distinct one stored once and echoed once."""
+
+    def __init__(self, store: Store, run_id: str,
+                 echo: Callable[[str], None] | None = None) -> None:
+        self.store, self.run_id = store, run_id
+        self.echo = echo or (lambda text: print(text, file=sys.stderr))
+        self.seen: set[tuple] = set()
+
+    def add(self, kind: str, message: str, node: str = "", task: str = "",
+            phase: int | None = None, key: tuple | None = None) -> None:
+        """Store and tell a warning, unless one with the same key was already given (key:
+        what makes it the same warning; default kind, node, task and message)."""
+        w = Warning(kind=kind, message=message, node=node, task=task, phase=phase,
+                    time_ns=time.time_ns(), run=self.run_id)
+        k = key or w.key()
+        if k in self.seen:
+            return
+        self.seen.add(k)
+        self.store.add_warning(self.run_id, w)
+        self.echo(warning_text(kind, message))
+
+
+def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str, str, str]]:
+    """(kind, node, message) of what the placement cannot give as asked: more slots than cpus,
+    slots sharing cpus under pin = core, pin = numa on a node with one NUMA node, and cpus
+    withheld from manybench by a cpuset or taskset."""
+    out: list[tuple[str, str, str]] = []
+    for n in nodes:
+        if oversubscribed(n.slots, n.cpus):
+            out.append(("oversubscribed", n.name, f"node {n.name}: {n.slots} slots on "
+                        f"{len(n.cpus)} cpus: oversubscribed, slots sleep until T0 without "
+                        "spinning (expect more lateness and skew)"))
+        inv = n.inventory or {}
+        usable, logical = inv.get("usable_cpus"), inv.get("logical_cpus")
+        if isinstance(usable, int) and isinstance(logical, int) and usable < logical:
+            out.append(("pin", n.name, f"node {n.name}: manybench may use {usable} of its "
+                        f"{logical} cpus (a cpuset or taskset); slots are pinned within those"))
+    seen: set[tuple] = set()
+    capacity = {n.name: n.slots for n in nodes}
+    cpus = {n.name: n.cpus for n in nodes}
+    for p in phases:
+        key = (p.workers, p.order, p.pin, tuple(p.task.nodes or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        cap = {name: capacity[name] for name in (p.task.nodes or capacity) if name in capacity}
+        try:
+            work = assign(p.workers, p.order, p.pin, cap, cpus)
+        except ValueError:
+            continue     # more workers than slots: check_nodes reports it
+        for name, assigned in work.items():
+            ncpus = len(cpus[name])
+            if p.pin == "core" and len(assigned) > ncpus:
+                out.append(("pin", name, f"pin = core, workers = {p.workers}: {len(assigned)} "
+                            f"slots on node {name}'s {ncpus} cpus share cpus"))
+            if p.pin == "numa" and len({c.numa for c in cpus[name]}) == 1:
+                out.append(("pin", name, f"pin = numa on node {name}, which has one NUMA node: "
+                            "its slots may run on any of its cpus, as with pin = none"))
+    return list(dict.fromkeys(out))

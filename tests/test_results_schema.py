@@ -1,0 +1,129 @@
+"""results.db's schema version: checked on every open, older files migrated, newer refused.
+
+fixtures/results/v1.db is a real results directory's database written by manybench 0.1.0
+(schema 1: runs, phases, records; clocks in the run's notes): a null, an io.write and a
+command task, 2 repeats, workers 1 and 2.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import run_cli
+from manybench.results.schema import SCHEMA_VERSION, SchemaError
+from manybench.results.store import Store
+
+V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
+
+
+def _copy(tmp_path, name="res") -> str:
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy(V1, d / "results.db")
+    return str(d)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _version(path: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_read_only_open_migrates_a_copy_and_never_the_file(tmp_path):
+    d = _copy(tmp_path)
+    before = _digest(os.path.join(d, "results.db"))
+    with Store(d, readonly=True) as st:
+        run = st.runs()[0]
+        assert run.name == "v1-fixture" and run.status == "finished"
+        assert run.notes.slots == 2 and run.notes.phases == 12 and not run.notes.oversubscribed
+        assert len(st.phases(run.run_id)) == 12 and len(st.records(run.run_id)) == 18
+        # schema 2's nodes come from schema 1's clocks; the coordinator's inventory is the
+        # node's own only because the node is the coordinator's host
+        [node] = st.nodes(run.run_id)
+        assert node.name == run.environment["hostname"].split(".")[0]
+        assert node.inventory == run.environment and node.error_ns == 0
+        assert st.warnings(run.run_id) == []
+    assert _digest(os.path.join(d, "results.db")) == before and _version(
+        os.path.join(d, "results.db")) == 1
+
+
+def test_report_and_export_read_a_v1_directory(tmp_path):
+    d = _copy(tmp_path)
+    rep = run_cli("report", d)
+    assert rep.returncode == 0, rep.stderr
+    assert "v1-fixture" in rep.stdout and "sync (null)" in rep.stdout
+    assert "echo (command)" in rep.stdout and "write (io.write)" in rep.stdout
+    out = run_cli("export", d, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)) == 18
+
+
+def test_a_writer_migrates_in_place_and_keeps_every_row(tmp_path):
+    d = _copy(tmp_path)
+    with Store(d, readonly=True) as ro:
+        old = (ro.runs(), ro.phases(ro.runs()[0].run_id), ro.records())
+    with Store(d) as st:       # a second run into the same directory opens it for writing
+        assert (st.runs(), st.phases(old[0][0].run_id), st.records()) == old
+    path = os.path.join(d, "results.db")
+    assert _version(path) == SCHEMA_VERSION
+    db = sqlite3.connect(path)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    db.close()
+    assert {"runs", "phases", "records", "nodes", "warnings"} <= tables
+
+
+def test_v1_notes_become_nodes_and_warnings(tmp_path):
+    d = _copy(tmp_path)
+    path = os.path.join(d, "results.db")
+    db = sqlite3.connect(path)
+    notes = {"slots": 4, "phases": 3, "cpus": 4, "oversubscribed": False, "nodes": ["a", "b"],
+             "clocks": {"a": {"offset_ns": 5, "error_ns": 40}, "b": {"offset_ns": -9,
+                                                                     "error_ns": 900}},
+             "clock_warnings": ["b"], "lost": {"a": "node a lost: its Dask worker left"}}
+    db.execute("UPDATE runs SET notes=?", (json.dumps(notes),))
+    db.commit()
+    db.close()
+    with Store(d, readonly=True) as st:
+        run = st.runs()[0]
+        nodes = {n.name: n for n in st.nodes(run.run_id)}
+        assert (nodes["a"].offset_ns, nodes["b"].error_ns) == (5, 900)
+        assert nodes["a"].inventory == {} == nodes["b"].inventory   # neither is the host
+        ws = [(w.kind, w.node) for w in st.warnings(run.run_id)]
+        assert ws == [("clock", "b"), ("node-lost", "a")]
+    rep = run_cli("report", d)
+    assert "CLOCK WARNING: node b" in rep.stdout and "NODE LOST: node a lost" in rep.stdout
+
+
+def test_a_newer_file_is_refused_with_a_clear_error(tmp_path):
+    d = _copy(tmp_path)
+    path = os.path.join(d, "results.db")
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    for readonly in (True, False):
+        with pytest.raises(SchemaError, match="newer manybench"):
+            Store(d, readonly=readonly)
+    for args in (("report", d), ("export", d)):
+        res = run_cli(*args)
+        assert res.returncode == 2, res.stderr
+        assert "Traceback" not in res.stderr
+        assert f"results schema {SCHEMA_VERSION + 1}" in res.stderr and "upgrade" in res.stderr
+    assert _version(path) == SCHEMA_VERSION + 1     # and left as it was
+
+
+def test_a_new_file_gets_the_current_version(tmp_path):
+    Store(tmp_path).close()
+    assert _version(str(tmp_path / "results.db")) == SCHEMA_VERSION
