@@ -1,4 +1,4 @@
-"""Analysis figures against hand-computed values (DESIGN.md "Definitions")."""
+"""Analysis figures against hand-computed values (docs/definitions.md)."""
 from __future__ import annotations
 
 import pytest

@@ -9,7 +9,7 @@ from manybench.inventory import cpu_peak as C
 from manybench.inventory import memory_peak as M
 from manybench.inventory import peaks as P
 from manybench.analysis import summarize
-from manybench.analysis.efficiency import cores_used, evaluate, threads_per_slot
+from manybench.analysis.efficiency import NodePeaks, cores_used, evaluate, threads_per_slot
 from manybench.report import render_text
 from manybench.results.store import Store
 from test_analysis import S, T, pinfo, rec
@@ -199,6 +199,29 @@ def test_dgemm_efficiency_scales_peak_to_cores_used():
     assert two.measured == 150.0 and two.peak == 400 and two.ratio == pytest.approx(150 / 400)
     assert eff["all"].efficiency.peak == 400                        # threads = 0: all cores
     assert eff["one"].share is None                                 # one node: no share
+
+
+def test_each_node_is_measured_against_its_own_peaks():
+    # a: 4 cores x 100 GFLOPS, 6 channels; b: 8 cores x 50 GFLOPS, 2 channels (a smaller box)
+    a = P.derive({"cores": 4, "base_ghz": 2.5, "dp_flops_per_cycle": 40, "mem_channels": 6,
+                  "mem_mt_s": 2000})
+    b = P.derive({"cores": 8, "base_ghz": 2.5, "dp_flops_per_cycle": 20, "mem_channels": 2,
+                  "mem_mt_s": 2000})
+    peaks = NodePeaks(default=a, by_node={"a": a, "b": b})
+    records, infos = build(
+        point_records(0, "d", "dgemm", "gflops", [90.0, 40.0], ["a", "b"], kernel="cpu.dgemm",
+                      params={"threads": 2}),
+        point_records(1, "s", "stream", "triad_mb_s", [80000.0, 20000.0], ["a", "b"],
+                      kernel="mem.stream"))
+    eff = evaluate(summarize(records, infos), records, peaks)
+    d = eff["d"].efficiency
+    assert d.peak == 2 * 100 + 2 * 50 and d.ratio == pytest.approx(130 / 300)
+    assert "each node's own" in d.rule
+    s = eff["s"].efficiency
+    assert s.peak == 6 * 2000 * 8 + 2 * 2000 * 8 and s.ratio == pytest.approx(100000 / 128000)
+    # taken as alike (the coordinator's peaks everywhere), the same phases read differently
+    alike = evaluate(summarize(records, infos), records, a)
+    assert alike["d"].efficiency.peak == 400 and alike["s"].efficiency.peak == 2 * 96000
 
 
 def test_threads_and_cores_used():

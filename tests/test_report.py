@@ -1,4 +1,4 @@
-"""Reports name the DESIGN figures and show the runs' numbers, in the terminal and in HTML."""
+"""Reports name the figures of docs/definitions.md and show the runs' numbers, in the terminal and in HTML."""
 from __future__ import annotations
 
 import pytest

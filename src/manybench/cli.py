@@ -1,6 +1,6 @@
 """Thin command line: parse arguments, call the layers, map outcomes to exit codes.
 
-Exit codes (docs/cli.md): 0 all phases succeeded, 1 some tasks failed, 2 invalid plan or
+Exit codes (README.md): 0 all phases succeeded, 1 some tasks failed, 2 invalid plan or
 arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations

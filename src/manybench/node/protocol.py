@@ -20,7 +20,6 @@ Two hops, one vocabulary:
   SlotPrepare(phase, ctx, place) -> SlotReady(info) | SlotDone(result)    (prepare failed)
   SlotConnect(peers)             -> SlotConnected() | SlotDone(result)    (connect failed)
   SlotGo(t0_ns)                  -> SlotDone(result)
-  SlotCancel()                   drops a prepared phase, no reply
   SlotPing()                     -> SlotPong(pid)
   SlotExit()                     the slot ends
 
@@ -32,8 +31,6 @@ port, say); every slot then gets {rank: published info + "host" of its node}.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from ..inventory.topology import Cpu
 from ..kernels.base import Result, SlotContext
 from ..model import Phase
@@ -160,11 +157,6 @@ class SlotGo:
 
 
 @dataclass(frozen=True)
-class SlotCancel:
-    pass
-
-
-@dataclass(frozen=True)
 class SlotPing:
     pass
 
@@ -193,7 +185,3 @@ class SlotDone:
 class SlotPong:
     pid: int
 
-
-def describe(msg: Any) -> str:
-    """A message's name for error text (never its payload)."""
-    return type(msg).__name__

@@ -14,7 +14,7 @@ from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
 from ..model import Phase
 from .procs import die_with_parent
-from .protocol import (SlotCancel, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
+from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
@@ -122,8 +122,6 @@ class SlotLoop:
                     conn.send(SlotConnected() if failed is None else SlotDone(failed))
                 case SlotPrepare():
                     conn.send(self._prepare_reply(msg))
-                case SlotCancel():
-                    self.cancel()
                 case SlotPing():
                     conn.send(SlotPong(os.getpid()))
                 case SlotExit():

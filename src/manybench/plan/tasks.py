@@ -1,5 +1,5 @@
 """One [[task]]: its checks (kernel parameters, command templates, metrics, dir, timeout) and
-its TaskSpec; also the sweep points of its parameters, which phases.py expands the same way.
+its TaskSpec; also the sweep points of its parameters, which expand.py expands the same way.
 """
 from __future__ import annotations
 

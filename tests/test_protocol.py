@@ -1,0 +1,151 @@
+"""The node protocol and the one place clocks are converted; kernel traits, not names."""
+from __future__ import annotations
+
+import ast
+import os
+import pickle
+
+import manybench
+from manybench.engines.base import Engine, Node, to_coordinator, to_node
+from manybench.inventory.topology import Cpu
+from manybench.kernels import KERNELS, Result, kernel
+from manybench.model import Phase, TaskSpec
+from manybench.node import protocol as P
+
+T = 1_700_000_000_000_000_000
+
+
+def test_to_node_and_back():
+    n = Node("n3", 2, (Cpu(0, 0, 0, 0),), offset_ns=5_000_000_000)   # its clock 5 s ahead
+    assert to_node(T, n) == T + 5_000_000_000
+    res = Result(start_ns=T + 5_000_000_100, end_ns=T + 5_000_000_900,
+                 armed_ns=T + 4_999_000_000, elapsed_ns=800, ops=3)
+    back = to_coordinator(res, n)
+    assert (back.start_ns, back.end_ns, back.armed_ns) == (T + 100, T + 900, T - 1_000_000)
+    assert (back.elapsed_ns, back.ops) == (800, 3)          # durations are not stamps
+    assert res.start_ns == T + 5_000_000_100                 # the node's result is left alone
+    # a slot with no stamps (failed before T0) keeps zeros, never "T0 minus the offset"
+    failed = to_coordinator(Result(status="error", error="x"), n)
+    assert (failed.start_ns, failed.end_ns, failed.armed_ns) == (0, 0, 0)
+
+
+class _Fake(Engine):
+    """An engine with one node whose clock runs 7 us behind: records what crosses."""
+
+    def __init__(self, publish: bool) -> None:
+        self.nodes = [Node("a", 2, (), offset_ns=-7000, host="10.0.0.1"),
+                      Node("b", 2, (), offset_ns=0, host="10.0.0.2")]
+        self.publish, self.sent, self.peers = publish, {}, None
+
+    def start(self, *a, **k):
+        return self.nodes
+
+    def _prepare(self, phase, work, tick):
+        return {n: {a.place.slot: {"port": 4000 + a.rank} for a in assigned}
+                for n, assigned in work.items()} if self.publish else {}
+
+    def _connect(self, peers, tick):
+        self.peers = peers
+
+    def _go(self, t0_by_node):
+        self.sent = t0_by_node
+
+    def poll(self, timeout):
+        return True
+
+    def _results(self):
+        return {"a": {0: Result(start_ns=self.sent["a"] + 10, end_ns=self.sent["a"] + 20,
+                                armed_ns=self.sent["a"] - 50)},
+                "b": {0: Result(start_ns=self.sent["b"] + 30, end_ns=self.sent["b"] + 40)}}
+
+    def close(self):
+        pass
+
+    def abort(self):
+        pass
+
+
+def _phase(kernel_name: str) -> Phase:
+    return Phase(0, TaskSpec("t", kernel_name, {}), kernel_name, "", 0, 2, "spread", "core", {},
+                 "p")
+
+
+def _work() -> dict:
+    place = P.SlotPlace(0, 0, (0,), True)
+    return {"a": [P.Assignment(place, 0)], "b": [P.Assignment(place, 1)]}
+
+
+def test_engines_take_and_give_the_coordinators_clock():
+    e = _Fake(publish=False)
+    e.prepare(_phase("null"), _work(), lambda: None)
+    e.go(T)
+    assert e.sent == {"a": T - 7000, "b": T}       # each node gets T0 in its own clock
+    got = e.results()
+    # both slots started 10 and 30 ns after T0 as the coordinator's clock reads it
+    assert (got["a"][0].start_ns, got["b"][0].start_ns) == (T + 10, T + 30)
+    assert got["a"][0].armed_ns == T - 50 and e.t0_ns == T
+    assert e.peers is None                          # null's slots do not connect
+
+
+def test_peers_are_built_once_for_kernels_that_connect():
+    e = _Fake(publish=True)
+    e.prepare(_phase("net.pingpong"), _work(), lambda: None)
+    assert e.peers == {0: {"host": "10.0.0.1", "port": 4000},
+                       1: {"host": "10.0.0.2", "port": 4001}}
+
+
+def test_every_message_pickles_and_matches_by_type():
+    phase = _phase("null")
+    place = P.SlotPlace(1, 3, (3,), False, 40_000)
+    msgs = [P.Start("run", "n1", 2, "/tmp", True), P.Prepare(phase, [P.Assignment(place, 0)]),
+            P.Prepared({1: Result(status="error")}, {0: {"port": 1}}), P.Connect({0: {}}),
+            P.Connected({}), P.Run(T, [P.Assignment(place, 0)], None), P.Finished({}),
+            P.Ping(), P.Close(), P.Abort(), P.Failed("x"), P.SlotGo(T), P.SlotReady(None),
+            P.SlotDone(Result()), P.SlotPong(7), P.SlotExit(),
+            P.NodeInfo("n1", 2, (Cpu(0, 0, 0, 0),), 1234, "10.0.0.1", 99, "boot", {"a": 1})]
+    for m in msgs:
+        assert pickle.loads(pickle.dumps(m)) == m
+    match pickle.loads(pickle.dumps(P.Run(T, [], phase))):
+        case P.Run(t0_ns, work, ph):
+            assert (t0_ns, work, ph.kernel) == (T, [], "null")
+        case _:
+            raise AssertionError("Run did not match its own pattern")
+
+
+def test_command_is_a_registered_kernel_with_traits():
+    cmd = KERNELS["command"]
+    assert cmd.runs_child and cmd.from_command and cmd.uses_dir and not cmd.sync_only
+    assert KERNELS["null"].sync_only and KERNELS["null"].light_prepare
+    assert KERNELS["net.pingpong"].connects and not KERNELS["io.write"].connects
+    assert all(k.uses_dir for n, k in KERNELS.items() if n.startswith(("io.", "meta.")))
+    # a kernel this build does not know (an older run's) reads as one with no traits
+    ghost = kernel("gone.kernel")
+    assert ghost.name == "gone.kernel" and not (ghost.sync_only or ghost.runs_child)
+
+
+def _kernel_name_tests(path: str) -> list[str]:
+    """Comparisons of anything with a kernel's name (`x == "null"`, `k in {"null"}` ...);
+    `"command" in table` asks whether a plan table has a field, and is not one."""
+    names = set(KERNELS)
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            membership = all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            sides = node.comparators if membership else [node.left, *node.comparators]
+            consts = [c for s in sides for c in ast.walk(s)
+                      if isinstance(c, ast.Constant) and c.value in names]
+            if consts:
+                found.append(f"{os.path.relpath(path)}:{node.lineno}: {consts[0].value!r}")
+    return found
+
+
+def test_no_code_outside_kernels_tests_a_kernel_name():
+    root = os.path.dirname(manybench.__file__)
+    found = []
+    for d, _, files in os.walk(root):
+        if os.path.relpath(d, root).split(os.sep)[0] == "kernels":
+            continue
+        found += [x for f in files if f.endswith(".py")
+                  for x in _kernel_name_tests(os.path.join(d, f))]
+    assert found == []
