@@ -9,6 +9,7 @@ replaced; one that overruns its timeout is killed and yields a timeout result.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import time
 from dataclasses import dataclass
@@ -162,9 +163,9 @@ class Agent:
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
-        go = SlotGo(t0_ns)
+        go = pickle.dumps(SlotGo(t0_ns))   # once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
-            self.slots[i].conn.send(go)
+            self.slots[i].conn.send_bytes(go)
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""
