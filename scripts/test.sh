@@ -17,6 +17,10 @@ if [ -n "$missing" ]; then
 fi
 
 PY="${PYTHON:-python3}"
+# A build/ left by an in-place build would be packed into the wheel as it is, stale
+# modules and all: pip must build from the sources.
+rm -rf build
 "$PY" -m pip install -q --disable-pip-version-check '.[test]'
-# Run from the tests against the installed package (not src/), as users get it.
-exec "$PY" -m pytest -q -p no:cacheprovider "$@"
+# Run from the tests against the installed package (not src/), as users get it; -rs lists
+# every skip and why (with MANYBENCH_REQUIRE=all, as .ci/run sets, a skip fails instead).
+exec "$PY" -m pytest -q -rs -p no:cacheprovider "$@"

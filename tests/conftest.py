@@ -9,6 +9,32 @@ import textwrap
 
 import pytest
 
+pytest_plugins = ["pytester"]     # test_require.py tests the hook below in a child pytest
+
+# MANYBENCH_REQUIRE=all (set by .ci/run): a test that skips because something it needs is
+# missing (the native build, netns, Slurm, faketime, fio, ...) fails instead, so a CI run
+# cannot go green having tested less. A comma-separated list of words requires only the
+# components whose skip reasons name them (MANYBENCH_REQUIRE=slurm,netns).
+REQUIRE = os.environ.get("MANYBENCH_REQUIRE", "").strip()
+
+
+def _required(reason: str) -> bool:
+    if not REQUIRE:
+        return False
+    words = [w.strip().lower() for w in REQUIRE.split(",") if w.strip()]
+    return "all" in words or any(w in reason.lower() for w in words)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
+        reason = str(rep.longrepr[2])
+        if _required(reason):
+            rep.outcome = "failed"
+            rep.longrepr = f"MANYBENCH_REQUIRE={REQUIRE}: required but skipped: {reason}"
+
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
 # the developer's shell (PYTHONPATH=src) must still find the package there.
 if os.environ.get("PYTHONPATH"):

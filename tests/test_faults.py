@@ -119,12 +119,17 @@ def test_unwritable_directory_is_refused(plan_file, tmp_path):
     assert "task.a.dir" in res.stderr
 
 
-def test_bad_arguments_exit_2(tmp_path):
-    assert run_cli("run", str(tmp_path / "missing.toml")).returncode == 2
+def test_bad_arguments_exit_2(plan_file, tmp_path):
+    missing = run_cli("run", str(tmp_path / "missing.toml"))
+    assert missing.returncode == 2 and "plan file not found" in missing.stderr
     assert run_cli("report", str(tmp_path)).returncode == 2
     assert run_cli("export", str(tmp_path), "--format", "xml").returncode == 2
-    res = run_cli("run", "x.toml", "--set", "novalue")
-    assert res.returncode == 2
+    # a malformed --set on a plan that exists: the --set is what is refused, nothing runs
+    plan = plan_file('[[task]]\nname = "a"\nkernel = "null"\n')
+    res = run_cli("run", plan, "-o", str(tmp_path / "res"), "--set", "novalue")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--set 'novalue': expected KEY=VALUE" in res.stderr
+    assert not (tmp_path / "res").exists()
 
 
 def test_set_override_applies(plan_file, tmp_path):

@@ -176,6 +176,8 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
     res.extra["engine"] = d.get("engine", st.engine)
+    # system calls that handed I/Os to the kernel: shows what `batch` really did
+    res.extra["submit_calls"] = d.get("submits", 0)
     return res
 
 

@@ -4,7 +4,8 @@
  *       io_uring, aio, threads this kernel allows); OSError(errno, reason) when a named
  *       engine is refused.
  *   run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end,
- *              seed, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns" and "engine".
+ *              seed, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns", "engine" and
+ *       "submits" (io_uring, aio: system calls that handed I/Os to the kernel; threads: 0).
  */
 #include "bind.h"
 #include "randio.h"
@@ -64,6 +65,10 @@ static PyObject *py_run_randio(PyObject *self, PyObject *args)
     if (d && (!en || PyDict_SetItemString(d, "engine", en) < 0))
         Py_CLEAR(d);
     Py_XDECREF(en);
+    PyObject *sub = d ? PyLong_FromUnsignedLongLong(r.submits) : NULL;
+    if (d && (!sub || PyDict_SetItemString(d, "submits", sub) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(sub);
     return d;
 }
 

@@ -1,7 +1,8 @@
 /* manybench._native: the Python face of the C kernels (see API.md).
  *
- * Only this file touches the interpreter. Every call that can block or loop runs with the
- * GIL released; argument conversion and result dicts are built before and after it.
+ * This file and the bind_*.c files (one per kernel family, registered through families.c)
+ * are the only ones that touch the interpreter. Every call that can block or loop runs with
+ * the GIL released; argument conversion and result dicts are built before and after it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,8 +1,9 @@
 /* manybench native kernels: shared declarations.
  *
- * Everything here is plain C with no Python in it: module.c is the only file that talks to
- * the interpreter, and it drops the GIL around every call that can block or loop. Errors are
- * returned as an errno value plus a one-line message in the result, never by printing.
+ * Everything declared here is plain C with no Python in it: module.c (the core calls) and
+ * the bind_*.c files (one per kernel family) are the only files that talk to the interpreter,
+ * and they drop the GIL around every call that can block or loop. Errors are returned as an
+ * errno value plus a one-line message in the result, never by printing.
  */
 #ifndef MANYBENCH_NATIVE_H
 #define MANYBENCH_NATIVE_H
@@ -22,6 +23,8 @@ typedef struct {
     int64_t elapsed_ns;       /* MONOTONIC end - start */
     int64_t armed_ns;         /* REALTIME when the call began waiting for T0 */
     int64_t fsync_ns;         /* io.write: time of the final fsync (inside elapsed), else 0 */
+    uint64_t submits;         /* randio io_uring/aio: system calls that handed I/Os to the
+                                 kernel (batching shows here), else 0 */
     uint64_t ops, bytes;
     int err;                  /* errno, 0 = fine */
     char msg[NB_MSG_LEN];     /* "" = fine */

@@ -310,11 +310,13 @@ static void uring_queue(uring *u, rio *q, unsigned i)
 
 /* Submits the queued SQEs (and waits for `wait` completions); retries what the kernel
  * could not take yet. Returns 0, or an errno that ends the run. */
-static int uring_submit(uring *u, unsigned *queued, unsigned *inflight, unsigned wait)
+static int uring_submit(uring *u, unsigned *queued, unsigned *inflight, unsigned wait,
+                        uint64_t *submits)
 {
     for (;;) {
         int k = uring_enter(u->fd, *queued, wait, IORING_ENTER_GETEVENTS);
         if (k >= 0) {
+            *submits += *queued > 0; /* a call that handed new I/Os over, not a bare wait */
             *queued -= (unsigned)k;
             *inflight += (unsigned)k;
             return 0;
@@ -342,14 +344,14 @@ static int64_t uring_loop(uring *u, rio *q, int64_t s, int *busy)
             uring_queue(u, q, start_io(q, t));
             /* a full batch goes now unless it is the last: that one rides on the wait */
             if (++queued >= batch && q->nfree > 0 && can_issue(q))
-                e = uring_submit(u, &queued, &inflight, 0);
+                e = uring_submit(u, &queued, &inflight, 0, &q->r->submits);
         }
         if (!e && inflight + queued == 0)
             break;
         /* the rest, and wait for a completion unless one is already there */
         if (!e && (queued > 0 ||
                    *u->cq_head == __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE)))
-            e = uring_submit(u, &queued, &inflight, 1);
+            e = uring_submit(u, &queued, &inflight, 1, &q->r->submits);
         if (e) {
             nb_fail(q->r, e, "io_uring_enter");
             *busy = inflight > 0;
@@ -410,6 +412,7 @@ static int aio_loop(aio_context_t ctx, rio *q, int64_t s, int64_t *last, int *bu
         while (npend > 0) {
             long want = npend < batch ? (long)npend : (long)batch;
             long k = syscall(SYS_io_submit, ctx, want, pend);
+            q->r->submits += k > 0;
             if (k < 0) {
                 int e = errno;
                 if (e == EINTR)
