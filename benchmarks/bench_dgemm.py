@@ -8,26 +8,29 @@ alpha = 1, beta = 0), in a process started with OPENBLAS_NUM_THREADS = threads; 
 runs through its own prepare/run in a process started with the same variable and the same
 `threads`. Each measurement is a fresh process (two OpenBLAS thread pools in one process
 would compete for the cores), both do one untimed warm-up call, then time about `seconds`
-of calls. Runs alternate which tool goes first.
+of calls. Both pinned as the slot is: one thread on slot 0's core (pin = core), more threads
+on every cpu (pin = none, since a slot's threads follow its affinity). Rounds alternate which
+tool goes first.
 
 Two cpu.dgemm configurations are measured against the same numpy runs:
   default  the library cpu.dgemm finds on its own (the system's, e.g. libopenblas.so.0)
   same     blas = numpy's bundled OpenBLAS: the same library, so the ratio shows what the
            kernel's harness costs
-Figure: best-of-N GFLOP/s of cpu.dgemm over best-of-N of numpy (median of the pair ratios
-beside it). Goal: >= 0.9 for every configuration and thread count. Exit status 1 when a goal
-is missed, 2 when numpy is missing.
+Gate: the median of the per-round GFLOP/s ratios (cpu.dgemm / numpy) >= 0.9 for every
+configuration and thread count; best-of-N printed beside it. Exit status 1 when a goal is
+missed, 2 when numpy is missing.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+import harness
+from harness import SRC, Goal, verdict
+
 GOAL = 0.9
 
 NUMPY = """
@@ -71,8 +74,9 @@ print(json.dumps({"gflops": r.metrics["gflops"], "reps": r.ops, "blas": r.extra[
 def measure(code: str, threads: int, *args: str) -> dict:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
            "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    [affinity] = harness.slot_affinity(1, pin="core" if threads == 1 else "none")
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                       env=env, timeout=600)
+                       env=env, timeout=600, preexec_fn=harness.pinned(affinity))
     if p.returncode != 0:
         sys.exit(f"measurement failed: {p.stderr.strip() or p.stdout.strip()}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -92,7 +96,6 @@ def main() -> int:
         print("numpy is not installed: nothing to compare with (pip install numpy)",
               file=sys.stderr)
         return 2
-    sys.path.insert(0, SRC)
     from manybench.kernels.dgemm import numpy_blas
     bundled = numpy_blas()
     configs = [("default", "")] + ([("same", bundled[0])] if bundled else [])
@@ -102,7 +105,6 @@ def main() -> int:
     ok = True
     for t in threads:
         runs: dict[str, list[float]] = {"numpy": [], **{c: [] for c, _ in configs}}
-        ratios: dict[str, list[float]] = {c: [] for c, _ in configs}
         libs: dict[str, str] = {}
         for rep in range(args.repeat):
             order = ["numpy"] + [c for c, _ in configs]
@@ -118,19 +120,11 @@ def main() -> int:
                     got[who], libs[who] = r["gflops"], r["blas"]
             for who, g in got.items():
                 runs[who].append(g)
-            for c, _ in configs:
-                ratios[c].append(got[c] / got["numpy"])
-            print(f"  threads {t} rep {rep + 1}: numpy {got['numpy']:7.2f}  " + "  ".join(
-                f"{c} {got[c]:7.2f} ({got[c] / got['numpy']:.3f})" for c, _ in configs)
-                + "  GFLOP/s", flush=True)
+            print(f"  threads {t} round {rep + 1}: " + "  ".join(
+                f"{who} {g:7.2f}" for who, g in got.items()) + "  GFLOP/s", flush=True)
         for c, _ in configs:
-            best = max(runs[c]) / max(runs["numpy"])
-            passed = best >= GOAL
-            ok &= passed
-            print(f"cpu.dgemm [{c}: {libs[c]}] threads {t}: {max(runs[c]):.2f} vs numpy "
-                  f"{max(runs['numpy']):.2f} GFLOP/s = {best:.3f} best-of-{args.repeat} "
-                  f"(goal >= {GOAL}) {'PASS' if passed else 'FAIL'}; median of pair ratios "
-                  f"{statistics.median(ratios[c]):.3f}", flush=True)
+            ok &= verdict(Goal(f"cpu.dgemm [{c}: {libs[c]}] threads {t} / numpy", GOAL),
+                          runs[c], runs["numpy"], "GFLOP/s")
     return 0 if ok else 1
 
 

@@ -11,13 +11,12 @@ same way for both (posix_fadvise DONTNEED: io.read drop_cache=true, fio invalida
 both read from the device; with --cached neither drops them (fio invalidate=0), so both read
 from the page cache.
 
-After an uncounted warm-up pair, runs alternate which tool goes first, with a sync before
-each. The figure is best-of-N:
-manybench's highest bandwidth over fio's highest. Shared and virtual storage slows single
-runs down by large factors from outside (seen here: 265 to 1500 MiB/s for the same job), and
-those slowdowns only ever subtract; the best run shows what each tool gets when undisturbed.
-The median of the per-pair ratios is printed beside it. Goal: best-of-N ratio >= 0.95 for
-both. Exit status 1 when a goal is missed.
+Both run pinned as slot 0 of a one-worker phase is (manybench in this process, fio as a
+child with the same affinity). After an uncounted warm-up round, rounds alternate which tool
+goes first, with a sync before each. Gate: the median of the per-round bandwidth ratios
+(manybench / fio) >= 0.95 for writes and for reads; best-of-N printed beside it (shared and
+virtual storage slows single runs down by large factors from outside, seen here: 265 to
+1500 MiB/s for the same job). Exit status 1 when a goal is missed.
 """
 from __future__ import annotations
 
@@ -25,18 +24,19 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import harness
+from harness import Goal, alternate, verdict
 
-from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, SlotContext  # noqa: E402
-from manybench.units import format_rate, format_size, parse_size  # noqa: E402
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
+from manybench.units import format_size, parse_size
 
 GOAL = 0.95
+MIB = 2**20
 
 
 def ours(kind: str, path: str, size: int, block: int, cached: bool) -> float:
@@ -71,7 +71,7 @@ def fio(kind: str, path: str, size: int, block: int, cached: bool) -> float:
         cmd += ["--end_fsync=1", "--fallocate=none"]
     else:
         cmd += [f"--invalidate={0 if cached else 1}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=harness.pinned(AFFINITY))
     if p.returncode != 0:
         sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
     job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0][kind]
@@ -80,31 +80,21 @@ def fio(kind: str, path: str, size: int, block: int, cached: bool) -> float:
     return float(job["bw_bytes"])
 
 
-def compare(kind: str, path: str, args: argparse.Namespace) -> tuple[float, float]:
-    """Runs both `repeat` times, alternating who goes first: (best-of-N, median) ratios."""
-    size, block = args.size, args.block
-    ratios = []
-    runs: dict[str, list[float]] = {"manybench": [], "fio": []}
-    for rep in range(-args.warmup, args.repeat):
-        order = [("manybench", ours), ("fio", fio)]
-        if rep % 2:
-            order.reverse()
-        bw = {}
-        for who, fn in order:
+def compare(kind: str, path: str, args: argparse.Namespace) -> bool:
+    """Both tools `repeat` rounds, alternating who goes first; whether the goal is met."""
+    def side(fn):
+        def run() -> float:
             if kind == "write" and os.path.exists(path):
                 os.unlink(path)        # both writers start from no file
             os.sync()                  # nobody pays for the previous run's writeback
-            bw[who] = fn(kind, path, size, block, args.cached)
-        if rep < 0:
-            print(f"  {kind} warm-up: manybench {format_rate(bw['manybench'])}, fio "
-                  f"{format_rate(bw['fio'])} (not counted)", flush=True)
-            continue
-        for who in bw:
-            runs[who].append(bw[who])
-        ratios.append(bw["manybench"] / bw["fio"])
-        print(f"  {kind} rep {rep + 1}: manybench {format_rate(bw['manybench']):>14}"
-              f"   fio {format_rate(bw['fio']):>14}   ratio {ratios[-1]:.3f}", flush=True)
-    return max(runs["manybench"]) / max(runs["fio"]), statistics.median(ratios)
+            return fn(kind, path, args.size, args.block, args.cached) / MIB
+        return run
+    rounds = alternate({"manybench": side(ours), "fio": side(fio)}, args.repeat, args.warmup,
+                       harness.show_round(kind, "MiB/s"))
+    return verdict(Goal(f"io.{kind} / fio", GOAL), rounds["manybench"], rounds["fio"], "MiB/s")
+
+
+[AFFINITY] = harness.slot_affinity(1)
 
 
 def main() -> int:
@@ -114,13 +104,14 @@ def main() -> int:
     ap.add_argument("--size", default="1GiB", type=parse_size)
     ap.add_argument("--block", default="1MiB", type=parse_size)
     ap.add_argument("--repeat", default=7, type=int)
-    ap.add_argument("--warmup", default=1, type=int, help="uncounted pairs first")
+    ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
     ap.add_argument("--cached", action="store_true",
                     help="read from the page cache instead of dropping it before the reads")
     args = ap.parse_args()
     if not shutil.which("fio"):
         print("fio is not installed: nothing to compare with", file=sys.stderr)
         return 2
+    harness.pin_self(AFFINITY)   # io.* run in this process, as in a pinned slot
     made = args.dir is None
     d = tempfile.mkdtemp(prefix="manybench-bench-io-", dir="/var/tmp") if made else args.dir
     path = os.path.join(d, "bench-io.dat")
@@ -129,19 +120,13 @@ def main() -> int:
     print(f"1 slot, {format_size(args.size)} in {format_size(args.block)} blocks on {d}; "
           f"writes end with fsync (fio end_fsync=1); reads: {read_mode}", flush=True)
     try:
-        results = {kind: compare(kind, path, args) for kind in ("write", "read")}
+        ok = [compare(kind, path, args) for kind in ("write", "read")]
     finally:
         if made:
             shutil.rmtree(d, ignore_errors=True)
         elif os.path.exists(path):
             os.unlink(path)
-    ok = True
-    for kind, (best, median) in results.items():
-        passed = best >= GOAL
-        ok &= passed
-        print(f"io.{kind}: manybench / fio = {best:.3f} best-of-{args.repeat} (goal >= {GOAL}) "
-              f"{'PASS' if passed else 'FAIL'}; median of pair ratios {median:.3f}")
-    return 0 if ok else 1
+    return 0 if all(ok) else 1
 
 
 if __name__ == "__main__":

@@ -5,29 +5,30 @@
 
 One slot makes `items` directories d0..d{items-1} in an empty directory (SMTEF's 20,000).
 The peer is the obvious C program: snprintf the path, mkdir(path, 0777), in a loop timed
-with CLOCK_MONOTONIC, built with gcc -O2 into a temp dir now. meta.mkdir runs through its
-Python prepare/run (t0 = now + 1 ms) and is timed by the kernel itself (first op to last).
-Every run gets a fresh empty directory and a sync first; after an uncounted warm-up pair,
-runs alternate which goes first. The figure is best-of-N (the highest rate of each: outside
-disturbances only ever slow a run down); the median of the per-pair ratios is printed beside
-it. Goal: manybench / C >= 0.95. Exit status 1 when missed.
+with CLOCK_MONOTONIC, built into a temp dir now with the package's compiler and flags
+(harness.compile_c). meta.mkdir runs through its Python prepare/run (t0 = now + 1 ms) and is
+timed by the kernel itself (first op to last); both pinned as slot 0 of a one-worker phase.
+Every run gets a fresh empty directory and a sync first; after an uncounted warm-up round,
+rounds alternate which goes first. Gate: the median of the per-round ratios (manybench / C)
+>= 0.95; best-of-N printed beside it. Exit status 1 when missed.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import harness
+from harness import Goal, alternate, verdict
 
-from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, SlotContext  # noqa: E402
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
 
-GOAL = 0.95
+GOAL = Goal("meta.mkdir / C loop", 0.95)
+[AFFINITY] = harness.slot_affinity(1)
 
 PEER_C = r"""
 #include <stdio.h>
@@ -61,7 +62,7 @@ def build_peer(tmp: str) -> str:
     src, exe = os.path.join(tmp, "mkdir_loop.c"), os.path.join(tmp, "mkdir_loop")
     with open(src, "w") as f:
         f.write(PEER_C)
-    subprocess.run(["gcc", "-O2", "-std=gnu11", "-Wall", "-o", exe, src], check=True)
+    harness.compile_c(src, exe)
     return exe
 
 
@@ -81,7 +82,8 @@ def peer(exe: str, where: str, items: int) -> float:
     """mkdir/s of the C loop in `where`/meta (a fresh directory)."""
     d = os.path.join(where, "meta")
     os.makedirs(d)
-    out = subprocess.run([exe, d, str(items)], capture_output=True, text=True, check=True)
+    out = subprocess.run([exe, d, str(items)], capture_output=True, text=True, check=True,
+                         preexec_fn=harness.pinned(AFFINITY))
     return items / (int(out.stdout) / 1e9)
 
 
@@ -91,42 +93,32 @@ def main() -> int:
                                            "/var/tmp, removed afterwards)")
     ap.add_argument("--items", default=20000, type=int)
     ap.add_argument("--repeat", default=5, type=int)
-    ap.add_argument("--warmup", default=1, type=int, help="uncounted pairs first")
+    ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
     args = ap.parse_args()
     if not shutil.which("gcc"):
         print("gcc is not installed: cannot build the C peer", file=sys.stderr)
         return 2
+    harness.pin_self(AFFINITY)   # meta.mkdir runs in this process, as in a pinned slot
     base = tempfile.mkdtemp(prefix="manybench-bench-meta-", dir=args.dir or "/var/tmp")
     print(f"1 slot, {args.items} mkdir in a fresh directory under {base}", flush=True)
-    ratios: list[float] = []
-    runs: dict[str, list[float]] = {"manybench": [], "C loop": []}
+    count = iter(range(1 << 30))
+
+    def side(fn):
+        def run() -> float:
+            where = os.path.join(base, f"run-{next(count)}")
+            os.sync()   # nobody pays for the previous run's (or clean-up's) writeback
+            rate = fn(where, args.items)
+            shutil.rmtree(where)
+            return rate
+        return run
     try:
         exe = build_peer(base)
-        for rep in range(-args.warmup, args.repeat):
-            order = ["manybench", "C loop"][::(-1 if rep % 2 else 1)]
-            rate = {}
-            for who in order:
-                where = os.path.join(base, f"{who.replace(' ', '_')}-{rep}")
-                os.sync()   # nobody pays for the previous run's (or clean-up's) writeback
-                rate[who] = ours(where, args.items) if who == "manybench" else \
-                    peer(exe, where, args.items)
-                shutil.rmtree(where)
-            if rep < 0:
-                print(f"  warm-up: manybench {rate['manybench']:,.0f}/s, C loop "
-                      f"{rate['C loop']:,.0f}/s (not counted)", flush=True)
-                continue
-            for who in rate:
-                runs[who].append(rate[who])
-            ratios.append(rate["manybench"] / rate["C loop"])
-            print(f"  rep {rep + 1}: manybench {rate['manybench']:>10,.0f} mkdir/s   C loop "
-                  f"{rate['C loop']:>10,.0f} mkdir/s   ratio {ratios[-1]:.3f}", flush=True)
+        rounds = alternate({"manybench": side(ours),
+                            "C loop": side(lambda w, n: peer(exe, w, n))},
+                           args.repeat, args.warmup, harness.show_round("", "mkdir/s"))
     finally:
         shutil.rmtree(base, ignore_errors=True)   # our temp dir only, never DIR itself
-    best = max(runs["manybench"]) / max(runs["C loop"])
-    passed = best >= GOAL
-    print(f"meta.mkdir: manybench / C loop = {best:.3f} best-of-{args.repeat} (goal >= {GOAL}) "
-          f"{'PASS' if passed else 'FAIL'}; median of pair ratios {statistics.median(ratios):.3f}")
-    return 0 if passed else 1
+    return 0 if verdict(GOAL, rounds["manybench"], rounds["C loop"], "mkdir/s") else 1
 
 
 if __name__ == "__main__":

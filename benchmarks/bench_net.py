@@ -3,9 +3,9 @@
 
     python benchmarks/bench_net.py [--lat-msg 8] [--bw-msg 1MiB] [--seconds 2] [--repeat 5]
 
-Both sides of every tool are pinned the same way: the server (manybench's even rank, qperf's
-remote side, iperf3's server) to the first CPU, the client to the second (one CPU: both on
-it), as manybench's slots are pinned to a core each. manybench runs through the kernels' own
+Both sides of every tool are pinned as slots 0 and 1 of a two-worker phase are
+(harness.slot_affinity(2)): the server (manybench's even rank, qperf's remote side, iperf3's
+server) on slot 0's cpu, the client on slot 1's (one cpu: both on it). manybench runs through the kernels' own
 prepare / publish / connect / run / cleanup, in two processes, as two slots would.
 
   latency:   net.pingpong lat_us (mean round trip / 2, OSU's definition) vs qperf tcp_lat
@@ -14,14 +14,11 @@ prepare / publish / connect / run / cleanup, in two processes, as two slots woul
              figure) and qperf tcp_bw -m MSG (MB/sec, 10^6 bytes/s), same message size and
              duration
 
-After an uncounted warm-up round, rounds alternate which tool goes first. Loopback on shared
-or virtual machines is disturbed from outside by large factors (seen here: iperf3 from 750
-to 1500 MB/s for the same job), and those disturbances only ever hurt; the figure is
-best-of-N: manybench's best against the peer's best. The median of the per-round ratios is
-printed beside it.
-
-Goal: latency ratio (manybench / qperf) <= 1.1; bandwidth ratio (manybench / peer) >= 0.9
-against iperf3 and against qperf tcp_bw. Exit status 1 when a goal is missed, 2 when a peer
+After an uncounted warm-up round, rounds alternate which tool goes first. Gate: the median
+of the per-round ratios: latency (manybench / qperf) <= 1.1; bandwidth (manybench / peer)
+>= 0.9 against iperf3 and against qperf tcp_bw; best-of-N printed beside each (loopback on
+shared or virtual machines is disturbed from outside by large factors, seen here: iperf3
+from 750 to 1500 MB/s for the same job). Exit status 1 when a goal is missed, 2 when a peer
 tool is missing (Debian packages qperf and iperf3).
 """
 from __future__ import annotations
@@ -33,25 +30,26 @@ import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import harness
+from harness import Goal, verdict
 
-from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, SlotContext  # noqa: E402
-from manybench.plan.tasks import kernel_params  # noqa: E402
-from manybench.units import parse_size  # noqa: E402
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
+from manybench.plan.tasks import kernel_params
+from manybench.units import parse_size
 
 LAT_GOAL, BW_GOAL = 1.1, 0.9
 LEAD_S = 0.3
 
 
 def _cpus() -> tuple[int, int]:
-    cpus = sorted(os.sched_getaffinity(0))
-    return cpus[0], cpus[1] if len(cpus) > 1 else cpus[0]
+    """Server and client cpu: those of slots 0 and 1 of a two-worker phase."""
+    server, client = harness.slot_affinity(2)
+    return server[0], client[0]
 
 
 def _free_port() -> int:
@@ -124,8 +122,9 @@ class Qperf:
     def run(self, test: str, msg: int, seconds: float) -> float:
         """latency in us (tcp_lat) or bandwidth in MB/s of 10^6 bytes (tcp_bw)."""
         server_cpu, client_cpu = _cpus()
-        cmd = ["qperf", "127.0.0.1", "-lp", str(self.port), "-t", f"{seconds:g}", "-m",
-               str(msg), "-lca", str(client_cpu + 1), "-rca", str(server_cpu + 1), test]
+        # qperf's -t takes whole seconds: a fraction makes its client hang after the test
+        cmd = ["qperf", "127.0.0.1", "-lp", str(self.port), "-t", str(max(1, round(seconds))),
+               "-m", str(msg), "-lca", str(client_cpu + 1), "-rca", str(server_cpu + 1), test]
         # qperf numbers CPUs from 1 here (0 = no affinity), whatever its man page says
         p = subprocess.run(cmd, capture_output=True, text=True)
         key = "latency" if test == "tcp_lat" else "bw"
@@ -169,21 +168,6 @@ class Iperf3:
 
 # ---- the comparison ------------------------------------------------------------------------
 
-def _report(name: str, mine: list[float], peer: list[float], peer_name: str, unit: str,
-            lower_better: bool, goal: float) -> bool:
-    best_m = min(mine) if lower_better else max(mine)
-    best_p = min(peer) if lower_better else max(peer)
-    ratio = best_m / best_p
-    med = statistics.median(m / p for m, p in zip(mine, peer))
-    ok = ratio <= goal if lower_better else ratio >= goal
-    print(f"{name:<26} manybench best {best_m:9.2f} {unit}  {peer_name} best {best_p:9.2f} "
-          f"{unit}  ratio {ratio:.3f} (median {med:.3f})  goal {'<=' if lower_better else '>='}"
-          f" {goal}  {'OK' if ok else 'MISSED'}")
-    print(f"{'':<26} manybench {' '.join(f'{v:.2f}' for v in mine)}")
-    print(f"{'':<26} {peer_name:<9} {' '.join(f'{v:.2f}' for v in peer)}")
-    return ok
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lat-msg", default="8", help="pingpong / tcp_lat message size")
@@ -224,11 +208,11 @@ def main() -> int:
     finally:
         qp.close()
         ip.close()
-    ok = _report("latency (lat_us)", rows["lat"], rows["lat_q"], "qperf", "us", True, LAT_GOAL)
-    ok &= _report("bandwidth vs iperf3", rows["bw"], rows["bw_i"], "iperf3", "MB/s", False,
-                  BW_GOAL)
-    ok &= _report("bandwidth vs qperf", rows["bw"], rows["bw_q"], "qperf", "MB/s", False,
-                  BW_GOAL)
+    ok = verdict(Goal("net.pingpong lat_us / qperf tcp_lat", LAT_GOAL, higher_is_better=False),
+                 rows["lat"], rows["lat_q"], "us")
+    ok &= verdict(Goal("net.stream mb_s / iperf3", BW_GOAL), rows["bw"], rows["bw_i"], "MB/s")
+    ok &= verdict(Goal("net.stream mb_s / qperf tcp_bw", BW_GOAL), rows["bw"], rows["bw_q"],
+                  "MB/s")
     return 0 if ok else 1
 
 

@@ -15,10 +15,10 @@ fio is told the same engine manybench used:
 and --rw=randread --bs=4k --norandommap (offsets drawn with replacement, as manybench)
 --direct=0/1 --size --runtime --time_based --thread.
 
-After an uncounted warm-up pair, runs alternate which tool goes first. Figure: best-of-N
-IOPS of manybench over best-of-N of fio (shared virtual storage and CPUs only ever slow a
-run down); the median of the per-pair ratios is printed beside it. Goal: >= 0.9 for every
-case. Exit status 1 when a goal is missed, 2 when fio is missing.
+Both pinned as slot 0 of a one-worker phase is (manybench in this process, fio as a child
+with the same affinity). After an uncounted warm-up round, rounds alternate which tool goes
+first. Gate: the median of the per-round IOPS ratios (manybench / fio) >= 0.9 for every case;
+best-of-N printed beside it. Exit status 1 when a goal is missed, 2 when fio is missing.
 """
 from __future__ import annotations
 
@@ -26,18 +26,19 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import harness
+from harness import Goal, alternate, verdict
 
-from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, SlotContext  # noqa: E402
-from manybench.units import format_size, parse_duration, parse_size  # noqa: E402
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
+from manybench.units import format_size, parse_duration, parse_size
 
 GOAL = 0.9
+[AFFINITY] = harness.slot_affinity(1)
 BLOCK = 4096
 FIO_ENGINE = {"io_uring": "io_uring", "aio": "libaio", "threads": "psync"}
 
@@ -72,7 +73,7 @@ def fio(path: str, size: int, depth: int, direct: bool, engine: str, runtime: fl
         cmd += [f"--numjobs={depth}", "--group_reporting"]
     else:
         cmd += [f"--iodepth={depth}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=harness.pinned(AFFINITY))
     if p.returncode != 0:
         sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
     job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["read"]
@@ -80,34 +81,21 @@ def fio(path: str, size: int, depth: int, direct: bool, engine: str, runtime: fl
     return float(job["iops"]), float(pct.get("50.000000", 0)) / 1e3
 
 
-def compare(path: str, args, depth: int, direct: bool, engine: str) -> tuple[float, float]:
-    runs: dict[str, list[float]] = {"manybench": [], "fio": []}
-    ratios = []
+def compare(path: str, args, depth: int, direct: bool, engine: str) -> bool:
     used = _native.randio_probe(engine, depth)   # what "auto" resolves to here
-    label = f"{'direct' if direct else 'cached'} iodepth {depth:<2}"
-    for rep in range(-args.warmup, args.repeat):
-        order = ["manybench", "fio"] if rep % 2 == 0 else ["fio", "manybench"]
-        got, lat = {}, {}
-        for who in order:
-            if who == "manybench":
-                got[who], lat[who], used = ours(path, args.size, depth, direct, engine,
-                                                args.runtime)
-            else:  # fio runs the engine manybench actually used
-                got[who], lat[who] = fio(path, args.size, depth, direct, used, args.runtime)
-        if rep < 0:
-            continue
-        for who in got:
-            runs[who].append(got[who])
-        ratios.append(got["manybench"] / got["fio"])
-        print(f"  {label} {used:<8} rep {rep + 1}: manybench {got['manybench']:>9.0f} IOPS "
-              f"(p50 {lat['manybench']:6.1f} us)   fio {got['fio']:>9.0f} IOPS (p50 "
-              f"{lat['fio']:6.1f} us)   ratio {ratios[-1]:.3f}", flush=True)
-    best = max(runs["manybench"]) / max(runs["fio"])
-    print(f"io.randread {label} engine {used}: manybench {max(runs['manybench']):.0f} / fio "
-          f"{max(runs['fio']):.0f} IOPS = {best:.3f} best-of-{args.repeat} (goal >= {GOAL}) "
-          f"{'PASS' if best >= GOAL else 'FAIL'}; median of pair ratios "
-          f"{statistics.median(ratios):.3f}", flush=True)
-    return best, statistics.median(ratios)
+    label = f"{'direct' if direct else 'cached'} iodepth {depth} {used}"
+
+    def mine() -> float:
+        iops, _, _ = ours(path, args.size, depth, direct, engine, args.runtime)
+        return iops
+
+    def theirs() -> float:   # fio runs the engine manybench actually used
+        iops, _ = fio(path, args.size, depth, direct, used, args.runtime)
+        return iops
+    rounds = alternate({"manybench": mine, "fio": theirs}, args.repeat, args.warmup,
+                       harness.show_round(label, "IOPS"))
+    return verdict(Goal(f"io.randread {label} / fio", GOAL), rounds["manybench"],
+                   rounds["fio"], "IOPS")
 
 
 def main() -> int:
@@ -117,7 +105,7 @@ def main() -> int:
     ap.add_argument("--size", default="256MiB", type=parse_size)
     ap.add_argument("--runtime", default="2s", type=parse_duration)
     ap.add_argument("--repeat", default=5, type=int)
-    ap.add_argument("--warmup", default=1, type=int, help="uncounted pairs first")
+    ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
     ap.add_argument("--depths", default="1,32")
     ap.add_argument("--engines", default="auto",
                     help="auto (what io.randread picks), all, or a comma-separated list")
@@ -128,6 +116,7 @@ def main() -> int:
         return 2
     engines = ["io_uring", "aio", "threads"] if args.engines == "all" else \
         args.engines.split(",")
+    harness.pin_self(AFFINITY)   # io.randread runs in this process, as in a pinned slot
     made = args.dir is None
     d = tempfile.mkdtemp(prefix="manybench-bench-randio-", dir="/var/tmp") if made else args.dir
     path = os.path.join(d, "bench-randio.dat")
@@ -139,8 +128,7 @@ def main() -> int:
         for engine in engines:
             for mode in args.modes.split(","):
                 for depth in (int(x) for x in args.depths.split(",")):
-                    best, _ = compare(path, args, depth, mode == "direct", engine)
-                    ok &= best >= GOAL
+                    ok &= compare(path, args, depth, mode == "direct", engine)
     finally:
         if made:
             shutil.rmtree(d, ignore_errors=True)

@@ -1,19 +1,18 @@
 #!/usr/bin/env python3
 """mem.stream against McCalpin's STREAM compiled from C, measured in the same run.
 
-    python benchmarks/bench_stream.py [--elements 20000000] [--ntimes 10] [--repeat 11] [--cpu N]
+    python benchmarks/bench_stream.py [--elements 20000000] [--ntimes 10] [--repeat 11]
 
 Peer: benchmarks/peers/stream_ref.c (stream.c v5.10's structure: static arrays, NTIMES,
-best of times, MB = 10^6 bytes), compiled here into a temporary directory with the compiler
-and flags the package's extension is built with (Python's CC, CFLAGS, CCSHARED plus
-setup.py's -O3 -std=gnu11 -Wall -fopenmp) and -DSTREAM_ARRAY_SIZE=elements -DNTIMES=ntimes,
-run with OMP_NUM_THREADS=1. manybench: mem.stream with the same elements and ntimes, one
-slot, threads = 1, through the kernel's own prepare/run. Both run pinned to the same cpu.
+best of times, MB = 10^6 bytes), compiled into a temporary directory with the compiler and
+flags the package's extension was built with (harness.compile_c: _native.build_info()) and
+-DSTREAM_ARRAY_SIZE=elements -DNTIMES=ntimes, run with OMP_NUM_THREADS=1. manybench:
+mem.stream with the same elements and ntimes, one slot, threads = 1, through the kernel's
+own prepare/run. Both pinned as slot 0 of a one-worker phase is.
 
-After an uncounted warm-up pair, runs alternate which goes first. The figure is best-of-N:
-mem.stream's highest Triad rate over STREAM's highest (outside load only ever subtracts);
-the median of the per-pair ratios is printed beside it. Goal: best-of-N Triad ratio >= 0.95.
-Copy, Scale and Add are printed for information. Exit status 1 when the goal is missed.
+After an uncounted warm-up round, rounds alternate which goes first. Gate: the median of the
+per-round Triad ratios (mem.stream / STREAM) >= 0.95; best-of-N printed beside it; Copy,
+Scale and Add for information. Exit status 1 when the goal is missed.
 """
 from __future__ import annotations
 
@@ -21,38 +20,19 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import harness
+from harness import Goal, alternate, verdict
 
-from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, SlotContext  # noqa: E402
+from manybench import _native
+from manybench.kernels import KERNELS, SlotContext
 
-GOAL = 0.95
+GOAL = Goal("mem.stream / STREAM Triad", 0.95)
 NAMES = ("copy", "scale", "add", "triad")
-EXT_FLAGS = ["-O3", "-std=gnu11", "-Wall", "-fopenmp"]   # setup.py's extra_compile_args
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "stream_ref.c")
-
-
-def compiler() -> list[str]:
-    """The compiler command line the extension is built with (as distutils assembles it)."""
-    v = sysconfig.get_config_var
-    return [*(v("CC") or "cc").split(), *(v("CFLAGS") or "").split(),
-            *(v("CCSHARED") or "").split(), *EXT_FLAGS]
-
-
-def build_peer(d: str, elements: int, ntimes: int) -> tuple[str, list[str]]:
-    exe = os.path.join(d, "stream_ref")
-    cmd = [*compiler(), f"-DSTREAM_ARRAY_SIZE={elements}", f"-DNTIMES={ntimes}", "-o", exe,
-           PEER]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"building the peer failed:\n{' '.join(cmd)}\n{p.stderr}")
-    return exe, cmd
 
 
 def ours(elements: int, ntimes: int) -> dict[str, float]:
@@ -70,11 +50,11 @@ def ours(elements: int, ntimes: int) -> dict[str, float]:
     return {n: r.metrics[f"{n}_mb_s"] for n in NAMES}
 
 
-def peer(exe: str, cpu: int) -> dict[str, float]:
+def peer(exe: str, affinity: tuple[int, ...]) -> dict[str, float]:
     """MB/s of STREAM's four kernels from its summary table."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     p = subprocess.run([exe], capture_output=True, text=True, env=env,
-                       preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+                       preexec_fn=harness.pinned(affinity))
     if p.returncode != 0 or "Solution Validates" not in p.stdout:
         sys.exit(f"STREAM peer failed (exit {p.returncode}):\n{p.stdout}{p.stderr}")
     out = {}
@@ -91,51 +71,38 @@ def main() -> int:
     ap.add_argument("--elements", type=int, default=20_000_000)
     ap.add_argument("--ntimes", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=11)
-    ap.add_argument("--warmup", type=int, default=1, help="uncounted pairs first")
-    ap.add_argument("--cpu", type=int, default=None,
-                    help="cpu both run on (default: the last one this process may use)")
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted rounds first")
     args = ap.parse_args()
-    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpu})   # mem.stream runs in this process, as in a pinned slot
+    [affinity] = harness.slot_affinity(1)
+    harness.pin_self(affinity)   # mem.stream runs in this process, as in a pinned slot
     d = tempfile.mkdtemp(prefix="manybench-bench-stream-")
+    figures: dict[str, list[dict[str, float]]] = {"manybench": [], "STREAM": []}
+
+    def side(who: str, fn) -> float:
+        got = fn()
+        figures[who].append(got)
+        return got["triad"]
     try:
-        exe, cmd = build_peer(d, args.elements, args.ntimes)
-        print(f"peer built with: {' '.join(cmd[:-3])} ...", flush=True)
+        exe = os.path.join(d, "stream_ref")
+        cmd = harness.compile_c(PEER, exe, f"-DSTREAM_ARRAY_SIZE={args.elements}",
+                                f"-DNTIMES={args.ntimes}")
+        print(f"peer built with: {' '.join(cmd[:-4])}", flush=True)
         print(f"1 slot, 1 thread, {args.elements} elements per array "
-              f"({3 * 8 * args.elements / 1e6:.0f} MB), ntimes {args.ntimes}, cpu {cpu}",
+              f"({3 * 8 * args.elements / 1e6:.0f} MB), ntimes {args.ntimes}, cpus {affinity}",
               flush=True)
-        runs: dict[str, list[dict[str, float]]] = {"manybench": [], "stream": []}
-        ratios = []
-        for rep in range(-args.warmup, args.repeat):
-            order = [("manybench", lambda: ours(args.elements, args.ntimes)),
-                     ("stream", lambda: peer(exe, cpu))]
-            if rep % 2:
-                order.reverse()
-            got = {who: fn() for who, fn in order}
-            if rep < 0:
-                print(f"  warm-up: Triad manybench {got['manybench']['triad']:.1f} MB/s, "
-                      f"STREAM {got['stream']['triad']:.1f} MB/s (not counted)", flush=True)
-                continue
-            for who in got:
-                runs[who].append(got[who])
-            ratios.append(got["manybench"]["triad"] / got["stream"]["triad"])
-            print(f"  rep {rep + 1}: Triad manybench {got['manybench']['triad']:10.1f} MB/s   "
-                  f"STREAM {got['stream']['triad']:10.1f} MB/s   ratio {ratios[-1]:.3f}",
-                  flush=True)
+        rounds = alternate({"manybench": lambda: side("manybench",
+                                                      lambda: ours(args.elements, args.ntimes)),
+                            "STREAM": lambda: side("STREAM", lambda: peer(exe, affinity))},
+                           args.repeat, args.warmup, harness.show_round("Triad", "MB/s"))
     finally:
         shutil.rmtree(d, ignore_errors=True)
+    counted = {who: f[args.warmup:] for who, f in figures.items()}
     print("best of each (MB/s):   manybench      STREAM   ratio")
-    best = {}
     for n in NAMES:
-        m = max(r[n] for r in runs["manybench"])
-        s = max(r[n] for r in runs["stream"])
-        best[n] = m / s
-        print(f"  {n.capitalize():<8}        {m:10.1f}  {s:10.1f}   {best[n]:.3f}")
-    passed = best["triad"] >= GOAL
-    print(f"mem.stream / STREAM Triad = {best['triad']:.3f} best-of-{args.repeat} "
-          f"(goal >= {GOAL}) {'PASS' if passed else 'FAIL'}; median of pair ratios "
-          f"{statistics.median(ratios):.3f}")
-    return 0 if passed else 1
+        m = max(r[n] for r in counted["manybench"])
+        s = max(r[n] for r in counted["STREAM"])
+        print(f"  {n.capitalize():<8}        {m:10.1f}  {s:10.1f}   {m / s:.3f}")
+    return 0 if verdict(GOAL, rounds["manybench"], rounds["STREAM"], "MB/s") else 1
 
 
 if __name__ == "__main__":

@@ -1,15 +1,25 @@
-"""Synchronized-start figures of the core, each against its goal and a peer in the same run.
+#!/usr/bin/env python3
+"""Synchronized-start figures of the core, each against a peer measured the same way.
 
-  python benchmarks/bench_sync.py [--phases 1000] [--big 56]
+  python benchmarks/bench_sync.py [--phases 1000] [--big 56] [--rounds 3]
 
-Figures (issue #2 goals):
-  - null phases, 2 slots on 2 cores: median skew <= 20 us, p99 <= 500 us
-  - null sync overhead (last end - first start) with 56 slots: median <= 5 ms (SMTEF: 50 ms)
-  - phase turnaround: 1,000 null phases with 2 slots in <= 5 s after start-up
-  - slot memory: <= 20 MB PSS each; a 56-slot one-phase run <= 3 s in all
-Peers, measured in the same run: the floor of this machine (peers/start_floor.c: two
-pinned C processes sleeping and spinning to a common T0, nothing else), and the starts of a
-multiprocessing.Barrier release (as most harnesses do) with the same number of processes.
+Every round runs manybench and its peers back to back (which goes first alternates); the
+peers do exactly what a null phase does: N processes pinned as manybench's slots are
+(run/placement.py for that worker count), released together, each stamping start and end
+around nothing.
+  - C floor (peers/start_floor.c, built with the package's compiler and flags): sleep to an
+    absolute T0, spin the last stretch only where manybench's slots would (a core each);
+    nothing else.
+  - Barrier: processes released by a multiprocessing.Barrier, as most harnesses do.
+Figures and goals (issue #2), gated on the median over rounds:
+  - null phases, 2 slots: median skew <= 20 us and p99 <= 500 us (C floor beside it)
+  - null sync overhead (last end - first start) with 56 slots on this machine: median
+    <= 5 ms (SMTEF: 50 ms at 56 workers), and the median of the paired ratios to the Barrier
+    peer's sync overhead (same processes, same pinning) <= 1.0 (C floor beside it)
+  - turnaround: 1,000 null phases with 2 slots in <= 5 s from first T0 to last end
+  - slot memory: <= 20 MB PSS each (beside a bare Python interpreter's PSS); a 56-slot
+    one-phase run <= 3 s in all (beside `python -m manybench --version`)
+Exit status 1 when a goal is missed.
 """
 from __future__ import annotations
 
@@ -25,63 +35,88 @@ import time
 
 import psutil
 
+import harness
+from harness import SRC, Goal, verdict
+
+FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "start_floor.c")
+ENV = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+US, MS = 1e3, 1e6
+
 
 def pct(values: list[float], q: float) -> float:
+    """Nearest rank, as manybench's reports."""
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q / 100 * len(s) + 0.5)) - 1))]
+    return s[min(len(s) - 1, max(0, -(-len(s) * q // 100) - 1))]
 
 
-def run_plan(text: str, *args: str) -> tuple[list[dict], float]:
+def run_plan(text: str, *args: str) -> tuple[dict[int, list[dict]], float]:
     d = tempfile.mkdtemp(prefix="mb-bench-")
     plan = os.path.join(d, "plan.toml")
     with open(plan, "w") as f:
         f.write(text)
     t = time.monotonic()
     subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q", *args],
-                   check=True)
+                   check=True, env=ENV)
     wall = time.monotonic() - t
     out = subprocess.run([sys.executable, "-m", "manybench", "export", d, "--format", "json"],
+                         check=True, capture_output=True, text=True, env=ENV).stdout
+    phases: dict[int, list[dict]] = {}
+    for r in json.loads(out):
+        phases.setdefault(r["phase"], []).append(r)
+    return phases, wall
+
+
+def null_plan(workers: int, repeat: int) -> str:
+    return (f'repeat = {repeat}\n[placement]\nworkers = {workers}\n'
+            '[[task]]\nname = "sync"\nkernel = "null"\n')
+
+
+def manybench(workers: int, repeat: int) -> dict:
+    phases, wall = run_plan(null_plan(workers, repeat))
+    rows = [r for g in phases.values() for r in g]
+    return {"skew": [(max(r["start_ns"] for r in g) - min(r["start_ns"] for r in g))
+                     for g in phases.values()],
+            "overhead": [(max(r["end_ns"] for r in g) - min(r["start_ns"] for r in g))
+                         for g in phases.values()],
+            "span_s": (max(r["end_ns"] for r in rows) - min(r["t0_ns"] for r in rows)) / 1e9,
+            "wall_s": wall}
+
+
+def floor(exe: str, workers: int, rounds: int) -> dict:
+    """The C floor with the slots' pinning and spin for `workers` slots on this machine."""
+    places = harness.slot_places(workers)
+    spin = 300_000 if all(p.spin for p in places) else 0
+    gap = 3_000_000 + 200_000 * workers
+    out = subprocess.run([exe, str(rounds), str(spin), str(gap),
+                          *(str(p.cpu) for p in places)],
                          check=True, capture_output=True, text=True).stdout
-    return json.loads(out), wall
+    nums = [int(x) for x in out.split()]
+    pairs = list(zip(nums[0::2], nums[1::2]))
+    return {"skew": [p[0] for p in pairs], "overhead": [p[1] for p in pairs]}
 
 
-def phases_of(rows: list[dict]) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in rows:
-        out.setdefault(r["phase"], []).append(r)
-    return out
-
-
-def _barrier_child(barrier, q) -> None:
-    os.sched_setaffinity(0, {os.getpid() % os.cpu_count()})
-    for _ in range(50):
+def _barrier_child(barrier, q, affinity: tuple[int, ...], rounds: int) -> None:
+    os.sched_setaffinity(0, affinity)
+    for _ in range(rounds):
         barrier.wait()
-        q.put(time.time_ns())
+        start = time.time_ns()
+        end = time.time_ns()
+        q.put((start, end))
 
 
-def barrier_skew(n: int, rounds: int = 50) -> list[float]:
-    """Peer: start skew of n processes released by a multiprocessing.Barrier."""
-    barrier, q = mp.Barrier(n), mp.Queue()
-    procs = [mp.Process(target=_barrier_child, args=(barrier, q)) for _ in range(n)]
+def barrier(workers: int, rounds: int) -> dict:
+    """Processes pinned as the slots, released by a multiprocessing.Barrier each round."""
+    b, q = mp.Barrier(workers), mp.Queue()
+    procs = [mp.Process(target=_barrier_child, args=(b, q, aff, rounds))
+             for aff in harness.slot_affinity(workers)]
     for p in procs:
         p.start()
-    stamps = [q.get() for _ in range(n * rounds)]
+    stamps = sorted(q.get() for _ in range(workers * rounds))
     for p in procs:
         p.join()
-    # stamps arrive interleaved by round: group n at a time in time order
-    stamps.sort()
-    return [(max(g) - min(g)) / 1e3 for g in (stamps[i:i + n] for i in range(0, len(stamps), n))]
-
-
-def c_floor(rounds: int) -> list[float]:
-    """Peer: start skew (us) of two pinned C processes with the slots' spin, per round."""
-    d = tempfile.mkdtemp(prefix="mb-bench-")
-    exe = os.path.join(d, "start_floor")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "start_floor.c")
-    subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
-    out = subprocess.run([exe, str(rounds), "300000", "3000000"], check=True,
-                         capture_output=True, text=True).stdout
-    return [int(x) / 1e3 for x in out.split()]
+    groups = [stamps[i:i + workers] for i in range(0, len(stamps), workers)]
+    return {"skew": [max(s for s, _ in g) - min(s for s, _ in g) for g in groups],
+            "overhead": [max(e for _, e in g) - min(s for s, _ in g) for g in groups]}
 
 
 def slot_pss_mb(n: int) -> list[float]:
@@ -90,59 +125,88 @@ def slot_pss_mb(n: int) -> list[float]:
     plan = os.path.join(d, "plan.toml")
     with open(plan, "w") as f:
         f.write(f'[placement]\nworkers = {n}\n[[task]]\nname = "nap"\ncommand = ["sleep", "3"]\n')
-    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q"])
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q"],
+                            env=ENV)
     time.sleep(1.5)
-    me = psutil.Process(proc.pid)
-    slots = [c for c in me.children() if c.name() != "sleep"]
+    slots = [c for c in psutil.Process(proc.pid).children() if c.name() != "sleep"]
     pss = [c.memory_full_info().pss / 2**20 for c in slots]
     proc.wait()
     return pss
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def bare_python_pss_mb() -> float:
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    time.sleep(0.5)
+    pss = psutil.Process(p.pid).memory_full_info().pss / 2**20
+    p.wait()
+    return pss
+
+
+def absolute(name: str, value: float, limit: float, unit: str, beside: str = "") -> bool:
+    ok = value <= limit
+    print(f"{name}: {value:,.3g} {unit} (goal <= {limit:g} {unit}) {'PASS' if ok else 'FAIL'}"
+          + (f"; {beside}" if beside else ""), flush=True)
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--phases", type=int, default=1000)
     ap.add_argument("--big", type=int, default=56)
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-
-    rows, wall = run_plan(f'repeat = {a.phases}\n[placement]\nworkers = 2\n'
-                          '[[task]]\nname = "sync"\nkernel = "null"\n')
-    ph = phases_of(rows)
-    skews = [(max(r["start_ns"] for r in g) - min(r["start_ns"] for r in g)) / 1e3 for g in ph.values()]
-    late = [(r["start_ns"] - r["t0_ns"]) / 1e3 for r in rows]
-    peer = barrier_skew(2)
-    floor = c_floor(len(ph))
-    span = (max(r["end_ns"] for r in rows) - min(r["t0_ns"] for r in rows)) / 1e9
-    print(f"null, 2 slots, {len(ph)} phases: skew median {statistics.median(skews):.1f} us "
-          f"(goal <= 20), p99 {pct(skews, 99):.1f} us (goal <= 500); lateness median "
-          f"{statistics.median(late):.1f} us")
-    print(f"  peer (C floor: 2 pinned processes, sleep + spin to T0): skew median "
-          f"{statistics.median(floor):.1f} us, p99 {pct(floor, 99):.1f} us -> manybench/floor "
-          f"p99 ratio {pct(skews, 99) / max(pct(floor, 99), 1e-3):.2f}")
-    print(f"  peer (multiprocessing.Barrier release, 2 procs): skew median "
-          f"{statistics.median(peer):.1f} us, p99 {pct(peer, 99):.1f} us -> manybench/peer median "
-          f"ratio {statistics.median(skews) / max(statistics.median(peer), 1e-9):.2f}")
-    print(f"turnaround: {len(ph)} null phases in {span:.2f} s from first T0 to last end "
-          f"(goal <= 5 s for 1,000); whole command {wall:.2f} s")
-
-    rows, wall = run_plan(f'repeat = 20\n[placement]\nworkers = {a.big}\n'
-                          '[[task]]\nname = "sync"\nkernel = "null"\n')
-    over = [(max(r["end_ns"] for r in g) - min(r["start_ns"] for r in g)) / 1e6
-            for g in phases_of(rows).values()]
-    peer = barrier_skew(a.big, 20)
-    print(f"null, {a.big} slots on {os.cpu_count()} cores: sync overhead median "
-          f"{statistics.median(over):.2f} ms (goal <= 5 ms; SMTEF 50 ms at 56 workers), "
-          f"max {max(over):.2f} ms")
-    print(f"  peer (Barrier release, {a.big} procs): start spread median "
-          f"{statistics.median(peer) / 1e3:.2f} ms -> ratio "
-          f"{statistics.median(over) / max(statistics.median(peer) / 1e3, 1e-9):.2f}")
-
-    _, wall = run_plan(f'[placement]\nworkers = {a.big}\n[[task]]\nname = "sync"\nkernel = "null"\n')
-    print(f"{a.big}-slot one-phase run, whole command: {wall:.2f} s (goal <= 3 s)")
+    d = tempfile.mkdtemp(prefix="mb-bench-floor-")
+    exe = os.path.join(d, "start_floor")
+    harness.compile_c(FLOOR, exe)
+    small = {"manybench": [], "floor": []}
+    big = {"manybench": [], "floor": [], "barrier": []}
+    for rnd in range(a.rounds):
+        order = [0, 1] if rnd % 2 == 0 else [1, 0]
+        for i in order:
+            if i == 0:
+                small["manybench"].append(manybench(2, a.phases))
+                big["manybench"].append(manybench(a.big, 20))
+            else:
+                small["floor"].append(floor(exe, 2, a.phases))
+                big["floor"].append(floor(exe, a.big, 20))
+                big["barrier"].append(barrier(a.big, 20))
+        m, f = small["manybench"][-1], small["floor"][-1]
+        print(f"  round {rnd + 1}: 2 slots skew median {statistics.median(m['skew']) / US:.1f} "
+              f"us (floor {statistics.median(f['skew']) / US:.1f}); {a.big} slots sync overhead "
+              f"median {statistics.median(big['manybench'][-1]['overhead']) / MS:.3f} ms (floor "
+              f"{statistics.median(big['floor'][-1]['overhead']) / MS:.3f}, Barrier "
+              f"{statistics.median(big['barrier'][-1]['overhead']) / MS:.3f})", flush=True)
+    med = lambda runs, key: [statistics.median(r[key]) for r in runs]   # noqa: E731
+    p99 = lambda runs, key: [pct(r[key], 99) for r in runs]               # noqa: E731
+    ok = absolute("null, 2 slots: skew median (median over rounds)",
+                  statistics.median(med(small["manybench"], "skew")) / US, 20, "us",
+                  f"C floor {statistics.median(med(small['floor'], 'skew')) / US:.2f} us")
+    ok &= absolute("null, 2 slots: skew p99 (median over rounds)",
+                   statistics.median(p99(small["manybench"], "skew")) / US, 500, "us",
+                   f"C floor {statistics.median(p99(small['floor'], 'skew')) / US:.2f} us")
+    mine = med(big["manybench"], "overhead")
+    ok &= absolute(f"null, {a.big} slots on {os.cpu_count()} cpus: sync overhead median",
+                   statistics.median(mine) / MS, 5, "ms",
+                   f"C floor {statistics.median(med(big['floor'], 'overhead')) / MS:.3f} ms; "
+                   "SMTEF 50 ms at 56 workers")
+    ok &= verdict(Goal(f"{a.big}-slot sync overhead / Barrier release", 1.0,
+                       higher_is_better=False), mine, med(big["barrier"], "overhead"), "ns")
+    span = statistics.median(r["span_s"] for r in small["manybench"]) * 1000 / a.phases
+    ok &= absolute("turnaround of 1,000 null phases, 2 slots (first T0 to last end)", span, 5,
+                   "s", f"whole command {statistics.median(r['wall_s'] for r in small['manybench']):.2f} s")
+    _, wall = run_plan(null_plan(a.big, 1))
+    t = time.monotonic()
+    subprocess.run([sys.executable, "-m", "manybench", "--version"], check=True, env=ENV,
+                   capture_output=True)
+    bare = time.monotonic() - t
+    ok &= absolute(f"{a.big}-slot one-phase run, whole command", wall, 3, "s",
+                   f"`manybench --version` {bare:.2f} s")
     pss = slot_pss_mb(a.big)
-    print(f"slot PSS with {a.big} slots: median {statistics.median(pss):.1f} MB, max "
-          f"{max(pss):.1f} MB (goal <= 20 MB each)")
+    ok &= absolute(f"slot PSS with {a.big} slots, max", max(pss), 20, "MB",
+                   f"median {statistics.median(pss):.1f} MB; a bare Python interpreter "
+                   f"{bare_python_pss_mb():.1f} MB")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -377,7 +377,33 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
     return Py_BuildValue("(LLi)", (long long)s, (long long)sm, child_err);
 }
 
+/* ---- how this extension was built (setup.py passes the macros) ---- */
+
+#ifndef MB_CC
+#define MB_CC "unknown"
+#endif
+#ifndef MB_CFLAGS
+#define MB_CFLAGS ""
+#endif
+#ifndef MB_PY_CFLAGS
+#define MB_PY_CFLAGS ""
+#endif
+#ifdef _OPENMP
+#define MB_OPENMP 1
+#else
+#define MB_OPENMP 0
+#endif
+
+static PyObject *py_build_info(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N}", "compiler", MB_CC, "compiler_version",
+                         __VERSION__, "cflags", MB_CFLAGS, "python_cflags", MB_PY_CFLAGS,
+                         "openmp", PyBool_FromLong(MB_OPENMP));
+}
+
 static PyMethodDef methods[] = {
+    {"build_info", py_build_info, METH_NOARGS,
+     "build_info() -> {compiler, compiler_version, cflags, python_cflags, openmp}"},
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
