@@ -22,5 +22,6 @@ PY="${PYTHON:-python3}"
 rm -rf build
 "$PY" -m pip install -q --disable-pip-version-check '.[test]'
 # Run from the tests against the installed package (not src/), as users get it; -rs lists
-# every skip and why (with MANYBENCH_REQUIRE=all, as .ci/run sets, a skip fails instead).
-exec "$PY" -m pytest -q -rs -p no:cacheprovider "$@"
+# every skip and why (with MANYBENCH_REQUIRE=all, as .ci/run sets, a skip fails instead);
+# f and E keep pytest's default list of failures and errors, which a bare -rs replaces.
+exec "$PY" -m pytest -q -rfEs -p no:cacheprovider "$@"

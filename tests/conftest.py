@@ -19,21 +19,67 @@ REQUIRE = os.environ.get("MANYBENCH_REQUIRE", "").strip()
 
 
 def _required(reason: str) -> bool:
-    if not REQUIRE:
-        return False
     words = [w.strip().lower() for w in REQUIRE.split(",") if w.strip()]
     return "all" in words or any(w in reason.lower() for w in words)
 
 
+def _skip_reason(rep: pytest.TestReport | pytest.CollectReport) -> str | None:
+    """The reason of a skip that MANYBENCH_REQUIRE makes a failure, else None."""
+    if not (REQUIRE and rep.skipped) or hasattr(rep, "wasxfail"):   # an xfail is no skip
+        return None
+    if not isinstance(rep.longrepr, tuple):
+        return None
+    reason = str(rep.longrepr[2]).removeprefix("Skipped: ")
+    return reason if _required(reason) else None
+
+
+def _message(reason: str) -> str:
+    return f"MANYBENCH_REQUIRE={REQUIRE}: required but skipped: {reason}"
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     rep = outcome.get_result()
-    if rep.skipped and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
-        reason = str(rep.longrepr[2])
-        if _required(reason):
-            rep.outcome = "failed"
-            rep.longrepr = f"MANYBENCH_REQUIRE={REQUIRE}: required but skipped: {reason}"
+    reason = _skip_reason(rep)
+    if reason is not None:
+        rep.outcome = "failed"
+        rep.longrepr = _message(reason)
+        # a skipif mark or a skipping fixture skips in setup, and a failed setup would be
+        # reported as ERROR: it is a test that did not run, so FAILED like the others
+        if rep.when == "setup":
+            rep.when = "call"
+
+
+class _SkippedModule(pytest.Item):
+    """Stands in for a module skipped while being collected (a module-level importorskip,
+    as the native-kernel modules do): a collection skip never reaches the hook above."""
+
+    def __init__(self, *, reason: str, **kw) -> None:
+        super().__init__(**kw)
+        self.reason = reason
+
+    def runtest(self) -> None:
+        raise RuntimeError(self.reason)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo, style=None) -> str:
+        return _message(self.reason)      # worded as a skipped test's failure is
+
+    def reportinfo(self) -> tuple:
+        return self.path, None, f"{self.parent.name} (skipped at collection)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    outcome = yield
+    rep = outcome.get_result()
+    reason = _skip_reason(rep)
+    if reason is not None:
+        # one failing item in the module's place; the rest of the suite still runs (a
+        # failed collect report would stop the whole session before any test)
+        item = _SkippedModule.from_parent(collector, name="MANYBENCH_REQUIRE", reason=reason)
+        outcome.force_result(pytest.CollectReport(rep.nodeid, "passed", None, [item],
+                                                  sections=rep.sections))
 
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
 # the developer's shell (PYTHONPATH=src) must still find the package there.

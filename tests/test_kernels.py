@@ -96,7 +96,7 @@ def test_write_stonewall_stops_at_deadline(tmp_path):
 
 def test_read_lays_out_missing_file_and_reads_size(tmp_path):
     ctx = ctx_for(tmp_path)
-    r = run_kernel("io.read", ctx, {"size": 3 * MiB, "block": 1 * MiB, "drop_cache": True})
+    r = run_kernel("io.read", ctx, {"size": 3 * MiB, "block": 1 * MiB, "cache": "drop"})
     assert r.status == "ok", r.error
     assert r.bytes == 3 * MiB and r.ops == 3
     assert os.path.getsize(os.path.join(ctx.scratch, "io.dat")) == 3 * MiB

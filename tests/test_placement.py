@@ -109,3 +109,23 @@ def test_nodes_on_one_machine_share_its_cpus_when_deciding_to_spin():
     shared = assign(4, "spread", "core", cap, {"a": two, "b": two}, {"a": "m", "b": "m"})
     assert not any(x.place.spin for xs in shared.values() for x in xs)
     assert all(x.place.settle_ns == 2 * SETTLE_PER_SLOT_NS for xs in shared.values() for x in xs)
+
+
+def test_spread_uses_every_core_before_a_sibling_when_numa_nodes_differ_in_size():
+    # the cpus this process may use (a cpuset, a batch allocation) need not split evenly:
+    # 2 cores of node 0 and 4 of node 1 allowed, with their siblings
+    cpus = tuple(Cpu(c, c % 16, 0, c // 8) for c in (0, 1, 8, 9, 10, 11)) + \
+        tuple(Cpu(c + 32, c % 16, 0, c // 8) for c in (0, 1, 8, 9, 10, 11))
+    order = [c.id for c in cpu_order("spread", cpus)]
+    # node 0's cores run out first; its siblings wait until node 1's cores are taken too
+    assert order == [0, 8, 1, 9, 10, 11, 32, 40, 33, 41, 42, 43]
+    assert [c.id for c in cpu_order("pack", cpus)] == [0, 1, 32, 33, 8, 9, 10, 11,
+                                                        40, 41, 42, 43]
+
+
+def test_pin_numa_spins_only_where_a_node_is_a_single_cpu():
+    one_each = tuple(Cpu(c, c, 0, c) for c in range(4))      # 4 NUMA nodes of one cpu
+    slots = place(4, "spread", "numa", one_each)
+    assert [(s.cpu, s.affinity, s.spin) for s in slots] == [
+        (-1, (0,), True), (-1, (1,), True), (-1, (2,), True), (-1, (3,), True)]
+    assert not any(s.spin for s in place(5, "spread", "numa", one_each))   # shared: no

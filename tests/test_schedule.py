@@ -25,8 +25,10 @@ def test_lead_follows_the_worst_recent_dispatch():
     phase(s, 7 * MS)
     phase(s, 2 * MS)
     assert s.lead_ns() == int(S.SAFETY * 7 * MS) + S.MARGIN_NS   # the worst, not the last
-    for _ in range(S.WINDOW):                                    # the slow one ages out
+    for _ in range(S.WINDOW - 2):          # the 7 ms phase is still one of the last WINDOW
         phase(s, 2 * MS)
+    assert s.lead_ns() == int(S.SAFETY * 7 * MS) + S.MARGIN_NS
+    phase(s, 2 * MS)                                             # and now it has aged out
     assert s.lead_ns() == int(S.SAFETY * 2 * MS) + S.MARGIN_NS
 
 

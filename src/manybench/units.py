@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import re
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])(i?)b?|b)?\s*$", re.IGNORECASE)
 _DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)?\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _DUR = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_size(value: object) -> int:
-    """Bytes from an int or a size string.
+    """Bytes from an int or a size string, as fio reads sizes (its default kb_base = 1024).
 
-    Bare suffixes are binary as in fio and dd ("4k" = 4096, "1M" = 2**20), "KiB" is binary,
-    "kB"/"MB" with an explicit B and no i are decimal as in SI.
+    Every suffix is a power of 1024, in any case, with or without a trailing B: "4k", "4kb",
+    "4KB", "4kB" and "4KiB" are all 4096, "1M" and "1MiB" 2**20. A plain number is bytes: write
+    decimal sizes out ("4000"). (fio in its default mode reads "4KiB" as 4000; that quirk is
+    not followed: KiB is 1024 everywhere here, as IEC defines it.)
     """
     if isinstance(value, bool):
         raise ValueError(f"expected a size such as 4k or 1GiB, got {value!r}")
@@ -26,10 +28,8 @@ def parse_size(value: object) -> int:
     m = _SIZE_RE.match(value)
     if not m:
         raise ValueError(f"not a size: {value!r} (try 4k, 64KiB, 1MiB, 1GiB)")
-    num, unit, i, b = m.groups()
-    unit = unit.lower()
-    base = 1000 if (b and not i and unit) else 1024
-    result = float(num) * base ** _POW[unit]
+    num, unit, _ = m.groups()
+    result = float(num) * 1024 ** _POW[(unit or "").lower()]
     if result != int(result):
         raise ValueError(f"size {value!r} is not a whole number of bytes")
     return int(result)

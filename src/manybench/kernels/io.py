@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
+from .pagecache import CACHE, prepare_cache
 
 ALIGN = 4096  # O_DIRECT: offsets, lengths and buffers aligned to any logical block size
 
@@ -48,6 +49,7 @@ class _State:
     duration: float | None  # stonewall: stop at t0 + duration
     fsync_end: bool
     direct: bool
+    metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
 
     @property
     def label(self) -> str:
@@ -142,17 +144,19 @@ def _prepare_read(ctx: SlotContext, params: dict) -> _State:
                 from None
     fd = _open(path, os.O_RDONLY, params["direct"], "io.read")
     try:
-        if params.get("drop_cache"):  # dirty pages cannot be dropped: write them back first
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        # Sequential access hint (a larger read-ahead window), as fio's default fadvise_hint.
+        cache = prepare_cache(lib, fd, size or os.fstat(fd).st_size,
+                              params.get("cache") or CACHE.default, f"io.read {path}")
+        # POSIX_FADV_SEQUENTIAL (a larger read-ahead window), as fio's default fadvise_hint=1
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-    except OSError as e:
+    except (OSError, KernelError) as e:
         os.close(fd)
+        if isinstance(e, KernelError):
+            raise
         raise KernelError(user_message(f"io.read {path}", e.errno or 0,
-                                       f"fsync/fadvise before the reads: {e.strerror}")) \
-            from None
-    return _state(params, False, fd, path, lib)
+                                       f"fadvise before the reads: {e.strerror}")) from None
+    st = _state(params, False, fd, path, lib)
+    st.metrics.update(cache)
+    return st
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -160,6 +164,7 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.run_io(st.fd, st.write, st.block, st.size, deadline, st.fsync_end, st.direct,
                       t0_ns, spin_ns)
     res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    res.metrics.update(st.metrics)
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
     return res
@@ -190,8 +195,11 @@ READ = Kernel(
     name="io.read",
     doc="Sequential reads of `block` bytes from one file per slot. A missing file is laid out "
         "before T0 (never inside the timed window), as fio does; a file an io.write task of the "
-        "same run left is read as it is (extended first if shorter than `size`). With "
-        "`duration`, reading is time-based and wraps around at the end of the file.",
+        "same run left is read as it is (extended first if shorter than `size`). Its cached "
+        "pages are dropped before T0 unless cache = \"keep\" (fio's invalidate=1), so reads "
+        "come from the device; records say what share of the file was cached at T0. The file "
+        "gets posix_fadvise SEQUENTIAL, as fio's fadvise_hint. With `duration`, reading is "
+        "time-based and wraps around at the end of the file.",
     params={**_COMMON,
             "size": Param("size", "Bytes per slot (\"1GiB\"): the file is laid out to this "
                                   "size when missing or shorter; without `duration` this many "
@@ -199,9 +207,7 @@ READ = Kernel(
             "duration": Param("duration", "Time-based read: read until T0 + duration (the "
                                           "same instant for every slot), wrapping at the end "
                                           "of the file, as fio's time_based."),
-            "drop_cache": Param("bool", "Drop the file's cached pages before T0 "
-                                        "(posix_fadvise DONTNEED) so reads hit the device.",
-                                default=False)},
+            "cache": CACHE},
     prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
 )
 

@@ -2,20 +2,26 @@
 
 Uniform random, block-aligned offsets over the file's first `size` bytes, `iodepth` I/Os in
 flight through io_uring, Linux AIO or threads (native/randio.c), as fio's randread and
-randwrite with ioengine=io_uring, libaio or psync. The file is laid out before T0.
+randwrite with ioengine=io_uring, libaio or psync. The file is laid out before T0; for reads
+its cached pages are then dropped unless cache = "keep" (fio's invalidate=1).
+
+engine = "auto" picks what fio's users would: at iodepth 1 plain pread/pwrite in the slot's
+own thread (fio's psync), deeper queues io_uring where the kernel allows it, else Linux AIO,
+else `iodepth` threads of pread/pwrite.
 """
 from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
 from .io import ALIGN, _open, _where
+from .pagecache import CACHE, prepare_cache
 
-ENGINES = ("auto", "io_uring", "aio", "threads")
+ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
 DEFAULT_DURATION = 5.0     # seconds, when neither `ops` nor `duration` is given
 MAX_IODEPTH = 4096
 LAYOUT_BLOCK = 1 << 20     # write size when laying out the file
@@ -43,9 +49,10 @@ _PARAMS = {
                                   "Default 5s when `ops` is not given either."),
     "ops": Param("int", "Number of I/Os to do (with `duration` too, whichever comes first).",
                  minimum=1),
-    "engine": Param("choice", "auto: io_uring where the kernel allows it, else Linux AIO, "
-                              "else `iodepth` threads of pread/pwrite. The engine used is kept "
-                              "in the record's extra as `engine`.",
+    "engine": Param("choice", "auto: at iodepth 1 psync (pread/pwrite in the slot's own "
+                              "thread, as fio's psync); deeper, io_uring where the kernel allows "
+                              "it, else Linux AIO, else `iodepth` threads of pread/pwrite. The "
+                              "engine used is kept in the record's extra as `engine`.",
                     default="auto", choices=ENGINES),
     "seed": Param("int", "Seed of the offsets: the same seed gives the same sequence (as fio's "
                          "randrepeat); each slot (rank) and each thread gets a stream of its "
@@ -92,6 +99,7 @@ class _State:
     fsync_end: bool
     direct: bool
     seed: int
+    metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
 
     @property
     def label(self) -> str:
@@ -108,6 +116,12 @@ _ENGINE_HINTS = {
 
 
 def _probe(lib: ModuleType, kernel: str, engine: str, iodepth: int) -> str:
+    """The engine that will run; psync is the threads engine with its one thread: the slot's."""
+    if engine == "psync" or (engine == "auto" and iodepth == 1):
+        if iodepth != 1:
+            raise KernelError(f"{kernel}: engine = \"psync\" does one I/O at a time: iodepth "
+                              "must be 1 (threads: `iodepth` parallel pread/pwrite)")
+        return "psync"
     try:
         return lib.randio_probe(engine, iodepth)
     except OSError as e:
@@ -146,36 +160,41 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
             raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
                 from None
     fd = _open(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
+    cache: dict[str, float] = {}
     try:
-        if not write and p.get("drop_cache"):  # dirty pages cannot be dropped: write first
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        # No read-ahead for random access, as fio's default fadvise_hint for random jobs.
+        if not write:
+            cache = prepare_cache(lib, fd, size, p.get("cache") or CACHE.default,
+                                  f"{kernel} {path}")
+        # POSIX_FADV_RANDOM (no read-ahead), as fio's default fadvise_hint=1 for random jobs
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-    except OSError as e:
+    except (OSError, KernelError) as e:
         os.close(fd)
+        if isinstance(e, KernelError):
+            raise
         raise KernelError(user_message(f"{kernel} {path}", e.errno or 0,
-                                       f"fsync/fadvise before the I/O: {e.strerror}")) from None
+                                       f"fadvise before the I/O: {e.strerror}")) from None
     seed = (p["seed"] + ctx.rank * 0x9E3779B97F4A7C15) % (1 << 64)
     return _State(lib=lib, kernel=kernel, fd=fd, path=path, write=write, engine=engine,
                   iodepth=iodepth, batch=min(p["batch"], iodepth), block=block, size=size,
                   ops=p.get("ops") or 0, duration=p.get("duration"),
                   fsync_end=write and p.get("fsync") == "end", direct=bool(p["direct"]),
-                  seed=seed)
+                  seed=seed, metrics=cache)
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
-    d = st.lib.run_randio(st.fd, st.write, st.engine, st.iodepth, st.batch, st.block,
+    engine = "threads" if st.engine == "psync" else st.engine   # psync: one thread, ours
+    d = st.lib.run_randio(st.fd, st.write, engine, st.iodepth, st.batch, st.block,
                           st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
     res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    res.metrics.update(st.metrics)
     if res.elapsed_ns > 0:
         sec = res.elapsed_ns / 1e9
         res.metrics["iops"] = res.ops / sec
         res.metrics["mb_s"] = res.bytes / sec / 1e6
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
-    res.extra["engine"] = d.get("engine", st.engine)
+    res.extra["engine"] = st.engine
     # system calls that handed I/Os to the kernel: shows what `batch` really did
     res.extra["submit_calls"] = d.get("submits", 0)
     return res
@@ -194,17 +213,18 @@ def _cleanup(st: _State) -> None:
 _DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `size` bytes of "
         "one file per slot, `iodepth` in flight, until `ops` or `duration` (default 5s). The "
         "file is laid out before T0 when missing or short (never inside the timed window). "
-        "Engines: io_uring (raw syscalls), Linux AIO, or `iodepth` pread/pwrite threads; the "
-        "one used is kept in the record's extra as `engine`. Metrics: iops, mb_s (10^6 "
+        "Engines: psync (pread/pwrite, iodepth 1), io_uring (raw syscalls), Linux AIO, or "
+        "`iodepth` pread/pwrite threads; the one used is kept in the record's extra as "
+        "`engine`.{cache} Metrics: iops, mb_s (10^6 "
         "bytes/s), lat_* = per-I/O submission-to-completion latency{more}.")
 
 RANDREAD = Kernel(
     name="io.randread",
-    doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)"),
+    doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)",
+                    cache=" The file's cached pages are dropped before T0 unless cache = "
+                          "\"keep\" (fio's invalidate=1); records carry cached_fraction."),
     params={**_PARAMS,
-            "drop_cache": Param("bool", "Drop the file's cached pages before T0 "
-                                        "(posix_fadvise DONTNEED) so reads hit the device.",
-                                default=False)},
+            "cache": CACHE},
     prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
     check=_check, uses_dir=True,
 )
@@ -212,7 +232,7 @@ RANDREAD = Kernel(
 RANDWRITE = Kernel(
     name="io.randwrite",
     doc=_DOC.format(what="overwrites", more="; with fsync = \"end\", fsync_us is the final "
-                                           "fsync inside the window"),
+                                           "fsync inside the window", cache=""),
     params={**_PARAMS,
             "fsync": Param("choice", "fsync the file at the end, inside the timed window (as "
                                      "fio's end_fsync), or never.", default="never",

@@ -112,11 +112,32 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
     return cols, notes
 
 
+CACHE_METRICS = ("cached_fraction", "cache_dropped")   # read kernels: the page cache at T0
+CACHED = 0.5    # a point whose median slot had this share of its file cached read memory
+CACHE_NOTE = ("reads from: \"memory\" when at least half of the file's pages were in the page "
+              "cache at T0 (cache = \"keep\", or a file system that keeps files in memory, "
+              "such as tmpfs): those figures are memory's, not the device's")
+
+
+def _cache_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable]], list[str]]:
+    """Where a read kernel's bytes came from, as measured at T0 (kernels/pagecache.py)."""
+    if not any("cached_fraction" in s.metrics for s in points):
+        return [], []
+
+    def cell(s: PointSummary) -> str:
+        f = s.metrics.get("cached_fraction")
+        if f is None:
+            return DASH
+        where = "memory" if f >= CACHED else "device"
+        return f"{where} ({f * 100:.0f}% cached)"
+    return [("reads from\n(page cache)", cell)], [CACHE_NOTE]
+
+
 def _metric_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
     """One column per named metric the records carry (median over the point's slots)."""
     names: list[str] = []
     for s in points:
-        names += [n for n in s.metrics if n not in names]
+        names += [n for n in s.metrics if n not in names and n not in CACHE_METRICS]
     return [(f"{n}\n(med)", lambda s, n=n: count(s.metrics.get(n))) for n in names]
 
 
@@ -138,6 +159,7 @@ def task_table(task: str, points: list[PointSummary],
         cols.append((k, lambda s, k=k: fmts[k](s.params[k]) if k in s.params else DASH))
     keys = len(cols)
     cols += [("phases", lambda s: str(s.phases)), ("ok", _ok_cell)]
+    cache_notes: list[str] = []
 
     if traits.sync_only:
         cols += [("sync overhead\nmed / p99 / max", lambda s: dist(s.sync_overhead, ns)),
@@ -166,10 +188,12 @@ def task_table(task: str, points: list[PointSummary],
             cols.append(("latency\np50 / p99", lambda s: " / ".join(
                 DASH if s.latency_us.get(q) is None else format_duration(s.latency_us[q] / 1e6)
                 for q in ("p50", "p99"))))
+        cache_cols, cache_notes = _cache_columns(points)
+        cols += cache_cols
         cols += _metric_columns(points)      # the kernel's own figures (triad_mb_s, gflops ...)
         cols.append(("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)))
 
-    notes = []
+    notes = list(cache_notes)
     eff_cols, eff_notes = _efficiency_columns(points, effs or {})
     if eff_cols:   # before skew and lateness: they belong with the figures
         at = next((i for i, (c, _) in enumerate(cols) if i >= keys and c.startswith("skew")),

@@ -24,16 +24,19 @@ def cpu_order(order: str, cpus: tuple[Cpu, ...] | None = None) -> list[Cpu]:
         seen[key] = thread[c.id] + 1
     if order == "pack":
         return sorted(cpus, key=lambda c: (c.numa, thread[c.id], c.package, c.core, c.id))
-    # spread: round-robin over NUMA nodes, each taking its next cpu in pack order
-    by_numa: dict[int, list[Cpu]] = {}
-    for c in sorted(cpus, key=lambda c: (thread[c.id], c.package, c.core, c.id)):
-        by_numa.setdefault(c.numa, []).append(c)
-    queues = [by_numa[n] for n in sorted(by_numa)]
+    # spread: round-robin over NUMA nodes, each taking its next cpu in pack order, one
+    # thread level at a time: nodes of unequal size (an uneven cpuset) must not hand out a
+    # sibling while another node still has an idle core
+    levels: dict[int, dict[int, list[Cpu]]] = {}
+    for c in sorted(cpus, key=lambda c: (c.package, c.core, c.id)):
+        levels.setdefault(thread[c.id], {}).setdefault(c.numa, []).append(c)
     out: list[Cpu] = []
-    while any(queues):
-        for q in queues:
-            if q:
-                out.append(q.pop(0))
+    for t in sorted(levels):
+        queues = [levels[t][n] for n in sorted(levels[t])]
+        while any(queues):
+            for q in queues:
+                if q:
+                    out.append(q.pop(0))
     return out
 
 

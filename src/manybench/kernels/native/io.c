@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -164,4 +165,32 @@ int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t
     if (close(fd) != 0 && !err)
         err = nb_fail_msg(msg, msglen, errno, "closing %s", path);
     return err;
+}
+
+/* Pages of [0, size) of an open file that are in the page cache, counted with mincore on a
+ * mapping that is never touched (so nothing is read in): how much of a read will come from
+ * memory. Returns 0 with *resident and *pages set, or an errno. */
+int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages)
+{
+    long psz = sysconf(_SC_PAGESIZE);
+    *resident = *pages = 0;
+    if (size == 0)
+        return 0;
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return errno;
+    size_t n = (size_t)((size + (uint64_t)psz - 1) / (uint64_t)psz);
+    unsigned char *vec = malloc(n);
+    int e = 0;
+    if (!vec)
+        e = ENOMEM;
+    else if (mincore(m, (size_t)size, vec) != 0)
+        e = errno;
+    else
+        for (size_t i = 0; i < n; i++)
+            *resident += vec[i] & 1;
+    *pages = n;
+    free(vec);
+    munmap(m, (size_t)size);
+    return e;
 }

@@ -176,6 +176,23 @@ static PyObject *py_layout(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_resident(PyObject *self, PyObject *args)
+{
+    int fd, e;
+    long long size;
+    uint64_t resident, pages;
+    if (!PyArg_ParseTuple(args, "iL", &fd, &size))
+        return NULL;
+    if (!nonneg(size, "size"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_resident(fd, (uint64_t)size, &resident, &pages);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "mincore of the file's pages");
+    return Py_BuildValue("(KK)", (unsigned long long)resident, (unsigned long long)pages);
+}
+
 /* Shared argument parsing of meta_prepare and run_meta. */
 typedef struct {
     int op;
@@ -418,6 +435,8 @@ static PyMethodDef methods[] = {
     {"run_io", py_run_io, METH_VARARGS,
      "run_io(fd, write, block, size, deadline_ns, fsync_end, direct, t0_ns, spin_ns) -> dict"},
     {"layout", py_layout, METH_VARARGS, "layout(path, size, block)"},
+    {"resident", py_resident, METH_VARARGS,
+     "resident(fd, size) -> (pages in the page cache, pages) of the file's first size bytes"},
     {"meta_prepare", py_meta_prepare, METH_VARARGS,
      "meta_prepare(op, dir, prefix, first, count)"},
     {"run_meta", py_run_meta, METH_VARARGS,

@@ -77,6 +77,8 @@ typedef struct {
 int nb_run_io(const nb_io_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
 int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen);
 void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
+/* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
+int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
 
 /* ---- meta.c ---- */
 enum nb_meta_op { NB_MKDIR, NB_CREATE, NB_STAT, NB_UNLINK, NB_RMDIR, NB_META_OPS };

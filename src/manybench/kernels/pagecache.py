@@ -1,0 +1,38 @@
+"""The page cache before a read kernel's T0: dropped by default, as fio's invalidate=1, and
+measured either way, so every record says whether its reads came from memory.
+
+  cache = "drop"  fsync (dirty pages cannot be dropped), then posix_fadvise(DONTNEED) on the
+                  whole file: reads go to the device (fio's default, invalidate=1)
+  cache = "keep"  leave the cache as it is: reads of a just-written file come from memory
+Either way `cached_fraction` = the share of the file's pages (of the part read) in the page
+cache just before T0, counted with mincore; `cache_dropped` is 1 or 0.
+"""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from .base import KernelError, Param
+from .native import user_message
+
+CACHE = Param("choice", "Page cache before T0: \"drop\" (default, as fio's invalidate=1: fsync, "
+                        "then posix_fadvise DONTNEED, so reads hit the device) or \"keep\" "
+                        "(reads of cached pages come from memory). Records carry "
+                        "cached_fraction, the share of the file's pages cached at T0.",
+              default="drop", choices=("drop", "keep"))
+
+
+def prepare_cache(lib: ModuleType, fd: int, size: int, cache: str, label: str
+                  ) -> dict[str, float]:
+    """Drop the file's cached pages unless cache == "keep"; its metrics (see module doc)."""
+    try:
+        if cache == "drop":
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        resident, pages = lib.resident(fd, size) if size else (0, 0)
+    except OSError as e:
+        raise KernelError(user_message(label, e.errno or 0,
+                                       f"before the reads (fsync, fadvise, mincore): "
+                                       f"{e.strerror}")) from None
+    return {"cache_dropped": 1.0 if cache == "drop" else 0.0,
+            "cached_fraction": resident / pages if pages else 0.0}

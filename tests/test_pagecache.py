@@ -1,0 +1,86 @@
+"""Reads come from the device by default (fio's invalidate=1); every record says how much of
+its file was in the page cache at T0, and the report says where a point's reads came from."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("manybench._native",
+                    reason="C kernels not built (python setup.py build_ext --inplace)")
+from conftest import export_json, run_cli  # noqa: E402
+from manybench.kernels.base import KernelError  # noqa: E402
+from test_randio import ctx_for, run_kernel  # noqa: E402
+
+MiB = 1024 * 1024
+
+
+def fs_type(path: str) -> str:
+    """The file system type of the mount holding path (longest matching mount point)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, point, fstype = line.split()[:3]
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and \
+                    len(point) > len(best):
+                best, kind = point, fstype
+    return kind
+
+
+def in_memory(path: str) -> bool:
+    """File systems whose files live in the page cache: dropping it drops nothing."""
+    return fs_type(path) in ("tmpfs", "ramfs")
+
+
+@pytest.mark.parametrize("kernel,params", [
+    ("io.read", {"size": 4 * MiB, "block": MiB}),
+    ("io.randread", {"size": 4 * MiB, "ops": 64})])
+def test_reads_after_a_write_drop_the_cache_unless_kept(tmp_path, kernel, params):
+    ctx = ctx_for(tmp_path)
+    name = {"file": "data.bin"}
+    run_kernel("io.write", ctx, {"size": 4 * MiB, **name})      # its pages are now cached
+    dropped = run_kernel(kernel, ctx, {**params, **name})         # the default: drop
+    run_kernel("io.write", ctx, {"size": 4 * MiB, **name})      # cached again
+    kept = run_kernel(kernel, ctx, {**params, **name, "cache": "keep"})
+    assert dropped.status == "ok" == kept.status, (dropped.error, kept.error)
+    assert dropped.metrics["cache_dropped"] == 1.0 and kept.metrics["cache_dropped"] == 0.0
+    assert kept.metrics["cached_fraction"] >= 0.9
+    if in_memory(ctx.scratch):
+        assert dropped.metrics["cached_fraction"] >= 0.9    # tmpfs: the cache is the storage
+    else:
+        assert dropped.metrics["cached_fraction"] <= 0.1
+
+
+def test_auto_engine_is_psync_at_depth_one_and_queues_deeper(tmp_path):
+    one = run_kernel("io.randread", ctx_for(tmp_path), {"size": MiB, "ops": 32})
+    assert one.status == "ok" and one.extra["engine"] == "psync"
+    deep = run_kernel("io.randread", ctx_for(tmp_path), {"size": MiB, "ops": 32, "iodepth": 8})
+    assert deep.status == "ok" and deep.extra["engine"] in ("io_uring", "aio", "threads")
+    with pytest.raises(KernelError, match="psync.*iodepth must be 1"):
+        run_kernel("io.randread", ctx_for(tmp_path), {"size": MiB, "ops": 8, "iodepth": 4,
+                                                      "engine": "psync"})
+
+
+def test_report_says_where_reads_came_from(plan_file, tmp_path):
+    plan = plan_file("""
+        scratch = "{tmp}"
+        [[task]]
+        name = "w"
+        kernel = "io.write"
+        size = "4MiB"
+        [[task]]
+        name = "r"
+        kernel = "io.read"
+        size = "4MiB"
+        cache = ["drop", "keep"]
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "-q")
+    assert res.returncode == 0, res.stderr
+    rows = {r["params"]["cache"]: r["metrics"] for r in export_json(out) if r["task"] == "r"}
+    assert rows["keep"]["cached_fraction"] >= 0.9
+    report = run_cli("report", out).stdout
+    assert "reads from" in report and "memory (100% cached)" in report
+    if not in_memory(str(tmp_path)):
+        assert rows["drop"]["cached_fraction"] <= 0.1 and "device (0% cached)" in report
