@@ -131,3 +131,16 @@ def test_runs_store_the_peaks_of_their_machine(plan_file, tmp_path):
     assert set(peaks.FIGURES) <= set(env["peaks"]["values"])
     assert env["peaks"]["detected"]["cores"] == env["physical_cores"]
     assert env["cpu"]["dp_flops_per_cycle"] > 0
+
+
+def test_the_kernels_build_is_recorded_and_shown():
+    """How the C kernels were compiled (setup.py's flags, -march=native unless the build was
+    portable) is in every environment and in `manybench info`."""
+    from manybench import _native
+    build = environment.collect()["build"]
+    assert build == _native.build_info()
+    assert "-O3" in build["cflags"] and build["compiler"] and build["compiler_version"]
+    assert ("-march=native" in build["cflags"]) == bool(build["march"])
+    out = run_cli("info").stdout
+    assert f"built by {build['compiler']} {build['compiler_version']} with {build['cflags']}" \
+        in out

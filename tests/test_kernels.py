@@ -1,7 +1,6 @@
 """Built-in kernels through their prepare/run/cleanup contract, and the histogram helpers."""
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
@@ -214,107 +213,6 @@ def test_permission_denied_is_a_clear_error(tmp_path):
     assert msg.startswith(f"io.write {ctx.scratch}"), msg
     assert ": Permission denied (check the owner and mode of the directory" in msg
     assert "\n" not in msg
-
-
-# ---- meta ------------------------------------------------------------------------------------
-
-def meta_dir(ctx: SlotContext, shared: bool = False) -> str:
-    return os.path.join(ctx.shared if shared else ctx.scratch, "meta")
-
-
-def test_mkdir_then_stat_then_rmdir(tmp_path):
-    ctx = ctx_for(tmp_path)
-    r = run_kernel("meta.mkdir", ctx, {"items": 50})
-    assert r.status == "ok" and r.ops == 50
-    check_latency(r)
-    d = meta_dir(ctx)
-    assert sorted(os.listdir(d)) == sorted(f"d{i}" for i in range(50))
-    assert all(os.path.isdir(os.path.join(d, f"d{i}")) for i in range(50))
-    r = run_kernel("meta.rmdir", ctx, {"items": 50})
-    assert r.status == "ok" and r.ops == 50 and os.listdir(d) == []
-
-
-def test_repeated_mkdir_and_fewer_items_clear_leftovers(tmp_path):
-    ctx = ctx_for(tmp_path)
-    assert run_kernel("meta.mkdir", ctx, {"items": 30}).ops == 30
-    assert run_kernel("meta.mkdir", ctx, {"items": 30}).status == "ok"     # a repeat
-    r = run_kernel("meta.mkdir", ctx, {"items": 10})
-    assert r.status == "ok" and r.ops == 10
-    d = meta_dir(ctx)
-    os.mkdir(os.path.join(d, "d007"))          # not one of ours: left alone
-    run_kernel("meta.mkdir", ctx, {"items": 5})
-    assert sorted(os.listdir(d)) == sorted([f"d{i}" for i in range(5)] + ["d007"])
-
-
-def test_rmdir_lays_out_missing_dirs(tmp_path):
-    ctx = ctx_for(tmp_path)
-    r = run_kernel("meta.rmdir", ctx, {"items": 20})
-    assert r.status == "ok" and r.ops == 20 and os.listdir(meta_dir(ctx)) == []
-
-
-def test_file_ops(tmp_path):
-    ctx = ctx_for(tmp_path)
-    d = meta_dir(ctx)
-    r = run_kernel("meta.create", ctx, {"items": 25})
-    assert r.status == "ok" and r.ops == 25
-    assert all(os.path.isfile(os.path.join(d, f"f{i}")) for i in range(25))
-    assert run_kernel("meta.create", ctx, {"items": 25}).status == "ok"    # a repeat
-    r = run_kernel("meta.stat", ctx, {"items": 25})
-    assert r.status == "ok" and r.ops == 25
-    r = run_kernel("meta.unlink", ctx, {"items": 25})
-    assert r.status == "ok" and r.ops == 25 and os.listdir(d) == []
-    r = run_kernel("meta.stat", ctx, {"items": 5})       # lays out missing files
-    assert r.status == "ok" and len(os.listdir(d)) == 5
-
-
-@pytest.mark.parametrize("total,workers", [(10, 3), (2, 4), (9, 3)])
-def test_total_is_split_over_workers(tmp_path, total, workers):
-    counts = []
-    for rank in range(workers):
-        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, workers), {"total": total})
-        assert r.status == "ok"
-        counts.append(r.ops)
-    assert sum(counts) == total
-    assert max(counts) - min(counts) <= 1 and counts == sorted(counts, reverse=True)
-
-
-def test_shared_mode_names_and_leftovers(tmp_path):
-    for rank in range(3):
-        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, 3), {"items": 4, "shared": True})
-        assert r.status == "ok" and r.ops == 4
-    d = meta_dir(ctx_for(tmp_path), shared=True)
-    assert sorted(os.listdir(d)) == sorted(f"d.{r}.{i}" for r in range(3) for i in range(4))
-    # Fewer workers and items: rank 0 sweeps ranks >= workers and indices beyond the range.
-    for rank in range(2):
-        r = run_kernel("meta.mkdir", ctx_for(tmp_path, rank, 2), {"items": 2, "shared": True})
-        assert r.status == "ok"
-    assert sorted(os.listdir(d)) == sorted(f"d.{r}.{i}" for r in range(2) for i in range(2))
-    for rank in range(2):
-        r = run_kernel("meta.rmdir", ctx_for(tmp_path, rank, 2), {"items": 2, "shared": True})
-        assert r.status == "ok" and r.ops == 2
-    assert os.listdir(d) == []
-
-
-def test_meta_error_is_one_clear_line(tmp_path):
-    ctx = ctx_for(tmp_path)
-    k = KERNELS["meta.mkdir"]
-    st = k.prepare(ctx, {"items": 3})
-    os.mkdir(os.path.join(meta_dir(ctx), "d1"))          # someone got there first
-    r = k.run(st, _native.now_ns() + 1_000_000, 0)
-    assert r.status == "error" and r.ops == 1
-    assert r.error == (f"meta.mkdir: mkdir {meta_dir(ctx)}/d1: "
-                       f"{os.strerror(errno.EEXIST)}")
-    assert sum(r.hist.values()) == 1
-
-
-def test_meta_prepare_failure_is_a_kernel_error(tmp_path):
-    ctx = ctx_for(tmp_path)
-    d = meta_dir(ctx)
-    os.makedirs(os.path.join(d, "d0"))
-    open(os.path.join(d, "d0", "precious"), "w").close()
-    with pytest.raises(KernelError, match=r"meta.mkdir: preparing .*/d0 for mkdir: "):
-        KERNELS["meta.mkdir"].prepare(ctx, {"items": 1})
-    assert os.path.exists(os.path.join(d, "d0", "precious"))
 
 
 # ---- histogram helpers -------------------------------------------------------------------

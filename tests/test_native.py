@@ -202,48 +202,53 @@ def test_layout_error_is_an_oserror_with_errno(tmp_path):
 # ---- meta ----------------------------------------------------------------------------------
 
 def test_meta_mkdir_rmdir_cycle(tmp_path):
-    d = str(tmp_path)
-    native.meta_prepare("mkdir", d, "d", 95, 10)        # crosses 99 -> 100
+    d = [str(tmp_path)]
+    native.meta_prepare("mkdir", d, "d", 200, 95, 10, 0, False)   # crosses 99 -> 100
     t0 = soon()
-    r = native.run_meta("mkdir", d, "d", 95, 10, t0, 0)
+    r = native.run_meta("mkdir", d, "d", 200, 95, 10, 0, False, t0, 0)
     assert r["errno"] == 0 and r["ops"] == 10 and r["start_ns"] >= t0
-    assert sorted(os.listdir(d)) == sorted(f"d{i}" for i in range(95, 105))
-    assert all(os.path.isdir(os.path.join(d, f"d{i}")) for i in range(95, 105))
+    assert sorted(os.listdir(d[0])) == sorted(f"d{i}" for i in range(95, 105))
+    assert all(os.path.isdir(os.path.join(d[0], f"d{i}")) for i in range(95, 105))
     assert sum(hist.decode(r["hist"]).values()) == 10
 
-    again = native.run_meta("mkdir", d, "d", 95, 10, soon(), 0)   # precondition not made
-    assert again["errno"] == errno.EEXIST and again["ops"] == 0
+    again = native.run_meta("mkdir", d, "d", 200, 95, 10, 0, False, soon(), 0)
+    assert again["errno"] == errno.EEXIST and again["ops"] == 0   # precondition not made
     assert "d95" in again["error"]
 
-    native.meta_prepare("rmdir", d, "d", 95, 12)          # makes the two missing ones
-    r = native.run_meta("rmdir", d, "d", 95, 12, soon(), 0)
-    assert r["errno"] == 0 and r["ops"] == 12 and os.listdir(d) == []
+    native.meta_prepare("rmdir", d, "d", 200, 95, 12, 0, False)   # makes the missing ones
+    r = native.run_meta("rmdir", d, "d", 200, 95, 12, 0, True, soon(), 0)
+    assert r["errno"] == 0 and r["ops"] == 12 and os.listdir(d[0]) == []
 
 
-def test_meta_file_ops(tmp_path):
-    d = str(tmp_path)
-    native.meta_prepare("create", d, "f", 0, 20)
-    assert native.run_meta("create", d, "f", 0, 20, soon(), 0)["ops"] == 20
-    assert all(os.path.isfile(os.path.join(d, f"f{i}")) for i in range(20))
-    native.meta_prepare("create", d, "f", 0, 20)          # clears them again
-    assert os.listdir(d) == []
-    native.meta_prepare("stat", d, "f", 0, 5)             # lays out the files
-    r = native.run_meta("stat", d, "f", 0, 5, soon(), 0)
-    assert r["errno"] == 0 and r["ops"] == 5
-    native.meta_prepare("unlink", d, "f", 0, 5)
-    r = native.run_meta("unlink", d, "f", 0, 5, soon(), 0)
-    assert r["errno"] == 0 and r["ops"] == 5 and os.listdir(d) == []
+def test_meta_items_spread_over_the_tree_directories(tmp_path):
+    dirs = [str(tmp_path / f"t{k}") for k in range(3)]
+    for x in dirs:
+        os.mkdir(x)
+    native.meta_prepare("create", dirs, "f.", 4, 0, 12, 100, False)
+    r = native.run_meta("create", dirs, "f.", 4, 0, 12, 100, False, soon(), 0)
+    assert r["errno"] == 0 and r["ops"] == 12
+    for k, x in enumerate(dirs):     # item i lives in dirs[i // 4]
+        assert sorted(os.listdir(x)) == sorted(f"f.{i}" for i in range(4 * k, 4 * k + 4))
+        assert all(os.path.getsize(os.path.join(x, n)) == 100 for n in os.listdir(x))
+    for op in ("stat", "read", "unlink"):
+        native.meta_prepare(op, dirs, "f.", 4, 0, 12, 100, False)
+        r = native.run_meta(op, dirs, "f.", 4, 0, 12, 100, op == "stat", soon(), 0)
+        assert r["errno"] == 0 and r["ops"] == 12, (op, r["error"])
+    assert all(os.listdir(x) == [] for x in dirs)
 
 
 def test_meta_errors(tmp_path):
+    d = [str(tmp_path)]
     with pytest.raises(ValueError):
-        native.meta_prepare("chmod", str(tmp_path), "d", 0, 1)
-    r = native.run_meta("mkdir", str(tmp_path / "nope"), "d", 0, 1, soon(), 0)
-    assert r["errno"] == errno.ENOENT and "cannot open directory" in r["error"]
+        native.meta_prepare("chmod", d, "d", 1, 0, 1, 0, False)
+    with pytest.raises(ValueError, match="past the last directory"):
+        native.meta_prepare("mkdir", d, "d", 1, 0, 2, 0, False)
+    r = native.run_meta("mkdir", [str(tmp_path / "nope")], "d", 1, 0, 1, 0, True, soon(), 0)
+    assert r["errno"] == errno.ENOENT and "opening the tree" in r["error"]
     os.mkdir(tmp_path / "d0")
     (tmp_path / "d0" / "user-file").write_text("not ours")
     with pytest.raises(OSError) as ei:   # never removes what it did not make empty
-        native.meta_prepare("mkdir", str(tmp_path), "d", 0, 1)
+        native.meta_prepare("mkdir", d, "d", 1, 0, 1, 0, False)
     assert ei.value.errno == errno.ENOTEMPTY
 
 

@@ -26,7 +26,7 @@ def test_single_phase_with_defaults_filled_and_parsed():
     assert (ph.index, ph.kernel, ph.variant, ph.rep, ph.workers, ph.order, ph.pin) == (
         0, "io.write", "", 0, 1, "spread", "core")
     assert ph.params == {"size": 2**30, "duration": 2.0, "block": 2**20, "file": "io.dat",
-                         "direct": False, "fsync": "end", "dir": None}
+                         "direct": False, "fsync": "end", "wear_out": False, "dir": None}
     assert ph.env == {} and ph.task.name == "w"
 
 
@@ -190,7 +190,7 @@ def test_task_workers_override_plan_workers_and_dir_resolution(tmp_path):
         """))
     assert [(p.task.name, p.workers, p.params["dir"]) for p in phases] == [
         ("a", 1, "/elsewhere"), ("a", 2, "/elsewhere"), ("b", 8, str(tmp_path))]
-    assert phases[0].params["items"] == 10 and phases[0].params["shared"] is False
+    assert phases[0].params["items"] == 10 and phases[0].params["unique"] is False
     assert "total" not in phases[0].params  # unset optional, no default
 
 

@@ -116,7 +116,11 @@ def test_command_is_a_registered_kernel_with_traits():
     cmd = KERNELS["command"]
     assert cmd.runs_child and cmd.from_command and cmd.uses_dir and not cmd.sync_only
     assert KERNELS["null"].sync_only and KERNELS["null"].light_prepare
-    assert KERNELS["net.pingpong"].connects and not KERNELS["io.write"].connects
+    assert KERNELS["net.pingpong"].wants_peers({}) and not KERNELS["null"].connects
+    # io.* connect only for IOR's wear-out and reorder
+    assert not KERNELS["io.write"].wants_peers({"wear_out": False})
+    assert KERNELS["io.write"].wants_peers({"wear_out": True})
+    assert KERNELS["io.read"].wants_peers({"reorder": True})
     assert all(k.uses_dir for n, k in KERNELS.items() if n.startswith(("io.", "meta.")))
     # a kernel this build does not know (an older run's) reads as one with no traits
     ghost = kernel("gone.kernel")

@@ -79,8 +79,9 @@ def test_ops_and_bytes_with_each_engine(tmp_path, kernel, engine, iodepth):
 def test_batched_submission(tmp_path, engine, batch):
     """`batch` I/Os go to the kernel per system call (submit_calls counts the calls that
     handed new I/Os over). A call never hands over more than min(batch, iodepth), so there
-    are at least ops / that many. The file was just laid out, so it is in the page cache and
-    every read completes inside the call that submits it: each wait reaps a full queue,
+    are at least ops / that many. The file was just laid out and cache = "keep" leaves it in
+    the page cache, so every read completes inside the call that submits it (io_uring's
+    inline completion, buffered AIO's synchronous io_submit): each wait reaps a full queue,
     and each refill of `iodepth` I/Os costs ceil(iodepth / batch) calls (the last partial
     batch rides on the wait)."""
     engine_or_skip(engine, 8)
@@ -91,6 +92,7 @@ def test_batched_submission(tmp_path, engine, batch):
                                                           "engine": engine, "iodepth": depth,
                                                           "batch": b, "cache": "keep"})
         check(r, 4 * KiB, ops=ops)
+        assert r.metrics["cached_fraction"] == 1.0      # the premise: reads from memory
         per_call = min(b, depth)
         ideal = -(-ops // depth) * -(-depth // per_call)
         n = r.extra["submit_calls"]

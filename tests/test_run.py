@@ -183,3 +183,29 @@ def test_slots_option_fixes_the_pool_and_limits_workers(plan_file, tmp_path):
     res = run_cli("run", plan, "-o", str(tmp_path / "res"), "--slots", "2")
     assert res.returncode == 2
     assert "placement.workers" in res.stderr
+
+
+def test_elapsed_is_end_minus_start_exactly(plan_file, tmp_path):
+    """One quantity (docs/definitions.md): the window is timed on the monotonic clock and
+    end_ns = start_ns + elapsed, for built-in kernels and commands alike."""
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan_file("""
+        scratch = "{tmp}"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "n"
+        kernel = "null"
+        [[task]]
+        name = "w"
+        kernel = "io.write"
+        size = "2MiB"
+        [[task]]
+        name = "c"
+        command = ["sleep", "0.05"]
+    """), "-o", out, "-q")
+    assert res.returncode == 0, res.stderr
+    rows = export_json(out)
+    assert {r["task"] for r in rows} == {"n", "w", "c"}
+    for r in rows:
+        assert abs((r["end_ns"] - r["start_ns"]) - r["elapsed_s"] * 1e9) < 1, r

@@ -5,10 +5,15 @@ Over a phase's ok records:
   lateness = start - t0 per record; skew = max(start) - min(start)
   sync overhead = last end - first start (kernels that do no work: trait sync_only)
   aggregate bandwidth = sum(bytes) / window, aggregate ops/s = sum(ops) / window (as IOR)
-  stonewall (phases with a `duration` param): overlap = min(end) - max(start), the window in
-  which every slot was running. Slots do not report how many bytes they moved inside it, so
-  the bytes in it are a PROPORTIONAL ESTIMATE assuming each slot ran at a constant rate:
-  bytes_i * overlap / (end_i - start_i); stonewall bandwidth = their sum / overlap.
+  stonewall, measured (io.write with wear_out: every record carries stonewall_bytes and
+  stonewall_s): the bytes every slot had written when the stonewall was agreed / the longest
+  stonewall time, as IOR's; and the spread of blocks written by then (IO500's "pairs
+  accessed min / max").
+  stonewall, estimated (other phases with a `duration` param): overlap = min(end) -
+  max(start), the window in which every slot was running. Slots do not report how many bytes
+  they moved inside it, so the bytes in it are a PROPORTIONAL ESTIMATE assuming each slot ran
+  at a constant rate: bytes_i * overlap / (end_i - start_i); stonewall bandwidth = their sum
+  / overlap.
 Records whose status is not ok are counted but excluded from every timing figure, since their
 stamps are partial or absent.
 """
@@ -43,6 +48,8 @@ class PhaseFigures:
     stonewall_ns: int | None = None       # overlap window
     stonewall_bytes: float | None = None  # proportional estimate of bytes inside it
     stonewall_bandwidth: float | None = None
+    stonewall_measured: bool = False      # from the slots' own stonewall figures (wear_out)
+    stonewall_blocks: tuple[int, int] | None = None   # min, max blocks by the stonewall
 
 
 def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
@@ -67,7 +74,14 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
     if kernel_name and kernel(kernel_name).sync_only:
         f.sync_overhead_ns = f.window_ns
     params = params if params is not None else ok[0].params
-    if params.get("duration"):
+    if all("stonewall_bytes" in r.metrics and "stonewall_s" in r.metrics for r in ok):
+        sw = max(r.metrics["stonewall_s"] for r in ok)
+        f.stonewall_ns, f.stonewall_measured = round(sw * NS), True
+        f.stonewall_bytes = float(sum(r.metrics["stonewall_bytes"] for r in ok))
+        f.stonewall_bandwidth = f.stonewall_bytes / sw if sw > 0 else None
+        blocks = [int(r.metrics.get("stonewall_blocks", 0)) for r in ok]
+        f.stonewall_blocks = (min(blocks), max(blocks))
+    elif params.get("duration"):
         overlap = min(ends) - max(starts)
         if overlap > 0 and all(r.end_ns > r.start_ns for r in ok):
             f.stonewall_ns = overlap

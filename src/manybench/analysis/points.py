@@ -45,6 +45,8 @@ class PointSummary:
     bandwidth: Spread | None = None           # aggregate bandwidth over phases, bytes/s
     ops_rate: Spread | None = None            # aggregate ops/s over phases
     stonewall_bandwidth: Spread | None = None
+    stonewall_measured: bool = False          # the slots' own figures (wear_out), not estimated
+    stonewall_blocks: tuple[int, int] | None = None   # min, max blocks by the stonewall
     slot_elapsed: Spread | None = None        # per-slot seconds over records
     lateness: Dist | None = None              # ns over records
     skew: Dist | None = None                  # ns over phases
@@ -151,6 +153,10 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
         s.ops_rate = Spread.of([f.ops_rate for f in timed if f.ops_rate is not None])
     s.stonewall_bandwidth = Spread.of([f.stonewall_bandwidth for f in timed
                                        if f.stonewall_bandwidth is not None])
+    s.stonewall_measured = any(f.stonewall_measured for f in timed)
+    spreads = [f.stonewall_blocks for f in timed if f.stonewall_blocks]
+    if spreads:
+        s.stonewall_blocks = (min(a for a, _ in spreads), max(b for _, b in spreads))
     s.skew = Dist.of([f.skew_ns for f in timed])
     s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
     if kernel(s.kernel).sync_only:

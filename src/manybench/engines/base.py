@@ -77,7 +77,7 @@ class Engine(ABC):
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand
         each slot its peers. Slots that fail here report it in results()."""
         published = self._prepare(phase, work, tick)
-        if KERNELS[phase.kernel].connects:
+        if KERNELS[phase.kernel].wants_peers(phase.params):
             host = {n.name: n.host for n in self.nodes}
             peers = {a.rank: {"host": host[node], **published[node][a.place.slot]}
                      for node, assigned in work.items() for a in assigned

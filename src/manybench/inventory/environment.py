@@ -136,6 +136,15 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
     return cpu, peaks.derive(detected, (peaks.ENV_VAR, over)).as_dict()
 
 
+def _build() -> dict | None:
+    """How this install's C kernels were built (compiler, flags: setup.py), or None."""
+    try:
+        from .. import _native
+    except ImportError:
+        return None
+    return _native.build_info()
+
+
 def _os_name() -> str | None:
     for line in (_read("/etc/os-release") or "").splitlines():
         if line.startswith("PRETTY_NAME="):
@@ -147,7 +156,8 @@ def collect() -> dict:
     """Host facts for the run record: hostname, cpu_model, logical_cpus, usable_cpus (this
     process's affinity), physical_cores, sockets, numa_nodes (count) and numa (per node: cpus,
     memory_total, distances), memory_total, os, kernel, python, governor, tuned_profile,
-    manybench; cpu (SIMD, FMA pipes, flops per cycle, base and max clock, memory channels,
+    manybench, build (how its C kernels were compiled: _native.build_info()); cpu (SIMD, FMA
+    pipes, flops per cycle, base and max clock, memory channels,
     each with where it came from) and peaks (peaks.Peaks.as_dict(): values, basis, detected,
     overrides from MANYBENCH_PEAKS)."""
     numa = _safe(_numa_nodes)
@@ -167,6 +177,7 @@ def collect() -> dict:
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "tuned_profile": _read("/etc/tuned/active_profile") or None,
         "manybench": __version__,
+        "build": _safe(_build),
     }
     both = _safe(lambda: _cpu_and_peaks(env))
     env["cpu"], env["peaks"] = both if both else (None, None)

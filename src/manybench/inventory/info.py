@@ -59,6 +59,11 @@ def info_text(env: dict) -> str:
                                           if base else "unknown")
                      + "; max " + (f"{mx / 1e3:.3g} GHz from {cpu.get('max_source')}" if mx
                                    else str(cpu.get("max_source") or "unknown")))
+    build = g("build") or {}
+    if build:
+        lines.append(f"kernels   built by {build.get('compiler')} {build.get('compiler_version')}"
+                     f" with {build.get('cflags')}"
+                     + (f" (for {build['march']})" if build.get("march") else " (portable)"))
     lines.append(f"governor  {g('governor') or 'unknown'}"
                  + (f", tuned {g('tuned_profile')}" if g("tuned_profile") else ""))
     p = g("peaks") or {}

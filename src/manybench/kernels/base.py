@@ -130,6 +130,8 @@ class Kernel:
     # info, each with the "host" of its node added by the engine.
     publish: Callable[[Any], dict] | None = None
     connect: Callable[[Any, dict[int, dict]], None] | None = None
+    # which phases' slots connect (io.* only with wear_out or reorder); None: every phase
+    peers_when: Callable[[dict], bool] | None = None
     # Traits: what the rest of manybench may know about a kernel. Nothing outside kernels/
     # tests a kernel's name; it reads these.
     uses_dir: bool = False       # works under the task's `dir` and needs scratch directories
@@ -140,5 +142,9 @@ class Kernel:
 
     @property
     def connects(self) -> bool:
-        """Its slots exchange published info and connect to each other before T0."""
+        """Its slots may exchange published info and connect to each other before T0."""
         return self.connect is not None
+
+    def wants_peers(self, params: dict) -> bool:
+        """Whether the slots of a phase with these params connect to each other."""
+        return self.connects and (self.peers_when is None or self.peers_when(params))

@@ -124,8 +124,10 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     status, timed_out = _wait(p.pid, timeout)
     _reaped(p)
     end_ns, end_mono = lib.now_ns(), lib.mono_ns()
-    res = Result(start_ns=start_ns or t0_ns, end_ns=end_ns, armed_ns=t0_ns,
-                 elapsed_ns=end_mono - start_mono if start_mono else 0)
+    elapsed = end_mono - start_mono if start_mono else 0
+    # one quantity, as the C kernels' (timing.c nb_end): end = start + the monotonic elapsed
+    res = Result(start_ns=start_ns or t0_ns, end_ns=start_ns + elapsed if start_mono else end_ns,
+                 armed_ns=t0_ns, elapsed_ns=elapsed)
     if err:
         res.status, res.error = "error", f"exec {p.argv[0]}: {os.strerror(err)}"
         return res

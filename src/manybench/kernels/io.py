@@ -1,16 +1,28 @@
-"""`io.write` / `io.read`: sequential I/O on a per-slot file under the slot's scratch directory."""
+"""`io.write` / `io.read`: sequential I/O on a per-slot file under the slot's scratch directory.
+
+IOR's semantics where IOR defines them (its -D, stoneWallingWearOut and -C):
+  duration     the stonewall: every slot stops issuing at T0 + duration
+  wear_out     (writes, with duration) after the stonewall the phase's slots agree on the
+               most blocks any of them had written, and each goes on until it has written as
+               many, inside the timed window, as IOR's stoneWallingWearOut: every slot writes
+               the same amount. Records carry the stonewall figures (stonewall_s,
+               stonewall_bytes, stonewall_blocks) beside the whole run's.
+  reorder      (reads) each slot reads the file the next rank wrote, one node over (IOR -C),
+               so no node reads back the pages it cached while writing
+"""
 from __future__ import annotations
 
-import errno
 import os
-from dataclasses import dataclass, field
 from types import ModuleType
 
+from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .iofile import IoState, check_direct, explain, open_file, slot_file
 from .native import native, result_from_native, user_message
 from .pagecache import CACHE, prepare_cache
+from .peers import Group
 
-ALIGN = 4096  # O_DIRECT: offsets, lengths and buffers aligned to any logical block size
+PEER_TIMEOUT_S = 300.0   # wear_out: how long the slots wait for each other
 
 _COMMON = {
     "dir": Param("dir", "Directory to work under; each slot uses {dir}/<run>/<slot>/. "
@@ -27,61 +39,19 @@ _COMMON = {
 
 
 def _check_amount(params: dict) -> list[tuple[str, str]]:
+    out = []
     if params.get("size") is None and params.get("duration") is None:
-        return [("size", "give `size` or `duration` (or both)")]
-    return []
+        out.append(("size", "give `size` or `duration` (or both)"))
+    if params.get("wear_out") and params.get("duration") is None:
+        out.append(("wear_out", "needs a stonewall: give `duration` (IOR: -D with "
+                                "stoneWallingWearOut)"))
+    return out
 
 
 def _check_read(params: dict) -> list[tuple[str, str]]:
     if params.get("size") is None:
         return [("size", "io.read needs `size`: the file is laid out to it when missing")]
     return []
-
-
-@dataclass
-class _State:
-    lib: ModuleType
-    fd: int
-    path: str
-    write: bool
-    block: int
-    size: int               # 0 = no size limit
-    duration: float | None  # stonewall: stop at t0 + duration
-    fsync_end: bool
-    direct: bool
-    metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
-
-    @property
-    def label(self) -> str:
-        return f"io.{'write' if self.write else 'read'} {self.path}"
-
-
-def _explain(st: _State, err: int, text: str) -> str:
-    if err == errno.EINVAL and st.direct:
-        return (f"{st.label}: {text} (direct = true: the file system refused O_DIRECT "
-                f"with this block ({st.block} bytes) or does not support it; use direct = "
-                "false or another directory)")
-    return user_message(st.label, err, text)
-
-
-def _check_direct(kernel: str, params: dict) -> None:
-    bad = [f"{k} = {params[k]}" for k in ("block", "size")
-           if params.get(k) is not None and params[k] % ALIGN]
-    if params.get("direct") and bad:
-        raise KernelError(f"{kernel}: direct = true needs block and size to be multiples of "
-                          f"{ALIGN} bytes; got {', '.join(bad)}")
-
-
-def _open(path: str, flags: int, direct: bool, kernel: str) -> int:
-    try:
-        return os.open(path, flags | (os.O_DIRECT if direct else 0) | os.O_CLOEXEC, 0o644)
-    except OSError as e:
-        if direct and e.errno == errno.EINVAL:
-            raise KernelError(f"{kernel} {path}: the file system refuses O_DIRECT (direct = "
-                              "true); use direct = false or a directory on another file "
-                              "system") from None
-        raise KernelError(user_message(f"{kernel} {path}", e.errno or 0,
-                                       f"cannot open: {e.strerror}")) from None
 
 
 def _params(params: dict) -> dict:
@@ -93,17 +63,7 @@ def _params(params: dict) -> dict:
     return out
 
 
-def _where(ctx: SlotContext, params: dict, kernel: str) -> str:
-    """The slot's file; makes the slot's directory when missing."""
-    try:
-        os.makedirs(ctx.scratch, exist_ok=True)
-    except OSError as e:
-        raise KernelError(user_message(f"{kernel} {ctx.scratch}", e.errno or 0,
-                                       f"cannot create the directory: {e.strerror}")) from None
-    return os.path.join(ctx.scratch, params["file"])
-
-
-def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> _State:
+def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> IoState:
     duration = params.get("duration")
     # A write stops at size or at the stonewall, whichever comes first. A read with a
     # duration is time-based, as fio's time_based: size is the file's extent and reading
@@ -111,26 +71,33 @@ def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> _S
     size = params.get("size") or 0
     if not write and duration:
         size = 0
-    return _State(lib=lib, fd=fd, path=path, write=write, block=params["block"],
+    return IoState(lib=lib, fd=fd, path=path, write=write, block=params["block"],
                   size=size, duration=duration,
                   fsync_end=write and (params.get("fsync") or "end") == "end",
                   direct=bool(params["direct"]))
 
 
-def _prepare_write(ctx: SlotContext, params: dict) -> _State:
+def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     lib = native()
     params = _params(params)
-    _check_direct("io.write", params)
-    path = _where(ctx, params, "io.write")
-    fd = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, params["direct"], "io.write")
-    return _state(params, True, fd, path, lib)
+    check_direct("io.write", params)
+    for fld, msg in _check_amount(params):
+        raise KernelError(f"io.write: {fld}: {msg}")
+    path = slot_file(ctx, params, "io.write")
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, params["direct"], "io.write")
+    st = _state(params, True, fd, path, lib)
+    st.rank, st.workers = ctx.rank, ctx.workers
+    if params.get("wear_out"):
+        st.group = Group(ctx.rank, ctx.workers, PEER_TIMEOUT_S + (st.duration or 0),
+                         "io.write (wear_out)")
+    return st
 
 
-def _prepare_read(ctx: SlotContext, params: dict) -> _State:
+def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
     lib = native()
     params = _params(params)
-    _check_direct("io.read", params)
-    path = _where(ctx, params, "io.read")
+    check_direct("io.read", params)
+    path = slot_file(ctx, params, "io.read")
     size = params.get("size") or 0
     try:
         have = os.stat(path).st_size
@@ -142,7 +109,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> _State:
         except OSError as e:
             raise KernelError(user_message("io.read", e.errno or 0, e.strerror or str(e))) \
                 from None
-    fd = _open(path, os.O_RDONLY, params["direct"], "io.read")
+    fd = open_file(path, os.O_RDONLY, params["direct"], "io.read")
     try:
         cache = prepare_cache(lib, fd, size or os.fstat(fd).st_size,
                               params.get("cache") or CACHE.default, f"io.read {path}")
@@ -156,21 +123,28 @@ def _prepare_read(ctx: SlotContext, params: dict) -> _State:
                                        f"fadvise before the reads: {e.strerror}")) from None
     st = _state(params, False, fd, path, lib)
     st.metrics.update(cache)
+    st.rank, st.workers, st.cache = ctx.rank, ctx.workers, params.get("cache") or "drop"
+    st.reorder = bool(params.get("reorder")) and ctx.workers > 1
     return st
 
 
-def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
+def _run(st: IoState, t0_ns: int, spin_ns: int) -> Result:
+    if st.group is not None:
+        return io_ior.wear_out(st, t0_ns, spin_ns)
     deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
     d = st.lib.run_io(st.fd, st.write, st.block, st.size, deadline, st.fsync_end, st.direct,
                       t0_ns, spin_ns)
-    res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    res = result_from_native(d, lambda err, text: explain(st, err, text))
     res.metrics.update(st.metrics)
+    res.extra["file"] = st.path
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
     return res
 
 
-def _cleanup(st: _State) -> None:
+def _cleanup(st: IoState) -> None:
+    if st.group is not None:
+        st.group.close()
     if st.fd >= 0:
         fd, st.fd = st.fd, -1
         try:  # NFS and friends may report deferred write errors only here
@@ -187,8 +161,13 @@ WRITE = Kernel(
     params={**_COMMON,
             "fsync": Param("choice", "fsync the file at the end, inside the timed window (as "
                                      "fio's end_fsync), or never.", default="end",
-                           choices=("end", "never"))},
+                           choices=("end", "never")),
+            "wear_out": Param("bool", "With duration: after the stonewall every slot writes on "
+                                      "until it has written as many blocks as the fastest "
+                                      "had (IOR's stoneWallingWearOut); records carry the "
+                                      "stonewall figures too.", default=False)},
     prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
+    publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("wear_out")),
 )
 
 READ = Kernel(
@@ -207,8 +186,14 @@ READ = Kernel(
             "duration": Param("duration", "Time-based read: read until T0 + duration (the "
                                           "same instant for every slot), wrapping at the end "
                                           "of the file, as fio's time_based."),
-            "cache": CACHE},
+            "cache": CACHE,
+            "reorder": Param("bool", "Read the file the next rank wrote, one node over (IOR "
+                                     "-C): rank r reads rank r+1's (order = pack: r + the "
+                                     "first node's slots), so no node reads back what it "
+                                     "cached while writing. Needs a file system every node "
+                                     "sees.", default=False)},
     prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
+    publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("reorder")),
 )
 
 KERNELS = [WRITE, READ]

@@ -1,13 +1,18 @@
-"""`meta.*`: mdtest-like metadata kernels (mkdir, create, stat, unlink, rmdir).
+"""`meta.*`: mdtest's metadata phases, in mdtest's layout, by full path.
 
-Items are named so that a sequence of tasks works on the same set, as mdtest's phases do:
-meta.mkdir makes directories that a later meta.stat or meta.rmdir finds. Each kernel makes
-its precondition true before T0 (clears leftovers for mkdir/create, lays out missing items
-for stat/unlink/rmdir), never inside the timed window.
+The layout is mdtest's: a directory tree `mdtest_tree.0` (one for all slots, mdtest's
+default; with unique = true one per slot, `mdtest_tree.<rank>.0`, as mdtest -u) under the
+run's shared directory, with `branch` children per directory and `depth` levels below the
+root (mdtest -b, -z). A slot's `items` (mdtest -n) are spread over the tree's directories,
+`items // directories` in each (as mdtest; the rest are dropped, as mdtest does), and named
+`dir.mdtest.<rank>.<i>` and `file.mdtest.<rank>.<i>`. Every operation walks the item's full
+path, as mdtest and applications do; at = true makes them relative to open directories (the
+*at calls: a faster figure that is not mdtest's). native/meta.c lists the calls and flags.
 
-Names: one directory per slot, <scratch>/meta, holding d{i} (directories: mkdir, rmdir) and
-f{i} (files: create, stat, unlink); with `shared`, one directory for all slots,
-<shared>/meta, holding d.{rank}.{i} and f.{rank}.{i}. Rank r works on i = 0..items(r)-1.
+Tasks in sequence work on the same items, as mdtest's phases do: meta.mkdir makes the
+directories a later meta.statdir, meta.rename or meta.rmdir finds (same items, branch, depth
+and unique). Each kernel makes its precondition true before T0 (clears leftovers for
+mkdir/create, lays out missing items for the others), never inside the timed window.
 """
 from __future__ import annotations
 
@@ -20,24 +25,39 @@ from types import ModuleType
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
 
+MAX_DIRS = 100_000   # tree directories a plan may ask for
+
 PARAMS = {
-    "dir": Param("dir", "Directory to work under (see io.write)."),
-    "items": Param("int", "Items per slot.", minimum=1),
+    "dir": Param("dir", "Directory to work under: the tree is made in {dir}/<run>/shared."),
+    "items": Param("int", "Items per slot (mdtest -n).", minimum=1),
     "total": Param("int", "Items in all, split over the phase's slots (SMTEF's fixed 20,000 "
                           "directories).", minimum=1),
-    "shared": Param("bool", "All slots work in one shared directory instead of one each.",
-                    default=False),
+    "branch": Param("int", "Child directories of every tree directory (mdtest -b).", default=1,
+                    minimum=1),
+    "depth": Param("int", "Levels of the tree below its root (mdtest -z); 0: every item in the "
+                          "root.", default=0, minimum=0),
+    "unique": Param("bool", "A tree per slot (mdtest -u) instead of one shared by all slots "
+                            "(mdtest's default).", default=False),
+    "at": Param("bool", "Operate relative to open directories (mkdirat, openat, ...): no path "
+                        "walk. Faster than mdtest on every file system, and not what it "
+                        "measures: a variant to set beside the default.", default=False),
+    "bytes": Param("size", "create: bytes written to each file (mdtest -w); read: bytes read "
+                           "from each (mdtest -e); 0: open and close only.", default=0),
 }
+
+KIND = {"mkdir": "dir", "rmdir": "dir", "statdir": "dir", "rename": "dir", "create": "file",
+        "stat": "file", "read": "file", "unlink": "file"}
+_CLEARS = ("mkdir", "create")  # need their items absent; the others need them present
 
 
 def _check(params: dict) -> list[tuple[str, str]]:
+    out = []
     if (params.get("items") is None) == (params.get("total") is None):
-        return [("items", "give exactly one of `items` (per slot) or `total` (split over slots)")]
-    return []
-
-
-KIND = {"mkdir": "d", "rmdir": "d", "create": "f", "stat": "f", "unlink": "f"}
-_CLEARS = ("mkdir", "create")  # need their items absent; the others need them present
+        out.append(("items", "give exactly one of `items` (per slot) or `total` (split over "
+                             "slots)"))
+    if tree_size(params.get("branch") or 1, params.get("depth") or 0) > MAX_DIRS:
+        out.append(("depth", f"the tree would have more than {MAX_DIRS:,} directories"))
+    return out
 
 
 def items_for(params: dict, rank: int, workers: int) -> int:
@@ -48,18 +68,36 @@ def items_for(params: dict, rank: int, workers: int) -> int:
     return total // workers + (1 if rank < total % workers else 0)
 
 
+def tree_size(branch: int, depth: int) -> int:
+    """Directories in mdtest's tree: 1 + b + b^2 + ... + b^depth."""
+    return sum(branch ** d for d in range(depth + 1))
+
+
+def tree_dirs(root_parent: str, base: str, branch: int, depth: int) -> list[str]:
+    """Paths of the tree's directories by number (mdtest's numbering: the root is base.0,
+    the children of k are base.(k*branch+1) .. base.(k*branch+branch))."""
+    root = os.path.join(root_parent, f"{base}.0")
+    paths = [root]
+    for k in range(1, tree_size(branch, depth)):
+        paths.append(os.path.join(paths[(k - 1) // branch], f"{base}.{k}"))
+    return paths
+
+
 @dataclass
 class _State:
     lib: ModuleType
     op: str
-    dir: str
+    dirs: list[str]
     prefix: str
+    per_dir: int
     count: int
+    bytes: int
+    at: bool
 
 
 def _remove(path: str, kind: str, op: str) -> None:
     try:
-        (os.rmdir if kind == "d" else os.unlink)(path)
+        (os.rmdir if kind == "dir" else os.unlink)(path)
     except FileNotFoundError:
         pass
     except OSError as e:
@@ -67,74 +105,94 @@ def _remove(path: str, kind: str, op: str) -> None:
                                        f"clearing leftover {path}: {e.strerror}")) from None
 
 
-def _clear_leftovers(ctx: SlotContext, params: dict, op: str, d: str, shared: bool) -> None:
+def _clear_leftovers(ctx: SlotContext, params: dict, op: str, dirs: list[str],
+                     unique: bool) -> None:
     """Removes this kind's items of earlier phases that lie outside every current range.
 
-    Unique mode: the slot's own d{i}/f{i} with i >= its count. Shared mode: only rank 0
-    sweeps, removing {kind}.{r}.{i} of ranks r >= workers or i >= items(r); the other ranks
-    touch their own ranges only, so the sweep never races with them. Names that are not
-    exactly ours (e.g. "d007") are left alone: a run deletes only what it created.
+    A tree per slot: the slot's own items with i >= its count. A shared tree: only rank 0
+    sweeps, removing items of ranks r >= workers or i >= items(r); the other ranks touch
+    their own ranges only, so the sweep never races with them. Names that are not exactly
+    ours (e.g. "dir.mdtest.0.007") are left alone: a run deletes only what it created.
     """
+    if not unique and ctx.rank != 0:
+        return
     kind = KIND[op]
     num = r"(0|[1-9][0-9]*)"
-    if shared:
-        if ctx.rank != 0:
-            return
-        pat = re.compile(rf"{kind}\.{num}\.{num}")
-    else:
-        pat = re.compile(rf"{kind}{num}")
-    keep = items_for(params, ctx.rank, ctx.workers)
-    try:
-        names = os.listdir(d)
-    except OSError as e:
-        raise KernelError(user_message(f"meta.{op}", e.errno or 0,
-                                       f"cannot list {d}: {e.strerror}")) from None
-    for name in names:
-        m = pat.fullmatch(name)
-        if not m:
-            continue
-        if shared:
+    pat = re.compile(rf"{kind}\.mdtest\.{num}\.{num}(-XX)?")
+
+    def count(rank: int) -> int:
+        return items_for(params, rank, ctx.workers) // len(dirs) * len(dirs)
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError as e:
+            raise KernelError(user_message(f"meta.{op}", e.errno or 0,
+                                           f"cannot list {d}: {e.strerror}")) from None
+        for name in names:
+            m = pat.fullmatch(name)
+            if not m:
+                continue
             r, i = int(m.group(1)), int(m.group(2))
-            stale = r >= ctx.workers or i >= items_for(params, r, ctx.workers)
-        else:
-            stale = int(m.group(1)) >= keep
-        if stale:
-            _remove(os.path.join(d, name), kind, op)
+            if unique and r != ctx.rank:
+                continue          # not this slot's tree
+            if m.group(3) or r >= ctx.workers or i >= count(r):
+                _remove(os.path.join(d, name), kind, op)
 
 
 def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
     lib = native()
-    shared = bool(params.get("shared"))
-    kind = KIND[op]
-    d = os.path.join(ctx.shared if shared else ctx.scratch, "meta")
-    prefix = f"{kind}.{ctx.rank}." if shared else kind
-    count = items_for(params, ctx.rank, ctx.workers)
+    unique = bool(params.get("unique"))
+    branch, depth = params.get("branch") or 1, params.get("depth") or 0
+    base = f"mdtest_tree.{ctx.rank}" if unique else "mdtest_tree"
+    dirs = tree_dirs(ctx.shared, base, branch, depth)
+    items = items_for(params, ctx.rank, ctx.workers)
+    per_dir = items // len(dirs)
+    if items and not per_dir:
+        raise KernelError(f"meta.{op}: {items} items per slot cannot fill the tree's "
+                          f"{len(dirs)} directories (mdtest -b, -z): give more items or a "
+                          "smaller tree")
     try:
-        os.makedirs(d, exist_ok=True)
+        for d in dirs:
+            os.makedirs(d, mode=0o775, exist_ok=True)
     except OSError as e:
-        raise KernelError(user_message(f"meta.{op} {d}", e.errno or 0,
-                                       f"cannot create the directory: {e.strerror}")) from None
-    if op in _CLEARS:
-        _clear_leftovers(ctx, params, op, d, shared)
+        raise KernelError(user_message(f"meta.{op} {e.filename}", e.errno or 0,
+                                       f"cannot create the tree: {e.strerror}")) from None
+    if op in _CLEARS or op == "rename":
+        _clear_leftovers(ctx, params, op, dirs, unique)
+    st = _State(lib=lib, op=op, dirs=dirs, prefix=f"{KIND[op]}.mdtest.{ctx.rank}.",
+                per_dir=max(per_dir, 1), count=per_dir * len(dirs), bytes=params.get("bytes") or 0,
+                at=bool(params.get("at")))
     try:
-        lib.meta_prepare(op, d, prefix, 0, count)
+        lib.meta_prepare(op, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes, st.at)
     except OSError as e:
         raise KernelError(user_message(f"meta.{op}", e.errno or 0, e.strerror or str(e))) \
             from None
-    return _State(lib=lib, op=op, dir=d, prefix=prefix, count=count)
+    return st
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
-    d = st.lib.run_meta(st.op, st.dir, st.prefix, 0, st.count, t0_ns, spin_ns)
-    return result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text))
+    d = st.lib.run_meta(st.op, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes, st.at,
+                        t0_ns, spin_ns)
+    res = result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text))
+    res.bytes = st.bytes * res.ops if st.op in ("create", "read") else 0
+    return res
 
 
 _DOCS = {
-    "mkdir": "mkdir() of each item (directories).",
-    "create": "open(O_CREAT|O_EXCL) + close() of each item (empty files).",
-    "stat": "stat() of each item (files, laid out before T0 when missing).",
-    "unlink": "unlink() of each item (files, laid out before T0 when missing).",
-    "rmdir": "rmdir() of each item (directories, laid out before T0 when missing).",
+    "mkdir": "mkdir(path, 0775) of each item: mdtest's directory creation.",
+    "statdir": "stat(path) of each directory (made before T0 when missing): mdtest's "
+               "directory stat.",
+    "rename": "rename of each directory as mdtest's rename phase does it (item 0 to "
+              "\"-XX\", each next to the name before it): mdtest's directory rename.",
+    "rmdir": "rmdir(path) of each directory (made before T0 when missing): mdtest's "
+             "directory removal.",
+    "create": "open(path, O_CREAT|O_RDWR, 0664), `bytes` written, close: mdtest's file "
+              "creation.",
+    "stat": "stat(path) of each file (made before T0 when missing): mdtest's file stat.",
+    "read": "open(path, O_RDONLY), `bytes` read, close (files made before T0 when missing): "
+            "mdtest's file read.",
+    "unlink": "unlink(path) of each file (made before T0 when missing): mdtest's file "
+              "removal.",
 }
 
 KERNELS = [

@@ -18,7 +18,7 @@ from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
-from .io import ALIGN, _open, _where
+from .iofile import ALIGN, explain, open_file, slot_file
 from .pagecache import CACHE, prepare_cache
 
 ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
@@ -132,14 +132,6 @@ def _probe(lib: ModuleType, kernel: str, engine: str, iodepth: int) -> str:
             from None
 
 
-def _explain(st: _State, err: int, text: str) -> str:
-    if err == errno.EINVAL and st.direct:
-        return (f"{st.label}: {text} (direct = true: the file system refused O_DIRECT with "
-                f"this block ({st.block} bytes) or does not support it; use direct = false "
-                "or another directory)")
-    return user_message(st.label, err, text)
-
-
 def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
     kernel = "io.randwrite" if write else "io.randread"
     lib = native()
@@ -148,7 +140,7 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
         raise KernelError(f"{kernel}: {fld}: {msg}")
     size, block, iodepth = p["size"], p["block"], p["iodepth"]
     engine = _probe(lib, kernel, p["engine"], iodepth)
-    path = _where(ctx, p, kernel)
+    path = slot_file(ctx, p, kernel)
     try:
         have = os.stat(path).st_size
     except FileNotFoundError:
@@ -159,7 +151,7 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
         except OSError as e:
             raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
                 from None
-    fd = _open(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
+    fd = open_file(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
     cache: dict[str, float] = {}
     try:
         if not write:
@@ -186,7 +178,7 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     engine = "threads" if st.engine == "psync" else st.engine   # psync: one thread, ours
     d = st.lib.run_randio(st.fd, st.write, engine, st.iodepth, st.batch, st.block,
                           st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
-    res = result_from_native(d, lambda err, text: _explain(st, err, text))
+    res = result_from_native(d, lambda err, text: explain(st, err, text))
     res.metrics.update(st.metrics)
     if res.elapsed_ns > 0:
         sec = res.elapsed_ns / 1e9

@@ -23,6 +23,7 @@ import re
 from . import ParseError
 
 NAME = "fio"
+VERSIONS = ("3.33",)    # fixtures: real outputs
 DIRECTIONS = ("read", "write", "trim")
 PERCENTILES = {"50.000000": "p50", "90.000000": "p90", "95.000000": "p95",
                "99.000000": "p99", "99.900000": "p99_9"}

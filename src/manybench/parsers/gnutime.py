@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import ParseError
 
 NAME = "gnutime"
+VERSIONS = ("1.9",)    # fixtures: real outputs
 _START = "Command being timed:"
 _FIELDS = {
     "User time (seconds)": "user_s",

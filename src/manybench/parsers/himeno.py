@@ -14,6 +14,7 @@ import re
 from . import ParseError
 
 NAME = "himeno"
+VERSIONS = ("himenoBMTxp C (output lines)",)    # fixtures: real outputs
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _SCORE = re.compile(rf"Score based on Pentium III 600MHz[^:\n]*:\s*({_NUM})")
 _MFLOPS = re.compile(rf"MFLOPS measured\s*:\s*({_NUM})")

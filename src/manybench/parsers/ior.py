@@ -1,5 +1,6 @@
-"""IOR's summary -> metrics: the text report ("Summary of all tests:" table and the
-"Max Write:" / "Max Read:" lines) or the JSON one (`-O summaryFormat=JSON`).
+"""IOR's summary -> metrics: the text report ("Summary of all tests:" table, IOR 2.x's table
+after each test, and the "Max Write:" / "Max Read:" lines) or the JSON one (`-O
+summaryFormat=JSON`).
 
 For each operation (write, read) of the first test in the summary:
   {op}_max_mib_s, {op}_min_mib_s, {op}_mean_mib_s, {op}_stddev_mib_s   bandwidth, MiB/s
@@ -7,6 +8,10 @@ For each operation (write, read) of the first test in the summary:
   {op}_mean_s                                                          mean time of a repetition
   {op}_stonewall_s, {op}_stonewall_mib_s                               when stonewalling ran
   {op}_max_mb_s                                                        from "Max Write: ... MB/sec"
+  {op}_stonewall_pairs_min, _max, {op}_stonewall_min_gib, _mean_gib, {op}_stonewall_time_s
+      from "stonewalling pairs accessed min: .. max: .. -- min data: .. GiB mean data: ..
+      GiB time: ..s" (-D): the transfers the slowest and fastest task had made at the
+      stonewall, as IO500 reports them (the spread wear-out then evens out)
   tasks, reps, block_size_bytes, transfer_size_bytes, agg_size_mib
 A summary with several tests (-f script): tests = their count, and the tests after the
 first also as test{Test#}_{name}. Columns an IOR version does not print are left out.
@@ -20,9 +25,13 @@ import re
 from . import ParseError
 
 NAME = "ior"
+VERSIONS = ("2.10.3", "3.3.0", "4.0.0", "4.1.0+dev")    # fixtures: real outputs
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _MAX_LINE = re.compile(rf"^Max (Write|Read):\s+({_NUM}) MiB/sec \(({_NUM}) MB/sec\)",
                        re.MULTILINE)
+_PAIRS = re.compile(rf"^stonewalling pairs accessed min: (\d+) max: (\d+) -- min data: ({_NUM}) "
+                    rf"GiB mean data: ({_NUM}) GiB time: ({_NUM})s\s*$(?:.*\n)*?^(write|read)\s",
+                    re.MULTILINE)
 # text summary header column -> metric suffix; StdDev is bandwidth's after Mean(MiB), OPs' later
 _COLUMNS = {"Max(MiB)": "max_mib_s", "Min(MiB)": "min_mib_s", "Mean(MiB)": "mean_mib_s",
             "Max(OPs)": "ops_max", "Min(OPs)": "ops_min", "Mean(OPs)": "ops_mean",
@@ -47,11 +56,37 @@ def _float(s) -> float | None:
     return v if math.isfinite(v) else None
 
 
+_V2_HEADER = re.compile(r"^Operation\s+Max \(MiB\).*$", re.MULTILINE)
+
+
+def _v2_rows(text: str) -> list[tuple[int, str, dict[str, float]]]:
+    """IOR 2.x: a summary table after each test, headers with spaces ("Max (MiB)",
+    "Std Dev") and an "EXCEL" marker ending each row; the n-th table is test n."""
+    rows = []
+    for test_id, m in enumerate(_V2_HEADER.finditer(text)):
+        header = re.sub(r" \(", "(", m.group(0)).replace("Std Dev", "StdDev").split()
+        for line in text[m.end():].splitlines()[2:]:
+            cells = line.split()
+            if not cells or cells[0] not in ("write", "read"):
+                break
+            values: dict[str, float] = {}
+            seen_mean_ops = False
+            for name, raw in zip(header[1:], cells[1:]):
+                seen_mean_ops |= name == "Mean(OPs)"
+                key = (("ops_stddev" if seen_mean_ops else "stddev_mib_s")
+                       if name == "StdDev" else _COLUMNS.get(name))
+                v = _float(raw)
+                if key and v is not None:
+                    values[key] = v
+            rows.append((test_id, cells[0], values))
+    return rows
+
+
 def _text_rows(text: str) -> list[tuple[int, str, dict[str, float]]]:
     """(test id, operation, {metric suffix: value}) per summary row."""
     idx = text.find("Summary of all tests:")
     if idx < 0:
-        return []
+        return _v2_rows(text)
     lines = text[idx:].splitlines()
     header: list[str] | None = None
     rows = []
@@ -165,6 +200,10 @@ def parse(stdout: str, stderr: str) -> dict[str, float]:
                 metrics.setdefault(f"{op}_max_mib_s", mib)
             if mb is not None:
                 metrics.setdefault(f"{op}_max_mb_s", mb)
+    for lo, hi, min_gib, mean_gib, secs, op in _PAIRS.findall(text):
+        for key, v in (("pairs_min", lo), ("pairs_max", hi), ("min_gib", min_gib),
+                       ("mean_gib", mean_gib), ("time_s", secs)):
+            metrics.setdefault(f"{op}_stonewall_{key}", float(v))
     if len(tests) > 1:
         metrics["tests"] = float(len(tests))
     if not any(k.startswith(("write_", "read_")) for k in metrics):

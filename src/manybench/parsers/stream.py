@@ -16,6 +16,7 @@ from decimal import Decimal
 from . import ParseError
 
 NAME = "stream"
+VERSIONS = ("5.10", "hpcc 1.5.0")    # fixtures: real outputs
 KERNELS = ("Copy", "Scale", "Add", "Triad")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _HEADER = re.compile(r"^Function\s+(?:Best\s+)?Rate\s*\(?\s*([MG])B/s\)?.*$", re.MULTILINE)

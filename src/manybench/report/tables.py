@@ -23,9 +23,10 @@ from .formats import DASH, count, dist, ns, param_formatter, rate_spread, secs, 
 MAX_ERRORS = 5  # error lines shown per table; the rest are counted
 LEGEND = ("lateness = start - T0 per slot; skew = max(start) - min(start) per phase; "
           "sync overhead = last end - first start of a null phase; aggregate bandwidth = "
-          "sum(bytes) / (last end - first start); stonewall = the window in which every slot "
-          "ran (bytes in it estimated proportionally). Percentiles and medians are nearest-rank "
-          "over records (lateness, per-slot time) or phases (skew, sync overhead, bandwidth).")
+          "sum(bytes) / (last end - first start); stonewall (estimated) = the window in which "
+          "every slot ran (bytes in it estimated proportionally). Percentiles and medians are "
+          "nearest-rank over records (lateness, per-slot time) or phases (skew, sync overhead, "
+          "bandwidth).")
 
 
 @dataclass
@@ -112,7 +113,9 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
     return cols, notes
 
 
-CACHE_METRICS = ("cached_fraction", "cache_dropped")   # read kernels: the page cache at T0
+# metrics shown in columns of their own, not as plain metric columns
+OWN_COLUMNS = ("cached_fraction", "cache_dropped", "stonewall_s", "stonewall_bytes",
+                 "stonewall_blocks", "wear_out_blocks", "reorder_shift")
 CACHED = 0.5    # a point whose median slot had this share of its file cached read memory
 CACHE_NOTE = ("reads from: \"memory\" when at least half of the file's pages were in the page "
               "cache at T0 (cache = \"keep\", or a file system that keeps files in memory, "
@@ -133,11 +136,28 @@ def _cache_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable
     return [("reads from\n(page cache)", cell)], [CACHE_NOTE]
 
 
+STONEWALL_NOTE = ("stonewall (wear_out): the bytes every slot had written when the stonewall "
+                  "was agreed / the stonewall time, measured as IOR does; blocks = the fewest "
+                  "and most a slot had written by then (IO500's pairs accessed min / max); "
+                  "each slot then wrote up to the most")
+
+
+def _stonewall_cell(s: PointSummary) -> str:
+    if not s.stonewall_bandwidth:
+        return DASH
+    cell = format_rate(s.stonewall_bandwidth.median)
+    if s.stonewall_blocks:
+        cell += f" (blocks {s.stonewall_blocks[0]}-{s.stonewall_blocks[1]})"
+    elif not s.stonewall_measured:
+        cell += " (estimated)"
+    return cell
+
+
 def _metric_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
     """One column per named metric the records carry (median over the point's slots)."""
     names: list[str] = []
     for s in points:
-        names += [n for n in s.metrics if n not in names and n not in CACHE_METRICS]
+        names += [n for n in s.metrics if n not in names and n not in OWN_COLUMNS]
     return [(f"{n}\n(med)", lambda s, n=n: count(s.metrics.get(n))) for n in names]
 
 
@@ -181,8 +201,9 @@ def task_table(task: str, points: list[PointSummary],
         cols.append(("aggregate\nops/s med", lambda s: count(s.ops_rate.median)
                      if s.ops_rate else DASH))
         if any(s.stonewall_bandwidth for s in points):
-            cols.append(("stonewall bandwidth\nmed", lambda s: format_rate(
-                s.stonewall_bandwidth.median) if s.stonewall_bandwidth else DASH))
+            cols.append(("stonewall bandwidth\nmed", _stonewall_cell))
+            if any(s.stonewall_measured for s in points):
+                cache_notes.append(STONEWALL_NOTE)
         cols.append(("per-slot time\nmin / med / max", lambda s: spread(s.slot_elapsed, secs)))
         if any(s.latency_us for s in points):
             cols.append(("latency\np50 / p99", lambda s: " / ".join(

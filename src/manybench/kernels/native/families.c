@@ -2,6 +2,6 @@
 #include "bind.h"
 
 PyMethodDef *nb_family_methods[] = {
-    nb_stream_methods, nb_himeno_methods, nb_dgemm_methods, nb_randio_methods, nb_net_methods,
-    NULL,
+    nb_meta_methods, nb_stream_methods, nb_himeno_methods, nb_dgemm_methods, nb_randio_methods,
+    nb_net_methods, NULL,
 };

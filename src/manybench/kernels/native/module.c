@@ -193,69 +193,6 @@ static PyObject *py_resident(PyObject *self, PyObject *args)
     return Py_BuildValue("(KK)", (unsigned long long)resident, (unsigned long long)pages);
 }
 
-/* Shared argument parsing of meta_prepare and run_meta. */
-typedef struct {
-    int op;
-    PyObject *dir, *prefix; /* bytes, owned */
-    long long first, count, t0, spin;
-} meta_args;
-
-static int parse_meta(PyObject *args, meta_args *m, int timed)
-{
-    const char *op;
-    memset(m, 0, sizeof *m);
-    int ok = timed ? PyArg_ParseTuple(args, "sO&O&LLLL", &op, PyUnicode_FSConverter, &m->dir,
-                                      PyUnicode_FSConverter, &m->prefix, &m->first, &m->count,
-                                      &m->t0, &m->spin)
-                   : PyArg_ParseTuple(args, "sO&O&LL", &op, PyUnicode_FSConverter, &m->dir,
-                                      PyUnicode_FSConverter, &m->prefix, &m->first, &m->count);
-    if (!ok)
-        return 0;
-    m->op = nb_meta_op_from_name(op);
-    if (m->op < 0)
-        PyErr_Format(PyExc_ValueError, "unknown metadata operation %s", op);
-    if (m->op < 0 || !nonneg(m->first, "first") || !nonneg(m->count, "count")) {
-        Py_DECREF(m->dir);
-        Py_DECREF(m->prefix);
-        return 0;
-    }
-    return 1;
-}
-
-static PyObject *py_meta_prepare(PyObject *self, PyObject *args)
-{
-    meta_args m;
-    char msg[NB_MSG_LEN] = "";
-    int e;
-    if (!parse_meta(args, &m, 0))
-        return NULL;
-    const char *dir = PyBytes_AS_STRING(m.dir), *prefix = PyBytes_AS_STRING(m.prefix);
-    Py_BEGIN_ALLOW_THREADS
-    e = nb_meta_prepare(m.op, dir, prefix, (uint64_t)m.first, (uint64_t)m.count, msg,
-                        sizeof msg);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(m.dir);
-    Py_DECREF(m.prefix);
-    if (e)
-        return raise_errno(e, msg);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_run_meta(PyObject *self, PyObject *args)
-{
-    meta_args m;
-    nb_result r = {0};
-    if (!parse_meta(args, &m, 1))
-        return NULL;
-    const char *dir = PyBytes_AS_STRING(m.dir), *prefix = PyBytes_AS_STRING(m.prefix);
-    Py_BEGIN_ALLOW_THREADS
-    nb_run_meta(m.op, dir, prefix, (uint64_t)m.first, (uint64_t)m.count, m.t0, m.spin, &r);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(m.dir);
-    Py_DECREF(m.prefix);
-    return result_dict(&r, 0);
-}
-
 /* ---- external commands ---- */
 
 static PyObject *py_install_term_handler(PyObject *self, PyObject *unused)
@@ -405,6 +342,9 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 #ifndef MB_PY_CFLAGS
 #define MB_PY_CFLAGS ""
 #endif
+#ifndef MB_MARCH
+#define MB_MARCH ""
+#endif
 #ifdef _OPENMP
 #define MB_OPENMP 1
 #else
@@ -413,14 +353,14 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 
 static PyObject *py_build_info(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N}", "compiler", MB_CC, "compiler_version",
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:N}", "compiler", MB_CC, "compiler_version",
                          __VERSION__, "cflags", MB_CFLAGS, "python_cflags", MB_PY_CFLAGS,
-                         "openmp", PyBool_FromLong(MB_OPENMP));
+                         "march", MB_MARCH, "openmp", PyBool_FromLong(MB_OPENMP));
 }
 
 static PyMethodDef methods[] = {
     {"build_info", py_build_info, METH_NOARGS,
-     "build_info() -> {compiler, compiler_version, cflags, python_cflags, openmp}"},
+     "build_info() -> {compiler, compiler_version, cflags, python_cflags, march, openmp}"},
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
@@ -437,10 +377,6 @@ static PyMethodDef methods[] = {
     {"layout", py_layout, METH_VARARGS, "layout(path, size, block)"},
     {"resident", py_resident, METH_VARARGS,
      "resident(fd, size) -> (pages in the page cache, pages) of the file's first size bytes"},
-    {"meta_prepare", py_meta_prepare, METH_VARARGS,
-     "meta_prepare(op, dir, prefix, first, count)"},
-    {"run_meta", py_run_meta, METH_VARARGS,
-     "run_meta(op, dir, prefix, first, count, t0_ns, spin_ns) -> dict"},
     {"spawn", py_spawn, METH_VARARGS,
      "spawn(path, argv, envp, cwd, out_fd, err_fd) -> (pid, ctl_fd, stamp_fd)"},
     {"release", py_release, METH_VARARGS, "release(ctl_fd, t0_ns, spin_ns)"},

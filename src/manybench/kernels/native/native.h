@@ -80,14 +80,6 @@ void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a patte
 /* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
 int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
 
-/* ---- meta.c ---- */
-enum nb_meta_op { NB_MKDIR, NB_CREATE, NB_STAT, NB_UNLINK, NB_RMDIR, NB_META_OPS };
-int nb_meta_op_from_name(const char *name); /* -1 when unknown */
-int nb_meta_prepare(int op, const char *dir, const char *prefix, uint64_t first,
-                    uint64_t count, char *msg, size_t msglen);
-int nb_run_meta(int op, const char *dir, const char *prefix, uint64_t first, uint64_t count,
-                int64_t t0_ns, int64_t spin_ns, nb_result *r);
-
 /* ---- spawn.c ---- */
 /* path/argv/envp are ready-made (argv and envp NULL-terminated; envp NULL = inherit). */
 int nb_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,

@@ -96,10 +96,13 @@ void nb_set_settle(int64_t ns) { settle_ns = ns > 0 ? ns : 0; }
 
 void nb_end(nb_result *r, int64_t start_mono, int64_t last_mono)
 {
-    r->end_ns = nb_now();
+    /* One quantity: the window is measured on the monotonic clock and the end stamp is the
+     * realtime instant it ends at, start_ns + elapsed_ns, so end - start == elapsed exactly
+     * (a second realtime read would differ by its own delay and by any clock slew). */
     r->elapsed_ns = last_mono - start_mono;
+    r->end_ns = r->start_ns + r->elapsed_ns;
     if (settle_ns)
-        nb_wait_until(r->end_ns + settle_ns, 0);
+        nb_wait_until(nb_now() + settle_ns, 0);
 }
 
 void nb_run_null(nb_result *r, int64_t t0_ns, int64_t spin_ns)

@@ -1,0 +1,107 @@
+"""IOR's semantics in io.*: the stonewall with wear-out (-D with stoneWallingWearOut) and
+reads of another rank's file (-C). See io.py's docstring for what each does."""
+from __future__ import annotations
+
+import os
+
+from .base import KernelError, Result
+from .hist import latency_metrics, merge
+from .iofile import IoState, explain, open_file
+from .native import result_from_native
+from .pagecache import prepare_cache
+
+
+def publish(st: IoState) -> dict | None:
+    """What the phase's other slots need: rank 0's group port (wear_out), our file (reorder)."""
+    if not st.publishes:
+        return None
+    return {**(st.group.published() if st.group else {}), "path": st.path}
+
+
+def connect(st: IoState, peers: dict[int, dict]) -> None:
+    """Before T0: join the group (wear_out), or open the next rank's file (reorder)."""
+    if st.group is not None:
+        st.group.connect(peers)
+    if st.reorder:
+        shift = _next_node(st.rank, st.workers, peers)
+        other = peers.get((st.rank + shift) % st.workers, {}).get("path")
+        if not other:
+            raise KernelError("io.read (reorder): the next rank published no file")
+        fd = open_file(other, os.O_RDONLY, st.direct, "io.read (reorder)")
+        try:
+            size = st.size or os.fstat(fd).st_size
+            st.metrics.update(prepare_cache(st.lib, fd, size, st.cache, f"io.read {other}"))
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        except (OSError, KernelError):
+            os.close(fd)
+            raise
+        os.close(st.fd)
+        st.fd, st.path = fd, other
+        st.metrics["reorder_shift"] = shift
+
+
+def _next_node(rank: int, workers: int, peers: dict[int, dict]) -> int:
+    """How far to the first rank on another node (IOR -C: one node over, whether ranks go
+    round the nodes, spread, or fill one first, pack); 1 when every rank is on one node."""
+    here = peers.get(rank, {}).get("host")
+    for k in range(1, workers):
+        if peers.get((rank + k) % workers, {}).get("host") != here:
+            return k
+    return 1
+
+
+def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
+    """IOR's stonewall with wear-out, one timed window: write until the stonewall, agree on
+    the most blocks any slot wrote, write up to that many, fsync. The stonewall figures are
+    this slot's at the moment the group agreed (IOR's stonewall time)."""
+    why = lambda err, text: explain(st, err, text)   # noqa: E731
+    deadline = t0_ns + round(st.duration * 1e9)
+    first = st.lib.run_io(st.fd, True, st.block, st.size, deadline, False, st.direct, t0_ns,
+                          spin_ns)
+    res = result_from_native(first, why)
+    if res.status != "ok":
+        return res
+    blocks = -(-res.bytes // st.block)
+    try:
+        target = st.group.max(blocks)
+    except OSError as e:
+        res.status, res.error = "error", f"io.write (wear_out): the all-reduce failed: {e}"
+        return res
+    agreed_ns = st.lib.now_ns()
+    res.metrics.update(stonewall_s=(agreed_ns - res.start_ns) / 1e9, stonewall_bytes=res.bytes,
+                       stonewall_blocks=blocks, wear_out_blocks=target)
+    left = (target - blocks) * st.block
+    if left or st.fsync_end:
+        # size 0 means "no limit" to run_io: with nothing left, only the fsync is timed
+        rest = st.lib.run_io(st.fd, True, st.block, left, 0, st.fsync_end, st.direct, 0, 0) \
+            if left else _fsync_only(st)
+        more = result_from_native(rest, why)
+        res.ops += more.ops
+        res.bytes += more.bytes
+        res.end_ns = more.end_ns
+        res.elapsed_ns = res.end_ns - res.start_ns
+        if more.hist:
+            res.hist = merge([res.hist, more.hist])
+            res.metrics.update(latency_metrics(res.hist))
+        if more.status != "ok":
+            res.status, res.error = more.status, more.error
+        if st.fsync_end and rest.get("fsync_ns"):
+            res.metrics["fsync_us"] = rest["fsync_ns"] / 1e3
+    res.metrics.update(st.metrics)
+    res.extra["file"] = st.path
+    return res
+
+
+def _fsync_only(st: IoState) -> dict:
+    """A run_io-shaped dict for a final fsync with nothing left to write."""
+    t = st.lib.mono_ns()
+    err = 0
+    try:
+        os.fsync(st.fd)
+    except OSError as e:
+        err = e.errno or 0
+    t2 = st.lib.mono_ns()
+    now = st.lib.now_ns()
+    return {"start_ns": now, "end_ns": now, "elapsed_ns": 0, "armed_ns": 0, "ops": 0,
+            "bytes": 0, "errno": err, "error": "fsync" if err else "", "hist": None,
+            "fsync_ns": t2 - t}
