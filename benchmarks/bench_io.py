@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
-"""io.write and io.read against fio with the same parameters, measured in the same run.
+"""io.write and io.read agree with fio and IOR on the same work, measured in the same run.
 
-    python benchmarks/bench_io.py [DIR] [--size 1GiB] [--block 1MiB] [--repeat 3] [--cached]
+    python benchmarks/bench_io.py [DIR] [--size 1GiB] [--block 1MiB] [--slots 1,2] [--rounds 5]
 
-One slot, one file, sequential, `block`-sized calls, fsync at the end of the writes inside
-the timed window (fio: ioengine=sync, end_fsync=1, whose runtime includes that fsync).
-Both writers start from a deleted file (fio with fallocate=none, as io.write allocates as
-it goes). Reads: both read the same file; by default its cached pages are dropped first the
-same way for both (posix_fadvise DONTNEED: io.read drop_cache=true, fio invalidate=1), so
-both read from the device; with --cached neither drops them (fio invalidate=0), so both read
-from the page cache.
-
-Both run pinned as slot 0 of a one-worker phase is (manybench in this process, fio as a
-child with the same affinity). After an uncounted warm-up round, rounds alternate which tool
-goes first, with a sync before each. Gate: the median of the per-round bandwidth ratios
-(manybench / fio) >= 0.95 for writes and for reads; best-of-N printed beside it (shared and
-virtual storage slows single runs down by large factors from outside, seen here: 265 to
-1500 MiB/s for the same job). Exit status 1 when a goal is missed.
+Each slot writes then reads its own file of `size` in `block` calls; writes end with an
+fsync inside the timed window. manybench runs the plan through its command line (slots
+pinned as placed) and its figure is the aggregate bandwidth it reports: sum(bytes) / (last
+end - first start). Against:
+  fio   the same job with fio's defaults: --rw=write|read --ioengine=psync (fio's sync
+        default) --end_fsync=1 for writes, invalidate=1 (fio's default) for reads, so both
+        drop the file's cached pages before reading; --numjobs=slots --group_reporting,
+        pinned as the slots are. fio's bw.
+  IOR   (when the IOR variable or PATH names an ior) -a POSIX -F -e -w -r -C with
+        mpirun -np slots --bind-to core: file per process, fsync after the writes, each task
+        reading another task's file. IOR reads what the node just wrote (it drops no cache),
+        so manybench's read here is cache = "keep" with reorder = true. IOR's Mean(MiB).
+Rounds alternate which tool goes first, with a sync before each. Gate: the median of the
+paired ratios (manybench / peer) within 0.95-1.05 for each operation, slot count and peer;
+best-of-N beside it. Exit status 1 when a goal is missed, 2 when fio is missing.
 """
 from __future__ import annotations
 
@@ -31,70 +32,60 @@ import tempfile
 import harness
 from harness import Goal, alternate, verdict
 
-from manybench import _native
-from manybench.kernels import KERNELS, SlotContext
+from manybench.parsers import PARSERS
 from manybench.units import format_size, parse_size
 
-GOAL = 0.95
+LOW, HIGH = 0.95, 1.05
 MIB = 2**20
 
 
-def ours(kind: str, path: str, size: int, block: int, cached: bool) -> float:
-    """Bytes/s of io.write or io.read through the kernel's own prepare/run."""
-    d, name = os.path.split(path)
-    ctx = SlotContext(run="bench", node="local", slot=0, rank=0, workers=1, cpu=-1,
-                      scratch=d, shared=d)
-    params = {"size": size, "block": block, "file": name, "direct": False}
-    if kind == "write":
-        params["fsync"] = "end"
-    else:
-        params["drop_cache"] = not cached
-    k = KERNELS[f"io.{kind}"]
-    state = k.prepare(ctx, params)
-    try:
-        r = k.run(state, _native.now_ns() + 1_000_000, 0)
-    finally:
-        k.cleanup(state)
-    if r.status != "ok" or r.bytes != size:
-        sys.exit(f"io.{kind} failed: {r.error or f'{r.bytes} of {size} bytes'}")
-    return r.bytes / (r.elapsed_ns / 1e9)
+def manybench(d: str, slots: int, size: int, block: int, for_ior: bool) -> dict[str, float]:
+    """MiB/s of the write task and the read task of one run."""
+    read = 'cache = "keep"\nreorder = true\n' if for_ior else ""
+    rows = harness.run_plan(f"""
+scratch = "{d}"
+[placement]
+workers = {slots}
+[[task]]
+name = "write"
+kernel = "io.write"
+size = {size}
+block = {block}
+[[task]]
+name = "read"
+kernel = "io.read"
+size = {size}
+block = {block}
+{read}""")
+    return {k: harness.aggregate_rate(rows, k) / MIB for k in ("write", "read")}
 
 
-def fio(kind: str, path: str, size: int, block: int, cached: bool) -> float:
-    """Bytes/s that fio reports for the same job (its runtime includes end_fsync)."""
-    cmd = ["fio", "--name=bench", f"--filename={path}", f"--rw={kind}", f"--bs={block}",
-           f"--size={size}", "--ioengine=sync", "--output-format=json",
-           # mmap'd buffers: fio's default malloc'd ones copy page-cache data at a fraction
-           # of memory speed here (2 vs 10 GiB/s cached); compare with fio at its best.
-           "--mem=mmap"]
-    if kind == "write":
-        cmd += ["--end_fsync=1", "--fallocate=none"]
-    else:
-        cmd += [f"--invalidate={0 if cached else 1}"]
-    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=harness.pinned(AFFINITY))
+def fio(d: str, slots: int, size: int, block: int) -> dict[str, float]:
+    out = {}
+    cpus = ",".join(str(a[0]) for a in harness.slot_affinity(slots))
+    for kind in ("write", "read"):
+        cmd = ["fio", "--name=bench", f"--directory={d}", "--filename_format=fio.$jobnum",
+               f"--rw={kind}", f"--bs={block}", f"--size={size}", "--ioengine=psync",
+               f"--numjobs={slots}", "--group_reporting", "--output-format=json",
+               f"--cpus_allowed={cpus}", "--cpus_allowed_policy=split"]
+        if kind == "write":
+            cmd += ["--end_fsync=1"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
+        job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0][kind]
+        out[kind] = job["bw_bytes"] / MIB
+    return out
+
+
+def ior(exe: str, d: str, slots: int, size: int, block: int) -> dict[str, float]:
+    cmd = [*harness.mpirun(slots), exe, "-a", "POSIX", "-F", "-e", "-w", "-r", "-C",
+           "-b", str(size), "-t", str(block), "-o", os.path.join(d, "ior.dat")]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
-    job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0][kind]
-    if job["io_bytes"] != size:
-        sys.exit(f"fio moved {job['io_bytes']} of {size} bytes")
-    return float(job["bw_bytes"])
-
-
-def compare(kind: str, path: str, args: argparse.Namespace) -> bool:
-    """Both tools `repeat` rounds, alternating who goes first; whether the goal is met."""
-    def side(fn):
-        def run() -> float:
-            if kind == "write" and os.path.exists(path):
-                os.unlink(path)        # both writers start from no file
-            os.sync()                  # nobody pays for the previous run's writeback
-            return fn(kind, path, args.size, args.block, args.cached) / MIB
-        return run
-    rounds = alternate({"manybench": side(ours), "fio": side(fio)}, args.repeat, args.warmup,
-                       harness.show_round(kind, "MiB/s"))
-    return verdict(Goal(f"io.{kind} / fio", GOAL), rounds["manybench"], rounds["fio"], "MiB/s")
-
-
-[AFFINITY] = harness.slot_affinity(1)
+        sys.exit(f"ior failed: {p.stderr.strip() or p.stdout.strip()}")
+    m = PARSERS["ior"](p.stdout, p.stderr)
+    return {"write": m["write_mean_mib_s"], "read": m["read_mean_mib_s"]}
 
 
 def main() -> int:
@@ -103,30 +94,52 @@ def main() -> int:
                                            "/var/tmp, removed afterwards)")
     ap.add_argument("--size", default="1GiB", type=parse_size)
     ap.add_argument("--block", default="1MiB", type=parse_size)
-    ap.add_argument("--repeat", default=7, type=int)
+    ap.add_argument("--slots", default="1,2")
+    ap.add_argument("--rounds", default=5, type=int)
     ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
-    ap.add_argument("--cached", action="store_true",
-                    help="read from the page cache instead of dropping it before the reads")
     args = ap.parse_args()
     if not shutil.which("fio"):
-        print("fio is not installed: nothing to compare with", file=sys.stderr)
+        print("fio is not installed (Debian package fio): nothing to compare with",
+              file=sys.stderr)
         return 2
-    harness.pin_self(AFFINITY)   # io.* run in this process, as in a pinned slot
-    made = args.dir is None
-    d = tempfile.mkdtemp(prefix="manybench-bench-io-", dir="/var/tmp") if made else args.dir
-    path = os.path.join(d, "bench-io.dat")
-    read_mode = "both from the page cache" if args.cached else \
-        "cache dropped before each (posix_fadvise DONTNEED) for both"
-    print(f"1 slot, {format_size(args.size)} in {format_size(args.block)} blocks on {d}; "
-          f"writes end with fsync (fio end_fsync=1); reads: {read_mode}", flush=True)
+    ior_exe = harness.tool("ior", "IOR")
+    if ior_exe is None:
+        print("IOR: no ior in $IOR or on PATH (build it from hpc/ior): compared with fio only",
+              flush=True)
+    base = tempfile.mkdtemp(prefix="manybench-bench-io-", dir=args.dir or "/var/tmp")
+    print(f"{format_size(args.size)} per slot in {format_size(args.block)} blocks under "
+          f"{base}; writes end with fsync", flush=True)
+    ok = True
     try:
-        ok = [compare(kind, path, args) for kind in ("write", "read")]
+        for slots in (int(x) for x in args.slots.split(",")):
+            for peer in ["fio"] + (["IOR"] if ior_exe else []):
+                got: dict[str, list[dict[str, float]]] = {}
+
+                def side(who: str):
+                    def run() -> float:
+                        d = tempfile.mkdtemp(dir=base)
+                        os.sync()       # nobody pays for the previous run's writeback
+                        if who == "manybench":
+                            r = manybench(d, slots, args.size, args.block, peer == "IOR")
+                        elif who == "fio":
+                            r = fio(d, slots, args.size, args.block)
+                        else:
+                            r = ior(ior_exe, d, slots, args.size, args.block)
+                        shutil.rmtree(d, ignore_errors=True)
+                        got.setdefault(who, []).append(r)
+                        return r["write"]
+                    return run
+                alternate({"manybench": side("manybench"), peer: side(peer)}, args.rounds,
+                          args.warmup, harness.show_round(f"{slots} slot(s) vs {peer}: write",
+                                                          "MiB/s"))
+                for kind in ("write", "read"):
+                    ours = [r[kind] for r in got["manybench"][args.warmup:]]
+                    theirs = [r[kind] for r in got[peer][args.warmup:]]
+                    ok &= verdict(Goal(f"io.{kind}, {slots} slot(s) / {peer}", LOW, upper=HIGH),
+                                  ours, theirs, "MiB/s")
     finally:
-        if made:
-            shutil.rmtree(d, ignore_errors=True)
-        elif os.path.exists(path):
-            os.unlink(path)
-    return 0 if all(ok) else 1
+        shutil.rmtree(base, ignore_errors=True)    # our temp dir only, never DIR itself
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

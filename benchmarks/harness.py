@@ -14,10 +14,13 @@ setup.py) and pinned exactly as the slots they are compared with (`slot_affinity
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
@@ -35,11 +38,16 @@ class Goal:
     name: str                      # what is compared: "io.write / fio"
     threshold: float               # the ratio the median must reach
     higher_is_better: bool = True  # ratios of rates; False for latencies and overheads
+    upper: float | None = None     # agreement: the ratio must also stay at or below this
 
     def met(self, ratio: float) -> bool:
+        if self.upper is not None:
+            return self.threshold <= ratio <= self.upper
         return ratio >= self.threshold if self.higher_is_better else ratio <= self.threshold
 
     def text(self) -> str:
+        if self.upper is not None:
+            return f"within {self.threshold:g}-{self.upper:g}"
         return f"{'>=' if self.higher_is_better else '<='} {self.threshold:g}"
 
 
@@ -134,3 +142,44 @@ def pinned(affinity: tuple[int, ...]) -> Callable[[], None]:
 def pin_self(affinity: tuple[int, ...]) -> None:
     """Pin this process as a slot (for kernels run in-process through prepare/run)."""
     os.sched_setaffinity(0, affinity)
+
+
+# -- reference tools from this machine ------------------------------------------------------
+def tool(name: str, env: str) -> str | None:
+    """A reference tool: the path in $env, else `name` on PATH, else None."""
+    path = os.environ.get(env) or shutil.which(name)
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def mpirun(n: int) -> list[str]:
+    """mpirun for n local tasks, bound to cores as slots are (root allowed for Open MPI)."""
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return ["mpirun", "--oversubscribe", "--bind-to", "core", "-np", str(n)]
+
+
+def run_plan(text: str, *args: str) -> list[dict]:
+    """Run a plan through the real command line (this source tree); its exported records."""
+    d = tempfile.mkdtemp(prefix="mb-bench-")
+    plan = os.path.join(d, "plan.toml")
+    with open(plan, "w") as f:
+        f.write(text)
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q", *args],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"manybench run failed:\n{p.stderr}")
+    out = subprocess.run([sys.executable, "-m", "manybench", "export", d, "--format", "json"],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    shutil.rmtree(d, ignore_errors=True)
+    return json.loads(out)
+
+
+def aggregate_rate(rows: list[dict], task: str, key: str = "bytes") -> float:
+    """A task's aggregate rate as manybench reports it: sum over its slots / (last end -
+    first start), per second (one phase)."""
+    mine = [r for r in rows if r["task"] == task]
+    if not mine or any(r["status"] != "ok" for r in mine):
+        sys.exit(f"manybench task {task} failed: {[r['error'] for r in mine]}")
+    window = (max(r["end_ns"] for r in mine) - min(r["start_ns"] for r in mine)) / 1e9
+    return sum(r[key] for r in mine) / window

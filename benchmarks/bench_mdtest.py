@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""meta.* agree with mdtest on the same items, measured in the same run.
+
+    MDTEST=/path/to/mdtest python benchmarks/bench_mdtest.py [--items 10000] [--tasks 1,2]
+                                                            [--dirs /var/tmp,/dev/shm]
+
+mdtest (from the MDTEST variable or PATH; build it from hpc/ior) runs with mpirun -np tasks
+--bind-to core: `-D -n items` (directory creation, stat, rename, removal) and `-F -n items`
+(file creation, stat, read, removal), in a fresh directory. manybench runs the same phases
+through its command line, workers = tasks, in mdtest's layout (one shared tree, the same
+names, full paths): meta.mkdir, statdir, rename, rmdir and meta.create, stat, read, unlink;
+its figure for each is the aggregate ops/s it reports (sum(ops) / (last end - first start));
+mdtest's is its SUMMARY rate's mean. The same phases with at = true (relative *at calls, no
+path walk) are printed beside them, for information: not what mdtest measures.
+
+Rounds alternate which tool goes first, each in a fresh directory. Gate: for mkdir, statdir,
+rmdir, create, stat and unlink, the median of the paired ratios (manybench / mdtest) within
+0.95-1.05 on every directory and task count; rename and read printed, not gated. Exit status
+1 when a goal is missed, 2 when mdtest is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import harness
+from harness import Goal, alternate, verdict
+
+from manybench.parsers import PARSERS
+
+LOW, HIGH = 0.95, 1.05
+# manybench task -> mdtest metric
+PHASES = {"mkdir": "dir_create_ops_s", "statdir": "dir_stat_ops_s",
+          "rename": "dir_rename_ops_s", "rmdir": "dir_remove_ops_s",
+          "create": "file_create_ops_s", "stat": "file_stat_ops_s",
+          "read": "file_read_ops_s", "unlink": "file_remove_ops_s"}
+GATED = ("mkdir", "statdir", "rmdir", "create", "stat", "unlink")
+
+
+def manybench(d: str, tasks: int, items: int, at: bool) -> dict[str, float]:
+    plan = f'scratch = "{d}"\n[placement]\nworkers = {tasks}\n' + "".join(
+        f'[[task]]\nname = "{op}"\nkernel = "meta.{op}"\nitems = {items}\n'
+        f'at = {"true" if at else "false"}\n' for op in PHASES)
+    rows = harness.run_plan(plan)
+    return {op: harness.aggregate_rate(rows, op, "ops") for op in PHASES}
+
+
+def mdtest(exe: str, d: str, tasks: int, items: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for flag in ("-D", "-F"):
+        p = subprocess.run([*harness.mpirun(tasks), exe, flag, "-n", str(items), "-d",
+                            f"{d}/md{flag}"], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"mdtest failed: {p.stderr.strip() or p.stdout.strip()}")
+        m = PARSERS["mdtest"](p.stdout, p.stderr)
+        out.update({op: m[key] for op, key in PHASES.items() if key in m})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=10000, help="items per task")
+    ap.add_argument("--tasks", default="1,2")
+    ap.add_argument("--dirs", default="/var/tmp,/dev/shm",
+                    help="file systems to run on (ext4 and tmpfs here)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    args = ap.parse_args()
+    exe = harness.tool("mdtest", "MDTEST")
+    if exe is None:
+        print("mdtest: no mdtest in $MDTEST or on PATH (build it from hpc/ior): nothing to "
+              "compare with", file=sys.stderr)
+        return 2
+    ok = True
+    for where in args.dirs.split(","):
+        for tasks in (int(t) for t in args.tasks.split(",")):
+            got: dict[str, list[dict[str, float]]] = {}
+
+            def side(who: str):
+                def run() -> float:
+                    d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
+                    subprocess.run(["sync"])
+                    r = manybench(d, tasks, args.items, who == "at") if who != "mdtest" \
+                        else mdtest(exe, d, tasks, args.items)
+                    shutil.rmtree(d, ignore_errors=True)
+                    got.setdefault(who, []).append(r)
+                    return r["mkdir"]
+                return run
+            alternate({"manybench": side("manybench"), "mdtest": side("mdtest"),
+                       "at": side("at")}, args.rounds, args.warmup,
+                      harness.show_round(f"{where}, {tasks} task(s), mkdir", "ops/s"))
+            for op in PHASES:
+                ours = [r[op] for r in got["manybench"][args.warmup:]]
+                theirs = [r[op] for r in got["mdtest"][args.warmup:]]
+                at = [r[op] for r in got["at"][args.warmup:]]
+                goal = Goal(f"meta.{op} on {where}, {tasks} task(s) / mdtest", LOW, upper=HIGH)
+                if op in GATED:
+                    ok &= verdict(goal, ours, theirs, "ops/s")
+                else:
+                    verdict(goal, ours, theirs, "ops/s")   # printed, not gated
+                print(f"    at = true: {statistics.median(harness.paired(at, theirs)):.3f} x "
+                      f"mdtest (median of pairs; not mdtest's path walk)", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
