@@ -17,7 +17,7 @@ import re
 from . import ParseError
 
 NAME = "hpl"
-VERSIONS = ("hpcc 1.5.0",)    # fixtures: real outputs
+VERSIONS = ("2.3", "hpcc 1.5.0")    # fixtures: real outputs
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _ROW = re.compile(rf"^(W[RC]\w*)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+({_NUM})\s+({_NUM})",
                   re.MULTILINE)
