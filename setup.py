@@ -21,7 +21,8 @@ CORE = ["module.c", "timing.c", "io.c", "spawn.c", "families.c"]
 FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net"]
 SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES]
 
-# what setuptools compiles with: CC from the environment, else Python's; Python's own flags
+# the compiler command setuptools runs: $CC when set, else Python's own (sysconfig's CC); it
+# puts sysconfig's CFLAGS and CCSHARED before extra_compile_args (CFLAGS below)
 CC = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
 
 
@@ -53,18 +54,25 @@ def _native_arch() -> str:
 
 
 PORTABLE = os.environ.get("MANYBENCH_PORTABLE", "") not in ("", "0")
+# THE compile flags of the kernels, defined here only: the extension is compiled with them,
+# they are carried into it (MB_CFLAGS -> _native.build_info()["cflags"]) and benchmarks/
+# builds its C peers from build_info(), never from a copy
 CFLAGS = ["-O3", "-std=gnu11", "-Wall", "-fopenmp"]
 MARCH = ""
 if not PORTABLE and _accepts("-march=native"):
     CFLAGS.append("-march=native")
     MARCH = _native_arch() or "native"
-PY_CFLAGS = " ".join(filter(None, (sysconfig.get_config_var("CFLAGS"),
-                                   sysconfig.get_config_var("CCSHARED"))))
+# build_info() hands the flags back as a list split on whitespace: a flag must not hold any
+assert not any(any(ch.isspace() for ch in f) for f in CFLAGS), CFLAGS
+LINK_FLAGS = [f for f in CFLAGS if f == "-fopenmp"]   # OpenMP needs its runtime at link time
 
 
 def _c_string(text: str) -> str:
-    """A macro value that is a C string literal."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """The value of a -D macro that is a C string literal holding `text`. setuptools passes
+    each -D as one argument (no shell in between), so only C's own escaping is needed."""
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    body = "".join(chr(b) if 32 <= b < 127 else f"\\{b:03o}" for b in body.encode())
+    return f'"{body}"'
 
 
 native = Extension(
@@ -72,10 +80,10 @@ native = Extension(
     sources=[NATIVE + s for s in SOURCES],
     depends=sorted(glob.glob(NATIVE + "*.h")),
     extra_compile_args=CFLAGS,
-    extra_link_args=["-fopenmp"],
+    extra_link_args=LINK_FLAGS,
     libraries=["dl", "pthread"],
     define_macros=[("MB_CC", _c_string(CC)), ("MB_CFLAGS", _c_string(" ".join(CFLAGS))),
-                   ("MB_PY_CFLAGS", _c_string(PY_CFLAGS)), ("MB_MARCH", _c_string(MARCH))],
+                   ("MB_MARCH", _c_string(MARCH))],
 )
 
 setup(ext_modules=[native])

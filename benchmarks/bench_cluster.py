@@ -1,20 +1,27 @@
-"""Cluster figures (issue #3 goals), on 4 network-namespace nodes x 2 slots of this machine,
+#!/usr/bin/env python3
+"""Cluster figures (issue #3 goals) on 4 network-namespace nodes x 2 slots of this machine,
 one of them with its clock shifted by libfaketime; each against a peer in the same run.
 
-  sudo python benchmarks/bench_cluster.py [--phases 200]
+  sudo python benchmarks/bench_cluster.py [--phases 200] [--rounds 3]
 
-Goals:
+manybench runs `--phases` null phases with 8 workers through a Dask scheduler (one `manybench
+worker` per namespace node, tests/cluster_lab.py). Peer: the same plan, the same 8 slots, on
+the embedded local engine (no network, no Dask, no clock offsets): what crossing nodes costs.
+The two alternate pair by pair (which goes first alternates), the first pair a warm-up that
+is not counted. Per run: the median skew over its phases (max start - min start, in the
+coordinator's timebase after offset correction) and its turnaround (phases per second from
+the first T0 to the last).
+
+Goals (absolute, gated on the median over pairs; the local engine's figure and the median of
+the paired ratios cluster / local printed beside each, for information):
   - null phases: median skew <= 100 us after offset correction, shifted node included
   - phase turnaround across 4 nodes: >= 20 null phases per second
   - agent memory: one Dask worker per node plus <= 20 MB (PSS) per slot
-Peer: the same plan with the same 8 slots on the embedded local engine (no network, no
-Dask), measured in the same run, `--rounds` times alternating with the cluster: the median of
-the paired ratios shows what crossing nodes costs (printed beside the goals).
+Exit status 1 when a goal is missed, 2 when namespaces or libfaketime are not available.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -25,97 +32,95 @@ import time
 import psutil
 
 import harness
+from harness import ENV, absolute, alternate, info
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from cluster_lab import DaskLab  # noqa: E402
+from cluster_lab import DaskLab, faketime_lib  # noqa: E402
+from netns import netns_available  # noqa: E402
 
-ENV = {**os.environ, "PYTHONPATH": harness.SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+NODES, SLOTS = 4, 2
 
 
-def run(plan_text: str, *args: str) -> tuple[list[dict], float]:
-    d = tempfile.mkdtemp(prefix="mb-bench-")
-    plan = os.path.join(d, "plan.toml")
-    with open(plan, "w") as f:
-        f.write(plan_text)
-    subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q", *args],
-                   check=True, env=ENV)
-    out = subprocess.run([sys.executable, "-m", "manybench", "export", d, "--format", "json"],
-                         check=True, capture_output=True, text=True, env=ENV).stdout
-    rows = json.loads(out)
+def figures(rows: list[dict]) -> dict:
+    """Median skew (us), phases per second, and the clock offsets and error bound seen."""
+    bad = [r for r in rows if r["status"] != "ok"]
+    if bad:
+        sys.exit(f"null phase failed: {bad[0]['error']}")
+    skews = [(max(r["start_ns"] for r in g) - min(r["start_ns"] for r in g)) / 1e3
+             for g in harness.phases(rows).values()]
     t0s = sorted({r["t0_ns"] for r in rows})
     rate = (len(t0s) - 1) / ((t0s[-1] - t0s[0]) / 1e9) if len(t0s) > 1 else 0.0
-    return rows, rate
+    return {"skew": statistics.median(skews), "rate": rate,
+            "offsets": {r["node"]: r["metrics"].get("clock_offset_ns", 0) for r in rows},
+            "error": max(r["metrics"].get("clock_error_ns", 0) for r in rows)}
 
 
-def skews(rows: list[dict]) -> list[float]:
-    by: dict[int, list[int]] = {}
-    for r in rows:
-        by.setdefault(r["phase"], []).append(r["start_ns"])
-    return [(max(v) - min(v)) / 1e3 for v in by.values()]
+def pss_mb(procs: list[psutil.Process]) -> list[float]:
+    return [p.memory_full_info().pss / 2**20 for p in procs]
 
 
-def pss_mb(pids: list[int]) -> list[float]:
-    return [psutil.Process(p).memory_full_info().pss / 2**20 for p in pids]
-
-
-def absolute(name: str, value: float, limit: float, unit: str, at_least: bool = False,
-             beside: str = "") -> bool:
-    ok = value >= limit if at_least else value <= limit
-    print(f"{name}: {value:,.1f} {unit} (goal {'>=' if at_least else '<='} {limit:g} {unit}) "
-          f"{'PASS' if ok else 'FAIL'}" + (f"; {beside}" if beside else ""), flush=True)
-    return ok
+def memory(lab: DaskLab) -> tuple[list[float], list[float], list[float]]:
+    """PSS (MB) of the Dask workers, the agents and the slots while a pool is up (a long
+    command phase keeps it alive)."""
+    d = tempfile.mkdtemp(prefix="mb-bench-")
+    with open(os.path.join(d, "p.toml"), "w") as f:
+        f.write(f'[placement]\nworkers = {NODES * SLOTS}\n[[task]]\nname = "nap"\n'
+                'command = ["sleep", "4"]\n')
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", os.path.join(d, "p.toml"),
+                             "-o", d, "-q", "--scheduler", lab.scheduler], env=ENV)
+    time.sleep(2.5)
+    workers = [psutil.Process(p.pid) for p in lab.workers.values()]
+    agents = [c for w in workers for c in w.children()
+              if "manybench.node.server" in " ".join(c.cmdline())]
+    slots = [s for ag in agents for s in ag.children() if s.name() != "sleep"]
+    out = pss_mb(workers), pss_mb(agents), pss_mb(slots)
+    proc.wait()
+    if len(slots) != NODES * SLOTS:
+        sys.exit(f"expected {NODES * SLOTS} slot processes, found {len(slots)}")
+    return out
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--phases", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="counted pairs")
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted pairs first")
     a = ap.parse_args()
-    plan = (f'repeat = {a.phases}\n[placement]\nworkers = 8\n'
+    can, why = netns_available()
+    if not can or faketime_lib() is None:
+        print(f"cannot build the namespace cluster here: "
+              f"{why if not can else 'libfaketime missing (Debian package faketime)'}",
+              file=sys.stderr)
+        return 2
+    plan = (f'repeat = {a.phases}\n[placement]\nworkers = {NODES * SLOTS}\n'
             '[[task]]\nname = "sync"\nkernel = "null"\n')
-    cluster: dict[str, list[float]] = {"skew": [], "rate": []}
-    local: dict[str, list[float]] = {"skew": [], "rate": []}
-    with DaskLab(4, slots=2, shifted=3) as lab:
-        for rnd in range(a.rounds):
-            for where in (["cluster", "local"] if rnd % 2 == 0 else ["local", "cluster"]):
-                rows, rate = run(plan, "--scheduler", lab.scheduler) if where == "cluster" \
-                    else run(plan)
-                got = cluster if where == "cluster" else local
-                got["skew"].append(statistics.median(skews(rows)))
-                got["rate"].append(rate)
-                if where == "cluster":
-                    off = {r["node"]: r["metrics"]["clock_offset_ns"] for r in rows}
-                    err = max(r["metrics"]["clock_error_ns"] for r in rows)
-            print(f"  round {rnd + 1}: median skew cluster {cluster['skew'][-1]:.1f} us, local "
-                  f"{local['skew'][-1]:.1f} us; phases/s cluster {cluster['rate'][-1]:.1f}, local "
-                  f"{local['rate'][-1]:.1f}", flush=True)
-        # memory while a pool is up: a long phase keeps the agents and slots alive
-        d = tempfile.mkdtemp(prefix="mb-bench-")
-        with open(os.path.join(d, "p.toml"), "w") as f:
-            f.write('[placement]\nworkers = 8\n[[task]]\nname = "nap"\ncommand = ["sleep", "4"]\n')
-        proc = subprocess.Popen([sys.executable, "-m", "manybench", "run",
-                                 os.path.join(d, "p.toml"), "-o", d, "-q", "--scheduler",
-                                 lab.scheduler], env=ENV)
-        time.sleep(2.5)
-        workers = [psutil.Process(p.pid) for p in lab.workers.values()]
-        agents = [c for w in workers for c in w.children()
-                  if "manybench.node.server" in " ".join(c.cmdline())]
-        slots = [s for ag in agents for s in ag.children() if s.name() != "sleep"]
-        w_pss, a_pss, s_pss = pss_mb([w.pid for w in workers]), pss_mb([x.pid for x in agents]), \
-            pss_mb([x.pid for x in slots])
-        proc.wait()
-    print("clock offsets " + ", ".join(f"{n} {o / 1e3:+.1f} us" for n, o in sorted(off.items()))
-          + f" (n3 shifted by libfaketime); error bound <= {err / 1e3:.1f} us")
-    ok = absolute("4 nodes x 2 slots: median skew, shifted node included (median of rounds)",
-                  statistics.median(cluster["skew"]), 100, "us",
-                  beside=f"local engine {statistics.median(local['skew']):.1f} us")
-    harness.verdict(harness.Goal("skew cluster / local (information)", float("inf"),
-                                 higher_is_better=False), cluster["skew"], local["skew"], "us")
-    ok &= absolute("turnaround across 4 nodes", statistics.median(cluster["rate"]), 20,
-                   "phases/s", at_least=True,
-                   beside=f"local engine {statistics.median(local['rate']):.1f}/s")
-    harness.verdict(harness.Goal("turnaround cluster / local (information)", 0.0),
-                    cluster["rate"], local["rate"], "phases/s")
+
+    def show(rnd: int, got: dict) -> None:
+        what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
+        print(f"  {what}: " + "   ".join(f"{n}: median skew {g['skew']:.1f} us, "
+                                         f"{g['rate']:.1f} phases/s" for n, g in got.items()),
+              flush=True)
+    with DaskLab(NODES, slots=SLOTS, shifted=3) as lab:
+        runs = alternate({"cluster": lambda: figures(harness.run_plan(plan, "--scheduler",
+                                                                      lab.scheduler)),
+                          "local engine": lambda: figures(harness.run_plan(plan))},
+                         a.rounds, a.warmup, show)
+        w_pss, a_pss, s_pss = memory(lab)
+    cl, lo = runs["cluster"], runs["local engine"]
+    last = cl[-1]
+    print("clock offsets " + ", ".join(f"{n} {o / 1e3:+.1f} us"
+                                       for n, o in sorted(last["offsets"].items()))
+          + f" (n3 shifted by libfaketime); error bound <= {last['error'] / 1e3:.1f} us")
+    skew = [r["skew"] for r in cl]
+    ok = absolute(f"{NODES} nodes x {SLOTS} slots: median skew, shifted node included (median "
+                  "over pairs)", statistics.median(skew), 100, "us",
+                  beside=f"local engine {statistics.median(r['skew'] for r in lo):.1f} us")
+    info("  skew cluster / local engine", skew, [r["skew"] for r in lo], "us", "lower")
+    rate = [r["rate"] for r in cl]
+    ok &= absolute(f"turnaround across {NODES} nodes (median over pairs)",
+                   statistics.median(rate), 20, "phases/s", direction="higher",
+                   beside=f"local engine {statistics.median(r['rate'] for r in lo):.1f} phases/s")
+    info("  turnaround cluster / local engine", rate, [r["rate"] for r in lo], "phases/s")
     ok &= absolute("slot PSS, max", max(s_pss), 20, "MB",
                    beside=f"Dask worker {statistics.median(w_pss):.1f} MB per node; agent "
                           f"process {statistics.median(a_pss):.1f} MB")

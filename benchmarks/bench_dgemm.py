@@ -2,6 +2,7 @@
 """cpu.dgemm against numpy's own matmul, measured in the same run.
 
     python benchmarks/bench_dgemm.py [--n 1024] [--threads 1,2] [--seconds 2] [--repeat 5]
+                                     [--warmup 1]
 
 Peer: numpy.matmul(A, B, out=C) on n x n float64 arrays (C = A*B, as cpu.dgemm's default
 alpha = 1, beta = 0), in a process started with OPENBLAS_NUM_THREADS = threads; cpu.dgemm
@@ -10,7 +11,7 @@ runs through its own prepare/run in a process started with the same variable and
 would compete for the cores), both do one untimed warm-up call, then time about `seconds`
 of calls. Both pinned as the slot is: one thread on slot 0's core (pin = core), more threads
 on every cpu (pin = none, since a slot's threads follow its affinity). Rounds alternate which
-tool goes first.
+tool goes first, the first round (pair) a warm-up that is not counted.
 
 Two cpu.dgemm configurations are measured against the same numpy runs:
   default  the library cpu.dgemm finds on its own (the system's, e.g. libopenblas.so.0)
@@ -29,7 +30,7 @@ import subprocess
 import sys
 
 import harness
-from harness import SRC, Goal, verdict
+from harness import ENV, Goal, alternate, verdict
 
 GOAL = 0.9
 
@@ -72,14 +73,20 @@ print(json.dumps({"gflops": r.metrics["gflops"], "reps": r.ops, "blas": r.extra[
 
 
 def measure(code: str, threads: int, *args: str) -> dict:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
-           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    [affinity] = harness.slot_affinity(1, pin="core" if threads == 1 else "none")
+    """One measurement in a fresh process, pinned as the slot (see the module doc)."""
+    env = {**ENV, "OPENBLAS_NUM_THREADS": str(threads)}
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                       env=env, timeout=600, preexec_fn=harness.pinned(affinity))
+                       env=env, timeout=600, preexec_fn=harness.pinned(affinity(threads)))
     if p.returncode != 0:
         sys.exit(f"measurement failed: {p.stderr.strip() or p.stdout.strip()}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def affinity(threads: int) -> tuple[int, ...]:
+    """Slot 0's cpus in a one-worker phase: pin = core for one thread; pin = none for more
+    (a slot's threads share its affinity, so several threads need more than one cpu)."""
+    [aff] = harness.slot_affinity(1, pin="core" if threads == 1 else "none")
+    return aff
 
 
 def main() -> int:
@@ -88,7 +95,8 @@ def main() -> int:
     ap.add_argument("--threads", default=f"1,{min(2, len(os.sched_getaffinity(0)))}",
                     help="comma-separated thread counts")
     ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="counted pairs")
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted pairs first")
     args = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -98,31 +106,28 @@ def main() -> int:
         return 2
     from manybench.kernels.dgemm import numpy_blas
     bundled = numpy_blas()
-    configs = [("default", "")] + ([("same", bundled[0])] if bundled else [])
+    configs = {"default": ""} | ({"same": bundled[0]} if bundled else {})
     threads = sorted({int(t) for t in args.threads.split(",")})
-    print(f"n = {args.n}, ~{args.seconds:g} s of calls per run, {args.repeat} runs, threads "
-          f"{threads}; numpy {numpy.__version__}", flush=True)
+    print(f"n = {args.n}, ~{args.seconds:g} s of calls per run, {args.repeat} pairs (+ "
+          f"{args.warmup} warm-up), threads {threads}; numpy {numpy.__version__}", flush=True)
     ok = True
     for t in threads:
-        runs: dict[str, list[float]] = {"numpy": [], **{c: [] for c, _ in configs}}
         libs: dict[str, str] = {}
-        for rep in range(args.repeat):
-            order = ["numpy"] + [c for c, _ in configs]
-            if rep % 2:
-                order.reverse()
-            got = {}
-            for who in order:
-                if who == "numpy":
-                    got[who] = measure(NUMPY, t, str(args.n), str(args.seconds))["gflops"]
-                else:
-                    r = measure(OURS, t, str(args.n), str(args.seconds), str(t),
-                                dict(configs)[who])
-                    got[who], libs[who] = r["gflops"], r["blas"]
-            for who, g in got.items():
-                runs[who].append(g)
-            print(f"  threads {t} round {rep + 1}: " + "  ".join(
-                f"{who} {g:7.2f}" for who, g in got.items()) + "  GFLOP/s", flush=True)
-        for c, _ in configs:
+
+        def numpy_side() -> float:
+            return measure(NUMPY, t, str(args.n), str(args.seconds))["gflops"]
+
+        def ours_side(config: str):
+            def run() -> float:
+                r = measure(OURS, t, str(args.n), str(args.seconds), str(t), configs[config])
+                libs[config] = r["blas"]
+                return r["gflops"]
+            return run
+        print(f"threads {t}: cpus {affinity(t)} for both", flush=True)
+        runs = alternate({"numpy": numpy_side, **{c: ours_side(c) for c in configs}},
+                         args.repeat, args.warmup,
+                         harness.show_round(f"threads {t}", "GFLOP/s"))
+        for c in configs:
             ok &= verdict(Goal(f"cpu.dgemm [{c}: {libs[c]}] threads {t} / numpy", GOAL),
                           runs[c], runs["numpy"], "GFLOP/s")
     return 0 if ok else 1

@@ -2,6 +2,7 @@
 """io.write and io.read agree with fio and IOR on the same work, measured in the same run.
 
     python benchmarks/bench_io.py [DIR] [--size 1GiB] [--block 1MiB] [--slots 1,2] [--rounds 5]
+                                  [--warmup 1]
 
 Each slot writes then reads its own file of `size` in `block` calls; writes end with an
 fsync inside the timed window. manybench runs the plan through its command line (slots
@@ -12,10 +13,12 @@ end - first start). Against:
         drop the file's cached pages before reading; --numjobs=slots --group_reporting,
         pinned as the slots are. fio's bw.
   IOR   (when the IOR variable or PATH names an ior) -a POSIX -F -e -w -r -C with
-        mpirun -np slots --bind-to core: file per process, fsync after the writes, each task
-        reading another task's file. IOR reads what the node just wrote (it drops no cache),
-        so manybench's read here is cache = "keep" with reorder = true. IOR's Mean(MiB).
-Rounds alternate which tool goes first, with a sync before each. Gate: the median of the
+        mpirun -np slots, task r pinned (taskset) to slot r's cpus: file per process, fsync
+        after the writes, each task reading another task's file. IOR reads what the node
+        just wrote (it drops no cache), so manybench's read here is cache = "keep" with
+        reorder = true. IOR's Mean(MiB).
+After an uncounted warm-up round, rounds alternate which tool goes first, with a sync before
+each run; a round runs both the write and the read of each tool. Gate: the median of the
 paired ratios (manybench / peer) within 0.95-1.05 for each operation, slot count and peer;
 best-of-N beside it. Exit status 1 when a goal is missed, 2 when fio is missing.
 """
@@ -62,7 +65,8 @@ block = {block}
 
 def fio(d: str, slots: int, size: int, block: int) -> dict[str, float]:
     out = {}
-    cpus = ",".join(str(a[0]) for a in harness.slot_affinity(slots))
+    # job i on slot i's cpu (pin = core: one cpu each), as the slots are
+    cpus = ",".join(harness.cpulist(a) for a in harness.slot_affinity(slots))
     for kind in ("write", "read"):
         cmd = ["fio", "--name=bench", f"--directory={d}", "--filename_format=fio.$jobnum",
                f"--rw={kind}", f"--bs={block}", f"--size={size}", "--ioengine=psync",
@@ -79,13 +83,24 @@ def fio(d: str, slots: int, size: int, block: int) -> dict[str, float]:
 
 
 def ior(exe: str, d: str, slots: int, size: int, block: int) -> dict[str, float]:
-    cmd = [*harness.mpirun(slots), exe, "-a", "POSIX", "-F", "-e", "-w", "-r", "-C",
+    cmd = [*harness.mpirun_pinned(harness.slot_affinity(slots)), exe, "-a", "POSIX", "-F",
+           "-e", "-w", "-r", "-C",
            "-b", str(size), "-t", str(block), "-o", os.path.join(d, "ior.dat")]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"ior failed: {p.stderr.strip() or p.stdout.strip()}")
     m = PARSERS["ior"](p.stdout, p.stderr)
     return {"write": m["write_mean_mib_s"], "read": m["read_mean_mib_s"]}
+
+
+def show(label: str):
+    """One line per round: both figures of every tool, in the order they ran."""
+    def line(rnd: int, got: dict[str, dict[str, float]]) -> None:
+        what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
+        print(f"  {label} {what}: " + "   ".join(
+            f"{who} write {harness.fmt(r['write'])} read {harness.fmt(r['read'])} MiB/s"
+            for who, r in got.items()), flush=True)
+    return line
 
 
 def main() -> int:
@@ -113,10 +128,8 @@ def main() -> int:
     try:
         for slots in (int(x) for x in args.slots.split(",")):
             for peer in ["fio"] + (["IOR"] if ior_exe else []):
-                got: dict[str, list[dict[str, float]]] = {}
-
                 def side(who: str):
-                    def run() -> float:
+                    def run() -> dict[str, float]:
                         d = tempfile.mkdtemp(dir=base)
                         os.sync()       # nobody pays for the previous run's writeback
                         if who == "manybench":
@@ -126,17 +139,14 @@ def main() -> int:
                         else:
                             r = ior(ior_exe, d, slots, args.size, args.block)
                         shutil.rmtree(d, ignore_errors=True)
-                        got.setdefault(who, []).append(r)
-                        return r["write"]
+                        return r
                     return run
-                alternate({"manybench": side("manybench"), peer: side(peer)}, args.rounds,
-                          args.warmup, harness.show_round(f"{slots} slot(s) vs {peer}: write",
-                                                          "MiB/s"))
+                runs = alternate({"manybench": side("manybench"), peer: side(peer)},
+                                 args.rounds, args.warmup, show(f"{slots} slot(s) vs {peer}"))
                 for kind in ("write", "read"):
-                    ours = [r[kind] for r in got["manybench"][args.warmup:]]
-                    theirs = [r[kind] for r in got[peer][args.warmup:]]
                     ok &= verdict(Goal(f"io.{kind}, {slots} slot(s) / {peer}", LOW, upper=HIGH),
-                                  ours, theirs, "MiB/s")
+                                  [r[kind] for r in runs["manybench"]],
+                                  [r[kind] for r in runs[peer]], "MiB/s")
     finally:
         shutil.rmtree(base, ignore_errors=True)    # our temp dir only, never DIR itself
     return 0 if ok else 1

@@ -2,33 +2,35 @@
 """meta.* agree with mdtest on the same items, measured in the same run.
 
     MDTEST=/path/to/mdtest python benchmarks/bench_mdtest.py [--items 10000] [--tasks 1,2]
-                                                            [--dirs /var/tmp,/dev/shm]
+                                    [--dirs /var/tmp,/dev/shm] [--rounds 5] [--warmup 1]
 
-mdtest (from the MDTEST variable or PATH; build it from hpc/ior) runs with mpirun -np tasks
---bind-to core: `-D -n items` (directory creation, stat, rename, removal) and `-F -n items`
-(file creation, stat, read, removal), in a fresh directory. manybench runs the same phases
-through its command line, workers = tasks, in mdtest's layout (one shared tree, the same
-names, full paths): meta.mkdir, statdir, rename, rmdir and meta.create, stat, read, unlink;
-its figure for each is the aggregate ops/s it reports (sum(ops) / (last end - first start));
-mdtest's is its SUMMARY rate's mean. The same phases with at = true (relative *at calls, no
-path walk) are printed beside them, for information: not what mdtest measures.
+mdtest (from the MDTEST variable or PATH; build it from hpc/ior) runs with mpirun -np tasks,
+task r pinned (taskset) to the cpus of manybench's slot r: `-D -n items` (directory
+creation, stat, rename, removal) and `-F -n items` (file creation, stat, read, removal), in a
+fresh directory. manybench runs the same phases through its command line, workers = tasks,
+in mdtest's layout (one shared tree, the same names, full paths): meta.mkdir, statdir,
+rename, rmdir and meta.create, stat, read, unlink; its figure for each is the aggregate
+ops/s it reports (sum(ops) / (last end - first start)); mdtest's is its SUMMARY rate's mean.
+The same phases with at = true (relative *at calls, no path walk) are printed beside them,
+for information: not what mdtest measures.
 
-Rounds alternate which tool goes first, each in a fresh directory. Gate: for mkdir, statdir,
-rmdir, create, stat and unlink, the median of the paired ratios (manybench / mdtest) within
-0.95-1.05 on every directory and task count; rename and read printed, not gated. Exit status
+After an uncounted warm-up round, rounds alternate which tool goes first, each run in a
+fresh directory. Gate: for mkdir, statdir, rmdir, create, stat and unlink, the median of the
+paired ratios (manybench / mdtest) within 0.95-1.05 on every directory and task count;
+rename and read, and every at = true ratio, printed for information, not gated. Exit status
 1 when a goal is missed, 2 when mdtest is missing.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
 import harness
-from harness import Goal, alternate, verdict
+from harness import Goal, alternate, info, verdict
 
 from manybench.parsers import PARSERS
 
@@ -52,8 +54,9 @@ def manybench(d: str, tasks: int, items: int, at: bool) -> dict[str, float]:
 def mdtest(exe: str, d: str, tasks: int, items: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for flag in ("-D", "-F"):
-        p = subprocess.run([*harness.mpirun(tasks), exe, flag, "-n", str(items), "-d",
-                            f"{d}/md{flag}"], capture_output=True, text=True)
+        p = subprocess.run([*harness.mpirun_pinned(harness.slot_affinity(tasks)), exe, flag,
+                            "-n", str(items), "-d", f"{d}/md{flag}"],
+                           capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"mdtest failed: {p.stderr.strip() or p.stdout.strip()}")
         m = PARSERS["mdtest"](p.stdout, p.stderr)
@@ -78,32 +81,29 @@ def main() -> int:
     ok = True
     for where in args.dirs.split(","):
         for tasks in (int(t) for t in args.tasks.split(",")):
-            got: dict[str, list[dict[str, float]]] = {}
-
             def side(who: str):
-                def run() -> float:
+                def run() -> dict[str, float]:
                     d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
-                    subprocess.run(["sync"])
+                    os.sync()
                     r = manybench(d, tasks, args.items, who == "at") if who != "mdtest" \
                         else mdtest(exe, d, tasks, args.items)
                     shutil.rmtree(d, ignore_errors=True)
-                    got.setdefault(who, []).append(r)
-                    return r["mkdir"]
+                    return r
                 return run
-            alternate({"manybench": side("manybench"), "mdtest": side("mdtest"),
-                       "at": side("at")}, args.rounds, args.warmup,
-                      harness.show_round(f"{where}, {tasks} task(s), mkdir", "ops/s"))
+            runs = alternate({"manybench": side("manybench"), "mdtest": side("mdtest"),
+                              "at": side("at")}, args.rounds, args.warmup,
+                             harness.show_round(f"{where}, {tasks} task(s), mkdir", "ops/s",
+                                                key=lambda r: r["mkdir"]))
             for op in PHASES:
-                ours = [r[op] for r in got["manybench"][args.warmup:]]
-                theirs = [r[op] for r in got["mdtest"][args.warmup:]]
-                at = [r[op] for r in got["at"][args.warmup:]]
-                goal = Goal(f"meta.{op} on {where}, {tasks} task(s) / mdtest", LOW, upper=HIGH)
+                ours, theirs, at = ([r[op] for r in runs[who]]
+                                    for who in ("manybench", "mdtest", "at"))
+                name = f"meta.{op} on {where}, {tasks} task(s) / mdtest"
                 if op in GATED:
-                    ok &= verdict(goal, ours, theirs, "ops/s")
+                    ok &= verdict(Goal(name, LOW, upper=HIGH), ours, theirs, "ops/s")
                 else:
-                    verdict(goal, ours, theirs, "ops/s")   # printed, not gated
-                print(f"    at = true: {statistics.median(harness.paired(at, theirs)):.3f} x "
-                      f"mdtest (median of pairs; not mdtest's path walk)", flush=True)
+                    info(name, ours, theirs, "ops/s")
+                info(f"    meta.{op} at = true / mdtest (not mdtest's path walk)", at, theirs,
+                     "ops/s")
     return 0 if ok else 1
 
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """meta.mkdir against a plain C mkdir loop compiled in the same run.
 
-    python benchmarks/bench_meta.py [DIR] [--items 20000] [--repeat 5]
+    python benchmarks/bench_meta.py [DIR] [--items 20000] [--repeat 5] [--warmup 1]
 
-One slot makes `items` directories d0..d{items-1} in an empty directory (SMTEF's 20,000).
-The peer is the obvious C program: snprintf the path, mkdir(path, 0777), in a loop timed
-with CLOCK_MONOTONIC, built into a temp dir now with the package's compiler and flags
-(harness.compile_c). meta.mkdir runs through its Python prepare/run (t0 = now + 1 ms) and is
-timed by the kernel itself (first op to last); both pinned as slot 0 of a one-worker phase.
+One slot makes `items` directories in an empty directory (SMTEF's 20,000), in mdtest's layout
+as meta.mkdir does: DIR/mdtest_tree.0/dir.mdtest.0.<i>, mode 0775, each by its full path.
+The peer is the obvious C program doing exactly that: snprintf the path, mkdir(path, 0775),
+in a loop timed with CLOCK_MONOTONIC, built into a temp dir now with the package's compiler
+and flags (harness.compile_c); its tree directory is made before the loop, as meta.mkdir's
+prepare makes it before T0. meta.mkdir runs through its Python prepare/run (t0 = now + 1 ms)
+and is timed by the kernel itself (first op to last); both pinned as slot 0 of a one-worker
+phase.
 Every run gets a fresh empty directory and a sync first; after an uncounted warm-up round,
 rounds alternate which goes first. Gate: the median of the per-round ratios (manybench / C)
 >= 0.95; best-of-N printed beside it. Exit status 1 when missed.
@@ -45,8 +48,8 @@ int main(int argc, char **argv)
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/d%ld", argv[1], i);
-        if (mkdir(path, 0777) != 0) {
+        snprintf(path, sizeof path, "%s/dir.mdtest.0.%ld", argv[1], i);
+        if (mkdir(path, 0775) != 0) {
             perror(path);
             return 1;
         }
@@ -67,11 +70,11 @@ def build_peer(tmp: str) -> str:
 
 
 def ours(where: str, items: int) -> float:
-    """mkdir/s of meta.mkdir in `where`/meta (a fresh directory)."""
+    """mkdir/s of meta.mkdir in `where` (a fresh directory): `where`/mdtest_tree.0/..."""
     ctx = SlotContext(run="bench", node="local", slot=0, rank=0, workers=1, cpu=-1,
                       scratch=where, shared=where)
     k = KERNELS["meta.mkdir"]
-    state = k.prepare(ctx, {"items": items, "shared": False})
+    state = k.prepare(ctx, {"items": items})
     r = k.run(state, _native.now_ns() + 1_000_000, 0)
     if r.status != "ok" or r.ops != items:
         sys.exit(f"meta.mkdir failed: {r.error}")
@@ -79,9 +82,9 @@ def ours(where: str, items: int) -> float:
 
 
 def peer(exe: str, where: str, items: int) -> float:
-    """mkdir/s of the C loop in `where`/meta (a fresh directory)."""
-    d = os.path.join(where, "meta")
-    os.makedirs(d)
+    """mkdir/s of the C loop in `where` (a fresh directory), in meta.mkdir's layout."""
+    d = os.path.join(where, "mdtest_tree.0")
+    os.makedirs(d, mode=0o775)
     out = subprocess.run([exe, d, str(items)], capture_output=True, text=True, check=True,
                          preexec_fn=harness.pinned(AFFINITY))
     return items / (int(out.stdout) / 1e9)
@@ -95,8 +98,9 @@ def main() -> int:
     ap.add_argument("--repeat", default=5, type=int)
     ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
     args = ap.parse_args()
-    if not shutil.which("gcc"):
-        print("gcc is not installed: cannot build the C peer", file=sys.stderr)
+    missing = harness.compiler_missing()
+    if missing:
+        print(f"{missing}: cannot build the C peer", file=sys.stderr)
         return 2
     harness.pin_self(AFFINITY)   # meta.mkdir runs in this process, as in a pinned slot
     base = tempfile.mkdtemp(prefix="manybench-bench-meta-", dir=args.dir or "/var/tmp")

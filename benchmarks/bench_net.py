@@ -2,11 +2,13 @@
 """net.pingpong and net.stream against qperf and iperf3 on loopback, measured in the same run.
 
     python benchmarks/bench_net.py [--lat-msg 8] [--bw-msg 1MiB] [--seconds 2] [--repeat 5]
+                                   [--iterations 50000] [--warmup 1]
 
 Both sides of every tool are pinned as slots 0 and 1 of a two-worker phase are
 (harness.slot_affinity(2)): the server (manybench's even rank, qperf's remote side, iperf3's
-server) on slot 0's cpu, the client on slot 1's (one cpu: both on it). manybench runs through the kernels' own
-prepare / publish / connect / run / cleanup, in two processes, as two slots would.
+server) on slot 0's cpu, the client on slot 1's (one cpu: both on it). manybench runs
+through the kernels' own prepare / publish / connect / run / cleanup, in two processes, as
+two slots would.
 
   latency:   net.pingpong lat_us (mean round trip / 2, OSU's definition) vs qperf tcp_lat
              latency (which qperf also reports as half the round trip), same message size
@@ -14,9 +16,11 @@ prepare / publish / connect / run / cleanup, in two processes, as two slots woul
              figure) and qperf tcp_bw -m MSG (MB/sec, 10^6 bytes/s), same message size and
              duration
 
-After an uncounted warm-up round, rounds alternate which tool goes first. Gate: the median
-of the per-round ratios: latency (manybench / qperf) <= 1.1; bandwidth (manybench / peer)
->= 0.9 against iperf3 and against qperf tcp_bw; best-of-N printed beside each (loopback on
+Latency rounds (manybench, qperf) first, then bandwidth rounds (manybench, iperf3, qperf),
+each series opening with an uncounted warm-up round; the order of the tools reverses every
+round. Gate: the median of the per-round ratios: latency (manybench / qperf) <= 1.1;
+bandwidth (manybench / peer) >= 0.9 against iperf3 and against qperf tcp_bw; best-of-N
+printed beside each (loopback on
 shared or virtual machines is disturbed from outside by large factors, seen here: iperf3
 from 750 to 1500 MB/s for the same job). Exit status 1 when a goal is missed, 2 when a peer
 tool is missing (Debian packages qperf and iperf3).
@@ -35,7 +39,7 @@ import sys
 import time
 
 import harness
-from harness import Goal, verdict
+from harness import Goal, alternate, verdict
 
 from manybench import _native
 from manybench.kernels import KERNELS, SlotContext
@@ -46,9 +50,15 @@ LAT_GOAL, BW_GOAL = 1.1, 0.9
 LEAD_S = 0.3
 
 
-def _cpus() -> tuple[int, int]:
-    """Server and client cpu: those of slots 0 and 1 of a two-worker phase."""
+def _affinities() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Server and client cpus: those of slots 0 and 1 of a two-worker phase."""
     server, client = harness.slot_affinity(2)
+    return server, client
+
+
+def _cpus() -> tuple[int, int]:
+    """The same as single cpus, for qperf -lca/-rca and iperf3 -A (pin = core: one each)."""
+    server, client = _affinities()
     return server[0], client[0]
 
 
@@ -60,8 +70,9 @@ def _free_port() -> int:
 
 # ---- manybench -----------------------------------------------------------------------------
 
-def _side(rank: int, kernel: str, params: dict, cpu: int, conn) -> None:
-    os.sched_setaffinity(0, {cpu})
+def _side(rank: int, kernel: str, params: dict, affinity: tuple[int, ...], conn) -> None:
+    os.sched_setaffinity(0, affinity)
+    cpu = affinity[0] if len(affinity) == 1 else -1
     _native.set_timerslack(1)
     k = KERNELS[kernel]
     ctx = SlotContext(run="bench", node="local", slot=rank, rank=rank, workers=2, cpu=cpu,
@@ -81,11 +92,10 @@ def ours(kernel: str, values: dict) -> dict:
     """Metrics of both ranks of one manybench pair: {"server": {...}, "client": {...}}."""
     params = kernel_params(KERNELS[kernel], values)
     ctx = mp.get_context("fork")
-    server_cpu, client_cpu = _cpus()
     pipes, procs = [], []
-    for rank, cpu in ((0, server_cpu), (1, client_cpu)):
+    for rank, affinity in enumerate(_affinities()):
         a, b = ctx.Pipe()
-        p = ctx.Process(target=_side, args=(rank, kernel, params, cpu, b))
+        p = ctx.Process(target=_side, args=(rank, kernel, params, affinity, b))
         p.start()
         pipes.append(a)
         procs.append(p)
@@ -174,7 +184,8 @@ def main() -> int:
     ap.add_argument("--bw-msg", default="1MiB", help="stream / iperf3 -l / tcp_bw message size")
     ap.add_argument("--seconds", type=float, default=2.0, help="per stream / peer run")
     ap.add_argument("--iterations", type=int, default=50000, help="pingpong round trips")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="counted pairs")
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted pairs first")
     a = ap.parse_args()
     missing = [t for t in ("qperf", "iperf3") if not shutil.which(t)]
     if missing:
@@ -184,34 +195,29 @@ def main() -> int:
     lat_msg, bw_msg = parse_size(a.lat_msg), parse_size(a.bw_msg)
     print(f"loopback, server on cpu {_cpus()[0]}, client on cpu {_cpus()[1]}; latency msg "
           f"{lat_msg} B, {a.iterations} round trips; bandwidth msg {bw_msg} B, {a.seconds:g} s; "
-          f"best of {a.repeat} (+1 warm-up round)")
+          f"{a.repeat} pairs (+ {a.warmup} warm-up)", flush=True)
     qp, ip = Qperf(), Iperf3()
-    rows = {k: [] for k in ("lat", "lat_q", "bw", "bw_i", "bw_q")}
     try:
-        for rnd in range(a.repeat + 1):
-            tools = [
-                ("lat", lambda: ours("net.pingpong", {"msg_size": lat_msg,
-                                                      "iterations": a.iterations})
-                 ["client"]["lat_us"]),
-                ("lat_q", lambda: qp.run("tcp_lat", lat_msg, a.seconds)),
-                ("bw", lambda: ours("net.stream", {"msg_size": bw_msg,
-                                                   "duration": a.seconds})["server"]["mb_s"]),
-                ("bw_i", lambda: ip.run(bw_msg, a.seconds)),
-                ("bw_q", lambda: qp.run("tcp_bw", bw_msg, a.seconds)),
-            ]
-            if rnd % 2:   # alternate who goes first
-                tools = tools[1::-1] + tools[4:1:-1]
-            for key, fn in tools:
-                v = fn()
-                if rnd:   # round 0 is the warm-up
-                    rows[key].append(v)
+        lat = alternate(
+            {"manybench": lambda: ours("net.pingpong", {"msg_size": lat_msg,
+                                                        "iterations": a.iterations})
+             ["client"]["lat_us"],
+             "qperf": lambda: qp.run("tcp_lat", lat_msg, a.seconds)},
+            a.repeat, a.warmup, harness.show_round("latency", "us"))
+        bw = alternate(
+            {"manybench": lambda: ours("net.stream", {"msg_size": bw_msg,
+                                                      "duration": a.seconds})["server"]["mb_s"],
+             "iperf3": lambda: ip.run(bw_msg, a.seconds),
+             "qperf": lambda: qp.run("tcp_bw", bw_msg, a.seconds)},
+            a.repeat, a.warmup, harness.show_round("bandwidth", "MB/s"))
     finally:
         qp.close()
         ip.close()
-    ok = verdict(Goal("net.pingpong lat_us / qperf tcp_lat", LAT_GOAL, higher_is_better=False),
-                 rows["lat"], rows["lat_q"], "us")
-    ok &= verdict(Goal("net.stream mb_s / iperf3", BW_GOAL), rows["bw"], rows["bw_i"], "MB/s")
-    ok &= verdict(Goal("net.stream mb_s / qperf tcp_bw", BW_GOAL), rows["bw"], rows["bw_q"],
+    ok = verdict(Goal("net.pingpong lat_us / qperf tcp_lat", LAT_GOAL, "lower"),
+                 lat["manybench"], lat["qperf"], "us")
+    ok &= verdict(Goal("net.stream mb_s / iperf3", BW_GOAL), bw["manybench"], bw["iperf3"],
+                  "MB/s")
+    ok &= verdict(Goal("net.stream mb_s / qperf tcp_bw", BW_GOAL), bw["manybench"], bw["qperf"],
                   "MB/s")
     return 0 if ok else 1
 

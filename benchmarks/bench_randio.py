@@ -5,10 +5,12 @@
                                       [--depths 1,32] [--engines auto|all|io_uring,aio,...]
 
 One slot, one file laid out once and shared by both tools, 4 KiB uniform random reads for
-`runtime` seconds (time-based), at each queue depth, both page-cached (direct = false; the
-file was just written, so its pages are in the cache, and fio runs with invalidate=0) and
-with O_DIRECT (direct = true; DIR must be on a file system that allows it, /var/tmp here).
-fio is told the same engine manybench used:
+`runtime` seconds (time-based), at each queue depth, both page-cached (direct = false: the
+file was just written, so its pages are in the cache; io.randread runs with cache = "keep"
+and fio with --invalidate=0, so neither drops them) and with O_DIRECT (direct = true; DIR
+must be on a file system that allows it, /var/tmp here; the same cache settings).
+fio is told the engine manybench used (the record's extra `engine`, as `auto` resolved it):
+    psync    -> --ioengine=psync --iodepth=1 (auto at iodepth 1: pread in the slot's thread)
     io_uring -> --ioengine=io_uring --iodepth=N
     aio      -> --ioengine=libaio --iodepth=N
     threads  -> --ioengine=psync --numjobs=N --group_reporting (N threads of pread)
@@ -40,7 +42,7 @@ from manybench.units import format_size, parse_duration, parse_size
 GOAL = 0.9
 [AFFINITY] = harness.slot_affinity(1)
 BLOCK = 4096
-FIO_ENGINE = {"io_uring": "io_uring", "aio": "libaio", "threads": "psync"}
+FIO_ENGINE = {"psync": "psync", "io_uring": "io_uring", "aio": "libaio", "threads": "psync"}
 
 
 def ours(path: str, size: int, depth: int, direct: bool, engine: str, runtime: float
@@ -51,7 +53,8 @@ def ours(path: str, size: int, depth: int, direct: bool, engine: str, runtime: f
                       scratch=d, shared=d)
     k = KERNELS["io.randread"]
     st = k.prepare(ctx, {"size": size, "block": BLOCK, "file": name, "iodepth": depth,
-                         "direct": direct, "engine": engine, "duration": runtime})
+                         "direct": direct, "engine": engine, "duration": runtime,
+                         "cache": "keep"})    # as fio --invalidate=0
     try:
         r = k.run(st, _native.now_ns() + 2_000_000, 0)
     finally:
@@ -82,18 +85,23 @@ def fio(path: str, size: int, depth: int, direct: bool, engine: str, runtime: fl
 
 
 def compare(path: str, args, depth: int, direct: bool, engine: str) -> bool:
-    used = _native.randio_probe(engine, depth)   # what "auto" resolves to here
-    label = f"{'direct' if direct else 'cached'} iodepth {depth} {used}"
+    used: list[str] = []     # the engine io.randread ran: fio runs the same
 
     def mine() -> float:
-        iops, _, _ = ours(path, args.size, depth, direct, engine, args.runtime)
+        iops, _, eng = ours(path, args.size, depth, direct, engine, args.runtime)
+        used.append(eng)
         return iops
 
-    def theirs() -> float:   # fio runs the engine manybench actually used
-        iops, _ = fio(path, args.size, depth, direct, used, args.runtime)
+    def theirs() -> float:
+        iops, _ = fio(path, args.size, depth, direct, used[-1], args.runtime)
         return iops
+    # a short probe run learns the engine `engine` resolves to, for the label
+    used.append(ours(path, args.size, depth, direct, engine, min(args.runtime, 0.2))[2])
+    label = f"{'direct' if direct else 'cached'} iodepth {depth} {used[-1]}"
     rounds = alternate({"manybench": mine, "fio": theirs}, args.repeat, args.warmup,
                        harness.show_round(label, "IOPS"))
+    if len(set(used)) != 1:
+        sys.exit(f"io.randread used different engines from run to run: {sorted(set(used))}")
     return verdict(Goal(f"io.randread {label} / fio", GOAL), rounds["manybench"],
                    rounds["fio"], "IOPS")
 
@@ -114,7 +122,7 @@ def main() -> int:
     if not shutil.which("fio"):
         print("fio is not installed: nothing to compare with", file=sys.stderr)
         return 2
-    engines = ["io_uring", "aio", "threads"] if args.engines == "all" else \
+    engines = ["psync", "io_uring", "aio", "threads"] if args.engines == "all" else \
         args.engines.split(",")
     harness.pin_self(AFFINITY)   # io.randread runs in this process, as in a pinned slot
     made = args.dir is None
@@ -128,6 +136,8 @@ def main() -> int:
         for engine in engines:
             for mode in args.modes.split(","):
                 for depth in (int(x) for x in args.depths.split(",")):
+                    if engine == "psync" and depth != 1:
+                        continue     # one I/O at a time: iodepth 1 only
                     ok &= compare(path, args, depth, mode == "direct", engine)
     finally:
         if made:

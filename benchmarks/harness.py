@@ -1,68 +1,103 @@
 """What every benchmark shares: a peer measured in the same run, alternated with manybench
-round by round, and a goal judged on the median of the paired ratios.
+pair by pair, and a goal judged on the median of the paired ratios.
 
-  rounds = alternate({"manybench": ours, "fio": peer}, rounds=7, warmup=1)
-  ok = verdict(Goal("io.write / fio", 0.95), rounds["manybench"], rounds["fio"], "MiB/s")
+    rounds = alternate({"manybench": ours, "fio": peer}, rounds=5)   # + 1 warm-up pair
+    ok = verdict(Goal("io.write / fio", 0.95, upper=1.05), rounds["manybench"],
+                 rounds["fio"], "MiB/s")
 
-Why paired medians: each round runs both sides back to back (which goes first alternates), so
-a slow minute of a shared machine hits both halves of a pair; the median of the pair ratios
-is robust to the rounds it spoils. The best-of-N ratio (each side's best run) is printed
-beside it, since outside load only ever subtracts.
-
-Peers are built with the package's own compiler and flags (`_native.build_info()`, from
-setup.py) and pinned exactly as the slots they are compared with (`slot_affinity`).
+- Warm-up: the first pair is run and shown but not counted (caches, page tables, CPU
+  frequency, a first exec of a tool).
+- A/B alternation: which side runs first alternates from pair to pair, so neither side
+  always inherits the other's after-effects (dirty pages, a warm or cold cache).
+- Paired ratios: each pair runs both sides back to back, so a slow minute of a shared
+  machine spoils both halves of one pair; the median of the per-pair ratios is the gate,
+  robust to the pairs outside load spoils. The best-of-N ratio (each side's best run, since
+  outside load only ever subtracts) is printed beside it, never gated.
+- Goals: `Goal(name, threshold, direction)`, "higher" (rates) or "lower" (latencies,
+  overheads) is better; `upper` makes it a two-sided agreement goal (within 0.95-1.05).
+  Absolute goals of the issues (20 us of skew, 20 MB per slot) are `absolute(...)` lines,
+  printed with their peer's figure and ratio beside them.
+- Peers are built with the package's own compiler and flags (`compile_c`: the extension's
+  `_native.build_info()`, defined once in setup.py) and pinned exactly as the slots they are
+  compared with (`slot_affinity`, `pinned`, `taskset`, `mpirun_pinned`: run/placement.py's
+  `place` on this machine's topology).
 """
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
+# for child processes (`python -m manybench`, measurement scripts): this source tree
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (SRC,
+                                                                   os.environ.get("PYTHONPATH"))))}
 
 from manybench import _native  # noqa: E402
 from manybench.inventory.topology import topology  # noqa: E402
+from manybench.node import slot as _slot  # noqa: E402
 from manybench.run.placement import place  # noqa: E402
+
+SPIN_NS = _slot.SPIN_NS   # what a slot with a core of its own spins before T0
+# topology() reads the cpus this process may use, once (cached): read them now, before a
+# benchmark pins itself as a slot, so placement always sees the whole machine
+topology()
+
+# -- goals, alternation, paired ratios -----------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Goal:
-    name: str                      # what is compared: "io.write / fio"
-    threshold: float               # the ratio the median must reach
-    higher_is_better: bool = True  # ratios of rates; False for latencies and overheads
-    upper: float | None = None     # agreement: the ratio must also stay at or below this
+    name: str                   # what is compared: "io.write, 1 slot / fio"
+    threshold: float            # the ratio (manybench / peer) the median must reach
+    direction: str = "higher"   # "higher": rates; "lower": latencies, overheads
+    upper: float | None = None  # agreement: the median must also stay at or below this
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("higher", "lower"):
+            raise ValueError(f"direction must be 'higher' or 'lower', not {self.direction!r}")
 
     def met(self, ratio: float) -> bool:
         if self.upper is not None:
             return self.threshold <= ratio <= self.upper
-        return ratio >= self.threshold if self.higher_is_better else ratio <= self.threshold
+        return ratio >= self.threshold if self.direction == "higher" else ratio <= self.threshold
+
+    def best(self, values: list[float]) -> float:
+        """A side's best run: the highest rate or the lowest latency."""
+        return max(values) if self.direction == "higher" else min(values)
 
     def text(self) -> str:
         if self.upper is not None:
             return f"within {self.threshold:g}-{self.upper:g}"
-        return f"{'>=' if self.higher_is_better else '<='} {self.threshold:g}"
+        return f"{'>=' if self.direction == 'higher' else '<='} {self.threshold:g}"
 
 
-def alternate(sides: dict[str, Callable[[], float]], rounds: int, warmup: int = 1,
-              show: Callable[[int, dict[str, float]], None] | None = None
-              ) -> dict[str, list[float]]:
-    """Run every side once per round, `warmup` uncounted rounds first; the order of the
-    sides reverses every round. Each side's figures, by side name, in round order."""
+def alternate(sides: dict[str, Callable[[], Any]], rounds: int, warmup: int = 1,
+              show: Callable[[int, dict[str, Any]], None] | None = None
+              ) -> dict[str, list[Any]]:
+    """Run every side once per pair: `warmup` uncounted pairs, then `rounds` counted ones.
+    The first pair runs the sides in the order given, the next in reverse, and so on.
+    Returns each side's figures (whatever its function returns), counted pairs only, in
+    order. show(rnd, figures) is called after every pair; rnd < 0 for a warm-up pair."""
     names = list(sides)
-    out: dict[str, list[float]] = {n: [] for n in names}
-    for rnd in range(-warmup, rounds):
-        order = names if rnd % 2 == 0 else names[::-1]
+    out: dict[str, list[Any]] = {n: [] for n in names}
+    for i in range(warmup + rounds):
+        order = names if i % 2 == 0 else names[::-1]
         got = {n: sides[n]() for n in order}
+        rnd = i - warmup
         if show:
-            show(rnd, got)     # rnd < 0: a warm-up round
+            show(rnd, got)
         if rnd >= 0:
             for n in names:
                 out[n].append(got[n])
@@ -74,69 +109,135 @@ def fmt(v: float) -> str:
     return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4g}"
 
 
-def paired(ours: list[float], peer: list[float]) -> list[float]:
-    return [a / b for a, b in zip(ours, peer)]
+def rfmt(r: float) -> str:
+    """A ratio: 0.973, or 0.00012 when tiny."""
+    return f"{r:.3f}" if r >= 0.01 or r == 0 else f"{r:.2g}"
 
 
-def verdict(goal: Goal, ours: list[float], peer: list[float], unit: str = "") -> bool:
-    """Print the goal's line: median of the paired ratios (the gate), best-of-N beside it."""
-    ratios = paired(ours, peer)
-    med = statistics.median(ratios)
-    best = (max if goal.higher_is_better else min)
-    best_ratio = best(ours) / best(peer)
-    ok = goal.met(med)
-    unit = f" {unit}" if unit else ""
-    print(f"{goal.name} = {med:.3f} median of {len(ratios)} paired ratios (goal {goal.text()})"
-          f" {'PASS' if ok else 'FAIL'}; best-of-{len(ratios)} {best_ratio:.3f} "
-          f"({fmt(best(ours))} vs {fmt(best(peer))}{unit}); pairs "
-          + " ".join(f"{r:.3f}" for r in ratios), flush=True)
-    return ok
-
-
-def show_round(label: str, unit: str) -> Callable[[int, dict[str, float]], None]:
-    """A `show` for alternate(): one line per round, warm-up rounds marked."""
-    def show(rnd: int, got: dict[str, float]) -> None:
+def show_round(label: str, unit: str, key: Callable[[Any], float] | None = None
+               ) -> Callable[[int, dict[str, Any]], None]:
+    """A `show` for alternate(): one line per pair in the order run, warm-up pairs marked;
+    key picks the figure to show when a side returns more than a number."""
+    def show(rnd: int, got: dict[str, Any]) -> None:
         what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
-        print(f"  {label} {what}: " + "   ".join(f"{n} {fmt(v)} {unit}"
-                                                  for n, v in got.items()), flush=True)
+        print(f"  {label + ' ' if label else ''}{what}: " + "   ".join(
+            f"{n} {fmt(key(v) if key else v)} {unit}" for n, v in got.items()), flush=True)
     return show
 
 
+def paired(ours: list[float], peer: list[float]) -> list[float]:
+    """The per-pair ratios manybench / peer."""
+    if len(ours) != len(peer) or not ours:
+        raise ValueError(f"paired ratios need as many figures on both sides ({len(ours)} vs "
+                         f"{len(peer)}), at least one")
+    return [a / b if b else float("inf") for a, b in zip(ours, peer)]
+
+
+def summary(goal: Goal, ours: list[float], peer: list[float], unit: str = "",
+            gated: bool = True) -> tuple[str, bool]:
+    """The goal's line and whether it is met: the median of the paired ratios (the gate),
+    best-of-N beside it, then every pair's ratio."""
+    ratios = paired(ours, peer)
+    med = statistics.median(ratios)
+    bo, bp = goal.best(ours), goal.best(peer)
+    ok = goal.met(med)
+    n = len(ratios)
+    verdict_text = f"(goal {goal.text()}) {'PASS' if ok else 'FAIL'}" if gated else \
+        "(for information, not gated)"
+    unit = f" {unit}" if unit else ""
+    line = (f"{goal.name} = {rfmt(med)} median of {n} paired ratios {verdict_text}; "
+            f"best-of-{n} {rfmt(bo / bp if bp else float('inf'))} ({fmt(bo)} vs {fmt(bp)}{unit});"
+            " pairs " + " ".join(rfmt(r) for r in ratios))
+    return line, ok
+
+
+def verdict(goal: Goal, ours: list[float], peer: list[float], unit: str = "") -> bool:
+    """Print the goal's summary line; True when the median of the paired ratios meets it."""
+    line, ok = summary(goal, ours, peer, unit)
+    print(line, flush=True)
+    return ok
+
+
+def info(name: str, ours: list[float], peer: list[float], unit: str = "",
+         direction: str = "higher") -> None:
+    """Print a ratio in a goal's format, for information: no goal, it gates nothing.
+    direction says which side's runs are best (for best-of-N)."""
+    print(summary(Goal(name, 0.0, direction), ours, peer, unit, gated=False)[0], flush=True)
+
+
+def absolute(name: str, value: float, limit: float, unit: str, direction: str = "lower",
+             beside: str = "") -> bool:
+    """An absolute goal of the issue (value <= limit, or >= for "higher"), its line printed
+    with the peer's figure beside it; True when met."""
+    ok = value <= limit if direction == "lower" else value >= limit
+    print(f"{name}: {fmt(value)} {unit} (goal {'<=' if direction == 'lower' else '>='} "
+          f"{limit:g} {unit}) {'PASS' if ok else 'FAIL'}" + (f"; {beside}" if beside else ""),
+          flush=True)
+    return ok
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile, as manybench's reports take them."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, -(-len(s) * q // 100) - 1))]
+
+
 # -- building C peers as the package's kernels are built -----------------------------------
-def build_flags() -> tuple[list[str], dict]:
-    """The command line the extension's C was compiled with (compiler, Python's flags,
-    setup.py's flags) and build_info() itself."""
+def build_command() -> list[str]:
+    """The extension's own compile command line, without sources and outputs: the compiler
+    it was built with, sysconfig's CFLAGS and CCSHARED (which setuptools put first), then
+    setup.py's flags (build_info()["cflags"])."""
     info = _native.build_info()
-    cmd = [*info["compiler"].split(), *info["python_cflags"].split(), *info["cflags"].split()]
-    return cmd, info
+    py = [f for var in ("CFLAGS", "CCSHARED") for f in
+          shlex.split(sysconfig.get_config_var(var) or "")]
+    return [*shlex.split(info["compiler"]), *py, *info["cflags"]]
+
+
+def compiler_missing() -> str | None:
+    """Why C peers cannot be built here (the extension's compiler is not on PATH), or None."""
+    cc = shlex.split(_native.build_info()["compiler"])
+    if cc and shutil.which(cc[0]):
+        return None
+    return f"the compiler the package was built with ({' '.join(cc)}) is not on PATH"
 
 
 def compile_c(src: str, exe: str, *extra: str) -> list[str]:
-    """Compile a peer with the package's compiler and flags (+ extra); its command line."""
-    cmd, _ = build_flags()
-    cmd = [*cmd, *extra, "-o", exe, src, "-lm"]
+    """Compile a C peer into `exe` as the package's kernels are compiled (+ `extra`, e.g.
+    -D macros); returns the command line. Exits when the compiler fails."""
+    cmd = [*build_command(), *extra, "-o", exe, src, "-lm"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit(f"building the peer failed:\n{' '.join(cmd)}\n{p.stderr}")
+        sys.exit(f"building the peer failed:\n{shlex.join(cmd)}\n{p.stderr}")
     return cmd
 
 
 # -- pinning as slots are pinned -----------------------------------------------------------
 def slot_places(workers: int = 1, order: str = "spread", pin: str = "core") -> list:
-    """Slots 0..workers-1 as the local engine places them on this machine for that workers /
-    order / pin (run/placement.py): cpu, affinity, whether they spin."""
+    """Slots 0..workers-1 as a one-node phase of `workers` / `order` / `pin` places them on
+    this machine (run/placement.py's place() on inventory's topology()): SlotPlace(slot, cpu,
+    affinity, spin, settle_ns) each."""
     return place(workers, order, pin, topology())
 
 
 def slot_affinity(workers: int = 1, order: str = "spread", pin: str = "core"
                   ) -> list[tuple[int, ...]]:
-    """The cpus each of slots 0..workers-1 may use on this machine."""
+    """The cpus each of slots 0..workers-1 may run on, for that workers / order / pin."""
     return [s.affinity for s in slot_places(workers, order, pin)]
+
+
+def cpulist(affinity: tuple[int, ...]) -> str:
+    """"0,2,3": a cpu list for taskset -c, fio --cpus_allowed, ..."""
+    return ",".join(str(c) for c in sorted(affinity))
 
 
 def pinned(affinity: tuple[int, ...]) -> Callable[[], None]:
     """A preexec_fn that pins a peer process exactly as a slot with this affinity."""
     return lambda: os.sched_setaffinity(0, affinity)
+
+
+def taskset(affinity: tuple[int, ...]) -> list[str]:
+    """A command prefix that pins what follows exactly as a slot with this affinity."""
+    return ["taskset", "-c", cpulist(affinity)]
 
 
 def pin_self(affinity: tuple[int, ...]) -> None:
@@ -151,28 +252,55 @@ def tool(name: str, env: str) -> str | None:
     return path if path and os.access(path, os.X_OK) else None
 
 
-def mpirun(n: int) -> list[str]:
-    """mpirun for n local tasks, bound to cores as slots are (root allowed for Open MPI)."""
+def mpirun_pinned(affinities: list[tuple[int, ...]]) -> list[str]:
+    """mpirun for len(affinities) local tasks, task r pinned to exactly affinities[r] (the
+    cpus slot r gets), through taskset; root allowed for Open MPI. Append the command."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    return ["mpirun", "--oversubscribe", "--bind-to", "core", "-np", str(n)]
+    cpus = " ".join(cpulist(a) for a in affinities)
+    # sh -c SCRIPT sh "LISTS" CMD...: task r (its rank from the MPI launcher's variable)
+    # takes the r-th list and execs CMD under taskset
+    script = ('r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${PMIX_RANK:-0}}}; lists=$1; shift; '
+              'i=0; for c in $lists; do [ "$i" = "$r" ] && cpus=$c; i=$((i+1)); done; '
+              'exec taskset -c "$cpus" "$@"')
+    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(len(affinities)),
+            "sh", "-c", script, "sh", cpus]
+
+
+# -- manybench through its command line -----------------------------------------------------
+def run_plan_timed(text: str, *args: str) -> tuple[list[dict], float]:
+    """Run a plan through the real command line (this source tree): its exported records
+    and the whole command's wall time in seconds. Exits when the run fails."""
+    d = tempfile.mkdtemp(prefix="mb-bench-")
+    try:
+        plan = os.path.join(d, "plan.toml")
+        with open(plan, "w") as f:
+            f.write(text)
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
+                            *args], env=ENV, capture_output=True, text=True)
+        wall = time.monotonic() - t
+        if p.returncode != 0:
+            sys.exit(f"manybench run failed (exit {p.returncode}):\n{p.stderr}")
+        out = subprocess.run([sys.executable, "-m", "manybench", "export", d, "--format",
+                              "json"], check=True, capture_output=True, text=True,
+                             env=ENV).stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return json.loads(out), wall
 
 
 def run_plan(text: str, *args: str) -> list[dict]:
-    """Run a plan through the real command line (this source tree); its exported records."""
-    d = tempfile.mkdtemp(prefix="mb-bench-")
-    plan = os.path.join(d, "plan.toml")
-    with open(plan, "w") as f:
-        f.write(text)
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    p = subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q", *args],
-                       env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"manybench run failed:\n{p.stderr}")
-    out = subprocess.run([sys.executable, "-m", "manybench", "export", d, "--format", "json"],
-                         check=True, capture_output=True, text=True, env=env).stdout
-    shutil.rmtree(d, ignore_errors=True)
-    return json.loads(out)
+    """Run a plan through the real command line; its exported records."""
+    return run_plan_timed(text, *args)[0]
+
+
+def phases(rows: list[dict]) -> dict[int, list[dict]]:
+    """Records by phase."""
+    out: dict[int, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["phase"], []).append(r)
+    return out
 
 
 def aggregate_rate(rows: list[dict], task: str, key: str = "bytes") -> float:

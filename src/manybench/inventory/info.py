@@ -61,8 +61,10 @@ def info_text(env: dict) -> str:
                                    else str(cpu.get("max_source") or "unknown")))
     build = g("build") or {}
     if build:
+        flags = build.get("cflags") or []   # a list; runs stored before it became one hold a str
+        flags = " ".join(flags) if isinstance(flags, list) else str(flags)
         lines.append(f"kernels   built by {build.get('compiler')} {build.get('compiler_version')}"
-                     f" with {build.get('cflags')}"
+                     f" with {flags}"
                      + (f" (for {build['march']})" if build.get("march") else " (portable)"))
     lines.append(f"governor  {g('governor') or 'unknown'}"
                  + (f", tuned {g('tuned_profile')}" if g("tuned_profile") else ""))

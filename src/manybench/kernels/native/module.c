@@ -1,8 +1,13 @@
 /* manybench._native: the Python face of the C kernels (see API.md).
  *
- * This file and the bind_*.c files (one per kernel family, registered through families.c)
- * are the only ones that touch the interpreter. Every call that can block or loop runs with
- * the GIL released; argument conversion and result dicts are built before and after it.
+ * This file defines the module: the core calls (clocks, waiting for T0, null, sequential
+ * I/O, page-cache residency, spawn and release at T0, build_info), the result dict and
+ * OSError helpers the bindings share (bind.h), and PyInit, which adds every kernel family's
+ * method table. Each family's bindings live in its own bind_<family>.c (the tables are listed
+ * in families.c), so the interpreter is touched here and in the bind_*.c files; the kernels
+ * themselves (timing.c, io.c, spawn.c, native.h, each family's <family>.c and .h) are plain C
+ * and never include Python.h. Every call that can block or loop runs with the GIL released;
+ * argument conversion and result dicts are built before and after it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -331,16 +336,13 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
     return Py_BuildValue("(LLi)", (long long)s, (long long)sm, child_err);
 }
 
-/* ---- how this extension was built (setup.py passes the macros) ---- */
+/* ---- how this extension was built (setup.py defines the macros from its one list) ---- */
 
 #ifndef MB_CC
 #define MB_CC "unknown"
 #endif
 #ifndef MB_CFLAGS
 #define MB_CFLAGS ""
-#endif
-#ifndef MB_PY_CFLAGS
-#define MB_PY_CFLAGS ""
 #endif
 #ifndef MB_MARCH
 #define MB_MARCH ""
@@ -350,17 +352,28 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 #else
 #define MB_OPENMP 0
 #endif
+#ifndef __VERSION__
+#define __VERSION__ "unknown"
+#endif
 
 static PyObject *py_build_info(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:N}", "compiler", MB_CC, "compiler_version",
-                         __VERSION__, "cflags", MB_CFLAGS, "python_cflags", MB_PY_CFLAGS,
-                         "march", MB_MARCH, "openmp", PyBool_FromLong(MB_OPENMP));
+    /* MB_CFLAGS is setup.py's flags joined by spaces (none holds whitespace): split back */
+    PyObject *joined = PyUnicode_FromString(MB_CFLAGS);
+    if (!joined)
+        return NULL;
+    PyObject *cflags = PyUnicode_Split(joined, NULL, -1);
+    Py_DECREF(joined);
+    if (!cflags)
+        return NULL;
+    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s}", "compiler", MB_CC, "compiler_version",
+                         __VERSION__, "cflags", cflags, "openmp", PyBool_FromLong(MB_OPENMP),
+                         "march", MB_MARCH);
 }
 
 static PyMethodDef methods[] = {
     {"build_info", py_build_info, METH_NOARGS,
-     "build_info() -> {compiler, compiler_version, cflags, python_cflags, march, openmp}"},
+     "build_info() -> {compiler, compiler_version, cflags (list), openmp, march}"},
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
