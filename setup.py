@@ -17,7 +17,7 @@ from setuptools import Extension, setup
 
 NATIVE = "src/manybench/kernels/native/"
 # core (timing, io, meta, spawn) and the kernel families, each a kernel file plus a bind file
-CORE = ["module.c", "timing.c", "io.c", "spawn.c", "families.c"]
+CORE = ["module.c", "timing.c", "io.c", "spawn.c", "numa.c", "families.c"]
 FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net"]
 SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES]
 

@@ -145,7 +145,8 @@ def test_point_key_is_stable_and_distinguishes_variants():
     assert a0.point == a1.point and b0.point == b1.point and a0.point != b0.point
     key = json.loads(a0.point)
     assert key == {"task": "w", "variant": "A", "workers": 1, "order": "spread", "pin": "core",
-                   "params": a0.params}
+                   "params": a0.params, "pair": 0}
+    assert json.loads(b0.point)["pair"] == 0    # the phases a comparison sets side by side
     again = expand(plan_of("""
         repeat = 2
         [[task]]

@@ -126,6 +126,7 @@ def test_spread_uses_every_core_before_a_sibling_when_numa_nodes_differ_in_size(
 def test_pin_numa_spins_only_where_a_node_is_a_single_cpu():
     one_each = tuple(Cpu(c, c, 0, c) for c in range(4))      # 4 NUMA nodes of one cpu
     slots = place(4, "spread", "numa", one_each)
+    # a slot whose node is one cpu is on that cpu, and records say which
     assert [(s.cpu, s.affinity, s.spin) for s in slots] == [
-        (-1, (0,), True), (-1, (1,), True), (-1, (2,), True), (-1, (3,), True)]
+        (0, (0,), True), (1, (1,), True), (2, (2,), True), (3, (3,), True)]
     assert not any(s.spin for s in place(5, "spread", "numa", one_each))   # shared: no

@@ -28,11 +28,22 @@ class TaskSpec:
     line: int | None = None           # line of its [[task]] header, for messages
 
 
+Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/placement_fields.py)
+
+
 @dataclass
 class Variant:
+    """One setup a comparison sets against the others (the plan's [[variant]])."""
     name: str
     set: dict[str, Any] = field(default_factory=dict)   # dotted path -> value, as --set
     env: dict[str, str] = field(default_factory=dict)
+    tasks: list[str] | None = None    # the tasks it applies to; None: every task
+    bind: Bind | None = None          # cpu and memory binding of its slots (else placement's)
+    wrap: list[str] | None = None     # launcher prefix templates: ch-run, apptainer, podman ...
+    vars: dict[str, str] = field(default_factory=dict)   # template values for wrap/setup/command
+    setup: list[list[str]] = field(default_factory=list)     # commands per node, before its phases
+    teardown: list[list[str]] = field(default_factory=list)  # commands per node, after them
+    dir: str | None = None            # the directory its tasks work under (else the task's)
 
 
 @dataclass
@@ -43,6 +54,11 @@ class Plan:
     workers: list[int] = field(default_factory=lambda: [1])
     order: list[str] = field(default_factory=lambda: ["spread"])  # spread | pack; a list sweeps
     pin: list[str] = field(default_factory=lambda: ["core"])       # core | numa | none; likewise
+    cpus: list[Any] = field(default_factory=lambda: [1])  # cpus per slot: N or "numa"; a list sweeps
+    bind: list[Bind] = field(default_factory=lambda: [None])   # None: pin only, no memory policy
+    resources: dict[str, Any] = field(default_factory=dict)    # [placement.resources]
+    baseline: str | None = None       # the variant others are compared with (None: the first)
+    reference: dict[str, Any] = field(default_factory=dict)    # [reference]: figure bounds
     slots: int | None = None          # fixed slot count (None: largest worker count)
     scratch: str | None = None        # default `dir` for tasks that need one
     keep: bool = False                # keep scratch files after the run
@@ -67,6 +83,43 @@ class Phase:
     order: str
     pin: str
     params: dict[str, Any]            # one point: scalar values; kernel params parsed (bytes, s)
-    point: str                        # stable key of (task, variant, workers, order, pin, params)
+    point: str                        # stable key of (task, variant, workers, placement, params)
     env: dict[str, str] = field(default_factory=dict)   # task env + variant env
     label: str = ""                   # short human name: task [variant] k=v ... workers=N
+    cpus: Any = 1                     # cpus per slot: N, or "numa" (a whole NUMA node)
+    bind: Bind | None = None          # cpu + memory binding; None: `pin` alone
+    wrap: list[str] | None = None     # launcher prefix templates (the variant's)
+    vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
+    shown: dict[str, Any] = field(default_factory=dict)  # placement axes the task sweeps
+    resources: dict[str, Any] = field(default_factory=dict)   # [placement.resources], checked
+
+    def record_params(self) -> dict[str, Any]:
+        """The params records and stored phases carry: the point's values, then the placement
+        axes swept for this task (so swept pin/order/cpus/bind are columns wherever the points
+        are shown)."""
+        out = {k: v for k, v in self.params.items() if v is not None}
+        out.update(self.shown)
+        return out
+
+    def placement(self) -> dict[str, Any]:
+        """The placement axes of this phase, as records and reports show them."""
+        return {"order": self.order, "pin": self.pin, "cpus": self.cpus,
+                "bind": bind_text(self.bind)}
+
+
+def bind_text(bind: Bind | None) -> str:
+    """A binding as one short string: "none", "numa", "cpus=0-3 mems=0"; "" for pin alone."""
+    if bind is None:
+        return ""
+    if isinstance(bind, str):
+        return bind
+    parts = [f"{k}={_ids(bind[k])}" for k in ("cpus", "mems") if bind.get(k) is not None]
+    return " ".join(parts)
+
+
+def _ids(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and isinstance(value[0], list):   # per slot
+        return ";".join(_ids(v) for v in value)
+    return ",".join(str(v) for v in value)

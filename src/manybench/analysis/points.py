@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..kernels import hist as H
 from ..kernels import kernel
+from ..kernels.binding import cpu_bound
 from ..record import Record
 from ..results.contract import StoredPhase
 from .phase_figures import NS, PhaseFigures, phase_figures
@@ -21,7 +23,8 @@ from .stats import Dist, Spread, median
 # per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
 _LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
 # metrics the framework adds, not figures a command's output gave (lat_* are matched apart)
-_NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns"}
+_NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns", "cpu_time_s", "cpu_util",
+                  "cpus_used_share", "wrap_startup_s", "wrap_exit_s"}
 LATENCY_QUANTILES = (50.0, 90.0, 99.0, 99.9)
 
 
@@ -57,7 +60,22 @@ class PointSummary:
     metrics: dict[str, float] = field(default_factory=dict)      # extracted figures, median
     exit_statuses: dict[int, int] = field(default_factory=dict)  # exit status -> records
     failed: list[Record] = field(default_factory=list)           # records with status != ok
+    cpu_util: float | None = None             # median over ok records: cpu time / wall time
+    cpus_allowed: str = ""                    # the most common readback (kernels/binding.py)
+    cpu_bound: int = 0                        # ok records that kept about all their cpus busy
+    wrap_startup_s: float | None = None       # median start-up of the wrap (outside the window)
     phase_figures: list[PhaseFigures] = field(default_factory=list)
+
+
+def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
+    """How much cpu the work used of what it was allowed (kernels/binding.py)."""
+    utils = [r.metrics["cpu_util"] for r in ok if _number(r.metrics.get("cpu_util"))]
+    s.cpu_util = median(utils) if utils else None
+    allowed = Counter(str(r.metrics["cpus_allowed"]) for r in ok if r.metrics.get("cpus_allowed"))
+    s.cpus_allowed = allowed.most_common(1)[0][0] if allowed else ""
+    s.cpu_bound = sum(cpu_bound(r.metrics) for r in ok)
+    starts = [r.metrics["wrap_startup_s"] for r in ok if _number(r.metrics.get("wrap_startup_s"))]
+    s.wrap_startup_s = median(starts) if starts else None
 
 
 def _fallback_point(r: Record) -> str:
@@ -174,6 +192,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
             if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
                 extracted.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in extracted.items()}
+    _cpu_use(s, ok)
     for r in all_recs:   # a command's exit status matters most on the records that failed
         code = r.metrics.get("exit_status")
         if _number(code):

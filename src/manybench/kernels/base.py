@@ -97,6 +97,10 @@ class SlotContext:
     variant: str = ""
     env: dict = field(default_factory=dict)
     spec: Any = None    # the phase's TaskSpec (command tasks read argv, timeout, metrics from it)
+    kernel: str = ""    # the phase's kernel name
+    wrap: list[str] | None = None   # launcher prefix, rendered (a variant's `wrap`): the kernel
+                                    # runs inside it (kernels/wrapped.py)
+    vars: dict = field(default_factory=dict)   # the variant's template values
 
 
 @dataclass

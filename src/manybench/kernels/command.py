@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..templates import render
 from .base import Kernel, KernelError, Result, SlotContext
+from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
 from .native import native
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ class Prepared:
 
 
 def template_values(ctx: SlotContext, params: dict) -> dict:
-    return {**params, **{name: getattr(ctx, name) for name in BUILTIN_NAMES}}
+    """The task's params, the slot's builtins, then the slot's resources and the variant's
+    vars ({gpu}, {image} ...)."""
+    return {**params, **{name: getattr(ctx, name) for name in BUILTIN_NAMES}, **ctx.vars}
 
 
 def build_argv(spec: TaskSpec, values: dict) -> list[str]:
@@ -68,8 +71,18 @@ def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     return Prepared(lib, spec, pid, ctl, stamp, out, err, argv)
 
 
-def _wait(pid: int, timeout: float | None) -> tuple[int | None, bool]:
-    """Wait for the child; (wait status, timed out). On timeout its group is killed."""
+@dataclass
+class Exit:
+    """How the child ended: wait status, timed out, its binding read back from /proc before
+    it was reaped, and its cpu seconds (with its waited-for children's)."""
+    status: int
+    timed_out: bool
+    binding: dict
+    cpu_s: float
+
+
+def _wait(pid: int, timeout: float | None) -> Exit:
+    """Wait for the child; on timeout its group is killed."""
     fd = os.pidfd_open(pid)
     try:
         ready, _, _ = select.select([fd], [], [], timeout)
@@ -79,8 +92,11 @@ def _wait(pid: int, timeout: float | None) -> tuple[int | None, bool]:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        _, status = os.waitpid(pid, 0)
-        return status, timed_out
+        # still a zombie: /proc keeps what it last ran with (a command may rebind itself)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        binding = proc_binding(pid)
+        _, status, ru = os.wait4(pid, 0)
+        return Exit(status, timed_out, binding, rusage_cpu(ru))
     finally:
         os.close(fd)
 
@@ -121,7 +137,8 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     timeout = None
     if p.spec.timeout is not None:
         timeout = max(0.0, p.spec.timeout - (lib.now_ns() - t0_ns) / 1e9)
-    status, timed_out = _wait(p.pid, timeout)
+    ended = _wait(p.pid, timeout)
+    status, timed_out = ended.status, ended.timed_out
     _reaped(p)
     end_ns, end_mono = lib.now_ns(), lib.mono_ns()
     elapsed = end_mono - start_mono if start_mono else 0
@@ -135,6 +152,8 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
     code = os.waitstatus_to_exitcode(status)
     res.metrics["exit_status"] = code
+    res.metrics.update(ended.binding)
+    res.metrics.update(cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)))
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
     if p.spec.parse and code == 0 and not timed_out:
         from ..parsers import PARSERS, ParseError

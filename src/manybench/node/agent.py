@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import Callable
 
-from ..kernels import KERNELS, WARM_UP, Result, SlotContext
+from ..kernels import WARM_UP, Result
 from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
 from .protocol import (Assignment, Connect, Connected, Prepare, Prepared, SlotConnect,
                        SlotConnected, SlotDone, SlotExit, SlotGo, SlotPing, SlotPlace,
                        SlotPrepare, SlotReady)
+from .context import ContextError, slot_context
 from .scratch import Scratch
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
@@ -117,26 +118,18 @@ class Agent:
             pass
 
     # -- one phase -------------------------------------------------------------------
-    def base_dir(self, phase: Phase) -> str:
-        return phase.params.get("dir") or self.default_dir
-
-    def _context(self, phase: Phase, place: SlotPlace, rank: int) -> SlotContext:
-        uses_dir = KERNELS[phase.kernel].uses_dir
-        base = self.base_dir(phase)
-        return SlotContext(
-            run=self.run, node=self.node, slot=place.slot, rank=rank, workers=phase.workers,
-            cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
-            variant=phase.variant, env=phase.env, spec=phase.task,
-            scratch=self.scratch.slot_dir(base, place.slot) if uses_dir else "",
-            shared=self.scratch.shared_dir(base) if uses_dir else "")
-
     def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
         """Send the phase to its slots and wait until each is ready or has failed."""
         phase = self.phase = req.phase
         self.running = {a.place.slot: Running(a.place) for a in req.work}
         for a in req.work:
-            self.slots[a.place.slot].conn.send(
-                SlotPrepare(phase, self._context(phase, a.place, a.rank), a.place))
+            try:
+                ctx = slot_context(phase, a.place, a.rank, self.node, self.run, self.scratch,
+                                   self.default_dir)
+            except ContextError as e:
+                self.running[a.place.slot].result = Result(status="error", error=str(e))
+                continue
+            self.slots[a.place.slot].conn.send(SlotPrepare(phase, ctx, a.place))
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(0.2)
             if tick:

@@ -45,6 +45,7 @@ class SlotPlace:
     spin: bool                  # it has a core to itself, so it may spin the last stretch
     settle_ns: int = 0          # sharing a core: rest this long after the end stamp, so
                                 # reporting does not delay slots not yet woken on that core
+    mems: tuple[int, ...] | None = None   # memory nodes to bind to; None: default policy
 
 
 @dataclass(frozen=True)

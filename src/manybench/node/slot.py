@@ -12,16 +12,33 @@ from typing import Any
 from .. import _native
 from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
+from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding, self_cpu
 from ..model import Phase
 from .procs import die_with_parent
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
+MIN_CPU_NS = 100 * SPIN_NS   # cpu use is reported for windows at least this long
 
 
 def _error(msg: str) -> Result:
     return Result(status="error", error=msg)
+
+
+MPOL_DEFAULT, MPOL_BIND = 0, 2
+MPOL_NAMES = {0: "default", 1: "preferred", 2: "bind", 3: "interleave", 4: "local",
+              5: "preferred_many", 6: "weighted_interleave"}
+
+
+def mempolicy() -> str:
+    """This thread's memory policy as numactl --show would name it: "default", "bind:0-1"."""
+    try:
+        mode, nodes = _native.get_mempolicy()
+    except OSError:
+        return ""
+    name = MPOL_NAMES.get(mode & 0xFF, str(mode))
+    return f"{name}:{cpulist(nodes)}" if nodes and name != "default" else name
 
 
 class SlotLoop:
@@ -30,12 +47,36 @@ class SlotLoop:
         self.prepared: tuple[Kernel, Any, int] | None = None   # kernel, state, spin_ns
         self.settle_ns = 0
         self.affinity: tuple[int, ...] = ()
+        self.mems: tuple[int, ...] | None = None
+
+    def _bind(self, place: SlotPlace) -> Result | None:
+        """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
+        by a command's process); the default policy when it names none."""
+        try:
+            if place.affinity != self.affinity:
+                os.sched_setaffinity(0, place.affinity)
+                self.affinity = place.affinity
+            if place.mems != self.mems:
+                _native.set_mempolicy(MPOL_BIND if place.mems else MPOL_DEFAULT,
+                                      list(place.mems or ()))
+                self.mems = place.mems
+        except (OSError, ValueError) as e:
+            self.affinity, self.mems = (), None   # unknown now: set both again next time
+            what = f"cpus {cpulist(place.affinity)}" + (
+                f", memory nodes {cpulist(place.mems)}" if place.mems else "")
+            return _error(f"bind to {what}: {getattr(e, 'strerror', None) or e} (does this "
+                          "node have them?)")
+        return None
 
     def prepare(self, phase: Phase, ctx: SlotContext, place: SlotPlace) -> Result | None:
-        if place.affinity != self.affinity:
-            os.sched_setaffinity(0, place.affinity)
-            self.affinity = place.affinity
-        kernel = KERNELS[phase.kernel]
+        failed = self._bind(place)
+        if failed is not None:
+            return failed
+        if ctx.wrap:
+            from ..kernels.wrapped import WRAPPED   # noqa: PLC0415 (only wrapped phases)
+            kernel = WRAPPED
+        else:
+            kernel = KERNELS[phase.kernel]
         try:
             state = kernel.prepare(ctx, phase.params)
         except KernelError as e:
@@ -76,12 +117,28 @@ class SlotLoop:
             return _error("go without a prepared phase")
         kernel, state, spin = self.prepared
         self.prepared = None
+        cpu0 = self_cpu()
         try:
-            return kernel.run(state, t0_ns, spin)
+            res = kernel.run(state, t0_ns, spin)
         except Exception as e:
             return _error(f"run failed: {e!r}")
         finally:
             self._cleanup(kernel, state)
+        self._readback(res, kernel, self_cpu() - cpu0)
+        return res
+
+    def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> None:
+        """What the work really ran with (kernels/binding.py). A child process (a command,
+        a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
+        m = res.metrics
+        if "cpus_allowed" not in m:
+            binding = proc_binding("self")
+            m.update(binding)
+            # the slot's own cpu time holds its last stretch of spinning before T0: only a
+            # window long enough to dwarf it says anything about the work
+            if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
+                m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed_count(binding)))
+        m.setdefault("mempolicy", mempolicy())
 
     def cancel(self) -> None:
         if self.prepared is not None:

@@ -26,17 +26,16 @@ from ..model import Plan, Variant
 from ..units import parse_duration
 from .lines import find_line, line_index
 from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
-from .schema import ORDERS, PINS, schema_problems
-from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir, env_of,
+from .binding import check_bind, resources
+from .reference import check_reference
+from .schema import ORDERS, PINS, known_names, schema_problems
+from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir,
                     kernel_params, slot_check, sweep_points)
+from .variants import applies, build_variants, variant_raw
 
-__all__ = ["BUILTIN_NAMES", "ORDERS", "PINS", "TASK_FIELDS", "PlanError", "assign",
+__all__ = ["BUILTIN_NAMES", "ORDERS", "PINS", "TASK_FIELDS", "PlanError", "applies", "assign",
            "field_name", "kernel_params", "load_plan", "parse_plan", "parse_value",
            "resolve_key", "sweep_points", "variant_plan"]
-
-# What a variant may change: per-phase things. Run-wide fields (slots, repeat, ...) would make
-# the variants' phases incomparable or cannot differ within one run.
-_VARIANT_SETTABLE = ("task", "placement", "scratch")
 
 
 class PlanError(Exception):
@@ -47,11 +46,25 @@ class PlanError(Exception):
         super().__init__("\n".join(self.problems))
 
 
-def _choices(value: Any, default: str) -> list[str]:
-    """Plan.order/pin: the value as a list (one choice, or a sweep of them)."""
+def _choices(value: Any, default: Any) -> list:
+    """Plan.order/pin/cpus: the value as a list (one choice, or a sweep of them)."""
     if value is None:
         return [default]
     return list(value) if isinstance(value, list) else [value]
+
+
+def _vars_names(raw: dict) -> tuple[str, ...]:
+    """Template names the variants' vars define (a command may use them)."""
+    items = raw.get("variant") if isinstance(raw.get("variant"), list) else []
+    return tuple(dict.fromkeys(k for v in items if isinstance(v, dict)
+                               and isinstance(v.get("vars"), dict) for k in v["vars"]))
+
+
+def _sweep(bind: Any) -> list:
+    """Plan.bind: None (pin alone) unless given; a list sweeps."""
+    if bind is None:
+        return [None]
+    return list(bind) if isinstance(bind, list) else [bind]
 
 
 def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
@@ -63,70 +76,38 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
     workers = as_workers(place["workers"]) if "workers" in place else [slots or 1]
     slot_check(("placement", "workers"), workers, slots, probs)
     scratch = check_dir(("scratch",), raw.get("scratch"), check_dirs, probs)
-    ctx = {"slots": slots, "scratch": scratch, "check_dirs": check_dirs}
+    res = resources(("placement", "resources"), place.get("resources"), probs)
+    ctx = {"slots": slots, "scratch": scratch, "check_dirs": check_dirs,
+           "extra_names": tuple(n for n in res if n != "scratch") + _vars_names(raw)}
     tasks_raw = raw.get("task") if isinstance(raw.get("task"), list) else []
     tasks = [s for i, t in enumerate(tasks_raw) if (s := build_task(i, t, ctx, probs))]
     names = entry_names(raw, "task")
     for i, t in enumerate(tasks_raw):
         if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"]:
             probs.append((("task", i, "name"), f"duplicate task name {t['name']!r}"))
-    variants = _variants(raw, path, slots, check_dirs, probs) if with_variants else []
+    if "bind" in place:
+        check_bind(("placement", "bind"), place["bind"], probs)
+    reference = check_reference(raw.get("reference"), [t.name for t in tasks], probs)
+    variants = build_variants(raw, path, slots, check_dirs, probs, _build,
+                              tuple(n for n in res if n != "scratch")) if with_variants else []
+    baseline = raw.get("baseline")
+    if isinstance(baseline, str) and with_variants and baseline not in [v.name for v in variants]:
+        probs.append((("baseline",), f"no variant named {baseline!r} "
+                                     f"{known_names([v.name for v in variants], baseline)}"))
     if probs:
         return None, probs
     name = raw.get("name") or ("plan" if path.startswith("<") else Path(path).stem)
     return Plan(name=name, tasks=tasks, repeat=raw.get("repeat", 1), workers=workers or [1],
                 order=_choices(place.get("order"), "spread"),
                 pin=_choices(place.get("pin"), "core"),
+                cpus=_choices(place.get("cpus"), 1), bind=_sweep(place.get("bind")),
+                resources=res, baseline=baseline, reference=reference,
                 slots=slots, scratch=scratch, keep=raw.get("keep", False), variants=variants,
                 on_node_loss=raw.get("on_node_loss", "abort"),
                 clock_tolerance=(parse_duration(raw["clock_tolerance"])
                                  if "clock_tolerance" in raw else None),
                 cluster=raw.get("cluster", {}), peaks=raw.get("peaks", {}), path=path,
                 raw=raw), probs
-
-
-def _variants(raw: dict, path: str, slots: int | None, check_dirs: bool,
-              probs: list) -> list[Variant]:
-    """Each variant's set is applied to a copy of the plan and validated as a whole; only the
-    problems the variant adds are reported, on the set key that caused them when known."""
-    items = raw.get("variant") if isinstance(raw.get("variant"), list) else []
-    base_probs = set(probs)
-    names = entry_names(raw, "variant")
-    out: list[Variant] = []
-    for i, v in enumerate(items):
-        if not isinstance(v, dict):
-            continue
-        if i not in names and isinstance(v.get("name"), str) and v["name"]:
-            probs.append((("variant", i, "name"), f"duplicate variant name {v['name']!r}"))
-        sets = flatten(v["set"]) if isinstance(v.get("set"), dict) else {}
-        out.append(Variant(name=str(v.get("name", "")), set=sets, env=env_of(v.get("env"))))
-        vraw = copy.deepcopy({k: val for k, val in raw.items() if k != "variant"})
-        targets: dict[Loc, str] = {}
-        for key, value in sets.items():
-            kloc = ("variant", i, "set", key)
-            head = re.sub(r"\[\d+\]$", "", key.split(".")[0])
-            try:
-                if head not in _VARIANT_SETTABLE:
-                    raise ValueError(f"a variant cannot set {head!r} "
-                                     "(only task.*, placement.* and scratch)")
-                loc = resolve_key(vraw, key)
-                if loc[0] == "task" and loc[2:] == ("name",):
-                    raise ValueError("a variant cannot rename a task")
-                assign(vraw, loc, value)
-                targets[loc] = key
-            except ValueError as e:
-                probs.append((kloc, str(e)))
-        _, vprobs = _build(vraw, path, slots, check_dirs, with_variants=False)
-        for ploc, msg in vprobs:
-            if (ploc, msg) in base_probs:
-                continue
-            key = next((k for t, k in targets.items() if ploc[:len(t)] == t), None)
-            if key is not None:
-                probs.append((("variant", i, "set", key), msg))
-            else:
-                probs.append((("variant", i, "set"),
-                              f"with this variant, {field_name(vraw, ploc)}: {msg}"))
-    return out
 
 
 def load_plan(path: str | os.PathLike, overrides: Iterable[str] = (), slots: int | None = None,
@@ -188,8 +169,9 @@ def parse_plan(text: str, path: str = "<plan>", overrides: Iterable[str] = (),
 
 
 def variant_plan(plan: Plan, variant: Variant) -> Plan:
-    """The plan as one variant's phases see it: its `set` applied (validated at load time)."""
-    raw = copy.deepcopy({k: v for k, v in plan.raw.items() if k != "variant"})
+    """The plan as one variant's phases see it: its `set` and `dir` applied (validated at
+    load time)."""
+    raw = variant_raw(plan.raw, variant)
     for key, value in variant.set.items():
         assign(raw, resolve_key(raw, key), value)
     vplan, probs = _build(raw, plan.path, plan.slots, check_dirs=False, with_variants=False)

@@ -1,23 +1,40 @@
 """Expand a validated Plan into the Phases of a run, in run order.
 
 Order: tasks in plan order; within a task its points (swept params outer, then placement
-order and pin, worker counts innermost, as SMTEF walks them); within a point each repeat,
-and within a repeat each variant. Variants and repeats therefore alternate A B A B on the same
-point, so drift over the run (page cache, thermal, other users) cannot favour one variant.
+order, pin, cpus and bind, worker counts innermost, as SMTEF walks them); within a point each
+repeat, and within a repeat each variant that applies to the task. Variants and repeats
+therefore alternate A B A B on the same point, so drift over the run (page cache, thermal,
+other users) cannot favour one variant.
+
+Except for variants with setup or teardown commands (a tuned profile, a mount): switching
+them phase by phase would run the commands at every phase, so within a task such variants
+run one after the other, each over all its points and repeats (the report says so).
 """
 from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..kernels import KERNELS
-from ..model import Phase, Plan, TaskSpec
+from ..model import Phase, Plan, TaskSpec, Variant, bind_text
 from ..units import format_duration, format_size
 from . import variant_plan
 from .tasks import kernel_params, sweep_points
+from .variants import applies
 
-Point = tuple[dict[str, Any], str, str, int]   # (params, order, pin, workers)
+@dataclass(frozen=True)
+class Point:
+    params: dict[str, Any]
+    order: str
+    pin: str
+    cpus: Any
+    bind: Any
+    workers: int
+
+
+AXES = ("order", "pin", "cpus", "bind")   # the placement axes a plan may sweep
 
 
 def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
@@ -30,8 +47,9 @@ def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
         # a command's parameters are its template values, as the plan gives them
         params = dict(values) if kernel.from_command else kernel_params(kernel, values)
         params["dir"] = tdir
-        for order, pin, w in itertools.product(plan.order, plan.pin, workers):
-            out.append((params, order, pin, w))
+        for order, pin, cpus, bind, w in itertools.product(plan.order, plan.pin, plan.cpus,
+                                                           plan.bind, workers):
+            out.append(Point(params, order, pin, cpus, bind, w))
     return out
 
 
@@ -54,34 +72,72 @@ def label(task: str, kernel: str, variant: str, workers: int, params: dict[str, 
 
 
 def point_key(task: str, variant: str, workers: int, order: str, pin: str,
-              params: dict[str, Any]) -> str:
-    """Stable key of a point: same point, same string, whatever the rep or run."""
-    return json.dumps({"task": task, "variant": variant, "workers": workers, "order": order,
-                       "pin": pin, "params": params}, sort_keys=True, default=str)
+              params: dict[str, Any], cpus: Any = 1, bind: Any = None, pair: int | None = None
+              ) -> str:
+    """Stable key of a point: same point, same string, whatever the rep or run. `pair`: the
+    point's position in its task, the same for every variant's phase there (a variant may
+    change params, so comparisons match on (task, pair), not on params)."""
+    key: dict[str, Any] = {"task": task, "variant": variant, "workers": workers,
+                           "order": order, "pin": pin, "params": params}
+    if cpus != 1:
+        key["cpus"] = cpus
+    if bind is not None:
+        key["bind"] = bind
+    if pair is not None:
+        key["pair"] = pair
+    return json.dumps(key, sort_keys=True, default=str)
 
 
 def expand(plan: Plan) -> list[Phase]:
     """Every phase of the run, indexed 0.. in run order."""
     # Each variant sees the plan with its `set` applied; its points line up with the other
     # variants' by position (a variant usually changes a value, not the number of points).
-    views = [(v.name, v.env, variant_plan(plan, v)) for v in plan.variants] or [("", {}, plan)]
+    views = [(v, variant_plan(plan, v)) for v in plan.variants]
     phases: list[Phase] = []
     for t in range(len(plan.tasks)):
-        points = [task_points(vp, vp.tasks[t]) for _, _, vp in views]
-        for i in range(max(map(len, points))):
-            for rep in range(plan.repeat):
-                for (vname, venv, vp), pts in zip(views, points):
-                    if i >= len(pts):
-                        continue
-                    params, order, pin, workers = pts[i]
-                    task = vp.tasks[t]
-                    phases.append(Phase(
-                        index=len(phases), task=task, kernel=task.kernel, variant=vname,
-                        rep=rep, workers=workers, order=order, pin=pin, params=dict(params),
-                        point=point_key(task.name, vname, workers, order, pin, params),
-                        env={**task.env, **venv},
-                        label=label(task.name, task.kernel, vname, workers, params)))
+        name = plan.tasks[t].name
+        mine = [(v, vp) for v, vp in views if applies(v, name)] or [(None, plan)]
+        points = [task_points(vp, vp.tasks[t]) for _, vp in mine]
+        shown = _swept(points, mine)
+        blocks = [mine] if not any(v and (v.setup or v.teardown) for v, _ in mine) \
+            else [[m] for m in mine]    # variants with setup run one after the other
+        for block in blocks:
+            for i in range(max(map(len, points))):
+                for rep in range(plan.repeat):
+                    for v, vp in block:
+                        pts = points[mine.index((v, vp))]
+                        if i < len(pts):
+                            ph = _phase(len(phases), v, vp.tasks[t], pts[i], rep, i, shown)
+                            ph.resources = vp.resources
+                            phases.append(ph)
     return phases
+
+
+def _phase(index: int, v: Variant | None, task: TaskSpec, p: Point, rep: int, pair: int,
+           shown: tuple[str, ...]) -> Phase:
+    vname = v.name if v else ""
+    bind = v.bind if v is not None and v.bind is not None else p.bind
+    ph = Phase(index=index, task=task, kernel=task.kernel, variant=vname, rep=rep,
+               workers=p.workers, order=p.order, pin=p.pin, params=dict(p.params),
+               point=point_key(task.name, vname, p.workers, p.order, p.pin, p.params, p.cpus,
+                               bind, pair),
+               env={**task.env, **(v.env if v else {})},
+               label=label(task.name, task.kernel, vname, p.workers, p.params),
+               cpus=p.cpus, bind=bind, wrap=v.wrap if v else None,
+               vars=dict(v.vars) if v else {})
+    ph.shown = {a: ph.placement()[a] for a in shown}
+    return ph
+
+
+def _swept(points: list[list[Point]], mine: list) -> tuple[str, ...]:
+    """The placement axes whose value differs between a task's phases."""
+    values: dict[str, set] = {a: set() for a in AXES}
+    for (v, _), pts in zip(mine, points):
+        for p in pts:
+            bind = v.bind if v is not None and v.bind is not None else p.bind
+            for a, x in zip(AXES, (p.order, p.pin, p.cpus, bind)):
+                values[a].add(json.dumps(x, sort_keys=True, default=str))
+    return tuple(a for a in AXES if len(values[a]) > 1)
 
 
 def describe(phases: list[Phase]) -> str:
@@ -90,8 +146,11 @@ def describe(phases: list[Phase]) -> str:
     for ph in phases:
         kv = " ".join(f"{k}={human_value(ph.kernel, k, v)}" for k, v in ph.params.items()
                       if v is not None)
+        place = f"{ph.order}/{ph.pin}" + (f" cpus={ph.cpus}" if ph.cpus != 1 else "") + \
+            (f" bind={bind_text(ph.bind)}" if ph.bind is not None else "") + \
+            (" wrapped" if ph.wrap else "")
         rows.append((f"#{ph.index}", ph.task.name, f"[{ph.variant}]" if ph.variant else "",
-                     f"rep={ph.rep}", f"workers={ph.workers}", f"{ph.order}/{ph.pin}", kv))
+                     f"rep={ph.rep}", f"workers={ph.workers}", place, kv))
     if not rows:
         return "(no phases)"
     # Leave out a column that is empty on every line (the variant one, without variants).

@@ -15,6 +15,7 @@ from .overrides import Loc
 
 ORDERS = ("spread", "pack")
 PINS = ("core", "numa", "none")
+BINDS = ("none", "core", "numa")
 
 
 def _workers_schema() -> dict:
@@ -51,6 +52,35 @@ _CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
         "ca_file": {"type": "string"}, "cert": {"type": "string"}, "key": {"type": "string"},
         "require_encryption": {"type": "boolean"}}},
 }}
+# a binding: "none" | "core" | "numa" | { cpus = "0-3" or [0, 1] or per slot ["0-1", "2-3"],
+# mems = likewise }; checked further in plan/binding.py
+_IDS = {"anyOf": [{"type": "string", "minLength": 1},
+                  {"type": "array", "minItems": 1, "items": {"type": ["integer", "string"]}}],
+        "x-message": 'expected a cpu list such as "0-3,8", a list of ids such as [0, 1], or one '
+                     'cpu list per slot such as ["0-1", "2-3"]'}
+_BIND_ONE = {"anyOf": [{"type": "string", "enum": list(BINDS)},
+                       {"type": "object", "additionalProperties": False, "minProperties": 1,
+                        "properties": {"cpus": _IDS, "mems": _IDS}}],
+             "x-message": f"expected one of {', '.join(BINDS)} or a table "
+                          '{ cpus = "0-3", mems = "0" }'}
+_BIND = {"anyOf": [_BIND_ONE, {"type": "array", "minItems": 1, "items": _BIND_ONE}],
+         "x-message": _BIND_ONE["x-message"] + " (or a list of them)"}
+_CPUS_ONE = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": ["numa"]}],
+             "x-message": 'expected a cpu count per slot (e.g. 2) or "numa" (a NUMA node each)'}
+_CPUS = {"anyOf": [_CPUS_ONE, {"type": "array", "minItems": 1, "items": _CPUS_ONE}],
+         "x-message": _CPUS_ONE["x-message"] + " (or a list of them)"}
+_ARGVS_TEXT = ('expected a list of commands, each a list of strings, e.g. '
+               '[["tuned-adm", "profile", "latency-performance"]]')
+_ARGVS = {"type": "array", "x-message": _ARGVS_TEXT,
+          "items": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                    "x-message": _ARGVS_TEXT}}
+_REF_ONE = {"type": "object", "required": ["value"], "additionalProperties": False,
+            "properties": {"value": {"type": "number"},
+                           "lower": {"type": "number", "maximum": 0},
+                           "upper": {"type": "number", "minimum": 0},
+                           "at": {"type": "object"}},
+            "x-message": "expected { value = N, lower = -0.05, upper = 0.20 } (bounds relative "
+                         "to value; at = { workers = 4 } to pick points)"}
 _SCHEMA = {
     "type": "object",
     "required": ["task"],
@@ -68,9 +98,14 @@ _SCHEMA = {
             "type": "number", "exclusiveMinimum": 0,
             "x-message": "a peak is a positive number in the metric's unit, e.g. "
                          "dp_gflops = 2150.4 or mb_s = 750"}},
+        "baseline": {"type": "string", "minLength": 1},
+        "reference": {"type": "object", "additionalProperties": {
+            "anyOf": [_REF_ONE, {"type": "array", "minItems": 1, "items": _REF_ONE}],
+            "x-message": _REF_ONE["x-message"]}},
         "placement": {"type": "object", "additionalProperties": False, "properties": {
             "workers": _workers_schema(), "order": _choice_schema(ORDERS),
-            "pin": _choice_schema(PINS)}},
+            "pin": _choice_schema(PINS), "cpus": _CPUS, "bind": _BIND,
+            "resources": {"type": "object"}}},
         "task": {"type": "array", "minItems": 1, "items": {
             "type": "object", "required": ["name"], "properties": {
                 "name": {"type": "string", "minLength": 1},
@@ -90,7 +125,18 @@ _SCHEMA = {
         "variant": {"type": "array", "items": {
             "type": "object", "required": ["name"], "additionalProperties": False,
             "properties": {"name": {"type": "string", "minLength": 1},
-                           "set": {"type": "object"}, "env": _ENV}}},
+                           "set": {"type": "object"}, "env": _ENV,
+                           "tasks": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                                     "x-message": 'expected a list of task names, e.g. ["read"]'},
+                           "bind": _BIND_ONE,
+                           "wrap": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                                    "x-message": 'expected a launcher prefix, e.g. ["ch-run", '
+                                                 '"-b", "{scratch}", "{image}", "--"]'},
+                           "vars": {"type": "object", "additionalProperties": {
+                               "type": ["string", "integer", "number"],
+                               "x-message": "template values are strings"}},
+                           "setup": _ARGVS, "teardown": _ARGVS,
+                           "dir": {"type": "string", "minLength": 1}}}},
     },
 }
 _FORMATS = jsonschema.FormatChecker(formats=())

@@ -107,7 +107,7 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     elif isinstance(command, list) and all(isinstance(c, str) for c in command):
         spec.command, spec.shell = command, t.get("shell") is True
         spec.metrics = {k: v for k, v in (t.get("metrics") or {}).items() if isinstance(v, str)}
-        _command_task(loc, command, params, spec.metrics, probs)
+        _command_task(loc, command, params, spec.metrics, probs, ctx.get("extra_names", ()))
     _check_parse(loc, t, probs)
     return spec
 
@@ -169,7 +169,8 @@ def _kernel_task(loc: Loc, t: dict, params: dict, tdir: str | None, probs: list)
 
 
 def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
-                  probs: list) -> None:
+                  probs: list, extra: tuple[str, ...] = ()) -> None:
+    """extra: names a template may also use: resources ({gpu}) and variants' vars."""
     for name, value in params.items():
         if name in BUILTIN_NAMES:
             probs.append((loc + (name,), f"{name!r} is a built-in template name; "
@@ -183,7 +184,7 @@ def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
     for arg in command:
         try:
             for n in template_fields(arg):
-                if n not in params and n not in BUILTIN_NAMES:
+                if n not in params and n not in BUILTIN_NAMES and n not in extra:
                     unknown.setdefault(n, None)
         except ValueError as e:
             probs.append((loc + ("command",), str(e)))

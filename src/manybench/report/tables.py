@@ -14,6 +14,7 @@ from ..analysis import PointSummary, summarize
 from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate, unit
 from ..inventory.peaks import Peaks
 from ..kernels import kernel
+from ..kernels.binding import parse_cpulist
 from ..results.contract import RunInfo
 from ..results.store import Store
 from ..units import format_duration, format_rate, format_size
@@ -153,6 +154,35 @@ def _stonewall_cell(s: PointSummary) -> str:
     return cell
 
 
+CPU_BOUND_NOTE = ("cpu use = cpu time / wall time of the work (1.00 = one cpu busy throughout), "
+                  "of the cpus it was allowed (read back from /proc); CPU-BOUND AT ITS PIN: it "
+                  "kept about all of them busy, so its pin may be what limits it (a task with "
+                  "more threads than cpus runs them in turn): try placement cpus = N or "
+                  "another bind")
+WRAP_NOTE = ("wrap start-up = from launching the wrap (container) to the kernel being ready "
+             "inside it, median per slot; outside the timed window, never in the figures")
+
+
+def _cpu_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable]], list[str]]:
+    """Cpu use of the work against the cpus it may use; the wrap's start-up."""
+    cols: list[tuple[str, Callable]] = []
+    notes: list[str] = []
+    if any(s.cpu_util is not None for s in points):
+        def cell(s: PointSummary) -> str:
+            if s.cpu_util is None:
+                return DASH
+            n = len(parse_cpulist(s.cpus_allowed)) if s.cpus_allowed else 0
+            text = f"{s.cpu_util:.2f}" + (f" of {n} cpu{'s' if n != 1 else ''}" if n else "")
+            return text + (" CPU-BOUND AT ITS PIN" if s.cpu_bound * 2 > s.ok else "")
+        cols.append(("cpu use\n(of allowed)", cell))
+        notes.append(CPU_BOUND_NOTE)
+    if any(s.wrap_startup_s is not None for s in points):
+        cols.append(("wrap\nstart-up", lambda s: DASH if s.wrap_startup_s is None
+                     else secs(s.wrap_startup_s)))
+        notes.append(WRAP_NOTE)
+    return cols, notes
+
+
 def _metric_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
     """One column per named metric the records carry (median over the point's slots)."""
     names: list[str] = []
@@ -215,6 +245,12 @@ def task_table(task: str, points: list[PointSummary],
         cols.append(("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)))
 
     notes = list(cache_notes)
+    cpu_cols, cpu_notes = _cpu_columns(points)
+    if cpu_cols:   # before skew and lateness, with the figures
+        at = next((i for i, (c, _) in enumerate(cols) if i >= keys and c.startswith("skew")),
+                  len(cols))
+        cols[at:at] = cpu_cols
+        notes += cpu_notes
     eff_cols, eff_notes = _efficiency_columns(points, effs or {})
     if eff_cols:   # before skew and lateness: they belong with the figures
         at = next((i for i, (c, _) in enumerate(cols) if i >= keys and c.startswith("skew")),

@@ -91,7 +91,7 @@ class StoredPhase:
            ) -> StoredPhase:
         return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
                    variant=phase.variant, rep=phase.rep, workers=phase.workers,
-                   point=phase.point, params=dict(phase.params), t0_ns=t0_ns, status=status,
+                   point=phase.point, params=phase.record_params(), t0_ns=t0_ns, status=status,
                    label=phase.label)
 
 

@@ -20,7 +20,7 @@ from ..plan import PlanError
 from ..record import Record
 from ..results.contract import RunNotes, StoredNode
 from ..results.store import Store
-from .placement import assign, oversubscribed
+from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .schedule import Scheduler, now_ns
 from .warnings import Warnings, start_warnings
@@ -55,7 +55,7 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
         variant=phase.variant, rep=phase.rep, workers=phase.workers, node=node.name,
         slot=slot, cpu=cpu, t0_ns=t0, start_ns=res.start_ns, end_ns=res.end_ns,
         elapsed_s=res.elapsed_ns / 1e9, ops=res.ops, bytes=res.bytes, status=res.status,
-        error=res.error, params={k: v for k, v in phase.params.items() if v is not None},
+        error=res.error, params=phase.record_params(),
         metrics=metrics, hist=res.hist, extra=extra)
 
 
@@ -169,7 +169,8 @@ class Coordinator:
     def _run_phase(self, run_id: str, phase: Phase, nodes: list[Node],
                    bar: RunProgress) -> tuple[int, list[Record]]:
         work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
-                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes})
+                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
+                      phase.cpus, phase.bind)
         self.engine.prepare(phase, work, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
@@ -235,7 +236,24 @@ def check_nodes(phases: list[Phase], nodes: list[Node]) -> list[str]:
         msg = f"task.{task}.workers: {p.workers} workers but {room} slots on its nodes"
         if p.workers > room and msg not in problems:
             problems.append(msg)
+            continue
+        problems += [m for m in _resource_problems(p, nodes) if m not in problems]
     return problems
+
+
+def _resource_problems(p: Phase, nodes: list[Node]) -> list[str]:
+    """Every concurrent slot of a node needs its own id of each resource."""
+    ids = {name: len(r["ids"]) for name, r in p.resources.items() if name != "scratch"}
+    if not ids:
+        return []
+    try:
+        counts = spread_counts(p.workers, p.order, capacity(p, nodes))
+    except ValueError:
+        return []
+    most = max(counts.values())
+    return [f"placement.resources.{name}: {n} ids but task {p.task.name} puts {most} slots "
+            f"on one node (workers = {p.workers}): each concurrent slot needs its own"
+            for name, n in ids.items() if most > n]
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

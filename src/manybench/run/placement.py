@@ -1,15 +1,21 @@
-"""Which cpu each slot of a node runs on, for a phase's order and pin settings.
+"""Which cpus each slot of a node runs on, for a phase's order, pin, cpus and bind settings.
 
 Slots are persistent and numbered 0..n-1 on a node; a phase with `workers = k` on one node
 uses slots 0..k-1, and slot i sits on the i-th cpu of the node's placement order:
   spread: across NUMA nodes first, one cpu per physical core before any SMT sibling;
   pack:   fill NUMA node 0 (physical cores, then siblings) before the next.
+With `cpus = N` each slot owns N cpus of one NUMA node (physical cores first), with
+"numa" a whole NUMA node; the sets are handed out in the same spread / pack order. A `bind`
+(plan/binding.py) overrides the cpus pin gives and adds the memory nodes.
 More slots than cpus wrap around: oversubscription, allowed and reported.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..inventory.topology import Cpu, topology
 from ..node.protocol import Assignment, SlotPlace
+from ..plan.binding import explicit_sets
 
 
 def cpu_order(order: str, cpus: tuple[Cpu, ...] | None = None) -> list[Cpu]:
@@ -44,32 +50,89 @@ SETTLE_PER_SLOT_NS = 40_000   # a wake-up and two stamps take a few us; this lea
 SETTLE_MAX_NS = 10_000_000
 
 
+def cpu_groups(order: str, per_slot: int | str, cpus: tuple[Cpu, ...]) -> list[tuple[Cpu, ...]]:
+    """The cpu sets slots take in turn: one cpu each (cpu_order), `per_slot` cpus of one NUMA
+    node each (physical cores before siblings), or a whole NUMA node each ("numa")."""
+    if per_slot == 1:
+        return [(c,) for c in cpu_order(order, cpus)]
+    nodes: dict[int, list[Cpu]] = {}
+    for c in cpu_order("pack", cpus):
+        nodes.setdefault(c.numa, []).append(c)
+    if per_slot == "numa":
+        groups = [tuple(cs) for _, cs in sorted(nodes.items())]
+        return groups
+    n = int(per_slot)
+    by_node = [[tuple(cs[i:i + n]) for i in range(0, len(cs) - n + 1, n)]
+               for _, cs in sorted(nodes.items())]
+    if not any(by_node):   # no NUMA node holds n cpus: take them in pack order across nodes
+        seq = cpu_order("pack", cpus)
+        return [tuple(seq[i:i + n]) for i in range(0, max(1, len(seq) - n + 1), n)] or \
+            [tuple(seq)]
+    if order == "pack":
+        return [g for gs in by_node for g in gs]
+    out: list[tuple[Cpu, ...]] = []   # spread: round-robin over NUMA nodes
+    while any(by_node):
+        for gs in by_node:
+            if gs:
+                out.append(gs.pop(0))
+    return out
+
+
 def place(workers: int, order: str, pin: str, cpus: tuple[Cpu, ...] | None = None,
-          load: int | None = None) -> list[SlotPlace]:
-    """Slots 0..workers-1 of one node with their cpu, affinity and spin right for one phase.
+          load: int | None = None, per_slot: int | str = 1, bind: Any = None
+          ) -> list[SlotPlace]:
+    """Slots 0..workers-1 of one node with their cpus, memory nodes and spin right for one
+    phase.
 
     load: the phase's slots on this node's machine in all (several nodes may be namespaces
-    or containers of one machine); the node's own workers when not given.
+    or containers of one machine); the node's own workers when not given. per_slot: cpus
+    each slot owns (the plan's `cpus`). bind: plan/binding.py's binding, else None (pin
+    alone decides the cpus and the memory policy is the default).
     """
     cpus = topology() if cpus is None else cpus
-    seq = cpu_order(order, cpus)
+    groups = cpu_groups(order, per_slot, cpus)
     load = max(load or workers, workers)
-    own_core = load <= len(seq)
-    sharing = -(-load // len(seq))             # slots per cpu, rounded up
+    own_core = load <= len(groups)
+    sharing = -(-load // len(groups))          # slots per cpu set, rounded up
     settle = 0 if own_core else min(SETTLE_MAX_NS, SETTLE_PER_SLOT_NS * sharing)
     everything = tuple(sorted(c.id for c in cpus))
+    numa_of = {c.id: c.numa for c in cpus}
     out = []
     for i in range(workers):
-        c = seq[i % len(seq)]
+        group = groups[i % len(groups)]
+        own = tuple(sorted(c.id for c in group))
         if pin == "core":
-            out.append(SlotPlace(i, c.id, (c.id,), own_core, settle))
+            affinity = own
         elif pin == "numa":
-            numa = tuple(sorted(x.id for x in cpus if x.numa == c.numa))
-            out.append(SlotPlace(i, -1, numa, own_core and len(numa) == 1, settle))
+            affinity = tuple(sorted(x.id for x in cpus if x.numa in {c.numa for c in group}))
         else:
-            # unpinned slots may share a core with anything: spinning would steal it
-            out.append(SlotPlace(i, -1, everything, False, settle))
+            affinity = everything
+        affinity, mems = _bound(bind, i, own, affinity, cpus, numa_of, everything)
+        cpu = affinity[0] if len(affinity) == 1 else -1
+        # spin the last stretch only on cpus no other slot of the phase may use
+        spin = own_core and affinity == own and (pin != "none" or bind is not None)
+        out.append(SlotPlace(i, cpu, affinity, spin and len(affinity) == len(own), settle,
+                             mems))
     return out
+
+
+def _bound(bind: Any, i: int, own: tuple[int, ...], affinity: tuple[int, ...],
+           cpus: tuple[Cpu, ...], numa_of: dict[int, int], everything: tuple[int, ...]
+           ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """A slot's cpus and memory nodes under a binding (plan/binding.py)."""
+    if bind is None:
+        return affinity, None
+    if bind == "none":
+        return everything, None
+    nodes = tuple(sorted({numa_of[c] for c in own if c in numa_of}))
+    if bind == "core":
+        return own, nodes
+    if bind == "numa":
+        return tuple(sorted(c.id for c in cpus if c.numa in nodes)), nodes
+    sets = explicit_sets(bind.get("cpus"))
+    mems = explicit_sets(bind.get("mems"))
+    return (tuple(sets[i % len(sets)]) if sets else affinity,
+            tuple(mems[i % len(mems)]) if mems else None)
 
 
 def oversubscribed(slots: int, cpus: tuple[Cpu, ...] | None = None) -> bool:
@@ -103,7 +166,8 @@ def spread_counts(workers: int, order: str, capacity: dict[str, int]) -> dict[st
 
 def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
            cpus: dict[str, tuple[Cpu, ...]] | None = None,
-           machines: dict[str, str] | None = None) -> dict[str, list[Assignment]]:
+           machines: dict[str, str] | None = None, per_slot: int | str = 1,
+           bind: Any = None) -> dict[str, list[Assignment]]:
     """Each node's slot assignments (place and rank) for one phase; ranks are 0..workers-1 overall,
     given in the order workers were handed out (spread interleaves the nodes). machines:
     node -> machine id, so nodes sharing a machine share its cpus when deciding to spin."""
@@ -113,7 +177,8 @@ def assign(workers: int, order: str, pin: str, capacity: dict[str, int],
     for n, k in counts.items():
         m = machines.get(n) or n
         load[m] = load.get(m, 0) + k
-    places = {n: place(k, order, pin, (cpus or {}).get(n), load[machines.get(n) or n])
+    places = {n: place(k, order, pin, (cpus or {}).get(n), load[machines.get(n) or n],
+                       per_slot, bind)
               for n, k in counts.items() if k}
     out: dict[str, list[Assignment]] = {n: [] for n in places}
     taken = {n: 0 for n in places}

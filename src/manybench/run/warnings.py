@@ -57,21 +57,38 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
     capacity = {n.name: n.slots for n in nodes}
     cpus = {n.name: n.cpus for n in nodes}
     for p in phases:
-        key = (p.workers, p.order, p.pin, tuple(p.task.nodes or ()))
+        key = (p.workers, p.order, p.pin, str(p.cpus), str(p.bind), tuple(p.task.nodes or ()))
         if key in seen:
             continue
         seen.add(key)
         cap = {name: capacity[name] for name in (p.task.nodes or capacity) if name in capacity}
         try:
-            work = assign(p.workers, p.order, p.pin, cap, cpus)
+            work = assign(p.workers, p.order, p.pin, cap, cpus, per_slot=p.cpus, bind=p.bind)
         except ValueError:
             continue     # more workers than slots: check_nodes reports it
         for name, assigned in work.items():
-            ncpus = len(cpus[name])
-            if p.pin == "core" and len(assigned) > ncpus:
-                out.append(("pin", name, f"pin = core, workers = {p.workers}: {len(assigned)} "
-                            f"slots on node {name}'s {ncpus} cpus share cpus"))
-            if p.pin == "numa" and len({c.numa for c in cpus[name]}) == 1:
-                out.append(("pin", name, f"pin = numa on node {name}, which has one NUMA node: "
-                            "its slots may run on any of its cpus, as with pin = none"))
+            out += _phase_warnings(p, name, cpus[name], [a.place for a in assigned])
     return list(dict.fromkeys(out))
+
+
+def _phase_warnings(p: Phase, name: str, cpus: tuple, places: list) -> list[tuple[str, str, str]]:
+    out = []
+    ncpus = len(cpus)
+    per_slot = 1 if p.cpus == "numa" else int(p.cpus)   # "numa" is checked just below
+    if p.pin == "core" and p.bind is None and len(places) * per_slot > ncpus:
+        out.append(("pin", name, f"pin = core, workers = {p.workers}"
+                    + (f", cpus = {p.cpus}" if p.cpus != 1 else "")
+                    + f": {len(places)} slots on node {name}'s {ncpus} cpus share cpus"))
+    if p.cpus == "numa" and len(places) > len({c.numa for c in cpus}):
+        out.append(("pin", name, f"cpus = \"numa\", workers = {p.workers}: more slots than "
+                    f"node {name}'s NUMA nodes; slots share them"))
+    if p.pin == "numa" and len({c.numa for c in cpus}) == 1:
+        out.append(("pin", name, f"pin = numa on node {name}, which has one NUMA node: "
+                    "its slots may run on any of its cpus, as with pin = none"))
+    known = {c.id for c in cpus}
+    for pl in places:
+        stray = [c for c in pl.affinity if c not in known]
+        if stray:
+            out.append(("pin", name, f"bind: slot {pl.slot} on node {name} is bound to cpus "
+                        f"{stray} it cannot use (usable: {min(known)}-{max(known)})"))
+    return out

@@ -181,6 +181,67 @@ static PyObject *py_layout(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---- memory policy (numa.c) ---- */
+
+static PyObject *py_set_mempolicy(PyObject *self, PyObject *args)
+{
+    int mode;
+    PyObject *nodes;
+    if (!PyArg_ParseTuple(args, "iO", &mode, &nodes))
+        return NULL;
+    unsigned long mask[NB_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+    PyObject *it = PyObject_GetIter(nodes);
+    if (!it)
+        return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(it))) {
+        long n = PyLong_AsLong(item);
+        Py_DECREF(item);
+        if (n == -1 && PyErr_Occurred())
+            break;
+        if (n < 0 || n >= NB_MAX_NODES) {
+            PyErr_Format(PyExc_ValueError, "memory node %ld out of range", n);
+            break;
+        }
+        mask[n / (8 * sizeof(unsigned long))] |= 1UL << (n % (8 * sizeof(unsigned long)));
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return NULL;
+    int err = nb_set_mempolicy(mode, mask, NB_MAX_NODES + 1);
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_mempolicy(PyObject *self, PyObject *unused)
+{
+    int mode = 0;
+    unsigned long mask[NB_MAX_NODES / (8 * sizeof(unsigned long))];
+    int err = nb_get_mempolicy(&mode, mask, NB_MAX_NODES);
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    PyObject *nodes = PyList_New(0);
+    if (!nodes)
+        return NULL;
+    for (long n = 0; n < NB_MAX_NODES; n++) {
+        if (mask[n / (8 * sizeof(unsigned long))] >> (n % (8 * sizeof(unsigned long))) & 1UL) {
+            PyObject *v = PyLong_FromLong(n);
+            if (!v || PyList_Append(nodes, v) < 0) {
+                Py_XDECREF(v);
+                Py_DECREF(nodes);
+                return NULL;
+            }
+            Py_DECREF(v);
+        }
+    }
+    return Py_BuildValue("(iN)", mode, nodes);
+}
+
 static PyObject *py_resident(PyObject *self, PyObject *args)
 {
     int fd, e;
@@ -378,6 +439,10 @@ static PyMethodDef methods[] = {
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
     {"set_settle", py_set_settle, METH_VARARGS, "set_settle(ns): rest after each end stamp"},
+    {"set_mempolicy", py_set_mempolicy, METH_VARARGS,
+     "set_mempolicy(mode, nodes): this thread's memory policy (0 default, 1 preferred, 2 bind, "
+     "3 interleave)"},
+    {"get_mempolicy", py_get_mempolicy, METH_NOARGS, "get_mempolicy() -> (mode, [nodes])"},
     {"wait_until", py_wait_until, METH_VARARGS, "wait_until(t0_ns, spin_ns) -> wake_ns"},
     {"bucket", py_bucket, METH_VARARGS, "bucket(latency_ns) -> histogram bucket index"},
     {"install_term_handler", py_install_term_handler, METH_NOARGS,

@@ -89,4 +89,9 @@ int nb_read_stamp(int stamp_fd, int64_t *start_ns, int64_t *start_mono_ns, int *
 int nb_install_term_handler(void);
 void nb_forget_child(int pid);
 
+/* ---- numa.c ---- */
+#define NB_MAX_NODES 1024 /* memory nodes a policy mask can name */
+int nb_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode);
+int nb_get_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode);
+
 #endif

@@ -1,0 +1,111 @@
+"""What a process really ran with: its cpus and memory policy read back from /proc, and how
+much cpu it used (cpu time / wall time), for every record.
+
+A plan asks for a binding; a command may change its own (numactl, taskset, an MPI launcher,
+a container runtime), and a slot pinned to one core running `bwa -t 2` silently gets one
+core. So records carry what /proc says, not what was asked:
+  cpus_allowed   Cpus_allowed_list of the process (the slot's, or the command's at its exit)
+  mems_allowed   Mems_allowed_list (the cpuset's memory nodes)
+  mempolicy      the memory policy ("default", "bind:0", "preferred:1", "interleave:0-1")
+                 where it can be read (the slot itself, or a command before it runs)
+  cpu_time_s     user + system cpu seconds of the work (its threads and waited-for children)
+  cpu_util       cpu_time_s / elapsed seconds: 1.0 = one cpu busy the whole window
+  cpus_used_share  cpu_util / the number of cpus allowed: near 1 = cpu-bound at its pin
+"""
+from __future__ import annotations
+
+import os
+import resource
+from typing import Any
+
+# a task is "cpu-bound at its pin" when it kept this share of its allowed cpus busy
+CPU_BOUND_SHARE = 0.9
+
+
+def cpulist(ids: Any) -> str:
+    """Cpu or node ids as Linux writes them: "0-3,8,10-11"."""
+    xs = sorted(set(int(i) for i in ids))
+    parts: list[str] = []
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        parts.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """"0-3,8" -> [0, 1, 2, 3, 8]; ValueError on anything else."""
+    out: list[int] = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"not a cpu list: {text!r} (expected e.g. \"0-3,8\")")
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a:
+            raise ValueError(f"not a cpu list: {text!r} ({part}: the range runs backwards)")
+        out.extend(range(a, b + 1))
+    if not out:
+        raise ValueError(f"not a cpu list: {text!r} (empty)")
+    return sorted(set(out))
+
+
+def proc_binding(pid: int | str = "self") -> dict[str, str]:
+    """Cpus_allowed_list and Mems_allowed_list of a process (a zombie's still readable: read
+    before reaping). Empty when /proc does not say."""
+    out: dict[str, str] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key == "Cpus_allowed_list":
+                    out["cpus_allowed"] = value.strip()
+                elif key == "Mems_allowed_list":
+                    out["mems_allowed"] = value.strip()
+    except OSError:
+        pass
+    return out
+
+
+def allowed_count(binding: dict[str, str]) -> int:
+    """How many cpus a readback allows (0 when unknown)."""
+    try:
+        return len(parse_cpulist(binding["cpus_allowed"]))
+    except (KeyError, ValueError):
+        return 0
+
+
+def cpu_figures(cpu_s: float, elapsed_s: float, allowed: int) -> dict[str, float]:
+    """cpu_time_s, cpu_util and cpus_used_share (see the module docstring)."""
+    out: dict[str, float] = {"cpu_time_s": round(cpu_s, 6)}
+    if elapsed_s > 0:
+        util = cpu_s / elapsed_s
+        out["cpu_util"] = round(util, 4)
+        if allowed > 0:
+            out["cpus_used_share"] = round(util / allowed, 4)
+    return out
+
+
+def rusage_cpu(ru: Any) -> float:
+    """User + system seconds of a struct_rusage."""
+    return ru.ru_utime + ru.ru_stime
+
+
+def self_cpu() -> float:
+    """This process's user + system seconds so far (every thread): take it before and after a
+    kernel's run; the difference is the run's cpu time."""
+    return rusage_cpu(resource.getrusage(resource.RUSAGE_SELF))
+
+
+def cpu_bound(metrics: dict) -> bool:
+    """Whether a record's process kept about all of its allowed cpus busy."""
+    share = metrics.get("cpus_used_share")
+    return isinstance(share, (int, float)) and share >= CPU_BOUND_SHARE
+
+
+def affinity_now() -> tuple[int, ...]:
+    return tuple(sorted(os.sched_getaffinity(0)))

@@ -1,0 +1,88 @@
+"""A slot's SlotContext for one phase: where it works, its environment, its resources and the
+launcher its work runs under, all resolved on the node.
+
+  dir        the task's `dir`; else, with [placement.resources] scratch, the directory of
+             the slot's NUMA node; else the run's default scratch
+  resources  each concurrent slot of the node gets its own id of every resource (slot i:
+             ids[i]) in the resource's variable (gpu: CUDA_VISIBLE_DEVICES) and as {name}
+  wrap       the variant's launcher prefix with its templates filled in: the task's params,
+             {node} {slot} {rank} {scratch} {run} ..., {cpus} (the slot's cpu count),
+             {mbkernel} (the standalone kernel executable, kept in the slot's scratch), the
+             resources and the variant's vars
+"""
+from __future__ import annotations
+
+import os
+
+from ..inventory.topology import topology
+from ..kernels import KERNELS, SlotContext
+from ..kernels.command import BUILTIN_NAMES
+from ..model import Phase
+from ..templates import render
+from .protocol import SlotPlace
+from .scratch import Scratch
+
+MBKERNEL = "mbkernel"   # its name in the slot's scratch directory
+
+
+class ContextError(Exception):
+    """The phase cannot be given to this slot as the plan asks (a message for its record)."""
+
+
+def numa_of(place: SlotPlace) -> int | None:
+    cpu = place.affinity[0] if place.affinity else None
+    return next((c.numa for c in topology() if c.id == cpu), None)
+
+
+def base_dir(phase: Phase, place: SlotPlace, default_dir: str) -> str:
+    if phase.params.get("dir"):
+        return phase.params["dir"]
+    near = phase.resources.get("scratch")
+    if near:
+        numa = numa_of(place)
+        if numa not in near:
+            raise ContextError(f"placement.resources.scratch: no directory for NUMA node "
+                               f"{numa}, where slot {place.slot} runs (given: "
+                               + ", ".join(f"numa{n}" for n in sorted(near)) + ")")
+        return near[numa]
+    return default_dir
+
+
+def resource_values(phase: Phase, slot: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(template values, environment) of the node's resources for one slot."""
+    values: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for name, res in phase.resources.items():
+        if name == "scratch":
+            continue
+        ids = res["ids"]
+        if slot >= len(ids):
+            raise ContextError(f"placement.resources.{name}: {len(ids)} ids for slot {slot}: "
+                               "each concurrent slot of a node needs its own")
+        values[name] = env[res["env"]] = ids[slot]
+    return values, env
+
+
+def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
+                 scratch: Scratch, default_dir: str) -> SlotContext:
+    """The context slot `place.slot` runs the phase with (ContextError: why it cannot)."""
+    wrapped = phase.wrap is not None
+    uses_dir = KERNELS[phase.kernel].uses_dir or wrapped
+    base = base_dir(phase, place, default_dir)
+    values, env = resource_values(phase, place.slot)
+    ctx = SlotContext(
+        run=run, node=node, slot=place.slot, rank=rank, workers=phase.workers,
+        cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
+        variant=phase.variant, env={**phase.env, **env}, spec=phase.task,
+        scratch=scratch.slot_dir(base, place.slot) if uses_dir else "",
+        shared=scratch.shared_dir(base) if uses_dir else "",
+        kernel=phase.kernel, vars={**values, **phase.vars})
+    if wrapped:
+        fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
+                "cpus": len(place.affinity), "mbkernel": os.path.join(ctx.scratch, MBKERNEL),
+                **ctx.vars}
+        try:
+            ctx.wrap = [render(a, fill) for a in phase.wrap or []]
+        except ValueError as e:
+            raise ContextError(f"wrap: {e}") from None
+    return ctx
