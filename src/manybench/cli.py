@@ -197,6 +197,26 @@ def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> Non
 
 
 @main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also keys that differ in every run (times, pids, boot ids, clock offsets).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
+    """What changed between two runs' environments (RUN: a results directory, its latest
+    run, or DIR:RUN_ID). Exit status 0 when they are the same, 1 when they differ."""
+    import json
+    from .results import diff as rdiff
+    try:
+        d = rdiff.diff_runs(run_a, run_b, show_all)
+    except rdiff.DiffError as e:
+        raise _fail(str(e))
+    click.echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
+               else rdiff.render(d, show_all), nl=as_json)
+    raise click.exceptions.Exit(1 if d.differs else 0)
+
+
+@main.command()
 @click.argument("scheduler")
 @click.option("--name", help="This node's name in records (default: the host name).")
 @click.option("--slots", type=click.IntRange(min=1), help="Slots on this node (default: its cpus).")

@@ -46,6 +46,16 @@ class Variant:
     dir: str | None = None            # the directory its tasks work under (else the task's)
 
 
+GROUP_KERNEL = "group"   # the kernel name a [[concurrent]] group's phases are stored under
+
+
+@dataclass
+class Group:
+    """[[concurrent]]: tasks that run in the same phases on disjoint slots from one T0."""
+    name: str
+    tasks: list[str]
+
+
 @dataclass
 class Plan:
     name: str
@@ -59,6 +69,7 @@ class Plan:
     resources: dict[str, Any] = field(default_factory=dict)    # [placement.resources]
     baseline: str | None = None       # the variant others are compared with (None: the first)
     reference: dict[str, Any] = field(default_factory=dict)    # [reference]: figure bounds
+    groups: list[Group] = field(default_factory=list)          # [[concurrent]]
     slots: int | None = None          # fixed slot count (None: largest worker count)
     scratch: str | None = None        # default `dir` for tasks that need one
     keep: bool = False                # keep scratch files after the run
@@ -92,6 +103,18 @@ class Phase:
     vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
     shown: dict[str, Any] = field(default_factory=dict)  # placement axes the task sweeps
     resources: dict[str, Any] = field(default_factory=dict)   # [placement.resources], checked
+    # a [[concurrent]] group's phase: its tasks' phases, each on its own slots from one T0
+    # (ranks first..first+workers-1 in order); empty for a plain phase
+    members: list[Phase] = field(default_factory=list)
+
+    def member_of(self, rank: int) -> tuple[Phase, int]:
+        """The phase a rank of this phase runs and its rank within it."""
+        first = 0
+        for m in self.members:
+            if rank < first + m.workers:
+                return m, rank - first
+            first += m.workers
+        return self, rank
 
     def record_params(self) -> dict[str, Any]:
         """The params records and stored phases carry: the point's values, then the placement

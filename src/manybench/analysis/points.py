@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from ..kernels import hist as H
 from ..kernels import kernel
 from ..kernels.binding import cpu_bound
+from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase
 from .phase_figures import NS, PhaseFigures, phase_figures
@@ -127,26 +128,43 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
         by_phase.setdefault(r.phase, []).append(r)
 
     points: dict[str, PointSummary] = {}
-    members: dict[str, list[int]] = {}
+    members: dict[str, list[tuple[StoredPhase, list[Record]]]] = {}
     for idx in sorted(set(infos) | set(by_phase)):
         info = infos.get(idx)
+        recs = by_phase.get(idx, [])
         if info is None:
-            r0 = by_phase[idx][0]
+            r0 = recs[0]
             info = StoredPhase(run=r0.run, index=idx, task=r0.task, kernel=r0.kernel,
                                variant=r0.variant, rep=r0.rep, workers=r0.workers,
                                point=_fallback_point(r0), params=r0.params, t0_ns=None)
-            infos[idx] = info
-        key = info.point
-        if key not in points:
-            points[key] = PointSummary(point=key, task=info.task, kernel=info.kernel,
-                                       variant=info.variant or "", workers=info.workers,
-                                       params=dict(info.params or {}))
-            members[key] = []
-        members[key].append(idx)
+        parts = [(info, recs)]
+        if info.kernel == GROUP_KERNEL:   # the whole phase, then each task in it
+            parts += _group_parts(info, recs)
+        for part, precs in parts:
+            key = part.point
+            if key not in points:
+                points[key] = PointSummary(point=key, task=part.task, kernel=part.kernel,
+                                           variant=part.variant or "", workers=part.workers,
+                                           params=dict(part.params or {}))
+                members[key] = []
+            members[key].append((part, precs))
 
     for key, s in points.items():
-        _fill(s, [(infos[i], by_phase.get(i, [])) for i in members[key]])
+        _fill(s, members[key])
     return list(points.values())
+
+
+def _group_parts(info: StoredPhase, recs: list[Record]) -> list[tuple[StoredPhase, list[Record]]]:
+    """A [[concurrent]] group phase's records split by task: each task's own figures, keyed
+    as the group's point plus the task."""
+    by_task: dict[str, list[Record]] = {}
+    for r in recs:
+        by_task.setdefault(r.task, []).append(r)
+    return [(StoredPhase(run=info.run, index=info.index, task=task, kernel=rs[0].kernel,
+                         variant=info.variant, rep=info.rep, workers=rs[0].workers,
+                         point=f"{info.point}#{task}", params=rs[0].params, t0_ns=info.t0_ns,
+                         status=info.status, label=f"{task} in {info.task}"), rs)
+            for task, rs in by_task.items()]
 
 
 def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
@@ -193,6 +211,8 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
                 extracted.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in extracted.items()}
     _cpu_use(s, ok)
+    if s.kernel == GROUP_KERNEL:   # the whole of several tasks: only totals mean something
+        s.latency_us, s.latency_source, s.metrics = {}, "", {}
     for r in all_recs:   # a command's exit status matters most on the records that failed
         code = r.metrics.get("exit_status")
         if _number(code):

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..inventory.topology import Cpu
-from ..kernels import KERNELS, Result
+from ..kernels import Result, kernel
 from ..model import Phase
-from ..node.protocol import Assignment
+from ..node.protocol import Assignment, CommandsDone, RunCommands
 
 Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
 Results = dict[str, dict[int, Result]]      # node -> slot -> result
@@ -53,6 +53,25 @@ def to_coordinator(res: Result, node: Node) -> Result:
     return dataclasses.replace(res, **moved)
 
 
+def commands_to_coordinator(done: CommandsDone, node: Node) -> CommandsDone:
+    """A node's setup or teardown with its stamps (commands, snapshots) in the coordinator's
+    clock."""
+    off = node.offset_ns
+    if not off:
+        return done
+    outs = [dataclasses.replace(o, started_ns=o.started_ns - off, ended_ns=o.ended_ns - off)
+            for o in done.outputs]
+    return CommandsDone(outs, snapshot_to_coordinator(done.before, node),
+                        snapshot_to_coordinator(done.after, node))
+
+
+def snapshot_to_coordinator(data: dict, node: Node) -> dict:
+    """A snapshot (provenance.snapshot) with taken_ns in the coordinator's clock."""
+    if not node.offset_ns or not isinstance(data.get("taken_ns"), int):
+        return data
+    return {**data, "taken_ns": data["taken_ns"] - node.offset_ns}
+
+
 class Engine(ABC):
     nodes: list[Node]
     dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
@@ -77,7 +96,7 @@ class Engine(ABC):
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand
         each slot its peers. Slots that fail here report it in results()."""
         published = self._prepare(phase, work, tick)
-        if KERNELS[phase.kernel].wants_peers(phase.params):
+        if kernel(phase.kernel).wants_peers(phase.params):   # a group: none
             host = {n.name: n.host for n in self.nodes}
             peers = {a.rank: {"host": host[node], **published[node][a.place.slot]}
                      for node, assigned in work.items() for a in assigned
@@ -94,6 +113,33 @@ class Engine(ABC):
         by_name = {n.name: n for n in self.nodes}
         return {name: {slot: to_coordinator(res, by_name[name]) for slot, res in got.items()}
                 for name, got in self._results().items()}
+
+    # -- between phases: a variant's setup and teardown, provenance ---------------------------
+    def run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
+        """Run req's commands on every live node (all nodes at once, each node's commands in
+        order), each node snapshotted before and after; per node, stamps in the
+        coordinator's clock. A node that does not answer is lost (lost_nodes) and absent."""
+        by_name = {n.name: n for n in self.nodes}
+        return {name: commands_to_coordinator(done, by_name[name])
+                for name, done in self._run_commands(req).items()}
+
+    def snapshot(self, dirs: list[str] | dict[str, str], programs: list[str]
+                 ) -> dict[str, dict]:
+        """Every live node's provenance snapshot (inventory/provenance.snapshot: dirs are
+        paths or {name: path}), per node, taken_ns in the coordinator's clock. A node that
+        does not answer is lost and absent."""
+        by_name = {n.name: n for n in self.nodes}
+        return {name: snapshot_to_coordinator(data, by_name[name])
+                for name, data in self._snapshot(dirs, programs).items()}
+
+    def _run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
+        """Per node, what node/commands.run_commands returned there (node clock)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run commands on its nodes")
+
+    def _snapshot(self, dirs: list[str] | dict[str, str], programs: list[str]
+                  ) -> dict[str, dict]:
+        """Per node, provenance.snapshot(dirs, programs) taken there (node clock)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot snapshot its nodes")
 
     # -- the node-facing halves, in each node's clock ------------------------------------------
     @abstractmethod

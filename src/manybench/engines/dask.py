@@ -16,11 +16,12 @@ import pickle
 import time
 from typing import Any, Callable
 
-from ..kernels import KERNELS, Result
+from ..kernels import Result, kernel
 from ..model import Phase
 from ..node.clock import measure_offset
-from ..node.protocol import (Abort, Close, Connect, Connected, Failed, Finished, NodeInfo,
-                             Ping, Prepare, Prepared, Request, Run, Start, Started)
+from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
+                             NodeInfo, Ping, Prepare, Prepared, Request, Run, RunCommands,
+                             SnapshotTaken, Start, Started, TakeSnapshot)
 from .base import Engine, EngineError, Node, Results, Work
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
@@ -142,7 +143,7 @@ class DaskEngine(Engine):
     def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
         self.phase, self.work, self.done, self.failed = phase, work, {}, {}
-        self.prepared = not KERNELS[phase.kernel].light_prepare
+        self.prepared = not kernel(phase.kernel).light_prepare
         published: dict[str, dict[int, dict]] = {}
         if self.prepared:
             replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)
@@ -222,6 +223,26 @@ class DaskEngine(Engine):
         if all(n in self.lost or n in self.done for n in self.work) and self.pending:
             self.pending.cancel()
             self.pending = None
+
+    # -- between phases: setup, teardown, provenance ------------------------------------
+    def _every_live_node(self, req: Request) -> dict[str, Any]:
+        """The same request to every live node at once; who does not answer is lost."""
+        live = [n.name for n in self.nodes if n.name not in self.lost]
+        out = {}
+        for n, r in (self._wait_all({n: req for n in live}) if live else {}).items():
+            if isinstance(r, Exception):
+                self._lose(n, r)
+            else:
+                out[n] = r
+        return out
+
+    def _run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
+        return self._every_live_node(req)
+
+    def _snapshot(self, dirs: list[str] | dict[str, str], programs: list[str]
+                  ) -> dict[str, dict]:
+        got = self._every_live_node(TakeSnapshot(dirs, list(programs)))
+        return {n: r.data for n, r in got.items() if isinstance(r, SnapshotTaken)}
 
     def lost_nodes(self) -> dict[str, str]:
         return dict(self.lost)

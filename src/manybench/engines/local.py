@@ -8,7 +8,7 @@ from ..inventory.environment import collect
 from ..inventory.topology import topology
 from ..model import Phase
 from ..node.agent import Agent
-from ..node.protocol import Connect, Prepare
+from ..node.protocol import CommandsDone, Connect, Prepare, RunCommands
 from .base import Engine, Node, Results, Work
 
 
@@ -45,6 +45,17 @@ class LocalEngine(Engine):
 
     def _results(self) -> Results:
         return {self.nodes[0].name: self.agent.results()}
+
+    def _run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
+        if self.agent is None:
+            raise RuntimeError("the local engine is not started")
+        return {self.nodes[0].name: self.agent.run_commands(req)}
+
+    def _snapshot(self, dirs: list[str] | dict[str, str], programs: list[str]
+                  ) -> dict[str, dict]:
+        from ..inventory.provenance import snapshot   # noqa: PLC0415 (only runs need it)
+        name = self.nodes[0].name if self.nodes else socket.gethostname().split(".")[0]
+        return {name: snapshot(dirs, programs)}
 
     def close(self) -> None:
         if self.agent:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import psutil
 
 from .. import __version__
-from . import peaks
+from . import peaks, tunables
 from .cpu_peak import core_flops, frequencies, parse_cpuinfo
 from .memory_peak import memory_channels, parse_dmi_memory_device
 
@@ -156,6 +156,7 @@ def collect() -> dict:
     """Host facts for the run record: hostname, cpu_model, logical_cpus, usable_cpus (this
     process's affinity), physical_cores, sockets, numa_nodes (count) and numa (per node: cpus,
     memory_total, distances), memory_total, os, kernel, python, governor, tuned_profile,
+    tunables (THP, cpufreq, cpuidle, SMT, tuned, sysctls, kernel command line: tunables.py),
     manybench, build (how its C kernels were compiled: _native.build_info()); cpu (SIMD, FMA
     pipes, flops per cycle, base and max clock, memory channels,
     each with where it came from) and peaks (peaks.Peaks.as_dict(): values, basis, detected,
@@ -176,6 +177,8 @@ def collect() -> dict:
         "python": _safe(lambda: f"{platform.python_implementation()} {platform.python_version()}"),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "tuned_profile": _read("/etc/tuned/active_profile") or None,
+        # THP, cpufreq, tuned, sysctls, cmdline: what a setup step changes (tunables.py)
+        "tunables": _safe(tunables.collect),
         "manybench": __version__,
         "build": _safe(_build),
     }

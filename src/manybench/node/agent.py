@@ -19,9 +19,9 @@ from typing import Callable
 from ..kernels import WARM_UP, Result
 from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
-from .protocol import (Assignment, Connect, Connected, Prepare, Prepared, SlotConnect,
-                       SlotConnected, SlotDone, SlotExit, SlotGo, SlotPing, SlotPlace,
-                       SlotPrepare, SlotReady)
+from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
+                       RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
+                       SlotPing, SlotPlace, SlotPrepare, SlotReady)
 from .context import ContextError, slot_context
 from .scratch import Scratch
 
@@ -123,13 +123,15 @@ class Agent:
         phase = self.phase = req.phase
         self.running = {a.place.slot: Running(a.place) for a in req.work}
         for a in req.work:
+            # a [[concurrent]] group's phase: each rank runs its member task's phase
+            mine, rank = phase.member_of(a.rank) if phase.members else (phase, a.rank)
             try:
-                ctx = slot_context(phase, a.place, a.rank, self.node, self.run, self.scratch,
+                ctx = slot_context(mine, a.place, rank, self.node, self.run, self.scratch,
                                    self.default_dir)
             except ContextError as e:
                 self.running[a.place.slot].result = Result(status="error", error=str(e))
                 continue
-            self.slots[a.place.slot].conn.send(SlotPrepare(phase, ctx, a.place))
+            self.slots[a.place.slot].conn.send(SlotPrepare(mine, ctx, a.place))
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(0.2)
             if tick:
@@ -194,6 +196,12 @@ class Agent:
 
     def results(self) -> dict[int, Result]:
         return {i: r.result for i, r in self.running.items() if r.result is not None}
+
+    # -- a variant's setup or teardown --------------------------------------------------
+    def run_commands(self, req: RunCommands) -> CommandsDone:
+        """Run the commands here, between phases (the slots are idle), with "{node}" filled."""
+        from .commands import run_commands   # noqa: PLC0415 (slots never need it)
+        return run_commands(req, self.node)
 
     # -- the end ---------------------------------------------------------------------
     def close(self) -> None:

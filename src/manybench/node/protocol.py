@@ -13,6 +13,10 @@ Two hops, one vocabulary:
   Connect(peers)                 -> Connected(failed)
   Run(t0_ns, work, phase|None)   -> Finished(results)   phase given: prepare first (one
                                                          message per node per phase)
+  RunCommands(commands, env, timeout, dirs, programs)
+                                 -> CommandsDone(outputs, before, after)   a variant's setup
+                                                         or teardown (node/commands.py)
+  TakeSnapshot(dirs, programs)   -> SnapshotTaken(data)  provenance (inventory/provenance.py)
   Ping()                         -> None
   Close() / Abort()              -> None, then the agent ends (scratch kept if Start said so)
   any request that fails         -> Failed(error)
@@ -23,8 +27,8 @@ Two hops, one vocabulary:
   SlotPing()                     -> SlotPong(pid)
   SlotExit()                     the slot ends
 
-Times: every t0_ns sent to a node and every stamp in a Result coming back is in that NODE's
-clock (CLOCK_REALTIME there). engines/base.py converts both ways, and nothing else does.
+Times: every t0_ns sent to a node and every stamp in a Result, a CommandOutput or a
+snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there). engines/base.py converts both ways, and nothing else does.
 Published info and peers are what net kernels exchange before T0: each slot publishes (a
 port, say); every slot then gets {rank: published info + "host" of its node}.
 """
@@ -117,6 +121,50 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class RunCommands:
+    """Run these commands on the node, one after the other, stopping at the first that fails
+    (non-zero exit, timeout, not found); snapshot the node before and after. Argument lists,
+    never a shell unless a command is ["sh", "-c", ...]. Every argument's "{node}" becomes the
+    node's name there."""
+    commands: list[list[str]]
+    env: dict[str, str] = field(default_factory=dict)   # over the agent's own environment
+    timeout: float | None = None                        # seconds, per command
+    # for the snapshots (provenance.snapshot): paths, or {name: path}; commands' argv[0]s
+    dirs: list[str] | dict[str, str] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    argv: list[str]
+    exit_status: int        # 0 ok; > 0 its own (127 not found, 126 not executable);
+                            # < 0 killed by that signal (-9: killed at its timeout)
+    stdout: str             # the last OUTPUT_TAIL bytes (node/commands.py), decoded
+    stderr: str
+    started_ns: int         # the node's clock
+    ended_ns: int
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class CommandsDone:
+    outputs: list[CommandOutput]   # the commands run, in order; the last failed if any did
+    before: dict                   # snapshots (provenance.snapshot) around them
+    after: dict
+
+
+@dataclass(frozen=True)
+class TakeSnapshot:
+    dirs: list[str] | dict[str, str]     # as provenance.snapshot takes them
+    programs: list[str]
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    data: dict                     # provenance.snapshot(dirs, programs) on the node
+
+
+@dataclass(frozen=True)
 class Ping:
     pass
 
@@ -136,7 +184,7 @@ class Failed:
     error: str
 
 
-Request = Start | Prepare | Connect | Run | Ping | Close | Abort
+Request = Start | Prepare | Connect | Run | RunCommands | TakeSnapshot | Ping | Close | Abort
 
 
 # -- agent -> slot -----------------------------------------------------------------------------

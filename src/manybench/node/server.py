@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from .agent import Agent
 from .procs import die_with_parent
 from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare, Request, Run,
-                       Start, Started)
+                       RunCommands, SnapshotTaken, Start, Started, TakeSnapshot)
 
 
 class Stop(BaseException):
@@ -40,6 +40,12 @@ class AgentServer:
             return Started(self.agent.start())
         if isinstance(req, Ping):
             return None
+        if isinstance(req, TakeSnapshot):      # needs no slots: also before Start
+            from ..inventory.provenance import snapshot   # noqa: PLC0415
+            return SnapshotTaken(snapshot(req.dirs, req.programs))
+        if isinstance(req, RunCommands) and self.agent is None:
+            from .commands import run_commands   # noqa: PLC0415
+            return run_commands(req)
         agent = self.agent
         if agent is None:
             raise RuntimeError("the agent has not been started")
@@ -48,6 +54,8 @@ class AgentServer:
                 return agent.prepare(req)
             case Connect():
                 return agent.connect(req)
+            case RunCommands():
+                return agent.run_commands(req)
             case Run(t0_ns, work, phase):
                 if phase is not None:
                     agent.prepare(Prepare(phase, work))

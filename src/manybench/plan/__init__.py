@@ -27,6 +27,7 @@ from ..units import parse_duration
 from .lines import find_line, line_index
 from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
 from .binding import check_bind, resources
+from .groups import build_groups
 from .reference import check_reference
 from .schema import ORDERS, PINS, known_names, schema_problems
 from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir,
@@ -90,6 +91,7 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
     reference = check_reference(raw.get("reference"), [t.name for t in tasks], probs)
     variants = build_variants(raw, path, slots, check_dirs, probs, _build,
                               tuple(n for n in res if n != "scratch")) if with_variants else []
+    groups = build_groups(raw, tasks, workers or [1], variants, probs) if with_variants else []
     baseline = raw.get("baseline")
     if isinstance(baseline, str) and with_variants and baseline not in [v.name for v in variants]:
         probs.append((("baseline",), f"no variant named {baseline!r} "
@@ -101,7 +103,7 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
                 order=_choices(place.get("order"), "spread"),
                 pin=_choices(place.get("pin"), "core"),
                 cpus=_choices(place.get("cpus"), 1), bind=_sweep(place.get("bind")),
-                resources=res, baseline=baseline, reference=reference,
+                resources=res, baseline=baseline, reference=reference, groups=groups,
                 slots=slots, scratch=scratch, keep=raw.get("keep", False), variants=variants,
                 on_node_loss=raw.get("on_node_loss", "abort"),
                 clock_tolerance=(parse_duration(raw["clock_tolerance"])

@@ -21,6 +21,7 @@ from ..kernels import KERNELS
 from ..model import Phase, Plan, TaskSpec, Variant, bind_text
 from ..units import format_duration, format_size
 from . import variant_plan
+from .groups import GROUP_KERNEL
 from .tasks import kernel_params, sweep_points
 from .variants import applies
 
@@ -94,11 +95,12 @@ def expand(plan: Plan) -> list[Phase]:
     # variants' by position (a variant usually changes a value, not the number of points).
     views = [(v, variant_plan(plan, v)) for v in plan.variants]
     phases: list[Phase] = []
-    for t in range(len(plan.tasks)):
-        name = plan.tasks[t].name
-        mine = [(v, vp) for v, vp in views if applies(v, name)] or [(None, plan)]
-        points = [task_points(vp, vp.tasks[t]) for _, vp in mine]
-        shown = _swept(points, mine)
+    for unit in _units(plan):      # a task, or a [[concurrent]] group at its first task
+        first = unit[0]
+        mine = [(v, vp) for v, vp in views if applies(v, plan.tasks[first].name)] \
+            or [(None, plan)]
+        points = [_unit_points(vp, unit) for _, vp in mine]
+        shown = [_swept([[p[k] for p in pts] for pts in points], mine) for k in range(len(unit))]
         blocks = [mine] if not any(v and (v.setup or v.teardown) for v, _ in mine) \
             else [[m] for m in mine]    # variants with setup run one after the other
         for block in blocks:
@@ -106,15 +108,65 @@ def expand(plan: Plan) -> list[Phase]:
                 for rep in range(plan.repeat):
                     for v, vp in block:
                         pts = points[mine.index((v, vp))]
-                        if i < len(pts):
-                            ph = _phase(len(phases), v, vp.tasks[t], pts[i], rep, i, shown)
-                            ph.resources = vp.resources
-                            phases.append(ph)
+                        if i >= len(pts):
+                            continue
+                        parts = [_phase(len(phases), v, vp.tasks[t], pts[i][k], rep, i,
+                                        shown[k], vp) for k, t in enumerate(unit)]
+                        phases.append(parts[0] if len(unit) == 1 else
+                                      _group_phase(_group_name(plan, first), parts, i))
     return phases
 
 
+def _units(plan: Plan) -> list[list[int]]:
+    """Task indexes in run order: one per plain task, a group's members together where the
+    first of them stands."""
+    names = [t.name for t in plan.tasks]
+    member = {t: g for g in plan.groups for t in g.tasks}
+    out: list[list[int]] = []
+    for i, name in enumerate(names):
+        g = member.get(name)
+        if g is None:
+            out.append([i])
+        elif name == next(t for t in names if t in g.tasks):
+            out.append([names.index(t) for t in g.tasks])
+    return out
+
+
+def _group_name(plan: Plan, first: int) -> str:
+    name = plan.tasks[first].name
+    return next(g.name for g in plan.groups if name in g.tasks)
+
+
+def _unit_points(vp: Plan, unit: list[int]) -> list[tuple[Point, ...]]:
+    """A unit's points: each a point of every member, paired by position (a member with one
+    point runs it beside every point of the others)."""
+    per = [task_points(vp, vp.tasks[t]) for t in unit]
+    n = max(map(len, per))
+    return [tuple(pts[i] if len(pts) > 1 else pts[0] for pts in per) for i in range(n)]
+
+
+def _group_phase(name: str, parts: list[Phase], pair: int) -> Phase:
+    """One phase running every member's phase on its own slots from one T0."""
+    lead = parts[0]
+    timeouts = [p.task.timeout for p in parts if p.task.timeout is not None]
+    task = TaskSpec(name=name, kernel=GROUP_KERNEL, params={},
+                    timeout=max(timeouts) if timeouts else None, nodes=lead.task.nodes)
+    params = {f"{p.task.name}.{k}": v for p in parts for k, v in p.params.items()
+              if k != "dir" and v is not None}
+    workers = sum(p.workers for p in parts)
+    ph = Phase(index=lead.index, task=task, kernel=GROUP_KERNEL, variant=lead.variant,
+               rep=lead.rep, workers=workers, order=lead.order, pin=lead.pin, params=params,
+               point=point_key(name, lead.variant, workers, lead.order, lead.pin, params,
+                               lead.cpus, lead.bind, pair),
+               label=f"{name}{f' [{lead.variant}]' if lead.variant else ''}: " + " + ".join(
+                   f"{p.task.name} x{p.workers}" for p in parts),
+               cpus=lead.cpus, bind=lead.bind, resources=lead.resources, members=parts)
+    ph.shown = dict(lead.shown)
+    return ph
+
+
 def _phase(index: int, v: Variant | None, task: TaskSpec, p: Point, rep: int, pair: int,
-           shown: tuple[str, ...]) -> Phase:
+           shown: tuple[str, ...], vp: Plan) -> Phase:
     vname = v.name if v else ""
     bind = v.bind if v is not None and v.bind is not None else p.bind
     ph = Phase(index=index, task=task, kernel=task.kernel, variant=vname, rep=rep,
@@ -124,7 +176,7 @@ def _phase(index: int, v: Variant | None, task: TaskSpec, p: Point, rep: int, pa
                env={**task.env, **(v.env if v else {})},
                label=label(task.name, task.kernel, vname, p.workers, p.params),
                cpus=p.cpus, bind=bind, wrap=v.wrap if v else None,
-               vars=dict(v.vars) if v else {})
+               vars=dict(v.vars) if v else {}, resources=vp.resources)
     ph.shown = {a: ph.placement()[a] for a in shown}
     return ph
 

@@ -99,6 +99,12 @@ _SCHEMA = {
             "x-message": "a peak is a positive number in the metric's unit, e.g. "
                          "dp_gflops = 2150.4 or mb_s = 750"}},
         "baseline": {"type": "string", "minLength": 1},
+        "concurrent": {"type": "array", "items": {
+            "type": "object", "required": ["name", "tasks"], "additionalProperties": False,
+            "properties": {"name": {"type": "string", "minLength": 1},
+                           "tasks": {"type": "array", "minItems": 2, "items": {"type": "string"},
+                                     "x-message": 'expected two or more task names, e.g. '
+                                                  '["write", "mdtest"]'}}}},
         "reference": {"type": "object", "additionalProperties": {
             "anyOf": [_REF_ONE, {"type": "array", "minItems": 1, "items": _REF_ONE}],
             "x-message": _REF_ONE["x-message"]}},

@@ -15,6 +15,7 @@ from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate, unit
 from ..inventory.peaks import Peaks
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
+from ..model import GROUP_KERNEL
 from ..results.contract import RunInfo
 from ..results.store import Store
 from ..units import format_duration, format_rate, format_size
@@ -154,6 +155,9 @@ def _stonewall_cell(s: PointSummary) -> str:
     return cell
 
 
+GROUP_NOTE = ("a [[concurrent]] group: its tasks ran in the same phases on their own slots "
+              "from one T0; these are the whole phase's figures (every slot's bytes and ops "
+              "over the phase's window); each task's own are in its table")
 CPU_BOUND_NOTE = ("cpu use = cpu time / wall time of the work (1.00 = one cpu busy throughout), "
                   "of the cpus it was allowed (read back from /proc); CPU-BOUND AT ITS PIN: it "
                   "kept about all of them busy, so its pin may be what limits it (a task with "
@@ -245,6 +249,8 @@ def task_table(task: str, points: list[PointSummary],
         cols.append(("skew\nmed / max", lambda s: dist(s.skew, ns, p99=False)))
 
     notes = list(cache_notes)
+    if kernel_name == GROUP_KERNEL:
+        notes.append(GROUP_NOTE)
     cpu_cols, cpu_notes = _cpu_columns(points)
     if cpu_cols:   # before skew and lateness, with the figures
         at = next((i for i, (c, _) in enumerate(cols) if i >= keys and c.startswith("skew")),

@@ -4,6 +4,8 @@
   StoredPhase  phases    one synchronized execution of a point: its key, params, T0, status
   StoredNode   nodes     a node of the run: slots, cpus, clock offset, inventory (collected there)
   Warning      warnings  something the reader of the results must know, stored as it happened
+  Snapshot     snapshots a node's provenance at a moment: at the start, around setup/teardown
+  NodeCommand  node_commands  one setup or teardown command run on a node, with its output
   Record       records   what one slot measured in one phase (record.py: the export contract)
 
 Stored by results/store.py (schema and migrations in results/schema.py); read back as these
@@ -26,12 +28,13 @@ WARNING_KINDS = {
     "clock": "a node's clock offset bound exceeds the plan's clock_tolerance",
     "missing-metric": "a command's metric regex matched nothing in its output",
     "node-lost": "a node stopped answering during the run",
+    "setup": "a variant's setup failed: its phases did not run",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
-WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST"}
+WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED"}
 
 
 def warning_text(kind: str, message: str) -> str:
@@ -121,3 +124,38 @@ class Warning:
     def key(self) -> tuple:
         """Warnings with the same key say the same thing; a run stores each once."""
         return (self.kind, self.node, self.task, self.message)
+
+
+STEPS = ("setup", "teardown")
+START = "start"     # the label of the snapshot every node takes at the start of a run
+
+
+def step_label(when: str, step: str, variant: str) -> str:
+    """A snapshot's label around a variant's step: "before setup numa", "after teardown numa"."""
+    return f"{when} {step} {variant}"
+
+
+@dataclass
+class Snapshot:
+    run: str
+    node: str
+    label: str                  # START or step_label(...)
+    taken_ns: int               # the coordinator's clock
+    data: dict                  # inventory/provenance.snapshot() on the node
+    seq: int = 0                # order stored in the run (given by the store)
+
+
+@dataclass
+class NodeCommand:
+    run: str
+    node: str
+    variant: str
+    step: str                   # one of STEPS
+    argv: list[str]
+    exit_status: int            # 0 ok; > 0 its own (127 not found); < 0 killed by a signal
+    timed_out: bool
+    stdout: str                 # tails (node/commands.OUTPUT_TAIL)
+    stderr: str
+    started_ns: int             # the coordinator's clock
+    ended_ns: int
+    seq: int = 0                # order run in the run (given by the store)

@@ -7,6 +7,8 @@ change a file).
 
   1  runs, phases, records (notes: free-form JSON holding clocks, clock_warnings, lost)
   2  + nodes (each node's inventory, collected on the node, and its clock) and warnings
+  3  + snapshots (provenance per node: at the start, around each variant's setup and
+       teardown) and node_commands (the setup and teardown commands run, with their output)
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class SchemaError(Exception):
@@ -83,6 +85,33 @@ CREATE TABLE IF NOT EXISTS warnings (
 );
 """
 
+_V3 = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    run      TEXT NOT NULL REFERENCES runs(id),
+    seq      INTEGER NOT NULL,          -- in the order stored, over the run
+    node     TEXT NOT NULL,
+    label    TEXT NOT NULL,             -- "start", "before setup <variant>", ...
+    taken_ns INTEGER NOT NULL,          -- the coordinator's clock
+    data     TEXT NOT NULL,             -- json: provenance.snapshot() on the node
+    PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS node_commands (
+    run         TEXT NOT NULL REFERENCES runs(id),
+    seq         INTEGER NOT NULL,       -- in the order run, over the run
+    node        TEXT NOT NULL,
+    variant     TEXT NOT NULL,
+    step        TEXT NOT NULL,          -- setup | teardown
+    argv        TEXT NOT NULL,          -- json list
+    exit_status INTEGER NOT NULL,       -- < 0: killed by that signal
+    timed_out   INTEGER NOT NULL,       -- 0 | 1
+    stdout      TEXT NOT NULL,          -- the tail
+    stderr      TEXT NOT NULL,
+    started_ns  INTEGER NOT NULL,       -- the coordinator's clock
+    ended_ns    INTEGER NOT NULL,
+    PRIMARY KEY (run, seq)
+);
+"""
+
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
@@ -118,7 +147,12 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
                        (run, seq, kind, msg, str(node), "", None, 0))
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    """Add snapshots and node_commands, empty: runs before version 3 took none."""
+    _script(db, _V3)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -145,7 +179,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
     db.execute("BEGIN IMMEDIATE")
     try:
         if v == 0:
-            _script(db, _V1 + _V2)
+            _script(db, _V1 + _V2 + _V3)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

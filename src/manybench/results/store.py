@@ -1,5 +1,6 @@
-"""results.db: one SQLite file per results directory holding runs, phases, records, nodes and
-warnings (contract.py types them; schema.py makes and migrates the tables).
+"""results.db: one SQLite file per results directory holding runs, phases, records, nodes,
+warnings, provenance snapshots and the setup/teardown commands run on nodes (contract.py types
+them; schema.py makes and migrates the tables).
 
 Durability: WAL journal with synchronous=NORMAL. A commit is an append to the -wal file with
 no fsync, so committing one phase costs well under a millisecond (a coordinator can commit
@@ -19,12 +20,13 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
-from .contract import (RUN_STATUSES, RunInfo, RunNotes, StoredNode, StoredPhase, Warning)
+from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Snapshot,
+                       StoredNode, StoredPhase, Warning, step_label)
 from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
 
 DB_NAME = "results.db"
@@ -164,6 +166,33 @@ class Store:
                       (run_id, self._seq[run_id], w.kind, w.message, w.node, w.task, w.phase,
                        w.time_ns or time.time_ns()))])
 
+    def write_snapshots(self, run_id: str, label: str, by_node: Mapping[str, dict]) -> None:
+        """Store one snapshot per node (engine.snapshot()'s {node: data}) under a label
+        (contract.START at the start of a run)."""
+        self._write([_snapshot_rows(run_id, label, by_node)])
+
+    def write_step(self, run_id: str, variant: str, step: str, done: Mapping[str, Any]
+                   ) -> None:
+        """A variant's setup or teardown as it ran on every node, in one transaction: each
+        node's commands and its snapshots labelled "before <step> <variant>" and "after ...".
+        done: engine.run_commands()'s {node: protocol.CommandsDone}."""
+        if step not in STEPS:
+            raise ValueError(f"step must be one of {', '.join(STEPS)}; got {step!r}")
+        # the last run_id: the seq subquery's
+        cmds = [(run_id, node, variant, step, _dumps(list(o.argv)), int(o.exit_status),
+                 int(bool(o.timed_out)), o.stdout or "", o.stderr or "", int(o.started_ns),
+                 int(o.ended_ns), run_id) for node, d in done.items() for o in d.outputs]
+        self._write([
+            _snapshot_rows(run_id, step_label("before", step, variant),
+                           {n: d.before for n, d in done.items()}),
+            ("INSERT INTO node_commands (run, seq, node, variant, step, argv, exit_status, "
+             "timed_out, stdout, stderr, started_ns, ended_ns) SELECT ?, "
+             "COALESCE(MAX(seq), -1) + 1, ?,?,?,?,?,?,?,?,?,? FROM node_commands WHERE run=?",
+             cmds),
+            _snapshot_rows(run_id, step_label("after", step, variant),
+                           {n: d.after for n, d in done.items()}),
+        ])
+
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
                     status: str = "ok") -> None:
         """Store one finished phase and all its records in ONE transaction.
@@ -248,6 +277,27 @@ class Store:
         return [Warning(kind=r["kind"], message=r["message"], node=r["node"], task=r["task"],
                         phase=r["phase"], time_ns=r["time_ns"], run=r["run"]) for r in rows]
 
+    def snapshots(self, run_id: str, node: str | None = None, label: str | None = None
+                  ) -> list[Snapshot]:
+        """The run's provenance snapshots in the order stored, of one node or label if given."""
+        rows = self._query("SELECT * FROM snapshots WHERE run=? AND (? IS NULL OR node=?) AND "
+                           "(? IS NULL OR label=?) ORDER BY seq",
+                           (run_id, node, node, label, label))
+        return [Snapshot(run=r["run"], node=r["node"], label=r["label"], taken_ns=r["taken_ns"],
+                         data=json.loads(r["data"]), seq=r["seq"]) for r in rows]
+
+    def node_commands(self, run_id: str, node: str | None = None,
+                      variant: str | None = None) -> list[NodeCommand]:
+        """The setup and teardown commands run in the run, in the order run."""
+        rows = self._query("SELECT * FROM node_commands WHERE run=? AND (? IS NULL OR node=?) "
+                           "AND (? IS NULL OR variant=?) ORDER BY seq",
+                           (run_id, node, node, variant, variant))
+        return [NodeCommand(run=r["run"], node=r["node"], variant=r["variant"], step=r["step"],
+                            argv=json.loads(r["argv"]), exit_status=r["exit_status"],
+                            timed_out=bool(r["timed_out"]), stdout=r["stdout"],
+                            stderr=r["stderr"], started_ns=r["started_ns"],
+                            ended_ns=r["ended_ns"], seq=r["seq"]) for r in rows]
+
     def records(self, run_id: str | None = None) -> list[Record]:
         """Records of one run (or of every run, oldest run first), ordered by phase, node, slot."""
         cols = ", ".join(f"rec.{f}" for f in _REC_FIELDS)
@@ -262,6 +312,18 @@ class Store:
             r["hist"] = _hist_in(r["hist"])
             out.append(Record(**r))
         return out
+
+
+def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:
+    """The insert of one snapshot per node, numbered after the run's last (seq)."""
+    rows = []
+    for node, data in by_node.items():
+        data = data if isinstance(data, dict) else {}
+        taken = data.get("taken_ns")
+        rows.append((run_id, node, label, taken if isinstance(taken, int) else time.time_ns(),
+                     _dumps(data), run_id))
+    return ("INSERT INTO snapshots (run, seq, node, label, taken_ns, data) SELECT ?, "
+            "COALESCE(MAX(seq), -1) + 1, ?, ?, ?, ? FROM snapshots WHERE run=?", rows)
 
 
 def _migrated_copy(db: sqlite3.Connection, path: str) -> sqlite3.Connection:

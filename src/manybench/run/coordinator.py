@@ -18,11 +18,12 @@ from ..kernels import Result
 from ..model import Phase, Plan
 from ..plan import PlanError
 from ..record import Record
-from ..results.contract import RunNotes, StoredNode
+from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .schedule import Scheduler, now_ns
+from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -92,6 +93,11 @@ class Coordinator:
         for kind, node, msg in start_warnings(self.phases, nodes):
             self.warnings.add(kind, msg, node=node)
         self._store_nodes()
+        dirs, programs = provenance(self.plan, self.phases, default_dir)
+        store.write_snapshots(run_id, START, self.engine.snapshot(dirs, programs))
+        self.setups = Setups(self.plan, self.engine, run_id,
+                             lambda v, step, done: store.write_step(run_id, v, step, done),
+                             dirs, programs)
         status, code = "aborted", EXIT_FAILED
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -100,6 +106,7 @@ class Coordinator:
         except KeyboardInterrupt:
             status, code = "interrupted", EXIT_INTERRUPTED
             self._save_interrupted(store, run_id)
+            self._tear_down()
             self.engine.abort()
         except BaseException:
             self.engine.abort()
@@ -124,14 +131,36 @@ class Coordinator:
                     self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
-                t0, records = self._run_phase(self.run_id, phase, nodes, bar)
+                unset = self.setups.before(phase)
+                if unset:     # its variant's setup failed: the phase is not run
+                    self.warnings.add("setup", unset, key=("setup", phase.variant))
+                    t0, records = now_ns(), self._not_run(phase, nodes, unset)
+                else:
+                    t0, records = self._run_phase(self.run_id, phase, nodes, bar)
                 self.store.write_phase(self.run_id, phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 bar.advance()
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
+                    self._tear_down()
                     return "aborted"
+        self._tear_down()
         return "finished" if self.failed == 0 else "failed"
+
+    def _tear_down(self) -> None:
+        """The variant in force gets its teardown, however the run ends (a second Ctrl-C
+        stops it)."""
+        try:
+            self.setups.finish()
+        except KeyboardInterrupt:
+            pass
+
+    def _not_run(self, phase: Phase, nodes: list[Node], why: str) -> list[Record]:
+        """Error records, one per slot the phase would have used, saying why it did not run."""
+        work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
+                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
+                      phase.cpus, phase.bind)
+        return self._records(self.run_id, phase, nodes, work, 0, {}, why)
 
     def _lost_nodes(self) -> bool:
         """Warn of nodes lost since the last phase; True when there were any."""
@@ -197,7 +226,9 @@ class Coordinator:
                 res = results.get(node.name, {}).get(a.place.slot)
                 if res is None:
                     res = Result(status="error", error=missing or "no result")
-                out.append(make_record(run_id, phase, node, a.place.slot, a.place.cpu, a.rank,
+                # a group's slots record their own task's phase (under the group's index)
+                mine = phase.member_of(a.rank)[0] if phase.members else phase
+                out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
         return out
 
