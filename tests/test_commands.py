@@ -109,3 +109,26 @@ def test_timeout_kills_the_whole_process_group(plan_file, tmp_path):
     assert row["status"] == "timeout"
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
     assert left == []
+
+
+def test_a_command_phase_reports_when_its_go_arrived_so_the_lead_does_not_grow(plan_file,
+                                                                              tmp_path):
+    """The scheduler sizes T0's lead from how early each slot was armed before T0. A command
+    slot is armed when its go arrives (the child then waits for T0 itself); reporting T0 as
+    the armed instant told the scheduler every go took the whole lead, which doubled it phase
+    after phase."""
+    from manybench.results.store import Store
+    plan = plan_file("""
+        repeat = 8
+        [[task]]
+        name = "t"
+        command = ["true"]
+        """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "-q")
+    assert res.returncode == 0, res.stderr
+    with Store(out, readonly=True) as st:
+        recs = st.records(st.runs()[-1].run_id)
+    assert all(0 < r.extra["armed_ns"] < r.t0_ns for r in recs)
+    leads = [r.t0_ns - r.extra["armed_ns"] for r in recs]
+    assert max(leads[4:]) < 16 * max(min(leads[:4]), 1_000_000)   # no doubling, phase by phase

@@ -80,7 +80,19 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None)
         click.echo(f"interrupted: finished phases kept in {outdir}", err=True)
     elif outcome.failed:
         click.echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
-    raise click.exceptions.Exit(outcome.exit_code)
+    code = outcome.exit_code
+    if plan.reference and outcome.status != "interrupted":   # a CI gate: 0 -> 1 when one fails
+        code = _reference_exit(outdir, outcome.run_id, code)
+    raise click.exceptions.Exit(code)
+
+
+def _reference_exit(directory: str, run_id: str, code: int) -> int:
+    """Tell each failed [reference] on stderr; exit status 1 if one failed and all else passed."""
+    from .analysis.reference import check_directory, failures
+    failed = failures(check_directory(directory, run_id))
+    for c in failed:
+        click.echo(f"reference failed: {c.line()}", err=True)
+    return 1 if failed and code == 0 else code
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -214,6 +226,35 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
     click.echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
                else rdiff.render(d, show_all), nl=as_json)
     raise click.exceptions.Exit(1 if d.differs else 0)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, metavar="DIR_A DIR_B [DIR ...]")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a run is significantly worse than DIR_A at some point.")
+def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
+    """Compare runs point by point against DIR_A (the baseline): ratio, overhead % with its
+    95% confidence interval, and whether it is significant (DIR: a results directory, its
+    latest run, or DIR:RUN_ID). Exit status 1 when a [reference] of the newest run fails, or
+    with --fail-on-regression a significant regression; 2 for bad input."""
+    from .analysis import compare as cmp
+    from .analysis.reference import evaluate, failures
+    from .report.comparison import compare_view
+    from .report.terminal import render_view
+    try:
+        loaded = cmp.open_runs(list(runs))
+        tcs = cmp.across_runs(loaded)
+        cmp.check_common(loaded, tcs)
+    except cmp.CompareError as e:
+        raise _fail(str(e))
+    checks = evaluate(max(loaded, key=lambda r: r.info.started_ns))
+    render_view(compare_view(loaded, tcs, checks))
+    bad = [f"reference failed: {c.line()}" for c in failures(checks)]
+    if fail_on_regression:
+        bad += [f"regression: {c.line()}" for c in cmp.regressions(tcs)]
+    for line in bad:
+        click.echo(line, err=True)
+    raise click.exceptions.Exit(1 if bad else 0)
 
 
 @main.command()

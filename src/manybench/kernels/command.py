@@ -131,6 +131,9 @@ def extract_metrics(patterns: dict[str, str], texts: list[str]) -> tuple[dict, l
 
 def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     lib = p.lib
+    # armed: when the go reached this slot (the scheduler's dispatch sample: its margin
+    # before T0); the child itself waits for T0
+    armed_ns = lib.now_ns()
     lib.release(p.ctl_fd, t0_ns, spin_ns)
     start_ns, start_mono, err = lib.read_stamp(p.stamp_fd)
     _close_fds(p)
@@ -144,7 +147,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     elapsed = end_mono - start_mono if start_mono else 0
     # one quantity, as the C kernels' (timing.c nb_end): end = start + the monotonic elapsed
     res = Result(start_ns=start_ns or t0_ns, end_ns=start_ns + elapsed if start_mono else end_ns,
-                 armed_ns=t0_ns, elapsed_ns=elapsed)
+                 armed_ns=armed_ns, elapsed_ns=elapsed)
     if err:
         res.status, res.error = "error", f"exec {p.argv[0]}: {os.strerror(err)}"
         return res

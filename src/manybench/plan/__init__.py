@@ -88,7 +88,8 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
             probs.append((("task", i, "name"), f"duplicate task name {t['name']!r}"))
     if "bind" in place:
         check_bind(("placement", "bind"), place["bind"], probs)
-    reference = check_reference(raw.get("reference"), [t.name for t in tasks], probs)
+    reference = check_reference(raw.get("reference"), tasks, probs,
+                                list(entry_names(raw, "variant").values()))
     variants = build_variants(raw, path, slots, check_dirs, probs, _build,
                               tuple(n for n in res if n != "scratch")) if with_variants else []
     groups = build_groups(raw, tasks, workers or [1], variants, probs) if with_variants else []

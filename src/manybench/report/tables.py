@@ -275,9 +275,11 @@ def task_table(task: str, points: list[PointSummary],
 
 def run_view(store: Store, run: RunInfo) -> RunView:
     """Everything the report shows for one run."""
+    from .comparison import run_tables     # it imports Table from here
     records = store.records(run.run_id)
     nodes = store.nodes(run.run_id)
-    summaries = summarize(records, store.phases(run.run_id))
+    phases = store.phases(run.run_id)
+    summaries = summarize(records, phases)
     peaks = head.run_peaks(run, nodes)
     effs = evaluate(summaries, records, peaks or NodePeaks(Peaks()))
     by_task: dict[str, list[PointSummary]] = {}
@@ -286,7 +288,8 @@ def run_view(store: Store, run: RunInfo) -> RunView:
     return RunView(title=f"{run.name} - run {run.run_id}", header=head.header(run, nodes, peaks),
                    notes=head.notes(run, nodes),
                    warnings=head.warning_lines(store.warnings(run.run_id)),
-                   tables=[task_table(t, pts, effs) for t, pts in by_task.items()])
+                   tables=[task_table(t, pts, effs) for t, pts in by_task.items()]
+                   + run_tables(run, summaries, records, phases))   # variants, [reference]
 
 
 def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,

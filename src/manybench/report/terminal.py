@@ -87,6 +87,11 @@ def render(store_dir_or_store: Store | str | os.PathLike, console: Console | Non
         _render_run(view, console)
 
 
+def render_view(view: RunView, console: Console | None = None) -> None:
+    """Print one view built elsewhere (`manybench compare`'s)."""
+    _render_run(view, console or Console())
+
+
 def render_text(directory: Store | str | os.PathLike, width: int = 160,
                 run_id: str | None = None, all_runs: bool = False) -> str:
     """The terminal report as plain text (no colour codes), e.g. for tests."""

@@ -6,6 +6,8 @@
   Warning      warnings  something the reader of the results must know, stored as it happened
   Snapshot     snapshots a node's provenance at a moment: at the start, around setup/teardown
   NodeCommand  node_commands  one setup or teardown command run on a node, with its output
+  Sample       samples   a slot's progress inside a phase, at a fixed interval (issue 10)
+  TelemetryRow telemetry a node's CPU, memory, disk and network over an interval (issue 10)
   Record       records   what one slot measured in one phase (record.py: the export contract)
 
 Stored by results/store.py (schema and migrations in results/schema.py); read back as these
@@ -159,3 +161,44 @@ class NodeCommand:
     started_ns: int             # the coordinator's clock
     ended_ns: int
     seq: int = 0                # order run in the run (given by the store)
+
+
+@dataclass
+class Sample:
+    """A slot's cumulative progress at one instant inside a phase (fio's bw log, aligned).
+
+    `t_s` is seconds since the phase's T0 on the coordinator's timebase (so samples of every
+    node line up); `done` is the cumulative amount of `unit` ("bytes" or "ops") the slot had
+    finished by then. Throughput over an interval is the difference of two samples.
+    """
+    run: str
+    phase_id: int
+    rank: int
+    node: str
+    t_s: float
+    done: float
+    unit: str
+
+
+@dataclass
+class TelemetryRow:
+    """One node over one sampling interval ending at `t_ns` (coordinator clock).
+
+    Rates are averages over the interval; memory figures are levels at its end. `phase_id`
+    is the phase running on the node during the interval, or None between phases.
+    """
+    run: str
+    node: str
+    t_ns: int
+    interval_s: float
+    phase_id: int | None
+    cpu_user_pct: float
+    cpu_system_pct: float
+    cpu_iowait_pct: float
+    mem_used_bytes: int
+    mem_cached_bytes: int
+    disk_read_bps: float
+    disk_write_bps: float
+    disk_busy_pct: float        # busiest disk's busy time share over the interval
+    net_rx_bps: float
+    net_tx_bps: float

@@ -1,0 +1,188 @@
+"""The comparison and reference tables (analysis/compare.py, analysis/reference.py) as Tables
+that terminal.py and html.py lay out like the others."""
+from __future__ import annotations
+
+import json
+import math
+
+from ..analysis.compare import (ELAPSED, SYNC, Comparison, Figure, RunData, TaskComparison,
+                                task_verdict, unmatched, within_run)
+from ..analysis.efficiency import unit
+from ..analysis.points import PointSummary
+from ..analysis.reference import FAIL, RefCheck, evaluate
+from ..record import Record
+from ..results.contract import RunInfo, StoredPhase
+from ..units import format_rate
+from .formats import DASH, count, ns, param_formatter, secs
+from .tables import RunView, Table
+
+DEFINITIONS = ("ratio = compared / baseline of the geometric means over repetitions; "
+               "overhead = how much more the compared side costs in the figure's direction (a "
+               "time: ratio - 1; a rate: baseline / compared - 1) [its 95% confidence "
+               "interval]; not significant = the interval holds 0% (no difference); n too "
+               "small = fewer than 2 repetitions on a side; elapsed = the phase's last end - "
+               "first start (docs/comparisons.md)")
+VARIANTS_TEST = ("test: paired t on the log ratios when every repetition has both sides (the "
+                 "variants of a repetition ran back to back), else Welch's t on the log values")
+RUNS_TEST = ("runs compared point by point (the same task, parameters, workers, placement and "
+             "variant); repetitions of different runs did not run together: Welch's t on the "
+             "log values")
+NOT_INTERLEAVED = ("{} ran one after the other, not interleaved (a variant with setup or "
+                   "teardown): drift over the run is not cancelled and may show as a difference")
+
+
+def value_text(fig: Figure, v: float | None) -> str:
+    """A figure in its unit: durations for times, B/s for bandwidth, counts for the rest."""
+    if v is None:
+        return DASH
+    if fig is SYNC:
+        return ns(v)
+    if fig is ELAPSED:
+        return secs(v)
+    if fig.source == "bandwidth":
+        return format_rate(v)
+    if fig.source == "ops":
+        return f"{count(v)} ops/s"
+    u = unit(fig.metric)
+    return count(v) + (f" {u}" if u != fig.metric else "")
+
+
+def overhead_text(c: Comparison) -> str:
+    if c.overhead is None:
+        return DASH
+    text = f"{c.overhead * 100:+.1f}%"
+    ci = c.overhead_interval
+    return text + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if ci else "")
+
+
+def _n_text(c: Comparison) -> str:
+    e = c.estimate
+    if e is None:
+        return f"{len(c.base.values)}+{len(c.other.values)}"
+    return f"{e.n_base}+{e.n_other}" + (f" {e.method}" if e.method else "")
+
+
+def _varying(points: list[PointSummary]) -> list[str]:
+    """The parameters whose value differs between the points (the swept ones)."""
+    keys: list[str] = []
+    for s in points:
+        keys += [k for k in s.params if k not in keys and k != "dir"]
+    dump = lambda v: json.dumps(v, sort_keys=True, default=str)
+    return [k for k in keys if len({dump(s.params.get(k)) for s in points}) > 1]
+
+
+def _label(c: Comparison, base_params: dict) -> str:
+    """The compared side: its variant or run, with the params it changed (a variant's `set`)."""
+    o = c.other.point
+    changed = [f"{k}={param_formatter(o.kernel, k)(v)}" for k, v in o.params.items()
+               if k != "dir" and base_params.get(k) != v]
+    return c.other.label + (f" ({' '.join(changed)})" if changed else "")
+
+
+def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
+    """One task's comparisons: a row per point and compared variant (or run), and a row with
+    the whole task's verdict per variant (or run) when the task has several points."""
+    bases = list({id(c.base.point): c.base.point for c in tc.rows}.values())
+    varying = _varying(bases)
+    fmts = {k: param_formatter(bases[0].kernel, k) for k in varying}
+    figs = list(dict.fromkeys(c.figure for c in tc.rows))
+    labels = list(dict.fromkeys(c.other.label for c in tc.rows))
+    # across runs the variant is part of the point; the run column only when several are
+    with_variant = runs and any(p.variant for p in bases)
+    keys = ["workers"] + varying + (["variant"] if with_variant else [])
+    side = ["variant"] if not runs else ["run"] if len(labels) > 1 else []
+    cols = keys + side + (["figure"] if len(figs) > 1 else []) + [
+        tc.baseline, "compared" if side else labels[0], "ratio", "overhead\n[95% CI]",
+        "verdict", "n (test)"]
+    rows = []
+    for c in tc.rows:
+        b = c.base.point
+        row = [str(b.workers)] + [fmts[k](b.params[k]) if k in b.params else DASH
+                                  for k in varying]
+        row += [b.variant or DASH] if with_variant else []
+        row += [_label(c, b.params)] if side else []
+        row += [c.figure.name] if len(figs) > 1 else []
+        row += [value_text(c.figure, c.base.geomean()), value_text(c.figure, c.other.geomean()),
+                DASH if c.estimate is None else f"{c.estimate.ratio:.3f}", overhead_text(c),
+                c.verdict, _n_text(c)]
+        rows.append(row)
+    rows += _task_rows(tc, len(keys), len(side), len(figs) > 1)
+    what = f"{', '.join(labels)} against {tc.baseline}"
+    fig_text = f"{figs[0].name}, {figs[0].direction}" if len(figs) == 1 else "figure per row"
+    notes = [RUNS_TEST if runs else VARIANTS_TEST]
+    late = [c.other.label for c in tc.rows if not c.interleaved]
+    if late:
+        notes.append(NOT_INTERLEAVED.format(f"{tc.baseline} and {', '.join(dict.fromkeys(late))}"))
+    return Table(title=f"{tc.task}: {what} ({fig_text})", columns=cols, rows=rows,
+                 keys=len(keys) + len(side), notes=notes)
+
+
+def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> list[list[str]]:
+    """Per compared label with several points: the geometric mean of its points' overheads
+    and the task's verdict over them."""
+    out = []
+    for label in dict.fromkeys(c.other.label for c in tc.rows):
+        mine = [c for c in tc.rows if c.other.label == label]
+        if len(mine) < 2:
+            continue
+        costs = [c.cost(c.estimate.ratio) for c in mine if c.estimate is not None]
+        over = (f"{(math.exp(sum(map(math.log, costs)) / len(costs)) - 1) * 100:+.1f}% "
+                "geo mean" if costs else DASH)
+        row = [f"all {len(mine)} points"] + [""] * (nkeys - 1) + [label] * nside
+        row += [""] if with_fig else []
+        row += ["", "", "", over, task_verdict([c.verdict for c in mine]), ""]
+        out.append(row)
+    return out
+
+
+def reference_table(checks: list[RefCheck]) -> Table:
+    """Each reference at each point it applies to, with pass or FAIL."""
+    rows = [[c.key, c.where(), c.expected(),
+             DASH if c.measured is None else f"{c.measured:.4g}",
+             c.status + (f": {c.why}" if c.why else "")] for c in checks]
+    failed = sum(c.status == FAIL for c in checks)
+    return Table(title=f"references ({failed} failed)" if failed else "references (all pass)",
+                 columns=["reference", "point", "expected\nvalue [low, high]", "measured",
+                          "result"], rows=rows, keys=2,
+                 notes=["expected: the plan's [reference] value with ReFrame's relative bounds "
+                        "(value x (1 + lower) .. value x (1 + upper)); measured: the median "
+                        "over the point's phases (docs/comparisons.md)"])
+
+
+def run_tables(info: RunInfo, summaries: list[PointSummary], records: list[Record],
+               phases: list[StoredPhase]) -> list[Table]:
+    """The comparison tables of a run's variants, then its references, if it has any."""
+    run = RunData(info.run_id, info, summaries, records, phases)
+    tables = [comparison_table(tc) for tc in within_run(run)]
+    if tables:       # the definitions once, below the first
+        tables[0].notes.append(DEFINITIONS)
+    checks = evaluate(run)
+    if checks:
+        tables.append(reference_table(checks))
+    return tables
+
+
+def compare_view(runs: list[RunData], tcs: list[TaskComparison], checks: list[RefCheck]
+                 ) -> RunView:
+    """What `manybench compare` prints: the runs, a table per task, the newest run's
+    references."""
+    header = [(f"{r.label}" + (" (baseline)" if i == 0 else ""),
+               f"{r.source or r.info.run_id}: run {r.info.run_id} ({r.info.name}, "
+               f"{r.info.status}, {r.info.phases} phases)")
+              for i, r in enumerate(runs)]
+    tables = [comparison_table(tc, runs=True) for tc in tcs]
+    if checks:
+        newest = max(runs, key=lambda r: r.info.started_ns)
+        t = reference_table(checks)
+        t.title += f" of the newest run, {newest.label}"
+        tables.append(t)
+    names = ", ".join(r.label for r in runs[1:])
+    a = runs[0].label
+    notes = []
+    for label, (lack, extra) in unmatched(runs).items():
+        parts = ([f"{lack} points of {a} that {label} does not have"] if lack else []) + \
+            ([f"{extra} points of {label} that {a} does not have"] if extra else [])
+        if parts:
+            notes.append("not compared: " + "; ".join(parts))
+    return RunView(title=f"compare {names} against {a}", header=header, notes=notes,
+                   tables=tables, legend=DEFINITIONS)

@@ -1,0 +1,310 @@
+"""Comparisons: Student's t by hand against table values, the paired and Welch intervals on
+known samples, the figure each kind of task is compared on, matching points within a run (with
+and without "pair") and across runs; and real runs through the command line: a variant 10%
+slower is significantly worse, an identical one is not, `compare` across runs, bad input."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from conftest import run_cli
+from manybench.analysis.compare import (BANDWIDTH, ELAPSED, SYNC, BETTER, N_TOO_SMALL, NO_DATA,
+                                        NOT_SIGNIFICANT, WORSE, Comparison, Figure, RunData,
+                                        Side, choose_figure, load, task_verdict, within_run)
+from manybench.analysis.points import PointSummary, summarize
+from manybench.analysis.significance import betainc, paired, t_cdf, t_quantile, welch
+from manybench.plan.expand import point_key
+from manybench.record import Record
+from manybench.results.contract import RunInfo, RunNotes, StoredPhase
+from manybench.results.store import Store
+
+WIDE = {**os.environ, "COLUMNS": "250"}     # report rows on one line each
+
+
+# -- Student's t ------------------------------------------------------------------------------
+@pytest.mark.parametrize("df, q975, q995", [(1, 12.706, 63.657), (2, 4.303, 9.925),
+                                             (5, 2.571, 4.032), (10, 2.228, 3.169),
+                                             (30, 2.042, 2.750), (120, 1.980, 2.617)])
+def test_t_quantiles_match_the_tables(df, q975, q995):
+    assert t_quantile(0.975, df) == pytest.approx(q975, abs=5e-4)
+    assert t_quantile(0.995, df) == pytest.approx(q995, abs=5e-4)
+    assert t_quantile(0.025, df) == pytest.approx(-q975, abs=5e-4)
+
+
+def test_t_distribution_basics():
+    assert t_cdf(0.0, 3) == pytest.approx(0.5)
+    assert t_cdf(1.0, 1) == pytest.approx(0.75)          # Cauchy: 1/2 + atan(1)/pi
+    assert t_quantile(0.975, 1e6) == pytest.approx(1.95996, abs=1e-4)   # the normal's
+    # Welch's degrees of freedom are not whole: the quantile falls between its neighbours
+    assert t_quantile(0.975, 5) > t_quantile(0.975, 5.5) > t_quantile(0.975, 6)
+    assert betainc(1, 1, 0.3) == pytest.approx(0.3)       # the uniform's CDF
+    assert betainc(3.5, 3.5, 0.5) == pytest.approx(0.5)   # symmetric
+    with pytest.raises(ValueError):
+        t_quantile(1.0, 3)
+
+
+# -- the intervals ------------------------------------------------------------------------------
+def test_paired_interval_on_known_log_ratios():
+    # log ratios 0.08, 0.09, 0.10, 0.11, 0.12: mean 0.10, sd 0.0158, t(4) = 2.776
+    base = [1.0, 2.0, 1.5, 1.2, 0.8]
+    other = [b * math.exp(d) for b, d in zip(base, (0.08, 0.09, 0.10, 0.11, 0.12))]
+    e = paired(base, other)
+    half = 2.7764 * math.sqrt(0.00025) / math.sqrt(5)
+    assert e.method == "paired" and e.df == 4
+    assert e.ratio == pytest.approx(math.exp(0.10))
+    assert e.low == pytest.approx(math.exp(0.10 - half), rel=1e-4)
+    assert e.high == pytest.approx(math.exp(0.10 + half), rel=1e-4)
+    assert e.significant
+
+
+def test_welch_on_the_textbook_sample():
+    # Welch's t-test example with unequal variances (Wikipedia, "Welch's t-test", A1 vs A2):
+    # t = 2.46 (A2 > A1), df = 25.0, two-sided p = 0.021; on exp() of them so the logs are these
+    a1 = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4]
+    a2 = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4]
+    e = welch([math.exp(x) for x in a1], [math.exp(x) for x in a2])
+    diff = sum(a2) / 15 - sum(a1) / 15
+    assert e.method == "welch" and e.df == pytest.approx(24.99, abs=0.01)
+    se = (math.log(e.high) - diff) / t_quantile(0.975, e.df)
+    assert diff / se == pytest.approx(2.46, abs=0.005)
+    assert 2 * (1 - t_cdf(diff / se, e.df)) == pytest.approx(0.021, abs=0.0005)
+    assert e.significant
+
+
+def test_unequal_sample_sizes_and_constant_samples():
+    e = welch([1.0, 1.1, 0.9], [1.2, 1.3, 1.25, 1.15, 1.22, 1.28])
+    assert (e.n_base, e.n_other) == (3, 6) and e.low < e.ratio < e.high
+    same = welch([2.0, 2.0], [2.0, 2.0])          # nothing varied: no difference at all
+    assert same.ratio == 1.0 and not same.significant
+    assert paired([1.0], [2.0]).n_too_small and welch([1.0], [1.0, 2.0]).n_too_small
+
+
+# -- verdicts and directions ------------------------------------------------------------------
+def _side(label: str, values: list[float], start: int = 0) -> Side:
+    s = PointSummary(point=label, task="t", kernel="command", variant=label, workers=1,
+                     params={})
+    return Side(label, s, {start + 2 * i: v for i, v in enumerate(values)},
+                {start + 2 * i: i for i in range(len(values))})
+
+
+def _comparison(fig: Figure, base: list[float], other: list[float]) -> Comparison:
+    return Comparison("t", fig, _side("a", base), _side("b", other, 1),
+                      paired(base, other) if len(base) == len(other) else welch(base, other))
+
+
+def test_overhead_is_in_the_figures_own_direction():
+    slower = _comparison(ELAPSED, [1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    assert slower.verdict == WORSE and slower.overhead == pytest.approx(0.10, abs=0.001)
+    # a rate 10% lower costs 1/0.9 - 1 = 11.1% more: worse, whatever the figure
+    lower_rate = _comparison(BANDWIDTH, [100, 101, 99], [90, 90.9, 89.1])
+    assert lower_rate.verdict == WORSE
+    assert lower_rate.overhead == pytest.approx(1 / 0.9 - 1, abs=0.001)
+    lo, hi = lower_rate.overhead_interval
+    assert lo <= lower_rate.overhead <= hi
+    assert _comparison(SYNC, [10, 11, 12], [5, 5.5, 6]).verdict == BETTER
+    assert _comparison(ELAPSED, [1.0, 1.2, 0.9], [1.1, 1.0, 1.0]).verdict == NOT_SIGNIFICANT
+    assert _comparison(ELAPSED, [1.0], [1.1]).verdict == N_TOO_SMALL
+    assert Comparison("t", ELAPSED, _side("a", [1.0]), _side("b", []), None).verdict == NO_DATA
+
+
+def test_the_task_verdict_counts_its_points():
+    assert task_verdict([WORSE]) == WORSE
+    assert task_verdict([WORSE, WORSE, NOT_SIGNIFICANT]) == f"{WORSE} at 2 of 3 points"
+    assert task_verdict([WORSE, BETTER, NOT_SIGNIFICANT]).startswith("mixed")
+    assert task_verdict([NOT_SIGNIFICANT, N_TOO_SMALL]) == \
+        f"{NOT_SIGNIFICANT} at any of 2 points (1 {N_TOO_SMALL})"
+
+
+def test_the_figure_follows_the_kernel_traits():
+    def summary(kernel: str, **kw) -> PointSummary:
+        return PointSummary(point="p", task="t", kernel=kernel, variant="", workers=1,
+                            params={}, **kw)
+    assert choose_figure(summary("null"), summary("null")) is SYNC
+    assert choose_figure(summary("command"), summary("command")) is ELAPSED
+    rate = summary("command", metrics={"read_mb_s": 5.0, "gosa": 1.0})
+    assert choose_figure(rate, rate).metric == "read_mb_s"
+    assert choose_figure(rate, summary("command")) is ELAPSED    # both sides must have it
+    stream = summary("mem.stream", metrics={"triad_mb_s": 1.0, "copy_mb_s": 1.0})
+    assert choose_figure(stream, stream).metric == "triad_mb_s"
+    assert choose_figure(stream, stream).higher_is_better
+    from manybench.analysis.stats import Spread
+    io = summary("io.write", bandwidth=Spread(1, 1, 1, 1))
+    assert choose_figure(io, io) is BANDWIDTH
+
+
+# -- matching points within a run ---------------------------------------------------------------
+def _run(points: list[tuple[str, int, dict, float]], plan_raw: dict,
+         pair: bool = True) -> RunData:
+    """A fabricated run of one point of task "t": (variant, rep, params, elapsed) per phase,
+    in run order; keys with "pair" as runs store them now, or without as older runs did."""
+    records, phases = [], []
+    for i, (variant, rep, params, secs) in enumerate(points):
+        key = point_key("t", variant, 1, "spread", "core", params, pair=0 if pair else None)
+        t0 = 10**18 + i * 10**10
+        records.append(Record(run="r", phase=i, task="t", kernel="command", variant=variant,
+                              rep=rep, workers=1, node="n", slot=0, cpu=0, t0_ns=t0,
+                              start_ns=t0, end_ns=t0 + int(secs * 1e9), elapsed_s=secs,
+                              params=params))
+        phases.append(StoredPhase(run="r", index=i, task="t", kernel="command",
+                                  variant=variant, rep=rep, workers=1, point=key,
+                                  params=params, t0_ns=t0))
+    info = RunInfo("r", "p", "", plan_raw, [], 0, None, "finished", {}, RunNotes())
+    return RunData("r", info, summarize(records, phases), records, phases)
+
+
+def test_variants_that_set_params_still_pair_by_position():
+    raw = {"variant": [{"name": "fast"}, {"name": "slow"}], "baseline": "fast"}
+    rows = []
+    for rep in range(3):
+        rows += [("fast", rep, {"secs": "1"}, 1.0 + rep * 0.01),
+                 ("slow", rep, {"secs": "1.1"}, 1.1 + rep * 0.01)]
+    (tc,) = within_run(_run(rows, raw))
+    (c,) = tc.rows
+    assert tc.baseline == "fast" and c.other.label == "slow"
+    assert c.estimate.method == "paired" and c.verdict == WORSE and c.interleaved
+
+
+def test_old_runs_without_pair_match_keys_without_the_variant():
+    raw = {"variant": [{"name": "a"}, {"name": "b"}]}
+    rows = [(v, rep, {"secs": "1"}, 1.0 + (0.1 if v == "b" else 0) + rep * 0.001)
+            for rep in range(3) for v in ("a", "b")]
+    (tc,) = within_run(_run(rows, raw, pair=False))
+    assert tc.baseline == "a" and tc.rows[0].verdict == WORSE
+    # a variant that set params has no partner in such runs: nothing is compared wrongly
+    rows = [(v, rep, {"secs": "1" if v == "a" else "2"}, 1.0) for rep in range(2)
+            for v in ("a", "b")]
+    assert within_run(_run(rows, raw, pair=False)) == []
+
+
+def test_a_missing_repetition_falls_back_to_welch_and_blocks_are_flagged():
+    raw = {"variant": [{"name": "a"}, {"name": "b"}]}
+    rows = [("a", 0, {}, 1.0), ("a", 1, {}, 1.01), ("a", 2, {}, 0.99),
+            ("b", 0, {}, 1.2), ("b", 1, {}, 1.21)]          # b ran after a, one rep short
+    (tc,) = within_run(_run(rows, raw))
+    c = tc.rows[0]
+    assert c.estimate.method == "welch" and (c.estimate.n_base, c.estimate.n_other) == (3, 2)
+    assert not c.interleaved
+
+
+# -- real runs ------------------------------------------------------------------------------------
+AB_PLAN = """
+name = "ab"
+repeat = 6
+[[task]]
+name = "nap"
+command = ["sleep", "{secs}"]
+secs = "0.30"
+[[variant]]
+name = "base"
+[[variant]]
+name = "slow"
+set = { "task.nap.secs" = "0.33" }
+[[variant]]
+name = "same"
+"""
+
+
+def _comparisons(directory: str) -> dict[str, Comparison]:
+    with Store(directory, readonly=True) as store:
+        run = load(store, store.runs()[-1])
+    (tc,) = within_run(run)
+    return {c.other.label: c for c in tc.rows}
+
+
+def test_a_variant_ten_percent_slower_is_significant_and_an_identical_one_is_not(
+        plan_file, tmp_path):
+    """sleep 0.30 s against 0.33 s: about +9% (the exec is in both), against a scatter of a
+    few ms even on a loaded machine, over 6 paired repetitions: the interval is far from 0.
+    An identical variant: under no difference a 95% interval leaves 0 out one time in 20 by
+    definition, so a significant result is tried again; three in a row happen one time in
+    8000."""
+    plan = plan_file(AB_PLAN)
+    for attempt in range(3):
+        out = str(tmp_path / f"ab{attempt}")
+        done = run_cli("run", plan, "-o", out, "-q", timeout=300)
+        assert done.returncode == 0, done.stderr
+        got = _comparisons(out)
+        slow, same = got["slow"], got["same"]
+        assert slow.verdict == WORSE, slow.line()
+        assert slow.estimate.method == "paired" and slow.estimate.n_base == 6
+        assert slow.base.point.params["secs"] == "0.30"
+        assert slow.other.point.params["secs"] == "0.33"
+        lo, hi = slow.overhead_interval
+        assert 0 < lo <= slow.overhead <= hi
+        print(slow.line())
+        print(same.line())
+        if same.verdict == NOT_SIGNIFICANT:
+            break
+    else:
+        pytest.fail(f"identical variants significant in 3 runs of 3: {same.line()}")
+    report = run_cli("report", out, env=WIDE)
+    lines = report.stdout.splitlines()
+    assert any("slow (secs=0.33)" in ln and WORSE in ln and "6+6 paired" in ln for ln in lines)
+    assert any(" same " in ln and NOT_SIGNIFICANT in ln for ln in lines), report.stdout
+
+
+COMPARE_PLAN = """
+name = "c"
+repeat = 5
+[[task]]
+name = "nap"
+command = ["sh", "-c", "exec sleep $NAP"]
+env = { NAP = "0.20" }
+"""
+
+
+def test_compare_across_runs(plan_file, tmp_path):
+    """The same plan run again 10% slower (its env is not part of the point): compare finds
+    it significantly worse with Welch's t (runs do not pair) and fails on regression when
+    asked; a run against itself is no difference at all."""
+    plan = plan_file(COMPARE_PLAN)
+    a, slow = str(tmp_path / "a"), str(tmp_path / "slow")
+    done = run_cli("run", plan, "-o", a, "-q")
+    assert done.returncode == 0, done.stderr
+    done = run_cli("run", plan, "-o", slow, "-q", "--set", "task.nap.env.NAP=0.22")
+    assert done.returncode == 0, done.stderr
+    out = run_cli("compare", a, slow, env=WIDE)
+    assert out.returncode == 0, out.stderr          # no gate asked: a regression is shown
+    assert "nap: B against A (elapsed, lower is better)" in out.stdout
+    row = next(ln for ln in out.stdout.splitlines() if "5+5 welch" in ln)
+    assert WORSE in row, out.stdout
+    gate = run_cli("compare", a, slow, "--fail-on-regression")
+    assert gate.returncode == 1
+    assert "regression: nap at workers=1: B against A: significantly worse" in gate.stderr
+    with Store(a, readonly=True) as store:
+        run_id = store.runs()[-1].run_id
+    itself = run_cli("compare", a, f"{a}:{run_id}", "--fail-on-regression", env=WIDE)
+    assert itself.returncode == 0, itself.stderr
+    row = next(ln for ln in itself.stdout.splitlines() if "5+5 welch" in ln)
+    assert "1.000" in row and NOT_SIGNIFICANT in row
+
+
+def test_compare_bad_input_exits_2_with_a_message(tmp_path, plan_file):
+    plan = plan_file("""
+        [[task]]
+        name = "n"
+        kernel = "null"
+        """)
+    a = str(tmp_path / "a")
+    assert run_cli("run", plan, "-o", a, "-q").returncode == 0
+    other = plan_file("""
+        [[task]]
+        name = "m"
+        kernel = "null"
+        """, "other.toml")
+    b = str(tmp_path / "b")
+    assert run_cli("run", other, "-o", b, "-q").returncode == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = {(a,): "compare needs two runs or more",
+             (a, str(tmp_path / "nope")): "DIR_B: ",
+             (a, str(empty)): "DIR_B: no results.db",
+             (a, f"{a}:no-such-run"): "no run 'no-such-run'",
+             (a, b): "no point in common"}
+    for args, message in cases.items():
+        out = run_cli("compare", *args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
