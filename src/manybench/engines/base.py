@@ -91,6 +91,13 @@ class Engine(ABC):
         """Nodes lost so far, with why."""
         return {}
 
+    notices: list[str]
+
+    def take_notices(self) -> list[str]:
+        """What nodes said of their slots since last asked (a slot replaced), for warnings."""
+        out, self.notices = list(getattr(self, "notices", [])), []
+        return out
+
     # -- one phase, in the coordinator's terms -------------------------------------------------
     def prepare(self, phase: Phase, work: Work, tick: Callable[[], None]) -> None:
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand

@@ -48,6 +48,7 @@ class DaskEngine(Engine):
         self.addr: dict[str, str] = {}      # node -> worker address
         self.echo: dict[str, tuple[str, int]] = {}
         self.lost: dict[str, str] = {}      # node -> why
+        self.notices: list[str] = []        # slots replaced on nodes (Engine.take_notices)
         self.pending: cf.Future | None = None
         self.deadline: float | None = None
         self.work: Work = {}
@@ -149,6 +150,7 @@ class DaskEngine(Engine):
             replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)
             for n, r in replies.items():
                 self.failed[n], published[n] = dict(r.failed), r.published
+                self.notices += r.notices
         return published
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
@@ -207,6 +209,7 @@ class DaskEngine(Engine):
         for n, r in replies.items():
             if isinstance(r, Finished):
                 self.done[n] = r.results
+                self.notices += r.notices
             else:
                 self._lose(n, r)
         return True

@@ -16,6 +16,7 @@ class LocalEngine(Engine):
     def __init__(self) -> None:
         self.agent: Agent | None = None
         self.nodes: list[Node] = []
+        self.notices: list[str] = []
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -32,6 +33,7 @@ class LocalEngine(Engine):
                  ) -> dict[str, dict[int, dict]]:
         node = self.nodes[0].name
         prepared = self.agent.prepare(Prepare(phase, work.get(node, [])), tick)
+        self.notices += prepared.notices
         return {node: prepared.published}
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:

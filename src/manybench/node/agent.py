@@ -59,6 +59,7 @@ class Agent:
         self.running: dict[int, Running] = {}
         self.deadline: float | None = None
         self.replaced = 0   # slots that died and were replaced in this run
+        self.notices: list[str] = []   # for the coordinator's stored warnings (slot-replaced)
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
@@ -131,13 +132,45 @@ class Agent:
             except ContextError as e:
                 self.running[a.place.slot].result = Result(status="error", error=str(e))
                 continue
-            self.slots[a.place.slot].conn.send(SlotPrepare(mine, ctx, a.place))
+            self._send_prepare(a.place.slot, SlotPrepare(mine, ctx, a.place))
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(0.2)
             if tick:
                 tick()
         return Prepared(self.results(), {i: r.info for i, r in self.running.items()
-                                         if r.ready and r.info is not None})
+                                         if r.ready and r.info is not None},
+                        self.take_notices())
+
+    def _send_prepare(self, index: int, msg: SlotPrepare) -> None:
+        """A slot that died while idle (between phases) is replaced before it is given the
+        phase: it held nothing measured, so the phase runs in full on the fresh slot."""
+        status = self._exited(index)
+        if status is not None:
+            self._replace_idle(index, f"exited while idle ({exit_text(status)})")
+        try:
+            self.slots[index].conn.send(msg)
+        except OSError:   # died between the check and the send
+            self._replace_idle(index, "its pipe closed while idle")
+            self.slots[index].conn.send(msg)
+
+    def _exited(self, index: int) -> int | None:
+        try:
+            pid, status = os.waitpid(self.slots[index].pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if pid:   # reaped here: _replace's reap finds it gone
+            return status
+        return None
+
+    def _replace_idle(self, index: int, why: str) -> None:
+        self._replace(index, why)
+        self.notices.append(f"node {self.node}: slot {index} {why}; replaced by a fresh slot "
+                            "before the next phase (nothing measured was lost)")
+
+    def take_notices(self) -> list[str]:
+        """What happened to this node's slots since last asked, for stored warnings."""
+        out, self.notices = self.notices, []
+        return out
 
     def _ready_slots(self) -> list[int]:
         return [i for i, r in self.running.items() if r.ready and r.result is None]

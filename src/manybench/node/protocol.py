@@ -96,6 +96,7 @@ class Prepare:
 class Prepared:
     failed: dict[int, Result]   # slot -> why its prepare failed
     published: dict[int, dict]  # slot -> what its kernel published for peers
+    notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class Run:
 @dataclass(frozen=True)
 class Finished:
     results: dict[int, Result]  # slot -> result, stamps in the node's clock
+    notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class AgentServer:
                 agent.go(t0_ns)
                 while not agent.poll(0.5):
                     pass
-                return Finished(agent.results())
+                return Finished(agent.results(), agent.take_notices())
         raise ValueError(f"unknown request {type(req).__name__}")
 
     def serve(self) -> None:

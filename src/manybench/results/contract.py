@@ -31,6 +31,7 @@ WARNING_KINDS = {
     "missing-metric": "a command's metric regex matched nothing in its output",
     "node-lost": "a node stopped answering during the run",
     "setup": "a variant's setup failed: its phases did not run",
+    "slot-replaced": "a slot process died between phases and a fresh one took its place",
 }
 
 

@@ -140,6 +140,8 @@ class Coordinator:
                 self.store.write_phase(self.run_id, phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
+                for notice in self.engine.take_notices():
+                    self.warnings.add("slot-replaced", notice)
                 bar.advance()
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._tear_down()

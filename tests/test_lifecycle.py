@@ -1,0 +1,81 @@
+"""Faults of the run's processes (issue 11): a slot dead while idle, a second Ctrl-C, a
+killed coordinator, processes outliving the run, a fresh scratch per phase, --resume."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import psutil
+
+from conftest import export_json, run_cli
+
+
+def _db(out_dir: str) -> sqlite3.Connection:
+    return sqlite3.connect(os.path.join(out_dir, "results.db"))
+
+
+def _start(plan: str, out_dir: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out_dir,
+                             "-q", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for(cond, timeout: float = 60.0, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _phases_done(out_dir: str) -> int:
+    try:
+        return _db(out_dir).execute("select count(*) from phases").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_slot_dying_while_idle_is_replaced_and_warned(plan_file, tmp_path):
+    # slot 1 idles through the 3 s command phase (workers = 1); killed then, the null
+    # phase after it needs it
+    plan = plan_file("""
+        name = "idle"
+        slots = 2
+        [[task]]
+        name = "busy"
+        command = ["sleep", "3"]
+        workers = 1
+        [[task]]
+        name = "after"
+        kernel = "null"
+        workers = 2
+    """)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir)
+    me = psutil.Process(proc.pid)
+
+    def idle_slot():
+        try:
+            slots = me.children()
+            kids = {s.pid: s.children() for s in slots}
+        except psutil.NoSuchProcess:   # a child came or went while looked at
+            return None
+        idle = [s for s in slots if not kids[s.pid]]
+        return idle if len(slots) == 2 and len(idle) == 1 else None
+    victim = _wait_for(idle_slot, what="one busy slot and one idle")[0]
+    victim.kill()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert "slot" in err and "replaced" in err
+    rows = export_json(out_dir)
+    after = [r for r in rows if r["task"] == "after"]
+    assert len(after) == 2 and all(r["status"] == "ok" for r in after), after
+    kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
+    assert "slot-replaced" in kinds
