@@ -79,3 +79,33 @@ def test_slot_dying_while_idle_is_replaced_and_warned(plan_file, tmp_path):
     assert len(after) == 2 and all(r["status"] == "ok" for r in after), after
     kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
     assert "slot-replaced" in kinds
+
+
+def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_file, tmp_path):
+    # the variant's teardown makes the abort slow; every further Ctrl-C or SIGTERM lands in it
+    plan = plan_file("""
+        name = "twice"
+        repeat = 20
+        [[task]]
+        name = "nap"
+        command = ["sleep", "0.2"]
+        [[variant]]
+        name = "slow"
+        teardown = [["sleep", "3"], ["sleep", "3"], ["sleep", "3"]]
+    """)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir)
+    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+    proc.send_signal(signal.SIGINT)
+    for i in range(60):     # a burst: some land in the teardown, some in what follows it
+        time.sleep(0.05)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "before the first phase" not in err
+    assert "interrupted" in err
+    status, = _db(out_dir).execute("select status from runs").fetchone()
+    assert status == "interrupted"
+    assert _phases_done(out_dir) >= 2

@@ -23,6 +23,7 @@ from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .schedule import Scheduler, now_ns
+from . import interrupts
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
@@ -104,10 +105,13 @@ class Coordinator:
             status = self._phases(nodes)
             code = {"finished": EXIT_OK, "failed": EXIT_FAILED}.get(status, EXIT_FAILED)
         except KeyboardInterrupt:
-            status, code = "interrupted", EXIT_INTERRUPTED
-            self._save_interrupted(store, run_id)
-            self._tear_down()
-            self.engine.abort()
+            # further Ctrl-C / SIGTERM: they may only cut the teardown short (interrupts.py)
+            with interrupts.ignored():
+                status, code = "interrupted", EXIT_INTERRUPTED
+                previous = signal.SIG_IGN   # until the process exits: the run is ending
+                self._save_interrupted(store, run_id)
+                interrupts.cut_short(self._tear_down)
+                self.engine.abort()
         except BaseException:
             self.engine.abort()
             store.end_run(run_id, "aborted")
