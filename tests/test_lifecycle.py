@@ -109,3 +109,38 @@ def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_fil
     status, = _db(out_dir).execute("select status from runs").fetchone()
     assert status == "interrupted"
     assert _phases_done(out_dir) >= 2
+
+
+def test_a_killed_coordinator_is_reported_killed_not_running(plan_file, tmp_path):
+    plan = plan_file("""
+        name = "victim"
+        repeat = 100
+        [[task]]
+        name = "nap"
+        command = ["sleep", "0.2"]
+    """)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir)
+    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+
+    def status_line() -> str:
+        res = run_cli("report", out_dir)
+        assert res.returncode == 0, res.stderr
+        return next(line for line in res.stdout.splitlines() if line.startswith("status"))
+    assert status_line().split() == ["status", "running"]
+    proc.kill()
+    proc.wait()
+    assert status_line().split() == ["status", "killed"]
+
+
+def test_a_run_whose_heartbeat_stopped_is_killed(tmp_path):
+    # a coordinator on another host: only its heartbeat can tell
+    from manybench.results.contract import RunInfo, RunNotes
+    from manybench.results.liveness import HEARTBEAT_STALE_S, status_of
+    now = time.time_ns()
+    notes = RunNotes(pid=1, host="elsewhere", pid_started=1.0, heartbeat_ns=now)
+    info = RunInfo("r", "n", "", {}, [], now, None, "running", {}, notes)
+    assert status_of(info, now + int(HEARTBEAT_STALE_S * 1e9) // 2) == "running"
+    assert status_of(info, now + int(HEARTBEAT_STALE_S * 2e9)) == "killed"
+    ended = RunInfo("r", "n", "", {}, [], now, now, "finished", {}, notes)
+    assert status_of(ended, now + int(HEARTBEAT_STALE_S * 2e9)) == "finished"

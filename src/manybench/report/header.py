@@ -86,7 +86,10 @@ def header(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None) -> li
     if run.ended_ns:
         duration = format_duration((run.ended_ns - run.started_ns) / 1e9)
     else:
-        duration = "not ended (still running, or its process was killed)"
+        duration = {"running": "not ended: still running",
+                    "killed": "not ended: its coordinator was killed"}.get(
+            run.status, "not ended (stored before coordinators were watched: running, or "
+            "its process was killed)")
     rows = [("run", run.run_id), ("status", run.status), ("started", _when(run.started_ns)),
             ("duration", duration),
             ("phases stored", str(run.phases) + (f" of {run.notes.phases}" if run.notes.phases

@@ -20,7 +20,9 @@ from typing import Any
 
 from ..model import Phase
 
-RUN_STATUSES = ("running", "finished", "failed", "interrupted", "aborted")
+# killed: never stored; what a reader says of a `running` row whose coordinator is gone
+# (results/liveness.py)
+RUN_STATUSES = ("running", "finished", "failed", "interrupted", "aborted", "killed")
 PHASE_STATUSES = ("ok", "interrupted")
 
 # Warning kinds: each is a thing the figures alone would hide.
@@ -51,6 +53,11 @@ class RunNotes:
     phases: int = 0             # phases planned
     cpus: int = 0               # cpus in all, over every node
     oversubscribed: bool = False
+    # the coordinator, so a reader can tell it was killed (results/liveness.py)
+    pid: int = 0
+    host: str = ""
+    pid_started: float = 0.0    # its process start time, epoch s (a reused pid differs)
+    heartbeat_ns: int = 0       # renewed every few seconds while it runs (run/heartbeat.py)
 
     @classmethod
     def from_json(cls, d: Any) -> RunNotes:

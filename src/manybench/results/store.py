@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
+from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Snapshot,
                        StoredNode, StoredPhase, Warning, step_label)
 from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
@@ -218,11 +219,16 @@ class Store:
 
     def end_run(self, run_id: str, status: str) -> None:
         """Mark a run as ended with one of RUN_STATUSES (other than 'running')."""
-        if status not in RUN_STATUSES or status == "running":
+        if status not in RUN_STATUSES or status in ("running", "killed"):
             raise ValueError(f"end status must be one of {', '.join(RUN_STATUSES[1:])}; "
                              f"got {status!r}")
         self._write([("UPDATE runs SET status=?, ended_ns=? WHERE id=?",
                       (status, time.time_ns(), run_id))])
+
+    def heartbeat(self, run_id: str) -> None:
+        """The coordinator is alive: renew the run's notes.heartbeat_ns."""
+        self._write([("UPDATE runs SET notes=json_set(notes, '$.heartbeat_ns', ?) WHERE id=?",
+                      (time.time_ns(), run_id))])
 
     def update_notes(self, run_id: str, notes: RunNotes) -> None:
         """Replace a run's notes."""
@@ -240,12 +246,15 @@ class Store:
         rows = self._query(
             "SELECT r.*, (SELECT COUNT(*) FROM phases p WHERE p.run = r.id) AS n_phases "
             "FROM runs r ORDER BY r.started_ns, r.rowid")
-        return [RunInfo(run_id=r["id"], name=r["name"], plan_source=r["plan_source"],
+        infos = [RunInfo(run_id=r["id"], name=r["name"], plan_source=r["plan_source"],
                         plan_raw=json.loads(r["plan_raw"]), argv=json.loads(r["argv"]),
                         started_ns=r["started_ns"], ended_ns=r["ended_ns"], status=r["status"],
                         environment=json.loads(r["environment"]),
                         notes=RunNotes.from_json(json.loads(r["notes"])), phases=r["n_phases"])
                 for r in rows]
+        for info in infos:    # a `running` row whose coordinator is gone reads `killed`
+            info.status = status_of(info)
+        return infos
 
     def run(self, run_id: str) -> RunInfo:
         """One run by id; KeyError naming the runs there are when it is not here."""

@@ -24,6 +24,7 @@ from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .schedule import Scheduler, now_ns
 from . import interrupts
+from .heartbeat import Heartbeat, stamp
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
@@ -88,7 +89,8 @@ class Coordinator:
         notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
                          cpus=sum(len(n.cpus) for n in nodes),
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
-        store.begin_run(run_id, self.plan, self.argv, collect(), notes)
+        store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
+        beat = Heartbeat(store, run_id).start()
         self.store, self.run_id, self.nodes = store, run_id, nodes
         self.warnings = Warnings(store, run_id)
         for kind, node, msg in start_warnings(self.phases, nodes):
@@ -121,6 +123,7 @@ class Coordinator:
             self.engine.close()
         finally:
             signal.signal(signal.SIGTERM, previous)
+            beat.stop()
         store.end_run(run_id, status)
         store.close()
         return Outcome(run_id, status, code, self.failed)
