@@ -144,3 +144,27 @@ def test_a_run_whose_heartbeat_stopped_is_killed(tmp_path):
     assert status_of(info, now + int(HEARTBEAT_STALE_S * 2e9)) == "killed"
     ended = RunInfo("r", "n", "", {}, [], now, now, "finished", {}, notes)
     assert status_of(ended, now + int(HEARTBEAT_STALE_S * 2e9)) == "finished"
+
+
+def test_scratch_is_fresh_for_every_phase(plan_file, tmp_path):
+    # a tool that appends to its output file (hpcc) must find none left by an earlier phase
+    plan = plan_file("""
+        name = "fresh"
+        repeat = 3
+        [placement]
+        workers = 2
+        [[task]]
+        name = "append"
+        command = ["sh", "-c", "echo x >> {scratch}/out; echo lines $(wc -l < {scratch}/out) files $(ls -A {scratch} | wc -l)"]
+        metrics.lines = 'lines (?P<value>\\d+)'
+        metrics.files = 'files (?P<value>\\d+)'
+    """)
+    out_dir = str(tmp_path / "res")
+    (tmp_path / "s").mkdir()
+    res = run_cli("run", plan, "-o", out_dir, "-q", "--set", f"scratch={tmp_path}/s")
+    assert res.returncode == 0, res.stderr
+    rows = export_json(out_dir)
+    assert len(rows) == 6
+    assert [r["metrics"]["lines"] for r in rows] == [1] * 6
+    # the slot's directory held only what this phase made
+    assert [r["metrics"]["files"] for r in rows] == [1] * 6

@@ -122,6 +122,8 @@ class Agent:
     def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
         """Send the phase to its slots and wait until each is ready or has failed."""
         phase = self.phase = req.phase
+        if not self.keep:
+            self.scratch.drop_phase_dirs()
         self.running = {a.place.slot: Running(a.place) for a in req.work}
         for a in req.work:
             # a [[concurrent]] group's phase: each rank runs its member task's phase

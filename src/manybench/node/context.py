@@ -67,14 +67,19 @@ def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
                  scratch: Scratch, default_dir: str) -> SlotContext:
     """The context slot `place.slot` runs the phase with (ContextError: why it cannot)."""
     wrapped = phase.wrap is not None
-    uses_dir = KERNELS[phase.kernel].uses_dir or wrapped
+    kernel = KERNELS[phase.kernel]
+    uses_dir = kernel.uses_dir or wrapped
+    # a command's {scratch}: fresh every phase. Built-in kernels keep their slot directory:
+    # io.read reads what was laid out before, meta.* phases share mdtest's tree.
+    fresh = kernel.from_command and not wrapped
     base = base_dir(phase, place, default_dir)
     values, env = resource_values(phase, place.slot)
     ctx = SlotContext(
         run=run, node=node, slot=place.slot, rank=rank, workers=phase.workers,
         cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
         variant=phase.variant, env={**phase.env, **env}, spec=phase.task,
-        scratch=scratch.slot_dir(base, place.slot) if uses_dir else "",
+        scratch=(scratch.phase_dir(base, place.slot, phase.index) if fresh else
+                 scratch.slot_dir(base, place.slot) if uses_dir else ""),
         shared=scratch.shared_dir(base) if uses_dir else "",
         kernel=phase.kernel, vars={**values, **phase.vars})
     if wrapped:

@@ -1,4 +1,7 @@
-"""Scratch directories: {base}/<run>/ marked as the run's own, one subdirectory per slot.
+"""Scratch directories: {base}/<run>/ marked as the run's own, one subdirectory per slot;
+a command's `{scratch}` is a fresh subdirectory of it per phase (phase-<index>), removed when
+the next phase starts unless the plan keeps scratch, so no state leaks from phase to phase
+(a tool that appends to its output file, as hpcc does).
 
 A run deletes only what it created: a directory it made and marked with its run id.
 """
@@ -17,6 +20,7 @@ class Scratch:
         self.run = run
         self.node = node
         self.created: set[str] = set()     # run directories this process made and marked
+        self.phase_dirs: list[str] = []    # the phase under way's fresh directories
 
     def run_dir(self, base: str) -> str:
         """{base}/<run>, made and marked on first use."""
@@ -31,6 +35,21 @@ class Scratch:
     def slot_dir(self, base: str, slot: int) -> str:
         # node in the name: on a shared file system every node's slot 0 must differ
         return os.path.join(self.run_dir(base), f"{self.node}.{slot}")
+
+    def phase_dir(self, base: str, slot: int, phase: int) -> str:
+        """The slot's fresh, empty directory for one phase (one left by a killed run of the
+        same id, which --resume continues, is emptied first)."""
+        path = os.path.join(self.slot_dir(base, slot), f"phase-{phase}")
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        self.phase_dirs.append(path)
+        return path
+
+    def drop_phase_dirs(self) -> None:
+        """Remove the last phase's directories (all inside the run's marked directory)."""
+        for path in self.phase_dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        self.phase_dirs = []
 
     def shared_dir(self, base: str) -> str:
         return os.path.join(self.run_dir(base), "shared")
