@@ -168,3 +168,72 @@ def test_scratch_is_fresh_for_every_phase(plan_file, tmp_path):
     assert [r["metrics"]["lines"] for r in rows] == [1] * 6
     # the slot's directory held only what this phase made
     assert [r["metrics"]["files"] for r in rows] == [1] * 6
+
+
+def _marker() -> str:
+    """A sleep duration no other process on the machine uses: its processes are ours."""
+    return f"{time.time() % 1000 + 7000:.4f}{os.getpid() % 97}"
+
+
+def _sleepers(marker: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(p.info["cmdline"] or []) and p.pid != os.getpid():
+            out.append(p)
+    return out
+
+
+# A second task counts the first task's leftovers while the run goes on: "after each command
+# phase every descendant is killed", not only at the end of the run.
+COUNT = ('import psutil, sys; print("alive", sum(sys.argv[1] in " ".join(p.info["cmdline"] or '
+         '[]) for p in psutil.process_iter(["cmdline"])) - 1)')
+
+
+def _leftover_plan(plan_file, first: str, marker: str, extra: str = "") -> str:
+    return plan_file(f"""
+        name = "reap"
+        repeat = 2
+        [[task]]
+        name = "first"
+        command = {first}
+        {extra}
+        [[task]]
+        name = "count"
+        command = ["{sys.executable}", "-c", '{COUNT}', "{marker}"]
+        metrics.alive = 'alive (?P<value>\\d+)'
+    """)
+
+
+def _no_leftovers(plan: str, tmp_path, marker: str, first_status: str = "ok") -> None:
+    out_dir = str(tmp_path / "res")
+    try:
+        res = run_cli("run", plan, "-o", out_dir, "-q")
+        assert "Traceback" not in res.stderr
+        rows = export_json(out_dir)
+        assert {r["status"] for r in rows if r["task"] == "first"} == {first_status}, rows
+        counts = [r["metrics"].get("alive") for r in rows if r["task"] == "count"]
+        assert counts == [0, 0], counts
+        assert _sleepers(marker) == []
+    finally:
+        for p in _sleepers(marker):   # ours (the marker): never leave them to the machine
+            p.kill()
+
+
+def test_a_commands_background_children_die_with_its_phase(plan_file, tmp_path):
+    m = _marker()
+    plan = _leftover_plan(plan_file, f'["sh", "-c", "sleep {m} & echo hi"]', m)
+    _no_leftovers(plan, tmp_path, m)
+
+
+def test_a_setsid_grandchild_dies_after_a_timeout(plan_file, tmp_path):
+    m = _marker()
+    plan = _leftover_plan(plan_file, f'["sh", "-c", "setsid sleep {m} & sleep 30"]', m,
+                          "timeout = 0.5")
+    _no_leftovers(plan, tmp_path, m, "timeout")
+
+
+def test_the_command_of_a_killed_slot_dies_with_it(plan_file, tmp_path):
+    # the command's parent is its slot: it kills the slot and lives on (until reaped)
+    m = _marker()
+    plan = _leftover_plan(plan_file, f'["sh", "-c", "sleep {m} & kill -9 $PPID; wait"]', m)
+    _no_leftovers(plan, tmp_path, m, "error")

@@ -19,6 +19,7 @@ from typing import Callable
 from ..kernels import WARM_UP, Result
 from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
+from .reaper import SlotCgroup
 from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
                        RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPrepare, SlotReady)
@@ -33,6 +34,7 @@ class SlotHandle:
     index: int
     pid: int
     conn: Connection
+    cgroup: SlotCgroup | None = None   # where cgroup v2 is writable (reaper.py)
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Agent:
         self.deadline: float | None = None
         self.replaced = 0   # slots that died and were replaced in this run
         self.notices: list[str] = []   # for the coordinator's stored warnings (slot-replaced)
+        self.forked = 0     # slot processes forked: names each one's cgroup
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
@@ -88,9 +91,12 @@ class Agent:
 
     def _fork(self, index: int) -> SlotHandle:
         parent, child = Pipe(duplex=True)
+        self.forked += 1
+        cgroup = SlotCgroup(f"manybench-{os.getpid()}-slot{index}-{self.forked}")
         pid = os.fork()
         if pid == 0:   # the slot: keep only its own pipe end
             try:
+                cgroup.join()    # before anything it starts: they are all in it
                 parent.close()
                 for s in self.slots:
                     s.conn.close()
@@ -99,13 +105,15 @@ class Agent:
             finally:
                 os._exit(1)
         child.close()
-        return SlotHandle(index, pid, parent)
+        return SlotHandle(index, pid, parent, cgroup)
 
     def _replace(self, index: int, why: str) -> str:
         """Reap a dead (or killed) slot, fork a fresh one in its place; returns why it died."""
         old = self.slots[index]
         old.conn.close()
         status = reap(old.pid, 1.0)
+        if old.cgroup is not None:   # what the dead slot started (its command) dies too
+            old.cgroup.remove()
         if not why:
             why = "slot died" + (f" ({exit_text(status)})" if status is not None else "")
         self.slots[index] = self._fork(index)
@@ -262,5 +270,7 @@ class Agent:
         for s in self.slots:
             reap(s.pid, max(0.0, end - time.monotonic()))
             s.conn.close()
+            if s.cgroup is not None:
+                s.cgroup.remove()
         self.slots = []
 

@@ -15,6 +15,7 @@ from ..kernels.base import KernelError
 from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding, self_cpu
 from ..model import Phase
 from .procs import die_with_parent
+from .reaper import become_subreaper, kill_descendants
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
@@ -124,6 +125,8 @@ class SlotLoop:
             return _error(f"run failed: {e!r}")
         finally:
             self._cleanup(kernel, state)
+            if kernel.runs_child:   # nothing the command started outlives its phase
+                kill_descendants()
         self._readback(res, kernel, self_cpu() - cpu0)
         return res
 
@@ -145,6 +148,8 @@ class SlotLoop:
             kernel, state = self.prepared[:2]
             self.prepared = None
             self._cleanup(kernel, state)
+            if kernel.runs_child:
+                kill_descendants()
 
     @staticmethod
     def _cleanup(kernel: Kernel, state: Any) -> None:
@@ -191,6 +196,7 @@ def slot_main(conn: Any) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the coordinator handles Ctrl-C
         die_with_parent()   # a slot must not outlive its agent, even one killed with SIGKILL
+        become_subreaper()  # orphans of its commands come back to it (reaper.py)
         _native.install_term_handler()
         _native.set_timerslack(1)
         SlotLoop(conn).serve()
