@@ -237,3 +237,64 @@ def test_the_command_of_a_killed_slot_dies_with_it(plan_file, tmp_path):
     m = _marker()
     plan = _leftover_plan(plan_file, f'["sh", "-c", "sleep {m} & kill -9 $PPID; wait"]', m)
     _no_leftovers(plan, tmp_path, m, "error")
+
+
+RESUMABLE = """
+    name = "long"
+    repeat = 8
+    [placement]
+    workers = 2
+    [[task]]
+    name = "nap"
+    command = ["sleep", "0.4"]
+"""
+
+
+def _interrupted_run(plan_file, tmp_path, kill: bool = False) -> tuple[str, str]:
+    plan = plan_file(RESUMABLE)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir, "--set", "task.nap.timeout=30")
+    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+    proc.send_signal(signal.SIGKILL if kill else signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == (-9 if kill else 130)
+    assert _phases_done(out_dir) < 8
+    return plan, out_dir
+
+
+def _resumed_in_full(out_dir: str) -> None:
+    db = _db(out_dir)
+    assert db.execute("select count(*), min(status) from runs").fetchone() == (1, "finished")
+    idx = [i for (i,) in db.execute("select idx from phases order by idx")]
+    assert idx == list(range(8))
+    assert db.execute("select count(distinct status) from phases").fetchone() == (1,)
+    rows = export_json(out_dir)
+    assert len(rows) == 16 and all(r["status"] == "ok" for r in rows)
+    assert len({r["run"] for r in rows}) == 1
+
+
+def test_resume_continues_an_interrupted_run_into_the_same_run(plan_file, tmp_path):
+    plan, out_dir = _interrupted_run(plan_file, tmp_path)
+    res = run_cli("run", plan, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
+    assert res.returncode == 0, res.stderr
+    _resumed_in_full(out_dir)
+
+
+def test_resume_of_a_killed_run_needs_no_plan_and_refuses_a_finished_one(plan_file, tmp_path):
+    plan, out_dir = _interrupted_run(plan_file, tmp_path, kill=True)
+    res = run_cli("run", "--resume", out_dir, "-q")     # the stored plan and its --set
+    assert res.returncode == 0, res.stderr
+    _resumed_in_full(out_dir)
+    again = run_cli("run", "--resume", out_dir, "-q")
+    assert again.returncode == 2 and "finished" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
+    plan, out_dir = _interrupted_run(plan_file, tmp_path)
+    changed = plan_file(RESUMABLE.replace("0.4", "0.5"), "changed.toml")
+    res = run_cli("run", changed, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
+    assert res.returncode == 2 and "plan" in res.stderr and "changed" in res.stderr, res.stderr
+    other_set = run_cli("run", plan, "--set", "task.nap.timeout=31", "--resume", out_dir, "-q")
+    assert other_set.returncode == 2 and "task" in other_set.stderr, other_set.stderr
+    assert "Traceback" not in res.stderr + other_set.stderr
+    assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)

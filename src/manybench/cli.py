@@ -54,7 +54,8 @@ def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
         raise _fail(str(e))
 
 
-def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None) -> None:
+def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
+         resume=None) -> None:
     from .engines import LocalEngine
     from .run.coordinator import Coordinator
     from .engines.base import EngineError
@@ -62,7 +63,7 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None)
     engine = engine or LocalEngine()
     try:
         outcome = Coordinator(plan, phases, outdir, engine, sys.argv, slots,
-                              progress=False if quiet else None).run()
+                              progress=False if quiet else None, resume=resume).run()
     except PlanError as e:        # the plan does not fit the nodes found: nothing was run
         for problem in e.problems:
             click.echo(problem, err=True)
@@ -103,8 +104,11 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("plan", type=click.Path(dir_okay=False))
+@click.argument("plan", type=click.Path(dir_okay=False), required=False)
 @click.option("-o", "--output", "outdir", help="Results directory (default manybench-results/<plan name>).")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Continue DIR's interrupted or killed run from its first missing phase, "
+                   "into the same run (PLAN, if given, must be the run's own).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a plan field by dotted path, e.g. placement.workers=[2,4].")
 @click.option("--slots", type=click.IntRange(min=1), help="Fix the slot count on this machine.")
@@ -117,10 +121,16 @@ def main() -> None:
 @click.option("--cluster", type=click.Choice(["slurm", "sge", "pbs"]),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
-def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | None,
-        dry_run: bool, quiet: bool, scheduler: str | None, hosts: str | None,
-        cluster: str | None) -> None:
+def run(plan: str | None, outdir: str | None, resume_dir: str | None,
+        overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
+        scheduler: str | None, hosts: str | None, cluster: str | None) -> None:
     """Run a plan."""
+    if resume_dir is not None:
+        if outdir is not None or dry_run:
+            raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
+        return _resume(plan, resume_dir, overrides, slots, quiet, scheduler, hosts, cluster)
+    if plan is None:
+        raise _fail("give a PLAN to run (or --resume DIR)")
     if not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
     if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
@@ -134,6 +144,27 @@ def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | 
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots,
          quiet, engine)
+
+
+def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
+            slots: int | None, quiet: bool, scheduler: str | None, hosts: str | None,
+            cluster: str | None) -> None:
+    from .plan import PlanError
+    from .run.resume import ResumeError, load
+    if plan_path is not None and not os.path.isfile(plan_path):
+        raise _fail(f"plan file not found: {plan_path}")
+    distributed = bool(scheduler or hosts or cluster)
+    try:
+        the_plan, phases, resume = load(directory, plan_path, overrides,
+                                        None if distributed else slots)
+    except ResumeError as e:
+        raise _fail(str(e))
+    except PlanError as e:
+        for problem in e.problems:
+            click.echo(problem, err=True)
+        raise click.exceptions.Exit(EXIT_USAGE)
+    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
+    _run(the_plan, phases, directory, slots, quiet, engine, resume)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:

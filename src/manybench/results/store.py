@@ -147,6 +147,12 @@ class Store:
         self._write([("INSERT INTO runs (id, name, plan_source, plan_raw, argv, started_ns, "
                       "ended_ns, status, environment, notes) VALUES (?,?,?,?,?,?,?,?,?,?)", row)])
 
+    def resume_run(self, run_id: str, notes: RunNotes) -> None:
+        """Mark a stored run as 'running' again (run --resume), with its new coordinator's
+        notes."""
+        self._write([("UPDATE runs SET status='running', ended_ns=NULL, notes=? WHERE id=?",
+                      (_dumps(notes.to_json()), run_id))])
+
     def write_nodes(self, run_id: str, nodes: Iterable[StoredNode]) -> None:
         """Store (or replace) the run's nodes: inventory, slots, latest clock offset."""
         rows = [(run_id, n.name, n.host, n.slots, n.cpus, n.machine, int(n.offset_ns),

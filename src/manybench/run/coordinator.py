@@ -25,6 +25,7 @@ from .progress import RunProgress
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
+from .resume import Resume
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
@@ -64,8 +65,10 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
 
 class Coordinator:
     def __init__(self, plan: Plan, phases: list[Phase], outdir: str, engine: Engine,
-                 argv: list[str], slots: int | None = None, progress: bool | None = None) -> None:
+                 argv: list[str], slots: int | None = None, progress: bool | None = None,
+                 resume: Resume | None = None) -> None:
         self.plan, self.phases, self.outdir, self.engine = plan, phases, outdir, engine
+        self.resume = resume   # run --resume: the stored run it continues (run/resume.py)
         self.argv, self.slots, self.show_progress = argv, slots, progress
         self.scheduler = Scheduler()
         self.failed = 0
@@ -75,7 +78,7 @@ class Coordinator:
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
-        run_id = new_run_id(self.plan.name)
+        run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
         largest = max((p.workers for p in self.phases), default=1)
@@ -89,15 +92,21 @@ class Coordinator:
         notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
                          cpus=sum(len(n.cpus) for n in nodes),
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
-        store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
+        if self.resume:   # the same run goes on: its phases so far are kept
+            notes.phases = self.resume.info.notes.phases or notes.phases
+            store.resume_run(run_id, stamp(notes))
+            self.failed = self.resume.failed
+        else:
+            store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
         beat = Heartbeat(store, run_id).start()
         self.store, self.run_id, self.nodes = store, run_id, nodes
         self.warnings = Warnings(store, run_id)
-        for kind, node, msg in start_warnings(self.phases, nodes):
-            self.warnings.add(kind, msg, node=node)
+        for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
+            self.warnings.add(kind, msg, node=node)   # a resumed run has them already
         self._store_nodes()
         dirs, programs = provenance(self.plan, self.phases, default_dir)
-        store.write_snapshots(run_id, START, self.engine.snapshot(dirs, programs))
+        store.write_snapshots(run_id, "resume" if self.resume else START,
+                              self.engine.snapshot(dirs, programs))
         self.setups = Setups(self.plan, self.engine, run_id,
                              lambda v, step, done: store.write_step(run_id, v, step, done),
                              dirs, programs)
