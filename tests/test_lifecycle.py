@@ -285,6 +285,7 @@ def test_resume_of_a_killed_run_needs_no_plan_and_refuses_a_finished_one(plan_fi
     res = run_cli("run", "--resume", out_dir, "-q")     # the stored plan and its --set
     assert res.returncode == 0, res.stderr
     _resumed_in_full(out_dir)
+    assert os.listdir(os.path.join(out_dir, "scratch")) == []   # the killed run's too
     again = run_cli("run", "--resume", out_dir, "-q")
     assert again.returncode == 2 and "finished" in again.stderr and "Traceback" not in again.stderr
 

@@ -25,6 +25,8 @@ class Scratch:
     def run_dir(self, base: str) -> str:
         """{base}/<run>, made and marked on first use."""
         path = os.path.join(os.path.abspath(base), self.run)
+        if path not in self.created and os.path.isdir(path) and self._ours(path):
+            self.created.add(path)    # left by this run id's killed coordinator (--resume)
         if path not in self.created and not os.path.isdir(path):
             os.makedirs(os.path.join(path, "shared"), exist_ok=True)
             with open(os.path.join(path, MARKER), "w") as f:
@@ -53,6 +55,13 @@ class Scratch:
 
     def shared_dir(self, base: str) -> str:
         return os.path.join(self.run_dir(base), "shared")
+
+    def _ours(self, path: str) -> bool:
+        try:
+            with open(os.path.join(path, MARKER)) as f:
+                return f.read().strip() == self.run
+        except OSError:
+            return False
 
     def cleanup(self) -> list[str]:
         """Remove the run directories this process created; returns what it removed."""
