@@ -115,12 +115,13 @@ def test_unreachable_scheduler_exits_2(plan_file, tmp_path):
 
 @pytest.mark.parametrize("policy", ["continue", "abort"])
 def test_node_lost_mid_phase(policy, plan_file, tmp_path):
+    # phases 0, 1: 3 workers; 2, 3: 2 workers (the worker counts' sweep, repeat 2)
     plan = plan_file(f"""
         name = "loss"
-        repeat = 3
+        repeat = 2
         on_node_loss = "{policy}"
         [placement]
-        workers = 3
+        workers = [3, 2]
         [[task]]
         name = "nap"
         command = ["sleep", "2"]
@@ -149,9 +150,15 @@ def test_node_lost_mid_phase(policy, plan_file, tmp_path):
     if policy == "abort":
         assert {r["phase"] for r in rows} == {0} and status == "aborted"
     else:
-        assert {r["phase"] for r in rows} == {0, 1, 2} and status == "failed"
-        later = [r for r in rows if r["phase"] > 0]
-        assert all(r["status"] == ("lost" if r["node"] == "n2" else "ok") for r in later)
+        # no work goes to the lost node again: a phase that no longer fits the nodes left
+        # is not run (and says why), one that fits runs on them, labelled with its workers
+        assert {r["phase"] for r in rows} == {0, 1, 2, 3} and status == "failed"
+        skipped = [r for r in rows if r["phase"] == 1]
+        assert skipped and all(r["status"] == "error" and "not run" in r["error"]
+                               and "n2" in r["error"] for r in skipped), skipped
+        later = [r for r in rows if r["phase"] > 1]
+        assert len(later) == 4 and all(r["status"] == "ok" and r["workers"] == 2
+                                       and r["node"] != "n2" for r in later), later
 
 
 def test_clock_bound_above_tolerance_is_reported_loudly(four_nodes, plan_file, tmp_path):

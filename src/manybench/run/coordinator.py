@@ -147,12 +147,17 @@ class Coordinator:
                     self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
-                unset = self.setups.before(phase)
-                if unset:     # its variant's setup failed: the phase is not run
+                live = [n for n in nodes if n.name not in self.lost]   # no work to lost nodes
+                unfit = lost_unfit(phase, nodes, live, self.lost)
+                unset = None if unfit else self.setups.before(phase)
+                if unfit:     # it needs more slots than the nodes left have: not run
+                    self.warnings.add("node-lost", unfit, key=("unfit", phase.point))
+                    t0, records = now_ns(), self._not_run(phase, nodes, unfit)
+                elif unset:     # its variant's setup failed: the phase is not run
                     self.warnings.add("setup", unset, key=("setup", phase.variant))
                     t0, records = now_ns(), self._not_run(phase, nodes, unset)
                 else:
-                    t0, records = self._run_phase(self.run_id, phase, nodes, bar)
+                    t0, records = self._run_phase(self.run_id, phase, live, bar)
                 self.store.write_phase(self.run_id, phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
@@ -262,6 +267,18 @@ class Coordinator:
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
         store.write_phase(run_id, phase, t0, records, status="interrupted")
         self.failed += sum(r.status != "ok" for r in records)
+
+
+def lost_unfit(phase: Phase, nodes: list[Node], live: list[Node], lost: set[str]) -> str:
+    """Why the phase cannot run on the nodes left after a loss ("" when it can): a phase
+    is never given fewer workers than it is labelled with."""
+    if not lost:
+        return ""
+    room = sum(capacity(phase, live).values())
+    if phase.workers <= room:
+        return ""
+    return (f"not run: task {phase.task.name} needs {phase.workers} workers, the nodes left "
+            f"after losing {', '.join(sorted(lost))} have {room} slots for it")
 
 
 def capacity(phase: Phase, nodes: list[Node]) -> dict[str, int]:
