@@ -299,3 +299,32 @@ def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
     assert other_set.returncode == 2 and "task" in other_set.stderr, other_set.stderr
     assert "Traceback" not in res.stderr + other_set.stderr
     assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
+
+
+def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
+    plan = plan_file("""
+        name = "stall"
+        repeat = 150
+        [placement]
+        workers = 2
+        [[task]]
+        name = "tick"
+        kernel = "null"
+    """)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir)
+    _wait_for(lambda: _phases_done(out_dir) >= 5, what="five phases stored")
+    slot = psutil.Process(proc.pid).children()[1]
+    slot.suspend()               # SIGSTOP, as an operator or a debugger would
+    time.sleep(2.0)
+    slot.resume()
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err
+    rows = export_json(out_dir)
+    flagged = [r for r in rows if r["metrics"].get("stall_s")]
+    assert flagged and all(r["slot"] == 1 for r in flagged), flagged
+    assert max(r["metrics"]["stall_s"] for r in flagged) > 1.0
+    assert len(flagged) < 5      # the stall, not every phase
+    assert "STALL" in err
+    kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
+    assert "stall" in kinds

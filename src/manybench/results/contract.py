@@ -34,12 +34,14 @@ WARNING_KINDS = {
     "node-lost": "a node stopped answering during the run",
     "setup": "a variant's setup failed: its phases did not run",
     "slot-replaced": "a slot process died between phases and a fresh one took its place",
+    "stall": "a slot ended far later than its peers in a phase (stopped, swapped, starved)",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
-WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED"}
+WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
+                  "stall": "STALL"}
 
 
 def warning_text(kind: str, message: str) -> str:

@@ -26,6 +26,7 @@ from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
 from .resume import Resume
+from .stalls import flag_stalls, stall_text
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
@@ -158,6 +159,9 @@ class Coordinator:
                     t0, records = now_ns(), self._not_run(phase, nodes, unset)
                 else:
                     t0, records = self._run_phase(self.run_id, phase, live, bar)
+                    for r in flag_stalls(records):
+                        self.warnings.add("stall", stall_text(r), node=r.node,
+                                          task=r.task, phase=r.phase)
                 self.store.write_phase(self.run_id, phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
