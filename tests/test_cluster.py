@@ -208,3 +208,48 @@ def test_ctrl_c_on_a_cluster_stops_every_node(four_nodes, plan_file, tmp_path):
     assert sleepers() == []
     db = sqlite3.connect(os.path.join(out, "results.db"))
     assert db.execute("select status from runs").fetchone()[0] == "interrupted"
+
+
+def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(plan_file,
+                                                                               tmp_path):
+    """Nothing renews the nodes' leases after SIGKILL: each node's agent stops its slots and
+    their commands within the lease (run/lease.py), and `report` says the run was killed."""
+    import psutil
+    from manybench.run.lease import LEASE_S
+    marker = f"{time.time() % 1000 + 6000:.3f}"
+    plan = plan_file(f"""
+        [placement]
+        workers = 2
+        [[task]]
+        name = "long"
+        command = ["sh", "-c", "sleep {marker} & sleep {marker}"]
+    """)
+    out = str(tmp_path / "res")
+    with DaskLab(2, slots=1) as lab:
+        proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out,
+                                 "-q", "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+        def sleepers():
+            return [p for p in psutil.process_iter(["cmdline"])
+                    if (p.info["cmdline"] or [""])[0] == "sleep"
+                    and marker in " ".join(p.info["cmdline"])]
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and len(sleepers()) < 4:
+                time.sleep(0.2)
+            assert len(sleepers()) == 4               # both nodes' commands and children
+            time.sleep(LEASE_S / 2)                   # renewed: the run goes on meanwhile
+            assert len(sleepers()) == 4
+            proc.kill()                               # our own coordinator, by its pid
+            proc.communicate(timeout=30)
+            killed_at = time.monotonic()
+            while sleepers() and time.monotonic() < killed_at + LEASE_S + 15:
+                time.sleep(0.2)
+            assert sleepers() == []
+            assert time.monotonic() - killed_at < LEASE_S + 15
+        finally:
+            for p in sleepers():                      # ours (the marker)
+                p.kill()
+    status = run_cli("report", out).stdout
+    assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())

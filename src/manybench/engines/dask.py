@@ -22,6 +22,7 @@ from ..node.clock import measure_offset
 from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
                              NodeInfo, Ping, Prepare, Prepared, Request, Run, RunCommands,
                              SnapshotTaken, Start, Started, TakeSnapshot)
+from ..run.lease import LeaseRenewer
 from .base import Engine, EngineError, Node, Results, Work
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
@@ -117,6 +118,9 @@ class DaskEngine(Engine):
             self._wait_all({n.name: Ping() for n in self.nodes})
             rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(r.dispatch_ns for r in replies.values()) + rpc
+        self.renewer = LeaseRenewer(lambda a: self.client.rpc(a), lambda: [
+            self.addr[n.name] for n in self.nodes if n.name not in self.lost])
+        self._submit(self.renewer.start()).result()
         return self.nodes
 
     async def _infos(self, addrs: list[str]) -> dict[str, NodeInfo | Exception]:
@@ -265,6 +269,8 @@ class DaskEngine(Engine):
 
     # -- the end ---------------------------------------------------------------------
     def _finish(self, request: Request) -> None:
+        if getattr(self, "renewer", None) is not None:
+            self._submit(self.renewer.stop()).result()
         try:
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
             if live:

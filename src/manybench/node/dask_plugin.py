@@ -25,6 +25,7 @@ from distributed import WorkerPlugin
 from ..inventory.environment import collect
 from ..inventory.topology import topology
 from .clock import EchoServer
+from .lease import Lease
 from .procs import wait_child
 from .protocol import Failed, NodeInfo
 
@@ -41,14 +42,17 @@ class AgentPlugin(WorkerPlugin):
         self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.lock = asyncio.Lock()
         self.echo: EchoServer | None = None
+        self.lease = Lease()    # the run's coordinator must renew it (lease.py)
 
     # -- the worker's life -----------------------------------------------------------
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.echo = EchoServer("0.0.0.0", 0)
-        worker.handlers.update({"mb_info": self.info, "mb_call": self.call})
+        worker.handlers.update({"mb_info": self.info, "mb_call": self.call,
+                                "mb_renew": self.renew})
 
     def teardown(self, worker: Any) -> None:
+        self.lease.stop()
         self._stop(terminate=True)
         if self.echo:
             self.echo.close()
@@ -69,17 +73,31 @@ class AgentPlugin(WorkerPlugin):
             echo_port=self.echo.port if self.echo else 0, host=self.worker.ip, pid=os.getpid(),
             machine=_boot_id(), inventory=inventory))
 
+    async def renew(self, seconds: float) -> None:
+        """The coordinator is alive: extend the lease by `seconds`."""
+        if self.lease.until is not None:
+            self.lease.renew(seconds)
+
+    async def _lease_ran_out(self) -> None:
+        # the coordinator is gone: stop the agent, its slots and their commands
+        await asyncio.to_thread(self._stop, True)
+
     async def call(self, kind: str, request: bytes) -> bytes:
         """Relay one pickled agent request and its pickled reply without unpickling either:
         the worker only forwards (asyncio on the pipe, no thread hop). kind: the request's
         type name, for the three the relay acts on itself."""
         if kind == "Abort":     # not behind the lock: a phase may be holding it
+            self.lease.release()
             await asyncio.to_thread(self._stop, True)
             return pickle.dumps(None)
+        if self.lease.until is not None:
+            self.lease.renew()
         async with self.lock:
             if kind == "Start":
                 await asyncio.to_thread(self._stop)
                 await self._spawn()
+                self.lease.renew()
+                self.lease.watch(self._lease_ran_out)
             if self.stream is None:
                 return pickle.dumps(Failed("the node agent is not started"))
             reader, writer = self.stream
@@ -92,6 +110,7 @@ class AgentPlugin(WorkerPlugin):
                 await asyncio.to_thread(self._stop)
                 return pickle.dumps(Failed(f"the node agent died: {e!r}"))
             if kind == "Close":
+                self.lease.release()
                 await asyncio.to_thread(self._stop)
             return reply
 
