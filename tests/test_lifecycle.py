@@ -10,6 +10,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from conftest import export_json, run_cli
 
@@ -328,3 +329,20 @@ def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     assert "STALL" in err
     kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
     assert "stall" in kinds
+
+
+def test_stall_peers_are_the_same_tasks_slots():
+    from manybench.record import Record
+    from manybench.run.stalls import flag_stalls
+
+    def rec(task: str, slot: int, seconds: float) -> Record:
+        return Record(run="r", phase=0, task=task, kernel="command", variant="", rep=0,
+                      workers=4, node="n", slot=slot, cpu=slot, t0_ns=10**18,
+                      start_ns=10**18, end_ns=10**18 + int(seconds * 1e9),
+                      elapsed_s=seconds, ops=1, bytes=0, status="ok")
+    group = [rec("short", 0, 0.1), rec("short", 1, 0.1), rec("long", 2, 5.0),
+             rec("long", 3, 5.1)]
+    assert flag_stalls(group) == []            # a group's long task is no stall
+    stalled = [rec("t", 0, 0.1), rec("t", 1, 0.1), rec("t", 2, 2.0)]
+    assert [r.slot for r in flag_stalls(stalled)] == [2]
+    assert stalled[2].metrics["stall_s"] == pytest.approx(1.9)

@@ -1,7 +1,7 @@
 """A slot that stalled (SIGSTOPped, swapped out, its node frozen) must not pass as plain ok.
 
 A record is flagged when its span from T0 to its end is far longer than its peers' in the
-same phase: over STALL_FACTOR times their median and over STALL_MIN_S more. The span from T0
+same phase (its task's other slots): over STALL_FACTOR times their median and over STALL_MIN_S more. The span from T0
 counts a late start (a slot stopped before T0 starts late) and a long run alike. The record
 keeps its status (its figures are what it measured) and gains `metrics.stall_s`, the excess
 over the peers' median span; the run gets a stored `stall` warning.
@@ -26,7 +26,10 @@ def flag_stalls(records: list[Record]) -> list[Record]:
         return []
     flagged = []
     for r in timed:
-        peers = [p.end_ns - p.t0_ns for p in timed if p is not r]
+        # peers: the same task's slots (a [[concurrent]] group's tasks differ in length)
+        peers = [p.end_ns - p.t0_ns for p in timed if p is not r and p.task == r.task]
+        if not peers:
+            continue
         typical = max(_median(peers), 0)
         span = r.end_ns - r.t0_ns
         excess = span - typical
