@@ -233,8 +233,11 @@ def test_a_setsid_grandchild_dies_after_a_timeout(plan_file, tmp_path):
     _no_leftovers(plan, tmp_path, m, "timeout")
 
 
-def test_the_command_of_a_killed_slot_dies_with_it(plan_file, tmp_path):
-    # the command's parent is its slot: it kills the slot and lives on (until reaped)
+@pytest.mark.parametrize("cgroup", ["1", "0"])
+def test_the_command_of_a_killed_slot_dies_with_it(plan_file, tmp_path, monkeypatch, cgroup):
+    # the command's parent is its slot: it kills the slot and lives on (until reaped).
+    # Without a cgroup the agent still kills the command's process group.
+    monkeypatch.setenv("MANYBENCH_CGROUP", cgroup)
     m = _marker()
     plan = _leftover_plan(plan_file, f'["sh", "-c", "sleep {m} & kill -9 $PPID; wait"]', m)
     _no_leftovers(plan, tmp_path, m, "error")

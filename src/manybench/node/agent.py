@@ -19,7 +19,7 @@ from typing import Callable
 from ..kernels import WARM_UP, Result
 from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
-from .reaper import SlotCgroup
+from .reaper import SlotCgroup, kill_group
 from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
                        RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPrepare, SlotReady)
@@ -45,6 +45,7 @@ class Running:
     ready: bool = False
     info: dict | None = None    # what the slot's kernel published for its peers
     waiting: bool = False       # a connect was sent and not yet answered
+    child: int = 0              # its command's process group (SlotReady.child)
 
 
 class Agent:
@@ -112,8 +113,12 @@ class Agent:
         old = self.slots[index]
         old.conn.close()
         status = reap(old.pid, 1.0)
-        if old.cgroup is not None:   # what the dead slot started (its command) dies too
+        # what the dead slot started (its command) dies too: its whole cgroup, else at
+        # least the command's process group
+        if old.cgroup is not None and old.cgroup.path is not None:
             old.cgroup.remove()
+        elif index in self.running and self.running[index].child > 0:
+            kill_group(self.running[index].child)
         if not why:
             why = "slot died" + (f" ({exit_text(status)})" if status is not None else "")
         self.slots[index] = self._fork(index)
@@ -229,9 +234,10 @@ class Agent:
                 self.running[i].result = Result(status="error", error=self._replace(i, ""))
                 continue
             match msg:
-                case SlotReady(info):
+                case SlotReady(info, child):
                     self.running[i].ready = True
                     self.running[i].info = info
+                    self.running[i].child = child
                 case SlotConnected():
                     self.running[i].waiting = False
                 case SlotDone(result):

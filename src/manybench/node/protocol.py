@@ -220,6 +220,7 @@ class SlotExit:
 @dataclass(frozen=True)
 class SlotReady:
     info: dict | None
+    child: int = 0      # the process group of the child it forked (a command), 0: none
 
 
 @dataclass(frozen=True)

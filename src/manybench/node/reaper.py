@@ -8,7 +8,9 @@ Three layers, each catching what the one before misses:
                  slot kills every descendant it still has (kill_descendants)
   cgroup         where cgroup v2 is writable, each slot runs in a cgroup of its own
                  (SlotCgroup): when a slot dies or the run ends, the agent kills the whole
-                 cgroup, which holds the slot's command even after the slot was SIGKILLed
+                 cgroup, which holds the slot's command even after the slot was SIGKILLed.
+                 Without one (MANYBENCH_CGROUP=0 declines them) the agent kills at least
+                 the dead slot's command's process group (kill_group)
 """
 from __future__ import annotations
 
@@ -70,8 +72,19 @@ def _reap_children() -> None:
                 return
 
 
+def kill_group(pgid: int) -> None:
+    """SIGKILL a process group (a dead slot's command, where no cgroup held the slot)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def cgroup2_dir() -> str | None:
-    """This process's cgroup v2 directory, when cgroup v2 is mounted; else None."""
+    """This process's cgroup v2 directory, when cgroup v2 is mounted and not declined
+    (MANYBENCH_CGROUP=0); else None."""
+    if os.environ.get("MANYBENCH_CGROUP", "1") == "0":
+        return None
     try:
         with open("/proc/self/cgroup") as f:
             own = next((line.strip()[3:] for line in f if line.startswith("0::")), None)

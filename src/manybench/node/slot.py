@@ -159,12 +159,19 @@ class SlotLoop:
             except Exception:
                 pass
 
+    def _child(self) -> int:
+        """The prepared kernel's child (its own process group), for the agent to kill
+        should this slot die (reaper.py; where no cgroup holds the slot)."""
+        state = self.prepared[1] if self.prepared else None
+        pid = getattr(state, "pid", 0)
+        return pid if isinstance(pid, int) else 0
+
     def _prepare_reply(self, msg: SlotPrepare) -> SlotReady | SlotDone:
         failed = self.prepare(msg.phase, msg.ctx, msg.place)
         if failed is not None:
             return SlotDone(failed)
         try:
-            return SlotReady(self.publish())
+            return SlotReady(self.publish(), self._child())
         except Exception as e:
             self.cancel()
             return SlotDone(_error(f"publish failed: {e!r}"))
