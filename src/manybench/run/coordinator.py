@@ -149,7 +149,7 @@ class Coordinator:
                 point = phase.point
                 bar.point(phase.label)
                 live = [n for n in nodes if n.name not in self.lost]   # no work to lost nodes
-                unfit = lost_unfit(phase, nodes, live, self.lost)
+                unfit = lost_unfit(phase, live, self.lost)
                 unset = None if unfit else self.setups.before(phase)
                 if unfit:     # it needs more slots than the nodes left have: not run
                     self.warnings.add("node-lost", unfit, key=("unfit", phase.point))
@@ -273,7 +273,7 @@ class Coordinator:
         self.failed += sum(r.status != "ok" for r in records)
 
 
-def lost_unfit(phase: Phase, nodes: list[Node], live: list[Node], lost: set[str]) -> str:
+def lost_unfit(phase: Phase, live: list[Node], lost: set[str]) -> str:
     """Why the phase cannot run on the nodes left after a loss ("" when it can): a phase
     is never given fewer workers than it is labelled with."""
     if not lost:
