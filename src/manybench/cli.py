@@ -75,8 +75,8 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
         click.echo("interrupted before the first phase", err=True)
         raise click.exceptions.Exit(130)
     except OSError as e:   # not left to click, which takes a BrokenPipeError for its stdout
-        click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (the run is marked "
-                   f"aborted; finished phases kept in {outdir})", err=True)
+        click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
+                   f"finished is kept in {outdir})", err=True)
         raise click.exceptions.Exit(1)
     if not quiet:
         from .report.terminal import render
