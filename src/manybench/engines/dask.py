@@ -270,7 +270,10 @@ class DaskEngine(Engine):
     # -- the end ---------------------------------------------------------------------
     def _finish(self, request: Request) -> None:
         if getattr(self, "renewer", None) is not None:
-            self._submit(self.renewer.stop()).result()
+            try:   # the nodes' leases are released by Close / Abort below
+                self._submit(self.renewer.stop()).result(timeout=5)
+            except Exception:
+                pass
         try:
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
             if live:
