@@ -349,3 +349,28 @@ def test_stall_peers_are_the_same_tasks_slots():
     stalled = [rec("t", 0, 0.1), rec("t", 1, 0.1), rec("t", 2, 2.0)]
     assert [r.slot for r in flag_stalls(stalled)] == [2]
     assert stalled[2].metrics["stall_s"] == pytest.approx(1.9)
+
+
+def test_a_killed_agents_cgroups_are_swept_by_the_next_run(plan_file, tmp_path):
+    from manybench.node.reaper import cgroup2_dir, sweep_stale
+    base = cgroup2_dir()
+    if base is None:
+        pytest.skip("no cgroup v2 here (the cgroup layer is best effort)")
+    plan = plan_file("""
+        name = "orphans"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "long"
+        command = ["sleep", "30"]
+    """)
+    out_dir = str(tmp_path / "res")
+    proc = _start(plan, out_dir)
+    mine = f"manybench-{proc.pid}-"
+    _wait_for(lambda: len([n for n in os.listdir(base) if n.startswith(mine)]) == 2,
+              what="the run's two slot cgroups")
+    proc.kill()                 # nothing of the run can clean up after SIGKILL
+    proc.wait()
+    swept = sweep_stale()       # as the next run's agent does when it starts
+    assert len([n for n in swept if n.startswith(mine)]) == 2
+    assert not [n for n in os.listdir(base) if n.startswith(mine)]

@@ -19,7 +19,7 @@ from typing import Callable
 from ..kernels import WARM_UP, Result
 from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
-from .reaper import SlotCgroup, kill_group
+from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
 from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
                        RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPrepare, SlotReady)
@@ -68,6 +68,7 @@ class Agent:
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
         """Fork the pool and warm it up; returns how long one round trip to all slots took."""
+        sweep_stale()     # what killed runs' slots left behind on this node
         self.slots = [self._fork(i) for i in range(self.nslots)]
         self._warm_up()
         t = time.monotonic_ns()
@@ -93,7 +94,7 @@ class Agent:
     def _fork(self, index: int) -> SlotHandle:
         parent, child = Pipe(duplex=True)
         self.forked += 1
-        cgroup = SlotCgroup(f"manybench-{os.getpid()}-slot{index}-{self.forked}")
+        cgroup = SlotCgroup(cgroup_name(os.getpid(), index, self.forked))
         pid = os.fork()
         if pid == 0:   # the slot: keep only its own pipe end
             try:

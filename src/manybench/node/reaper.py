@@ -112,6 +112,38 @@ def cgroup2_dir() -> str | None:
     return path if os.path.isdir(path) else None
 
 
+CGROUP_PREFIX = "manybench-"   # manybench-<agent pid>-slot<i>-<n>
+
+
+def cgroup_name(agent_pid: int, slot: int, n: int) -> str:
+    return f"{CGROUP_PREFIX}{agent_pid}-slot{slot}-{n}"
+
+
+def sweep_stale() -> list[str]:
+    """Remove the slot cgroups of agents that are gone (a coordinator or agent killed with
+    SIGKILL could not), killing what they still hold: it was started by their slots.
+    Returns the cgroups removed."""
+    base = cgroup2_dir()
+    if base is None:
+        return []
+    removed = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return []
+    for name in names:
+        if not name.startswith(CGROUP_PREFIX):
+            continue
+        pid = name[len(CGROUP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        cg = SlotCgroup.at(os.path.join(base, name))
+        cg.remove(grace=0.5)
+        if not os.path.isdir(os.path.join(base, name)):
+            removed.append(name)
+    return removed
+
+
 class SlotCgroup:
     """One slot's cgroup v2 (best effort: `path` is None where none can be made)."""
 
@@ -126,6 +158,13 @@ class SlotCgroup:
             self.path = path
         except OSError:
             pass
+
+    @classmethod
+    def at(cls, path: str) -> SlotCgroup:
+        """An existing cgroup, by its path."""
+        cg = cls.__new__(cls)
+        cg.path = path
+        return cg
 
     def join(self) -> None:
         """Move the calling process (the freshly forked slot) into the cgroup."""
