@@ -107,7 +107,8 @@ def main() -> None:
 @click.option("-o", "--output", "outdir", help="Results directory (default manybench-results/<plan name>).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a plan field by dotted path, e.g. placement.workers=[2,4].")
-@click.option("--slots", type=click.IntRange(min=1), help="Fix the slot count on this machine.")
+@click.option("--slots", type=click.IntRange(min=1, max=100_000),
+              help="Fix the slot count on this machine.")
 @click.option("--dry-run", is_flag=True, help="Print the expanded phases and placement; run nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report.")
 @click.option("--scheduler", metavar="ADDR", help="An existing Dask scheduler whose workers run "

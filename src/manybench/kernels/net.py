@@ -42,7 +42,7 @@ _RETRY_S = 0.05
 _COMMON = {
     "port": Param("int", "Listening port base: the server of pair k (ranks 2k, 2k+1) listens "
                          "on port + k. Unset: an ephemeral port (firewalls may want a fixed "
-                         "range).", minimum=1),
+                         "range).", minimum=1, maximum=65535),
     "sndbuf": Param("size", "SO_SNDBUF of both ends (as iperf3 -w). Unset: the kernel's "
                             "autotuning. Capped by net.core.wmem_max: a capped value is an "
                             "error, not a silent change.", minimum=1),

@@ -70,7 +70,8 @@ PARAMS = {
                              "(24 bytes per element in all: the default is 480 MB per slot). "
                              "STREAM's rule: each array at least 4x the size of the last-level "
                              "cache(s) the slot's threads share, or the figures are cache "
-                             "bandwidth.", default=20_000_000, minimum=1000),
+                             "bandwidth.", default=20_000_000, minimum=1000,
+                     maximum=2**40),
     "threads": Param("int", "OpenMP threads per slot (STREAM's OMP_NUM_THREADS); they run on "
                             "the slot's cpus, so more than one needs placement pin = \"numa\" "
                             "or \"none\". With 1, no OpenMP at all.", default=1, minimum=1),

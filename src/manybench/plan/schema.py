@@ -11,6 +11,7 @@ from typing import Any, Iterable, Iterator
 import jsonschema
 
 from ..units import parse_duration, parse_size
+from .limits import MAX_CPUS, MAX_REPEAT, MAX_WORKERS
 from .overrides import Loc
 
 ORDERS = ("spread", "pack")
@@ -19,9 +20,10 @@ BINDS = ("none", "core", "numa")
 
 
 def _workers_schema() -> dict:
-    return {"anyOf": [{"type": "integer", "minimum": 1},
-                      {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}],
-            "x-message": "expected a worker count or a list of them, e.g. 4 or [1, 2, 4]"}
+    one = {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}],
+            "x-message": f"expected a worker count (1 to {MAX_WORKERS:,}) or a list of them, "
+                         "e.g. 4 or [1, 2, 4]"}
 
 
 def _choice_schema(choices: tuple) -> dict:
@@ -36,8 +38,8 @@ _STRINGS = {"type": "array", "items": {"type": "string"}}
 # [cluster]: how a batch system or SSH starts the nodes' Dask workers (dask-jobqueue's and
 # SSHCluster's own option names, so their documentation applies).
 _CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
-    "nodes": {"type": "integer", "minimum": 1},
-    "slots": {"type": "integer", "minimum": 1},
+    "nodes": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+    "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
     "queue": {"type": "string"}, "account": {"type": "string"},
     "walltime": {"type": "string"}, "memory": {"type": "string"},
     "cores": {"type": "integer", "minimum": 1},
@@ -65,7 +67,8 @@ _BIND_ONE = {"anyOf": [{"type": "string", "enum": list(BINDS)},
                           '{ cpus = "0-3", mems = "0" }'}
 _BIND = {"anyOf": [_BIND_ONE, {"type": "array", "minItems": 1, "items": _BIND_ONE}],
          "x-message": _BIND_ONE["x-message"] + " (or a list of them)"}
-_CPUS_ONE = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": ["numa"]}],
+_CPUS_ONE = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_CPUS},
+                       {"type": "string", "enum": ["numa"]}],
              "x-message": 'expected a cpu count per slot (e.g. 2) or "numa" (a NUMA node each)'}
 _CPUS = {"anyOf": [_CPUS_ONE, {"type": "array", "minItems": 1, "items": _CPUS_ONE}],
          "x-message": _CPUS_ONE["x-message"] + " (or a list of them)"}
@@ -86,9 +89,13 @@ _SCHEMA = {
     "required": ["task"],
     "additionalProperties": False,
     "properties": {
-        "name": {"type": "string", "minLength": 1},
-        "repeat": {"type": "integer", "minimum": 1},
-        "slots": {"type": "integer", "minimum": 1},
+        # the name is the default results directory's: one path component, no escape
+        "name": {"type": "string", "minLength": 1, "maxLength": 200,
+                 "pattern": r"^(?!\.\.?$)[^/\\\x00-\x1f]+$",
+                 "x-message": "expected a name usable as a directory name: no '/', '\\' or "
+                              "control characters, not '.' or '..', at most 200 characters"},
+        "repeat": {"type": "integer", "minimum": 1, "maximum": MAX_REPEAT},
+        "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
@@ -207,6 +214,8 @@ def _explain(err: jsonschema.ValidationError) -> Iterator[tuple[Loc, str]]:
         yield loc, f"expected {' or '.join(_TYPE_WORDS.get(t, t) for t in want)}, got {inst!r}"
     elif v == "minimum":
         yield loc, f"must be at least {err.validator_value}, got {inst!r}"
+    elif v == "maximum":
+        yield loc, f"must be at most {err.validator_value:,}, got {inst!r}"
     elif v == "enum":
         yield loc, f"expected one of {', '.join(map(str, err.validator_value))}, got {inst!r}"
     elif v == "minLength":
