@@ -11,6 +11,8 @@ from importlib import resources
 
 import click
 
+from . import cli_errors as errs
+
 EXIT_USAGE = 2
 
 
@@ -132,9 +134,11 @@ def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | 
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
+    outdir = outdir or os.path.join("manybench-results", the_plan.name)
+    errs.writable_results_dir(outdir)      # before any node or slot starts
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots,
-         quiet, engine)
+    with errs.storing_results(outdir):
+        _run(the_plan, phases, outdir, slots, quiet, engine)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
@@ -184,7 +188,12 @@ def _open_results(directory: str):
 def report(directory: str, html_path: str | None, run_id: str | None) -> None:
     """Print the report of a results directory."""
     from .report.terminal import render
-    with _open_results(directory) as store:
+    with errs.reading_results(directory, run_id), _open_results(directory) as store:
+        errs.check_run(store, run_id)
+        if not store.runs():
+            raise errs.UserError(f"{store.path}: no runs recorded")
+        if html_path:      # unwritable: exit 2 before any output
+            errs.output_file(html_path, option="--html").close()
         render(store, run_id=run_id)
         if html_path:
             from .report.html import write_html
@@ -200,10 +209,11 @@ def report(directory: str, html_path: str | None, run_id: str | None) -> None:
 def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
     """Export every record, one row each, in the contract's columns."""
     from .results.export import export as do_export
-    with _open_results(directory) as store:
+    with errs.reading_results(directory, run_id), _open_results(directory) as store:
+        errs.check_run(store, run_id)
         records = store.records(run_id)
     if out:
-        with open(out, "w", newline="") as f:
+        with errs.output_file(out, newline="") as f:
             do_export(records, fmt, f)
     else:
         do_export(records, fmt, sys.stdout)
