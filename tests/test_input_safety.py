@@ -199,3 +199,73 @@ def test_a_template_parameter_the_command_uses_is_accepted(tmp_path):
         nap = ["0", "0.01"]
         """)
     assert code == 0, out
+
+
+# -- item 7: checks that can run in --dry-run do ----------------------------------------
+
+def test_threads_beyond_a_pinned_slots_cpus_are_refused_at_dry_run(tmp_path):
+    refused(tmp_path, """
+        [[task]]
+        name = "s"
+        kernel = "mem.stream"
+        threads = 4
+        """, "task.s.threads", 'pin = "core"')
+    code, out = dry_run(tmp_path, """
+        [placement]
+        pin = "none"
+        [[task]]
+        name = "s"
+        kernel = "mem.stream"
+        threads = 4
+        """)
+    assert code == 0, out
+
+
+def test_an_odd_worker_count_for_net_is_refused_at_dry_run(tmp_path):
+    refused(tmp_path, """
+        [placement]
+        workers = [2, 3]
+        [[task]]
+        name = "p"
+        kernel = "net.pingpong"
+        """, "placement.workers", "even")
+    refused(tmp_path, """
+        [[task]]
+        name = "p"
+        kernel = "net.stream"
+        workers = 1
+        duration = "1s"
+        """, "task.p.workers", "even")
+
+
+def test_direct_with_an_unaligned_block_is_refused_at_dry_run(tmp_path):
+    refused(tmp_path, """
+        [[task]]
+        name = "w"
+        kernel = "io.write"
+        size = "1MiB"
+        block = 1000
+        direct = true
+        """, "task.w.block", "4096")
+
+
+def test_a_command_missing_from_path_is_refused_locally_and_warned_on_a_cluster(tmp_path):
+    text = """
+        [[task]]
+        name = "c"
+        command = ["no-such-program-manybench", "x"]
+        """
+    refused(tmp_path, text, "task.c.command", "no-such-program-manybench", "PATH")
+    plan = tmp_path / "c.toml"
+    plan.write_text(textwrap.dedent(text))
+    res = CliRunner().invoke(main, ["run", str(plan), "--dry-run", "--scheduler",
+                                    "tcp://127.0.0.1:9"])
+    assert res.exit_code == 0, res.output
+    assert "warning:" in res.output and "no-such-program-manybench" in res.output
+    code, out = dry_run(tmp_path, """
+        [[task]]
+        name = "c"
+        command = ["true"]
+        env = { PATH = "/nonexistent" }
+        """)
+    assert code == 2 and "'true'" in out, out   # the task's own PATH is the one looked in

@@ -131,6 +131,7 @@ def run(plan: str, outdir: str | None, overrides: tuple[str, ...], slots: int | 
     distributed = bool(scheduler or hosts or cluster)
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     the_plan, phases = _load(plan, None, overrides, None if distributed else slots)
+    errs.preflight(the_plan, phases, distributed)
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return

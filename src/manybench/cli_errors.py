@@ -102,3 +102,15 @@ def storing_results(outdir: str) -> Iterator[None]:
         raise UserError(f"{outdir}: results could not be stored ({what}); the run stopped, "
                         f"every phase committed before is kept in "
                         f"{os.path.join(outdir, 'results.db')}", EXIT_FAILED) from None
+
+
+def preflight(plan, phases, distributed: bool) -> None:
+    """plan/preflight.py's checks: warnings on stderr, errors one per line and exit 2."""
+    from .plan.preflight import preflight as check
+    errors, warnings = check(plan, phases, distributed)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+    for e in errors:
+        click.echo(e, err=True)
+    if errors:
+        raise click.exceptions.Exit(EXIT_USAGE)

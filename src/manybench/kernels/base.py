@@ -138,6 +138,9 @@ class Kernel:
     cleanup: Callable[[Any], None] | None = None
     # cross-field checks on one expanded point: (params) -> list of (field, message)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
+    # checks of one phase's point with its placement, at plan check (--dry-run): (params,
+    # workers, cpus each slot may run on when the plan fixes it, else None) -> problems
+    check_placement: Callable[[dict, int, int | None], list[tuple[str, str]]] | None = None
     # Kernels whose slots talk to each other (net.*): after prepare, publish(state) gives what
     # peers need (a port, say); before run, connect(state, peers) gets every rank's published
     # info, each with the "host" of its node added by the engine.

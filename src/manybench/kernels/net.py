@@ -137,6 +137,13 @@ def _params(kernel: Kernel, params: dict) -> dict:
     return out
 
 
+def _even_workers(params: dict, workers: int, slot_cpus: int | None) -> list[tuple[str, str]]:
+    if workers % 2:
+        return [("workers", f"net kernels pair ranks (2k, 2k+1): use an even worker count, "
+                            f"not {workers}")]
+    return []
+
+
 def _prepare(kernel: Kernel, ctx: SlotContext, params: dict) -> _State:
     lib = native()
     p = _params(kernel, params)
@@ -343,7 +350,8 @@ def _kernel(name: str, doc: str, params: dict, run: Any) -> Kernel:
     box: list[Kernel] = []
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
-               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect)
+               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
+               check_placement=_even_workers)
     box.append(k)
     return k
 

@@ -44,6 +44,16 @@ def check_threads(kernel: str, threads: int) -> None:
             f"[placement], or threads <= {cpus}")
 
 
+def threads_fit(params: dict, workers: int, slot_cpus: int | None) -> list[tuple[str, str]]:
+    """check_threads at plan check, when the placement fixes the slot's cpus."""
+    threads = params.get("threads") or 1
+    if slot_cpus is None or threads <= slot_cpus:
+        return []
+    return [("threads", f"threads = {threads} but pin = \"core\" gives each slot {slot_cpus} "
+                        f"cpu{'s' if slot_cpus != 1 else ''}; use pin = \"numa\" or \"none\" "
+                        f"or cpus = {threads} in [placement], or threads <= {slot_cpus}")]
+
+
 def mem_available() -> int | None:
     """Bytes the kernel says can be allocated without swapping (MemAvailable), if known."""
     try:
@@ -160,6 +170,7 @@ STREAM = Kernel(
         "are checked as checkSTREAMresults does (a wrong array makes the record an error). "
         "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+    check_placement=threads_fit,
 )
 
 KERNELS = [STREAM]
