@@ -87,7 +87,8 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
     tasks = [s for i, t in enumerate(tasks_raw) if (s := build_task(i, t, ctx, probs))]
     names = entry_names(raw, "task")
     for i, t in enumerate(tasks_raw):
-        if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"]:
+        if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) \
+                and t["name"].isprintable() and t["name"]:
             probs.append((("task", i, "name"), f"duplicate task name {t['name']!r}"))
     if "bind" in place:
         check_bind(("placement", "bind"), place["bind"], probs)

@@ -84,6 +84,9 @@ _REF_ONE = {"type": "object", "required": ["value"], "additionalProperties": Fal
                            "at": {"type": "object"}},
             "x-message": "expected { value = N, lower = -0.05, upper = 0.20 } (bounds relative "
                          "to value; at = { workers = 4 } to pick points)"}
+# task, variant and group names: shown in messages, reports and labels, one line each
+_NAME = {"type": "string", "minLength": 1, "pattern": r"^[^\x00-\x1f\x7f]+$",
+         "x-message": "expected a name: not empty, no control characters (newline, tab, ...)"}
 _SCHEMA = {
     "type": "object",
     "required": ["task"],
@@ -108,7 +111,7 @@ _SCHEMA = {
         "baseline": {"type": "string", "minLength": 1},
         "concurrent": {"type": "array", "items": {
             "type": "object", "required": ["name", "tasks"], "additionalProperties": False,
-            "properties": {"name": {"type": "string", "minLength": 1},
+            "properties": {"name": _NAME,
                            "tasks": {"type": "array", "minItems": 2, "items": {"type": "string"},
                                      "x-message": 'expected two or more task names, e.g. '
                                                   '["write", "mdtest"]'}}}},
@@ -121,7 +124,7 @@ _SCHEMA = {
             "resources": {"type": "object"}}},
         "task": {"type": "array", "minItems": 1, "items": {
             "type": "object", "required": ["name"], "properties": {
-                "name": {"type": "string", "minLength": 1},
+                "name": _NAME,
                 "kernel": {"type": "string"},
                 "command": {"type": "array", "minItems": 1, "items": {"type": "string"},
                             "x-message": 'expected a non-empty list of strings, '
@@ -137,7 +140,7 @@ _SCHEMA = {
                 "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},
         "variant": {"type": "array", "items": {
             "type": "object", "required": ["name"], "additionalProperties": False,
-            "properties": {"name": {"type": "string", "minLength": 1},
+            "properties": {"name": _NAME,
                            "set": {"type": "object"}, "env": _ENV,
                            "tasks": {"type": "array", "minItems": 1, "items": {"type": "string"},
                                      "x-message": 'expected a list of task names, e.g. ["read"]'},
@@ -172,7 +175,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 
 
 def known_names(names: Iterable[str], bad: str) -> str:
-    names = sorted(names)
+    names = sorted(n if n.isprintable() else repr(n) for n in names)
     near = difflib.get_close_matches(bad, names, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return f"(known: {', '.join(names)}){hint}"
