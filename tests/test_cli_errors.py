@@ -62,7 +62,7 @@ def test_a_damaged_results_db_is_named(results, tmp_path, damage, cmd):
     fails_cleanly(run_cli(cmd, str(d)), "results.db")
 
 
-@pytest.mark.parametrize("out", ["/nonexistent/x.csv", "/proc/x.csv"])
+@pytest.mark.parametrize("out", ["/nonexistent/x.csv", "/proc/x.csv", "/dev/full"])
 def test_export_to_an_unwritable_file_is_named(results, out):
     fails_cleanly(run_cli("export", results, "-o", out), f"-o {out}", "cannot write")
 

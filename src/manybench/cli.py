@@ -168,7 +168,9 @@ def demo(outdir: str, overrides: tuple[str, ...]) -> None:
     """Run a small built-in plan on this machine and print its report."""
     text = resources.files("manybench").joinpath("demo.toml").read_text()
     plan, phases = _load(None, text, overrides, None)
-    _run(plan, phases, outdir, None, False)
+    errs.writable_results_dir(outdir)
+    with errs.storing_results(outdir):
+        _run(plan, phases, outdir, None, False)
 
 
 def _open_results(directory: str):
@@ -198,7 +200,8 @@ def report(directory: str, html_path: str | None, run_id: str | None) -> None:
         render(store, run_id=run_id)
         if html_path:
             from .report.html import write_html
-            write_html(store, html_path, run_id=run_id)
+            with errs.writing(html_path, "--html"):
+                write_html(store, html_path, run_id=run_id)
             click.echo(f"wrote {html_path}", err=True)
 
 
@@ -214,7 +217,7 @@ def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> Non
         errs.check_run(store, run_id)
         records = store.records(run_id)
     if out:
-        with errs.output_file(out, newline="") as f:
+        with errs.writing(out), errs.output_file(out, newline="") as f:
             do_export(records, fmt, f)
     else:
         do_export(records, fmt, sys.stdout)

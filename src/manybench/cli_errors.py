@@ -77,6 +77,15 @@ def output_file(path: str, newline: str | None = None, option: str = "-o") -> IO
         raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
 
 
+@contextlib.contextmanager
+def writing(path: str, option: str = "-o") -> Iterator[None]:
+    """Writing FILE fails midway (a full disk, /dev/full, an I/O error): exit 2 naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
+
+
 def writable_results_dir(outdir: str) -> None:
     """Before anything starts: the results directory can be made and written (a read-only
     mount, no permission, a file in the way), else exit 2 naming it."""
