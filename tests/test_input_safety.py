@@ -269,3 +269,16 @@ def test_a_command_missing_from_path_is_refused_locally_and_warned_on_a_cluster(
         env = { PATH = "/nonexistent" }
         """)
     assert code == 2 and "'true'" in out, out   # the task's own PATH is the one looked in
+
+
+@pytest.mark.parametrize("bind, key", [('{ cpus = "0-99999999" }', "cpus"),
+                                       ("{ cpus = [0, 99999999] }", "cpus"),
+                                       ('{ mems = "0-99999999" }', "mems")])
+def test_a_huge_cpu_list_is_refused_not_expanded(tmp_path, bind, key):
+    refused(tmp_path, f"""
+        [placement]
+        bind = {bind}
+        [[task]]
+        name = "n"
+        kernel = "null"
+        """, f"placement.bind.{key}", "cpu")
