@@ -35,6 +35,8 @@ def parse_size(value: object) -> int:
         raise ValueError(f"not a size: {value!r} (try 4k, 64KiB, 1MiB, 1GiB)")
     num, unit, _ = m.groups()
     result = float(num) * 1024 ** _POW[(unit or "").lower()]
+    if result > MAX_SIZE:             # before int(): may be inf
+        raise ValueError(f"size {value!r} is more than the limit of 1PiB")
     if result != int(result):
         raise ValueError(f"size {value!r} is not a whole number of bytes")
     return _max_size(int(result), value)
@@ -55,7 +57,9 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"expected a finite duration such as 10s, got {value!r}")
         if value < 0:
             raise ValueError(f"duration must not be negative, got {value}")
-        return _max_duration(float(value), value)
+        if value > MAX_DURATION_S:    # before float(): a huge int does not convert
+            return _max_duration(value, value)
+        return float(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a duration such as 10s or 500ms, got {value!r}")
     m = _DUR_RE.match(value)
@@ -65,7 +69,7 @@ def parse_duration(value: object) -> float:
     return _max_duration(float(num) * _DUR[unit.lower() if unit else None], value)
 
 
-def _max_duration(seconds: float, value: object) -> float:
+def _max_duration(seconds: float | int, value: object) -> float:
     if seconds > MAX_DURATION_S:
         raise ValueError(f"duration {value!r} is more than the limit of 30 days")
     return seconds
