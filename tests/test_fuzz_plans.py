@@ -141,8 +141,8 @@ SEEDS = [textwrap.dedent(s) for s in (
 
 ODD_STRINGS = ["", " ", "../../x", "/etc/passwd", "a/b", "..", ".", "{", "}", "{nope}",
                "{{}}", "\u0000", "\n", "x" * 5000, "é😀", "$HOME/x", "~", "-1", "nan", "1e999",
-               "1GiB", "10s", "99999999999PiB", "0-99999999", "core", "true", "'", '"', "\\"]
-ODD_NUMBERS = [0, -1, 1, 2, 3, 10**30, 2**63, -(2**63), 2**31, 100000000, 1.5, -0.0,
+               "1GiB", "10s", "99999999999PiB", "0-99999999", "1" + "0" * 400, "core", "true", "'", '"', "\\"]
+ODD_NUMBERS = [0, -1, 1, 2, 3, 10**30, 10**400, 2**63, -(2**63), 2**31, 100000000, 1.5, -0.0,
                float("nan"), float("inf"), float("-inf"), 1e308]
 TYPOS = {"timeout": "timout", "parse": "parser", "workers": "worker", "kernel": "kernal",
          "command": "cmd", "block": "blok", "size": "sise", "name": "nmae", "repeat": "repeats"}
