@@ -32,7 +32,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 SEED = int(os.environ.get("MANYBENCH_FUZZ_SEED", "11"))
-CASES = int(os.environ.get("MANYBENCH_FUZZ_CASES", "300"))
+CASES = int(os.environ.get("MANYBENCH_FUZZ_CASES", "600"))
 CASE_TIMEOUT_S = 20   # a hang fails the case instead of the whole run
 
 # Valid plans that reach most of the format: every kind of task, sweeps, variants with set,
@@ -336,7 +336,7 @@ def test_mutated_plans_exit_0_or_2_naming_the_problem(tmp_path):
     finally:
         signal.signal(signal.SIGALRM, previous)
     # the mutations must reach both outcomes, or the fuzzer tests nothing
-    assert seen[0] > 0 and seen[2] > CASES // 4, seen
+    assert seen[0] > CASES // 20 and seen[2] > CASES // 4, seen
 
 
 def test_a_few_mutated_plans_through_the_real_command_line(tmp_path):
