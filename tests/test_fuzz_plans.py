@@ -17,6 +17,7 @@ import random
 import signal
 import textwrap
 import traceback
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -137,7 +138,7 @@ SEEDS = [textwrap.dedent(s) for s in (
     n = 64
     seconds = "0.1s"
     """,
-)]
+)] + [resources.files("manybench").joinpath("demo.toml").read_text()]
 
 ODD_STRINGS = ["", " ", "../../x", "/etc/passwd", "a/b", "..", ".", "{", "}", "{nope}",
                "{{}}", "\u0000", "\n", "x" * 5000, "é😀", "$HOME/x", "~", "-1", "nan", "1e999",
@@ -265,15 +266,27 @@ def text_mutate(text: str, rng: random.Random) -> str:
     return text[:i] + rng.choice("[]{}=\"'#\n.,") + text[i + 1:]
 
 
-def cases(n: int, seed: int) -> list[str]:
+SET_KEYS = ["repeat", "name", "slots", "placement.workers", "placement.bind", "placement.cpus",
+            "task[0].size", "task[0].timeout", "task[0].command", "task[1].workers",
+            "variant[0].set", "task.nosuch.x", "task[9].x", "", "=", "task..x", "task[-1].x"]
+SET_VALUES = ["nan", "inf", "-1", "0", "[]", "{}", "1e999", "[1,", "99999999999999999999",
+              '"../x"', "[2, 3]", "{ cpus = \"0-99999999\" }", "true", "", "1" * 400]
+
+
+def cases(n: int, seed: int) -> list[tuple[str, list[str]]]:
+    """(plan text, extra command-line arguments: --set overrides) per case."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         base = rng.choice(SEEDS)
         if rng.random() < 0.15:
-            out.append(text_mutate(base, rng))
+            text = text_mutate(base, rng)
         else:
-            out.append(dumps(mutate(tomllib.loads(base), rng)))
+            text = dumps(mutate(tomllib.loads(base), rng))
+        args: list[str] = []
+        if rng.random() < 0.1:
+            args = ["--set", f"{rng.choice(SET_KEYS)}={rng.choice(SET_VALUES)}"]
+        out.append((text, args))
     return out
 
 
@@ -293,8 +306,8 @@ def check_outcome(code: int, output: str, path: str, where: str) -> None:
     if code == 2:
         problems = [ln for ln in output.splitlines() if ln.strip()]
         assert problems, where + "exit 2 without a message"
-        for ln in problems:   # each problem names the plan file, and a field after it
-            assert ln.startswith(path) or ln.startswith("manybench: "), where + output
+        for ln in problems:   # each problem names the plan file (or the --set) and a field
+            assert ln.startswith((path, "manybench: ", "--set")), where + output
 
 
 def test_the_writer_round_trips_every_seed():
@@ -317,12 +330,12 @@ def test_mutated_plans_exit_0_or_2_naming_the_problem(tmp_path):
     previous = signal.signal(signal.SIGALRM, _alarm)
     seen = {0: 0, 2: 0}
     try:
-        for n, text in enumerate(cases(CASES, SEED)):
-            where = f"seed {SEED} case {n}:\n{text[:3000]}\n---\n"
+        for n, (text, args) in enumerate(cases(CASES, SEED)):
+            where = f"seed {SEED} case {n} {args}:\n{text[:3000]}\n---\n"
             plan.write_text(text)
             signal.alarm(CASE_TIMEOUT_S)
             try:
-                res = runner.invoke(main, ["run", str(plan), "--dry-run"])
+                res = runner.invoke(main, ["run", str(plan), "--dry-run", *args])
             except _Hang:
                 pytest.fail(where + f"no outcome within {CASE_TIMEOUT_S} s")
             finally:
@@ -341,10 +354,10 @@ def test_mutated_plans_exit_0_or_2_naming_the_problem(tmp_path):
 
 def test_a_few_mutated_plans_through_the_real_command_line(tmp_path):
     """As a user runs it: a separate process, its stderr, its exit status."""
-    for n, text in enumerate(cases(6, SEED + 1)):
+    for n, (text, args) in enumerate(cases(6, SEED + 1)):
         plan = tmp_path / f"fuzz{n}.toml"
         plan.write_text(text)
-        res = run_cli("run", str(plan), "--dry-run", timeout=60)
-        where = f"seed {SEED + 1} case {n}:\n{text[:3000]}\n---\n"
+        res = run_cli("run", str(plan), "--dry-run", *args, timeout=60)
+        where = f"seed {SEED + 1} case {n} {args}:\n{text[:3000]}\n---\n"
         check_outcome(res.returncode, res.stderr if res.returncode else res.stdout,
                       str(plan), where)

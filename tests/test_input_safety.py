@@ -284,3 +284,11 @@ def test_a_huge_cpu_list_is_refused_not_expanded(tmp_path, bind, key):
         name = "n"
         kernel = "null"
         """, f"placement.bind.{key}", "cpu")
+
+
+def test_set_into_an_entry_that_is_not_a_table_is_named(tmp_path):
+    # found by the fuzzer: --set task[1].workers when task[1] is `true` was a TypeError
+    code, out = dry_run(tmp_path, """
+        task = [{ name = "n", kernel = "null" }, true]
+        """, "--set", "task[1].workers=2")
+    assert code == 2 and "--set" in out and "task[1]" in out, out

@@ -87,6 +87,8 @@ def assign(raw: dict, loc: Loc, value: Any) -> None:
     for k, part in enumerate(loc[:-1]):
         if isinstance(part, int):  # resolve_key checked the index
             node = node[part]
+            if not isinstance(node, dict):
+                raise ValueError(f"entry {part} is not a table")
             continue
         if part not in node:
             node[part] = {}
