@@ -41,7 +41,7 @@ def test_an_unknown_run_is_named(results, cmd):
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "not sqlite"])
-@pytest.mark.parametrize("cmd", ["report", "export"])
+@pytest.mark.parametrize("cmd", ["report", "export", "diff", "compare"])
 def test_a_damaged_results_db_is_named(results, tmp_path, damage, cmd):
     d = tmp_path / "copy"
     shutil.copytree(results, d)
@@ -59,7 +59,8 @@ def test_a_damaged_results_db_is_named(results, tmp_path, damage, cmd):
         os.truncate(db, 0)
     else:
         db.write_text("this is not a database, just text\n" * 200)
-    fails_cleanly(run_cli(cmd, str(d)), "results.db")
+    args = [str(d)] if cmd in ("report", "export") else [str(d), results]
+    fails_cleanly(run_cli(cmd, *args), str(d))     # the damaged directory is named
 
 
 @pytest.mark.parametrize("out", ["/nonexistent/x.csv", "/proc/x.csv", "/dev/full"])

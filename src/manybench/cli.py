@@ -235,7 +235,8 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
     import json
     from .results import diff as rdiff
     try:
-        d = rdiff.diff_runs(run_a, run_b, show_all)
+        with errs.reading_runs([run_a, run_b]):
+            d = rdiff.diff_runs(run_a, run_b, show_all)
     except rdiff.DiffError as e:
         raise _fail(str(e))
     click.echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
@@ -257,9 +258,10 @@ def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
     from .report.comparison import compare_view
     from .report.terminal import render_view
     try:
-        loaded = cmp.open_runs(list(runs))
-        tcs = cmp.across_runs(loaded)
-        cmp.check_common(loaded, tcs)
+        with errs.reading_runs(list(runs)):
+            loaded = cmp.open_runs(list(runs))
+            tcs = cmp.across_runs(loaded)
+            cmp.check_common(loaded, tcs)
     except cmp.CompareError as e:
         raise _fail(str(e))
     checks = evaluate(max(loaded, key=lambda r: r.info.started_ns))

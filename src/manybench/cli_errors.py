@@ -63,6 +63,31 @@ def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]
         raise UserError(f"--run {run_id}: {e.args[0] if e.args else e}") from None
 
 
+def _damaged(db: str) -> bool:
+    """Whether SQLite finds this results.db unreadable (a quick check of every page)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return True
+
+
+@contextlib.contextmanager
+def reading_runs(args: list[str]) -> Iterator[None]:
+    """diff/compare (DIR or DIR:RUN arguments): a damaged results.db is exit 2 naming it."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        dbs = [os.path.join(a if os.path.isdir(a) else a.rpartition(":")[0] or a, "results.db")
+               for a in args]
+        bad = [d for d in dbs if os.path.isfile(d) and _damaged(d)] or dbs
+        raise UserError(f"{', '.join(dict.fromkeys(bad))}: cannot be read: {db_reason(e)}") \
+            from None
+
+
 def check_run(store, run_id: str | None) -> None:
     """--run names a run of this directory (Store.run raises KeyError naming those there)."""
     if run_id is not None:
