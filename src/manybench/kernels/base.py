@@ -41,7 +41,7 @@ class Param:
             v = value
             top = INT_MAX if self.maximum is None else self.maximum
             if v > top:
-                raise ValueError(f"must be at most {top:g}, got {value!r}")
+                raise ValueError(f"must be at most {top:,}, got {value!r}")
         elif k == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"expected a number, got {value!r}")
