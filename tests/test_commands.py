@@ -61,7 +61,8 @@ def test_failing_command_exits_1_and_says_why(plan_file, tmp_path):
         command = ["/bin/sh", "-c", "exit 3"]
         [[task]]
         name = "missing"
-        command = ["no-such-program-manybench"]
+        command = ["{prog}"]        # templated: found missing by the slot, not at plan check
+        prog = "no-such-program-manybench"
     """)
     out_dir = str(tmp_path / "res")
     res = run_cli("run", plan, "-o", out_dir, "-q")

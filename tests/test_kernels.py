@@ -80,9 +80,10 @@ def test_write_truncates_and_defaults(tmp_path):
 
 
 def test_write_stonewall_stops_at_deadline(tmp_path):
-    ctx = ctx_for(tmp_path)
+    ctx = ctx_for_dir("/dev")
+    ctx.scratch = "/dev"       # the slot's file is /dev/null: no disk in the way
     k = KERNELS["io.write"]
-    st = k.prepare(ctx, {"file": "/dev/null", "duration": 0.03, "block": 4 * KiB,
+    st = k.prepare(ctx, {"file": "null", "duration": 0.03, "block": 4 * KiB,
                          "fsync": "never"})
     try:
         t0 = _native.now_ns() + 2_000_000
@@ -178,7 +179,9 @@ def ctx_for_dir(d: str) -> SlotContext:
 
 def test_no_space_left_is_a_clear_error(tmp_path):
     # /dev/full fails every write with ENOSPC: the run's error, not an exception.
-    r = run_kernel("io.write", ctx_for(tmp_path), {"size": 2 * MiB, "file": "/dev/full"})
+    ctx = ctx_for(tmp_path)
+    ctx.scratch = "/dev"       # the slot's file is /dev/full
+    r = run_kernel("io.write", ctx, {"size": 2 * MiB, "file": "full"})
     assert r.status == "error" and r.ops == 0 and r.bytes == 0
     assert "\n" not in r.error
     assert r.error.startswith("io.write /dev/full: write at offset 0: ")

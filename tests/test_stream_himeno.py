@@ -136,7 +136,7 @@ def test_more_memory_than_the_node_has_is_refused_before_allocating(tmp_path):
     if stream.mem_available() is None:
         pytest.skip("no MemAvailable in /proc/meminfo")
     with pytest.raises(KernelError, match="available on this node; use fewer elements"):
-        KERNELS["mem.stream"].prepare(ctx_for(tmp_path), {"elements": 10 ** 13})
+        KERNELS["mem.stream"].prepare(ctx_for(tmp_path), {"elements": 2 ** 40})
     with pytest.raises(KernelError, match="available on this node; use a smaller grid"):
         KERNELS["cpu.himeno"].prepare(ctx_for(tmp_path), {"grid": "custom",
                                                           "dims": "3000x3000x3000"})

@@ -11,6 +11,8 @@ from importlib import resources
 
 import click
 
+from . import cli_errors as errs
+
 EXIT_USAGE = 2
 
 
@@ -115,7 +117,8 @@ def main() -> None:
                    "into the same run (PLAN, if given, must be the run's own).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a plan field by dotted path, e.g. placement.workers=[2,4].")
-@click.option("--slots", type=click.IntRange(min=1), help="Fix the slot count on this machine.")
+@click.option("--slots", type=click.IntRange(min=1, max=100_000),
+              help="Fix the slot count on this machine.")
 @click.option("--dry-run", is_flag=True, help="Print the expanded phases and placement; run nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report.")
 @click.option("--scheduler", metavar="ADDR", help="An existing Dask scheduler whose workers run "
@@ -142,12 +145,15 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     distributed = bool(scheduler or hosts or cluster)
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     the_plan, phases = _load(plan, None, overrides, None if distributed else slots)
+    errs.preflight(the_plan, phases, distributed)
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
+    outdir = outdir or os.path.join("manybench-results", the_plan.name)
+    errs.writable_results_dir(outdir)      # before any node or slot starts
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    _run(the_plan, phases, outdir or os.path.join("manybench-results", the_plan.name), slots,
-         quiet, engine)
+    with errs.storing_results(outdir):
+        _run(the_plan, phases, outdir, slots, quiet, engine)
 
 
 def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
@@ -197,7 +203,9 @@ def demo(outdir: str, overrides: tuple[str, ...]) -> None:
     """Run a small built-in plan on this machine and print its report."""
     text = resources.files("manybench").joinpath("demo.toml").read_text()
     plan, phases = _load(None, text, overrides, None)
-    _run(plan, phases, outdir, None, False)
+    errs.writable_results_dir(outdir)
+    with errs.storing_results(outdir):
+        _run(plan, phases, outdir, None, False)
 
 
 def _open_results(directory: str):
@@ -218,11 +226,17 @@ def _open_results(directory: str):
 def report(directory: str, html_path: str | None, run_id: str | None) -> None:
     """Print the report of a results directory."""
     from .report.terminal import render
-    with _open_results(directory) as store:
+    with errs.reading_results(directory, run_id), _open_results(directory) as store:
+        errs.check_run(store, run_id)
+        if not store.runs():
+            raise errs.UserError(f"{store.path}: no runs recorded")
+        if html_path:      # unwritable: exit 2 before any output
+            errs.output_file(html_path, option="--html").close()
         render(store, run_id=run_id)
         if html_path:
             from .report.html import write_html
-            write_html(store, html_path, run_id=run_id)
+            with errs.writing(html_path, "--html"):
+                write_html(store, html_path, run_id=run_id)
             click.echo(f"wrote {html_path}", err=True)
 
 
@@ -234,10 +248,11 @@ def report(directory: str, html_path: str | None, run_id: str | None) -> None:
 def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
     """Export every record, one row each, in the contract's columns."""
     from .results.export import export as do_export
-    with _open_results(directory) as store:
+    with errs.reading_results(directory, run_id), _open_results(directory) as store:
+        errs.check_run(store, run_id)
         records = store.records(run_id)
     if out:
-        with open(out, "w", newline="") as f:
+        with errs.writing(out), errs.output_file(out, newline="") as f:
             do_export(records, fmt, f)
     else:
         do_export(records, fmt, sys.stdout)
@@ -255,7 +270,8 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
     import json
     from .results import diff as rdiff
     try:
-        d = rdiff.diff_runs(run_a, run_b, show_all)
+        with errs.reading_runs([run_a, run_b]):
+            d = rdiff.diff_runs(run_a, run_b, show_all)
     except rdiff.DiffError as e:
         raise _fail(str(e))
     click.echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
@@ -277,9 +293,10 @@ def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
     from .report.comparison import compare_view
     from .report.terminal import render_view
     try:
-        loaded = cmp.open_runs(list(runs))
-        tcs = cmp.across_runs(loaded)
-        cmp.check_common(loaded, tcs)
+        with errs.reading_runs(list(runs)):
+            loaded = cmp.open_runs(list(runs))
+            tcs = cmp.across_runs(loaded)
+            cmp.check_common(loaded, tcs)
     except cmp.CompareError as e:
         raise _fail(str(e))
     checks = evaluate(max(loaded, key=lambda r: r.info.started_ns))

@@ -1,8 +1,13 @@
 """Size and duration strings as people write them ("1GiB", "4k", "10s", "250ms")."""
 from __future__ import annotations
 
+import math
 import re
 
+# Upper bounds, checked when a plan is read so --dry-run catches them (docs/plan.md "Limits"):
+# anything larger is a typo, and would fail later inside C (64-bit counters, ns deadlines).
+MAX_SIZE = 2**50             # 1 PiB: bytes per slot, per block, per message
+MAX_DURATION_S = 30 * 86400  # 30 days: durations, timeouts, stonewalls
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])(i?)b?|b)?\s*$", re.IGNORECASE)
 _DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)?\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
@@ -22,7 +27,7 @@ def parse_size(value: object) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"size must not be negative, got {value}")
-        return value
+        return _max_size(value, value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size such as 4k or 1GiB, got {value!r}")
     m = _SIZE_RE.match(value)
@@ -30,9 +35,17 @@ def parse_size(value: object) -> int:
         raise ValueError(f"not a size: {value!r} (try 4k, 64KiB, 1MiB, 1GiB)")
     num, unit, _ = m.groups()
     result = float(num) * 1024 ** _POW[(unit or "").lower()]
+    if result > MAX_SIZE:             # before int(): may be inf
+        raise ValueError(f"size {value!r} is more than the limit of 1PiB")
     if result != int(result):
         raise ValueError(f"size {value!r} is not a whole number of bytes")
-    return int(result)
+    return _max_size(int(result), value)
+
+
+def _max_size(n: int, value: object) -> int:
+    if n > MAX_SIZE:
+        raise ValueError(f"size {value!r} is more than the limit of 1PiB")
+    return n
 
 
 def parse_duration(value: object) -> float:
@@ -40,8 +53,12 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration such as 10s or 500ms, got {value!r}")
     if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"expected a finite duration such as 10s, got {value!r}")
         if value < 0:
             raise ValueError(f"duration must not be negative, got {value}")
+        if value > MAX_DURATION_S:    # before float(): a huge int does not convert
+            return _max_duration(value, value)
         return float(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a duration such as 10s or 500ms, got {value!r}")
@@ -49,7 +66,13 @@ def parse_duration(value: object) -> float:
     if not m:
         raise ValueError(f"not a duration: {value!r} (try 10s, 500ms, 2m)")
     num, unit = m.groups()
-    return float(num) * _DUR[unit.lower() if unit else None]
+    return _max_duration(float(num) * _DUR[unit.lower() if unit else None], value)
+
+
+def _max_duration(seconds: float | int, value: object) -> float:
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"duration {value!r} is more than the limit of 30 days")
+    return seconds
 
 
 def format_size(n: float) -> str:

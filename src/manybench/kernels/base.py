@@ -8,6 +8,7 @@ inside the measured window:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -24,6 +25,8 @@ class Param:
     default: Any = None          # None: optional with no value; REQUIRED: must be given
     choices: tuple = ()
     minimum: float | None = None
+    # int: at most this (default INT_MAX, the widest a C int argument takes; docs/plan.md)
+    maximum: float | None = None
 
     def parse(self, value: Any) -> Any:
         """Canonical value (sizes in bytes, durations in seconds); ValueError says why not."""
@@ -36,10 +39,15 @@ class Param:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"expected an integer, got {value!r}")
             v = value
+            top = INT_MAX if self.maximum is None else self.maximum
+            if v > top:
+                raise ValueError(f"must be at most {top:,}, got {value!r}")
         elif k == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"expected a number, got {value!r}")
             v = float(value)
+            if not math.isfinite(v):
+                raise ValueError(f"expected a finite number, got {value!r}")
         elif k == "bool":
             if not isinstance(value, bool):
                 raise ValueError(f"expected true or false, got {value!r}")
@@ -70,6 +78,7 @@ class Param:
         return ", ".join(parts)
 
 
+INT_MAX = 2**31 - 1  # int parameters' default upper bound
 REQUIRED = object()  # sentinel default: the plan must give this parameter
 
 
@@ -129,6 +138,9 @@ class Kernel:
     cleanup: Callable[[Any], None] | None = None
     # cross-field checks on one expanded point: (params) -> list of (field, message)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
+    # checks of one phase's point with its placement, at plan check (--dry-run): (params,
+    # workers, cpus each slot may run on when the plan fixes it, else None) -> problems
+    check_placement: Callable[[dict, int, int | None], list[tuple[str, str]]] | None = None
     # Kernels whose slots talk to each other (net.*): after prepare, publish(state) gives what
     # peers need (a port, say); before run, connect(state, peers) gets every rank's published
     # info, each with the "host" of its node added by the engine.

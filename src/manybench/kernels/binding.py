@@ -36,6 +36,9 @@ def cpulist(ids: Any) -> str:
     return ",".join(parts)
 
 
+MAX_CPU_ID = 65535   # Linux builds for at most 8192 cpus; far beyond is a typo, and costly
+
+
 def parse_cpulist(text: str) -> list[int]:
     """"0-3,8" -> [0, 1, 2, 3, 8]; ValueError on anything else."""
     out: list[int] = []
@@ -48,6 +51,9 @@ def parse_cpulist(text: str) -> list[int]:
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a:
             raise ValueError(f"not a cpu list: {text!r} ({part}: the range runs backwards)")
+        if b > MAX_CPU_ID:
+            raise ValueError(f"not a cpu list: {text!r} (cpu and memory node ids go up to "
+                             f"{MAX_CPU_ID})")
         out.extend(range(a, b + 1))
     if not out:
         raise ValueError(f"not a cpu list: {text!r} (empty)")

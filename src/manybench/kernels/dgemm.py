@@ -44,7 +44,8 @@ PARAMS = {
     "alpha": Param("float", "C = alpha*A*B + beta*C.", default=1.0),
     "beta": Param("float", "C = alpha*A*B + beta*C (0: C is only written, as numpy's "
                            "matmul).", default=0.0),
-    "seed": Param("int", "Seed of the matrices' pseudo-random values in [-1, 1).", default=1),
+    "seed": Param("int", "Seed of the matrices' pseudo-random values in [-1, 1).", default=1,
+                  maximum=2**63 - 1),
 }
 
 

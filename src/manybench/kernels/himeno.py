@@ -18,7 +18,7 @@ from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native
-from .stream import check_memory, check_threads
+from .stream import check_memory, check_threads, threads_fit
 
 # himenoBMTxp's sizes as (MIMAX, MJMAX, MKMAX): XS = SSMALL, S = SMALL, M = MIDDLE,
 # L = LARGE, XL = ELARGE
@@ -190,6 +190,7 @@ HIMENO = Kernel(
         "the last iteration; a non-finite or growing gosa makes the record an error), "
         "gosa_first, iterations. ops = iterations.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+    check_placement=threads_fit,
 )
 
 KERNELS = [HIMENO]

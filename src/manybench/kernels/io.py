@@ -17,7 +17,7 @@ from types import ModuleType
 
 from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .iofile import IoState, check_direct, explain, open_file, slot_file
+from .iofile import ALIGN, IoState, check_direct, explain, file_problems, open_file, slot_file
 from .native import native, result_from_native, user_message
 from .pagecache import CACHE, prepare_cache
 from .peers import Group
@@ -38,8 +38,17 @@ _COMMON = {
 }
 
 
+def _check_common(params: dict) -> list[tuple[str, str]]:
+    """Checks of both kernels' shared fields, at plan check (and again in prepare)."""
+    out = file_problems(params)
+    if params.get("direct"):
+        out += [(k, f"direct = true needs a multiple of {ALIGN} bytes, got {params[k]}")
+                for k in ("block", "size") if params.get(k) is not None and params[k] % ALIGN]
+    return out
+
+
 def _check_amount(params: dict) -> list[tuple[str, str]]:
-    out = []
+    out = _check_common(params)
     if params.get("size") is None and params.get("duration") is None:
         out.append(("size", "give `size` or `duration` (or both)"))
     if params.get("wear_out") and params.get("duration") is None:
@@ -49,9 +58,10 @@ def _check_amount(params: dict) -> list[tuple[str, str]]:
 
 
 def _check_read(params: dict) -> list[tuple[str, str]]:
+    out = _check_common(params)
     if params.get("size") is None:
-        return [("size", "io.read needs `size`: the file is laid out to it when missing")]
-    return []
+        out.append(("size", "io.read needs `size`: the file is laid out to it when missing"))
+    return out
 
 
 def _params(params: dict) -> dict:

@@ -57,10 +57,27 @@ def check_direct(kernel: str, params: dict) -> None:
                           f"{ALIGN} bytes; got {', '.join(bad)}")
 
 
+def file_problems(params: dict) -> list[tuple[str, str]]:
+    """`file` names a file directly inside the slot's scratch: an absolute path or `..`
+    would let a plan truncate any file the user may write."""
+    name = params.get("file")
+    if not isinstance(name, str):
+        return []
+    if not name or "/" in name or "\0" in name or name in (".", ".."):
+        return [("file", f"must be a plain file name inside the slot's directory (no '/', "
+                         f"not '.' or '..'), got {name!r}")]
+    return []
+
+
 def open_file(path: str, flags: int, direct: bool, kernel: str) -> int:
+    # O_NOFOLLOW: a symbolic link planted in scratch must not redirect the writes elsewhere
     try:
-        return os.open(path, flags | (os.O_DIRECT if direct else 0) | os.O_CLOEXEC, 0o644)
+        return os.open(path, flags | (os.O_DIRECT if direct else 0) | os.O_CLOEXEC
+                       | os.O_NOFOLLOW, 0o644)
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise KernelError(f"{kernel} {path}: is a symbolic link; files in scratch are "
+                              "never opened through links") from None
         if direct and e.errno == errno.EINVAL:
             raise KernelError(f"{kernel} {path}: the file system refuses O_DIRECT (direct = "
                               "true); use direct = false or a directory on another file "
@@ -71,6 +88,8 @@ def open_file(path: str, flags: int, direct: bool, kernel: str) -> int:
 
 def slot_file(ctx: SlotContext, params: dict, kernel: str) -> str:
     """The slot's file; makes the slot's directory when missing."""
+    for fld, msg in file_problems(params):
+        raise KernelError(f"{kernel}: {fld}: {msg}")
     try:
         os.makedirs(ctx.scratch, exist_ok=True)
     except OSError as e:

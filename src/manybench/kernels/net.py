@@ -42,7 +42,7 @@ _RETRY_S = 0.05
 _COMMON = {
     "port": Param("int", "Listening port base: the server of pair k (ranks 2k, 2k+1) listens "
                          "on port + k. Unset: an ephemeral port (firewalls may want a fixed "
-                         "range).", minimum=1),
+                         "range).", minimum=1, maximum=65535),
     "sndbuf": Param("size", "SO_SNDBUF of both ends (as iperf3 -w). Unset: the kernel's "
                             "autotuning. Capped by net.core.wmem_max: a capped value is an "
                             "error, not a silent change.", minimum=1),
@@ -135,6 +135,13 @@ def _params(kernel: Kernel, params: dict) -> dict:
         if out.get(name) is None and spec.default is not None:
             out[name] = spec.parse(spec.default)
     return out
+
+
+def _even_workers(params: dict, workers: int, slot_cpus: int | None) -> list[tuple[str, str]]:
+    if workers % 2:
+        return [("workers", f"net kernels pair ranks (2k, 2k+1): use an even worker count, "
+                            f"not {workers}")]
+    return []
 
 
 def _prepare(kernel: Kernel, ctx: SlotContext, params: dict) -> _State:
@@ -343,7 +350,8 @@ def _kernel(name: str, doc: str, params: dict, run: Any) -> Kernel:
     box: list[Kernel] = []
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
-               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect)
+               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
+               check_placement=_even_workers)
     box.append(k)
     return k
 

@@ -18,7 +18,7 @@ from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
-from .iofile import ALIGN, explain, open_file, slot_file
+from .iofile import ALIGN, explain, file_problems, open_file, slot_file
 from .pagecache import CACHE, prepare_cache
 
 ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
@@ -56,12 +56,12 @@ _PARAMS = {
                     default="auto", choices=ENGINES),
     "seed": Param("int", "Seed of the offsets: the same seed gives the same sequence (as fio's "
                          "randrepeat); each slot (rank) and each thread gets a stream of its "
-                         "own.", default=0),
+                         "own.", default=0, maximum=2**63 - 1),
 }
 
 
 def _check(params: dict) -> list[tuple[str, str]]:
-    out = []
+    out = file_problems(params)
     size, block = params.get("size"), params.get("block")
     if size is not None and block is not None and size < block:
         out.append(("size", f"must hold at least one block ({block} bytes)"))

@@ -44,6 +44,16 @@ def check_threads(kernel: str, threads: int) -> None:
             f"[placement], or threads <= {cpus}")
 
 
+def threads_fit(params: dict, workers: int, slot_cpus: int | None) -> list[tuple[str, str]]:
+    """check_threads at plan check, when the placement fixes the slot's cpus."""
+    threads = params.get("threads") or 1
+    if slot_cpus is None or threads <= slot_cpus:
+        return []
+    return [("threads", f"threads = {threads} but pin = \"core\" gives each slot {slot_cpus} "
+                        f"cpu{'s' if slot_cpus != 1 else ''}; use pin = \"numa\" or \"none\" "
+                        f"or cpus = {threads} in [placement], or threads <= {slot_cpus}")]
+
+
 def mem_available() -> int | None:
     """Bytes the kernel says can be allocated without swapping (MemAvailable), if known."""
     try:
@@ -70,7 +80,8 @@ PARAMS = {
                              "(24 bytes per element in all: the default is 480 MB per slot). "
                              "STREAM's rule: each array at least 4x the size of the last-level "
                              "cache(s) the slot's threads share, or the figures are cache "
-                             "bandwidth.", default=20_000_000, minimum=1000),
+                             "bandwidth.", default=20_000_000, minimum=1000,
+                     maximum=2**40),
     "threads": Param("int", "OpenMP threads per slot (STREAM's OMP_NUM_THREADS); they run on "
                             "the slot's cpus, so more than one needs placement pin = \"numa\" "
                             "or \"none\". With 1, no OpenMP at all.", default=1, minimum=1),
@@ -159,6 +170,7 @@ STREAM = Kernel(
         "are checked as checkSTREAMresults does (a wrong array makes the record an error). "
         "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+    check_placement=threads_fit,
 )
 
 KERNELS = [STREAM]

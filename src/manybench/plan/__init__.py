@@ -28,6 +28,7 @@ from .lines import find_line, line_index
 from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
 from .binding import check_bind, resources
 from .groups import build_groups
+from .limits import MAX_DEPTH, check_phase_count, too_deep
 from .reference import check_reference
 from .schema import ORDERS, PINS, known_names, schema_problems
 from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir,
@@ -71,6 +72,8 @@ def _sweep(bind: Any) -> list:
 def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
            with_variants: bool = True) -> tuple[Plan | None, list[tuple[Loc, str]]]:
     probs = schema_problems(raw)
+    if not check_phase_count(raw, probs, with_variants):
+        return None, probs     # too many to even check point by point
     if slots is None and isinstance(raw.get("slots"), int) and not isinstance(raw["slots"], bool):
         slots = raw["slots"]
     place = raw.get("placement") if isinstance(raw.get("placement"), dict) else {}
@@ -84,7 +87,8 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
     tasks = [s for i, t in enumerate(tasks_raw) if (s := build_task(i, t, ctx, probs))]
     names = entry_names(raw, "task")
     for i, t in enumerate(tasks_raw):
-        if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"]:
+        if i not in names and isinstance(t, dict) and isinstance(t.get("name"), str) \
+                and t["name"].isprintable() and t["name"]:
             probs.append((("task", i, "name"), f"duplicate task name {t['name']!r}"))
     if "bind" in place:
         check_bind(("placement", "bind"), place["bind"], probs)
@@ -132,6 +136,12 @@ def parse_plan(text: str, path: str = "<plan>", overrides: Iterable[str] = (),
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         where = f"{path}:{m.group(1)}:{m.group(2)}" if m else path
         raise PlanError([f"{where}: TOML syntax: {re.sub(r' *[(]at line.*', '', str(e))}"])
+    except RecursionError:   # the parser recurses once per level of nesting
+        raise PlanError([f"{path}: tables or lists nested too deeply (at most {MAX_DEPTH})"])
+    deep = too_deep(raw)
+    if deep is not None:
+        raise PlanError([f"{path}: {field_name(raw, deep[:2])}: tables or lists nested "
+                         f"more than {MAX_DEPTH} deep"])
     problems: list[str] = []
     if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
         problems.append(f"--slots: must be a positive integer, got {slots!r}")

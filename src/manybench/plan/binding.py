@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernels.binding import parse_cpulist
+from ..kernels.binding import MAX_CPU_ID, parse_cpulist
 from .overrides import Loc
 
 # the variable a resource's id goes into when the plan names none
@@ -41,7 +41,7 @@ def explicit_sets(value: Any) -> list[list[int]] | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return [parse_cpulist(v) for v in value]
     if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
-                                       and v >= 0 for v in value):
+                                       and 0 <= v <= MAX_CPU_ID for v in value):
         return [sorted(set(value))]
     raise ValueError('expected a cpu list such as "0-3,8", ids such as [0, 1], or one cpu '
                      'list per slot such as ["0-1", "2-3"]')

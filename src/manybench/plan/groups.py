@@ -38,6 +38,8 @@ def build_groups(raw: dict, tasks: list[TaskSpec], plan_workers: list[int],
         members: list[TaskSpec] = []
         for j, t in enumerate(g["tasks"]):
             at = loc + ("tasks", j)
+            if not isinstance(t, str):
+                continue    # the schema tells it
             if t not in by_name:
                 probs.append((at, f"unknown task {t!r} {known_names(list(by_name), str(t))}"))
             elif t in taken:
@@ -45,7 +47,7 @@ def build_groups(raw: dict, tasks: list[TaskSpec], plan_workers: list[int],
             else:
                 taken[t] = name
                 members.append(by_name[t])
-        if len(members) == len(g["tasks"]):
+        if members and len(members) == len(g["tasks"]):
             _check_members(loc, name, members, plan_workers, variants, probs)
         out.append(Group(name=name, tasks=[m.name for m in members]))
     return out
@@ -66,7 +68,7 @@ def _check_members(loc: tuple, name: str, members: list[TaskSpec], plan_workers:
     for m in members:
         k = KERNELS.get(m.kernel)
         if k is not None and k.connects and not k.from_command and any(
-                k.wants_peers(kernel_params(k, p)) for p in sweep_points(m.params)):
+                _wants_peers(k, p) for p in sweep_points(m.params)):
             probs.append((loc + ("tasks",), f"task {m.name!r}: kernel {k.name} connects its "
                                             "slots to each other, which a group does not do"))
     for i, v in enumerate(variants):
@@ -75,6 +77,13 @@ def _check_members(loc: tuple, name: str, members: list[TaskSpec], plan_workers:
             probs.append((("variant", i, "tasks"),
                           f"applies to some tasks of group {name!r} but not all: a group's "
                           "phases run its tasks together"))
+
+
+def _wants_peers(k, point: dict) -> bool:
+    try:
+        return k.wants_peers(kernel_params(k, point))
+    except ValueError:   # a bad value: the task's own check tells it
+        return False
 
 
 def grouped(groups: list[Group]) -> dict[str, Group]:

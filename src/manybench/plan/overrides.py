@@ -24,7 +24,8 @@ def entry_names(raw: dict, section: str) -> dict[int, str]:
     items = raw.get(section)
     for i, item in enumerate(items if isinstance(items, list) else []):
         name = item.get("name") if isinstance(item, dict) else None
-        if isinstance(name, str) and name and name not in seen:
+        # a name with a newline or tab cannot be a one-line field path: it goes by position
+        if isinstance(name, str) and name and name.isprintable() and name not in seen:
             out[i] = name
             seen.add(name)
     return out
@@ -86,6 +87,8 @@ def assign(raw: dict, loc: Loc, value: Any) -> None:
     for k, part in enumerate(loc[:-1]):
         if isinstance(part, int):  # resolve_key checked the index
             node = node[part]
+            if not isinstance(node, dict):
+                raise ValueError(f"entry {part} is not a table")
             continue
         if part not in node:
             node[part] = {}

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Iterator
 import jsonschema
 
 from ..units import parse_duration, parse_size
+from .limits import MAX_CPUS, MAX_REPEAT, MAX_WORKERS
 from .overrides import Loc
 
 ORDERS = ("spread", "pack")
@@ -19,9 +20,10 @@ BINDS = ("none", "core", "numa")
 
 
 def _workers_schema() -> dict:
-    return {"anyOf": [{"type": "integer", "minimum": 1},
-                      {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}],
-            "x-message": "expected a worker count or a list of them, e.g. 4 or [1, 2, 4]"}
+    one = {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}],
+            "x-message": f"expected a worker count (1 to {MAX_WORKERS:,}) or a list of them, "
+                         "e.g. 4 or [1, 2, 4]"}
 
 
 def _choice_schema(choices: tuple) -> dict:
@@ -36,8 +38,8 @@ _STRINGS = {"type": "array", "items": {"type": "string"}}
 # [cluster]: how a batch system or SSH starts the nodes' Dask workers (dask-jobqueue's and
 # SSHCluster's own option names, so their documentation applies).
 _CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
-    "nodes": {"type": "integer", "minimum": 1},
-    "slots": {"type": "integer", "minimum": 1},
+    "nodes": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+    "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
     "queue": {"type": "string"}, "account": {"type": "string"},
     "walltime": {"type": "string"}, "memory": {"type": "string"},
     "cores": {"type": "integer", "minimum": 1},
@@ -65,7 +67,8 @@ _BIND_ONE = {"anyOf": [{"type": "string", "enum": list(BINDS)},
                           '{ cpus = "0-3", mems = "0" }'}
 _BIND = {"anyOf": [_BIND_ONE, {"type": "array", "minItems": 1, "items": _BIND_ONE}],
          "x-message": _BIND_ONE["x-message"] + " (or a list of them)"}
-_CPUS_ONE = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": ["numa"]}],
+_CPUS_ONE = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_CPUS},
+                       {"type": "string", "enum": ["numa"]}],
              "x-message": 'expected a cpu count per slot (e.g. 2) or "numa" (a NUMA node each)'}
 _CPUS = {"anyOf": [_CPUS_ONE, {"type": "array", "minItems": 1, "items": _CPUS_ONE}],
          "x-message": _CPUS_ONE["x-message"] + " (or a list of them)"}
@@ -81,14 +84,21 @@ _REF_ONE = {"type": "object", "required": ["value"], "additionalProperties": Fal
                            "at": {"type": "object"}},
             "x-message": "expected { value = N, lower = -0.05, upper = 0.20 } (bounds relative "
                          "to value; at = { workers = 4 } to pick points)"}
+# task, variant and group names: shown in messages, reports and labels, one line each
+_NAME = {"type": "string", "minLength": 1, "pattern": r"^[^\x00-\x1f\x7f]+$",
+         "x-message": "expected a name: not empty, no control characters (newline, tab, ...)"}
 _SCHEMA = {
     "type": "object",
     "required": ["task"],
     "additionalProperties": False,
     "properties": {
-        "name": {"type": "string", "minLength": 1},
-        "repeat": {"type": "integer", "minimum": 1},
-        "slots": {"type": "integer", "minimum": 1},
+        # the name is the default results directory's: one path component, no escape
+        "name": {"type": "string", "minLength": 1, "maxLength": 200,
+                 "pattern": r"^(?!\.\.?$)[^/\\\x00-\x1f]+$",
+                 "x-message": "expected a name usable as a directory name: no '/', '\\' or "
+                              "control characters, not '.' or '..', at most 200 characters"},
+        "repeat": {"type": "integer", "minimum": 1, "maximum": MAX_REPEAT},
+        "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
@@ -101,7 +111,7 @@ _SCHEMA = {
         "baseline": {"type": "string", "minLength": 1},
         "concurrent": {"type": "array", "items": {
             "type": "object", "required": ["name", "tasks"], "additionalProperties": False,
-            "properties": {"name": {"type": "string", "minLength": 1},
+            "properties": {"name": _NAME,
                            "tasks": {"type": "array", "minItems": 2, "items": {"type": "string"},
                                      "x-message": 'expected two or more task names, e.g. '
                                                   '["write", "mdtest"]'}}}},
@@ -114,7 +124,7 @@ _SCHEMA = {
             "resources": {"type": "object"}}},
         "task": {"type": "array", "minItems": 1, "items": {
             "type": "object", "required": ["name"], "properties": {
-                "name": {"type": "string", "minLength": 1},
+                "name": _NAME,
                 "kernel": {"type": "string"},
                 "command": {"type": "array", "minItems": 1, "items": {"type": "string"},
                             "x-message": 'expected a non-empty list of strings, '
@@ -130,7 +140,7 @@ _SCHEMA = {
                 "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},
         "variant": {"type": "array", "items": {
             "type": "object", "required": ["name"], "additionalProperties": False,
-            "properties": {"name": {"type": "string", "minLength": 1},
+            "properties": {"name": _NAME,
                            "set": {"type": "object"}, "env": _ENV,
                            "tasks": {"type": "array", "minItems": 1, "items": {"type": "string"},
                                      "x-message": 'expected a list of task names, e.g. ["read"]'},
@@ -165,7 +175,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 
 
 def known_names(names: Iterable[str], bad: str) -> str:
-    names = sorted(names)
+    names = sorted(n if n.isprintable() else repr(n) for n in names)
     near = difflib.get_close_matches(bad, names, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return f"(known: {', '.join(names)}){hint}"
@@ -207,6 +217,8 @@ def _explain(err: jsonschema.ValidationError) -> Iterator[tuple[Loc, str]]:
         yield loc, f"expected {' or '.join(_TYPE_WORDS.get(t, t) for t in want)}, got {inst!r}"
     elif v == "minimum":
         yield loc, f"must be at least {err.validator_value}, got {inst!r}"
+    elif v == "maximum":
+        yield loc, f"must be at most {err.validator_value:,}, got {inst!r}"
     elif v == "enum":
         yield loc, f"expected one of {', '.join(map(str, err.validator_value))}, got {inst!r}"
     elif v == "minLength":

@@ -106,7 +106,8 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
         _kernel_task(loc, t, params, tdir or ctx["scratch"], probs)
     elif isinstance(command, list) and all(isinstance(c, str) for c in command):
         spec.command, spec.shell = command, t.get("shell") is True
-        spec.metrics = {k: v for k, v in (t.get("metrics") or {}).items() if isinstance(v, str)}
+        metrics = t.get("metrics") if isinstance(t.get("metrics"), dict) else {}  # else: schema
+        spec.metrics = {k: v for k, v in metrics.items() if isinstance(v, str)}
         _command_task(loc, command, params, spec.metrics, probs, ctx.get("extra_names", ()))
     _check_parse(loc, t, probs)
     return spec
@@ -171,6 +172,7 @@ def _kernel_task(loc: Loc, t: dict, params: dict, tdir: str | None, probs: list)
 def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
                   probs: list, extra: tuple[str, ...] = ()) -> None:
     """extra: names a template may also use: resources ({gpu}) and variants' vars."""
+    n_before = len(probs)
     for name, value in params.items():
         if name in BUILTIN_NAMES:
             probs.append((loc + (name,), f"{name!r} is a built-in template name; "
@@ -181,13 +183,23 @@ def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
                                                        else [value])):
             probs.append((loc + (name,), "a template parameter is a value or a list of values"))
     unknown: dict[str, None] = {}
+    used: set[str] = set()
     for arg in command:
         try:
             for n in template_fields(arg):
+                used.add(n)
                 if n not in params and n not in BUILTIN_NAMES and n not in extra:
                     unknown.setdefault(n, None)
         except ValueError as e:
             probs.append((loc + ("command",), str(e)))
+    # A parameter the command never names is a typo of a task field (timout, parser) far
+    # more often than a wish: refuse it rather than run without the timeout or parser.
+    told = {p[0][-1] for p in probs[n_before:]}
+    for name in params:
+        if name not in used and name not in told:
+            probs.append((loc + (name,), f"unknown field {name!r} "
+                                         f"{known_names(TASK_FIELDS, name)} (a template "
+                                         f"parameter must appear in the command as {{{name}}})"))
     for n in unknown:
         probs.append((loc + ("command",), f"template names unknown parameter {n!r} "
                                           f"(define it in the task, or use one of "

@@ -56,7 +56,8 @@ def build_variants(raw: dict, path: str, slots: int | None, check_dirs: bool, pr
         if not isinstance(v, dict):
             continue
         loc = ("variant", i)
-        if i not in names and isinstance(v.get("name"), str) and v["name"]:
+        if i not in names and isinstance(v.get("name"), str) and v["name"].isprintable() \
+                and v["name"]:
             probs.append((loc + ("name",), f"duplicate variant name {v['name']!r}"))
         var = _variant(loc, v, task_names, check_dirs, probs)
         out.append(var)

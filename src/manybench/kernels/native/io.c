@@ -134,7 +134,8 @@ int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t
 {
     if (block == 0)
         block = 1 << 20;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW: a symbolic link planted in scratch must not redirect the layout */
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return nb_fail_msg(msg, msglen, errno, "cannot create %s", path);
     struct stat st;

@@ -1,0 +1,150 @@
+"""The command line's user errors: each failure a user can cause or fix (a damaged results.db,
+an unknown run, an output path that cannot be written, a read-only or full results disk)
+told as one line naming the file or option, never a traceback. cli.py calls these."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sqlite3
+import tempfile
+from typing import IO, Iterator
+
+import click
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class UserError(click.ClickException):
+    """One line on stderr prefixed `manybench:`, and an exit code (2 unless told)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file: IO | None = None) -> None:
+        click.echo(f"manybench: {self.message}", err=True)
+
+
+def _reason(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or str(e)
+
+
+def db_reason(e: sqlite3.Error) -> str:
+    """SQLite's complaint in a user's words."""
+    text = str(e)
+    if is_disk_full(e):
+        return "the disk is full"
+    if "malformed" in text or "not a database" in text or "file is not a database" in text:
+        return "the file is damaged or is not a manybench results database"
+    return text
+
+
+def is_disk_full(e: BaseException) -> bool:
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return (isinstance(e, sqlite3.Error) and (getattr(e, "sqlite_errorcode", 0) == 13
+                                               or "disk is full" in str(e)))
+
+
+@contextlib.contextmanager
+def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]:
+    """report/export: a damaged, truncated or empty results.db, or an unknown --run, is
+    exit 2 naming it."""
+    path = os.path.join(directory, "results.db")
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        raise UserError(f"{path} is empty: no run was ever recorded there")
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise UserError(f"{path}: cannot be read: {db_reason(e)}") from None
+    except KeyError as e:            # Store.run: no such run (its message names the runs)
+        raise UserError(f"--run {run_id}: {e.args[0] if e.args else e}") from None
+
+
+def _damaged(db: str) -> bool:
+    """Whether SQLite finds this results.db unreadable (a quick check of every page)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return True
+
+
+@contextlib.contextmanager
+def reading_runs(args: list[str]) -> Iterator[None]:
+    """diff/compare (DIR or DIR:RUN arguments): a damaged results.db is exit 2 naming it."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        dbs = [os.path.join(a if os.path.isdir(a) else a.rpartition(":")[0] or a, "results.db")
+               for a in args]
+        bad = [d for d in dbs if os.path.isfile(d) and _damaged(d)] or dbs
+        raise UserError(f"{', '.join(dict.fromkeys(bad))}: cannot be read: {db_reason(e)}") \
+            from None
+
+
+def check_run(store, run_id: str | None) -> None:
+    """--run names a run of this directory (Store.run raises KeyError naming those there)."""
+    if run_id is not None:
+        store.run(run_id)
+
+
+def output_file(path: str, newline: str | None = None, option: str = "-o") -> IO:
+    """-o FILE opened for writing, or exit 2 naming it and why not."""
+    try:
+        return open(path, "w", newline=newline)
+    except OSError as e:
+        raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
+
+
+@contextlib.contextmanager
+def writing(path: str, option: str = "-o") -> Iterator[None]:
+    """Writing FILE fails midway (a full disk, /dev/full, an I/O error): exit 2 naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
+
+
+def writable_results_dir(outdir: str) -> None:
+    """Before anything starts: the results directory can be made and written (a read-only
+    mount, no permission, a file in the way), else exit 2 naming it."""
+    try:
+        os.makedirs(outdir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=outdir):
+            pass
+    except OSError as e:
+        raise UserError(f"-o {outdir}: results directory cannot be written: "
+                        f"{_reason(e)}") from None
+
+
+@contextlib.contextmanager
+def storing_results(outdir: str) -> Iterator[None]:
+    """A run whose results disk fills (or fails) mid-run: what was committed stays, the
+    message says why the run stopped, exit 1."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as e:
+        if isinstance(e, OSError) and not is_disk_full(e):
+            raise
+        what = "the disk is full" if is_disk_full(e) else db_reason(e)
+        raise UserError(f"{outdir}: results could not be stored ({what}); the run stopped, "
+                        f"every phase committed before is kept in "
+                        f"{os.path.join(outdir, 'results.db')}", EXIT_FAILED) from None
+
+
+def preflight(plan, phases, distributed: bool) -> None:
+    """plan/preflight.py's checks: warnings on stderr, errors one per line and exit 2."""
+    from .plan.preflight import preflight as check
+    errors, warnings = check(plan, phases, distributed)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+    for e in errors:
+        click.echo(e, err=True)
+    if errors:
+        raise click.exceptions.Exit(EXIT_USAGE)

@@ -1,0 +1,65 @@
+"""Checks of the expanded phases that need their placement or this machine, made before
+anything starts (and by --dry-run), so a phase that could only fail is never run: a kernel's
+placement rules (threads beyond a pinned slot's cpus, an odd worker count for net.*) and a
+command that is not on PATH. Each problem names the field, as plan errors do."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from ..kernels import kernel
+from ..model import Phase, Plan
+
+
+def slot_cpus(phase: Phase) -> int | None:
+    """The cpus each slot may run on when the plan alone fixes it (pin = core)."""
+    if phase.pin == "core" and phase.bind in (None, "core") and isinstance(phase.cpus, int) \
+            and not isinstance(phase.cpus, bool):
+        return phase.cpus
+    return None
+
+
+def _field(phase: Phase, name: str) -> str:
+    if name == "workers" and not phase.task.workers:
+        return "placement.workers"
+    return f"task.{phase.task.name}.{name}"
+
+
+def _missing(argv0: str, env: dict) -> bool:
+    """Whether a command's program cannot be found (as the slot will look it up)."""
+    if "/" in argv0:
+        return os.path.isabs(argv0) and not (os.path.isfile(argv0) and os.access(argv0, os.X_OK))
+    return shutil.which(argv0, path=env.get("PATH", os.environ.get("PATH"))) is None
+
+
+def _command_problem(plan: Plan, phase: Phase) -> str | None:
+    cmd = phase.task.command
+    if not cmd or phase.task.shell or phase.wrap or "{" in cmd[0]:
+        return None     # a shell line, a wrapped (container) program or a template: unknown
+    variant = next((v for v in plan.variants if v.name == phase.variant), None)
+    if variant is not None and variant.setup:
+        return None     # its setup may install the program
+    if _missing(cmd[0], phase.env):
+        return f"{_field(phase, 'command')}: program {cmd[0]!r} is not found on PATH"
+    return None
+
+
+def preflight(plan: Plan, phases: list[Phase], distributed: bool = False
+              ) -> tuple[list[str], list[str]]:
+    """(errors, warnings), one line each. A program missing here is only a warning when the
+    plan runs on other nodes, which may have it."""
+    errors: dict[str, None] = {}
+    warnings: dict[str, None] = {}
+    for ph in phases:
+        for part in ph.members or [ph]:
+            k = kernel(part.kernel)
+            if k.check_placement is not None:
+                for fld, msg in k.check_placement(part.params, part.workers, slot_cpus(part)):
+                    errors.setdefault(f"{plan.path}: {_field(part, fld)}: {msg}", None)
+            if k.from_command:
+                msg = _command_problem(plan, part)
+                if msg:
+                    (warnings if distributed else errors).setdefault(
+                        f"{plan.path}: {msg}" + (" (the nodes may have it)" if distributed
+                                                 else ""), None)
+    return list(errors), list(warnings)

@@ -1,0 +1,127 @@
+"""A user's mistake or a broken results directory is one line naming the file or option and
+exit 2, never a traceback (issue 11, item 7); a results disk filling mid-run keeps every
+phase committed before and says the disk is full."""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+
+NULL_PLAN = 'name = "n"\nrepeat = 2\n[[task]]\nname = "n"\nkernel = "null"\n'
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A results directory holding one finished run."""
+    d = tmp_path_factory.mktemp("res")
+    plan = d / "p.toml"
+    plan.write_text(NULL_PLAN)
+    out = d / "res"
+    r = run_cli("run", str(plan), "-o", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    return str(out)
+
+
+def fails_cleanly(res: subprocess.CompletedProcess, *words: str, code: int = 2) -> None:
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("manybench: "), res.stderr
+    for w in words:
+        assert w in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("cmd", ["report", "export"])
+def test_an_unknown_run_is_named(results, cmd):
+    fails_cleanly(run_cli(cmd, results, "--run", "nosuch"), "nosuch", "runs there")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "not sqlite"])
+@pytest.mark.parametrize("cmd", ["report", "export", "diff", "compare"])
+def test_a_damaged_results_db_is_named(results, tmp_path, damage, cmd):
+    d = tmp_path / "copy"
+    shutil.copytree(results, d)
+    db = d / "results.db"
+    for extra in ("results.db-wal", "results.db-shm"):
+        (d / extra).unlink(missing_ok=True)
+    size = db.stat().st_size
+    if damage == "garbage":      # pages after the header overwritten
+        with open(db, "r+b") as f:
+            f.seek(100)
+            f.write(os.urandom(min(size - 100, 8192)))
+    elif damage == "truncated":
+        os.truncate(db, size // 3)
+    elif damage == "empty":
+        os.truncate(db, 0)
+    else:
+        db.write_text("this is not a database, just text\n" * 200)
+    args = [str(d)] if cmd in ("report", "export") else [str(d), results]
+    fails_cleanly(run_cli(cmd, *args), str(d))     # the damaged directory is named
+
+
+@pytest.mark.parametrize("out", ["/nonexistent/x.csv", "/proc/x.csv", "/dev/full"])
+def test_export_to_an_unwritable_file_is_named(results, out):
+    fails_cleanly(run_cli("export", results, "-o", out), f"-o {out}", "cannot write")
+
+
+def test_export_to_a_directory_is_a_usage_error(results, tmp_path):
+    res = run_cli("export", results, "-o", str(tmp_path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "-o" in res.stderr
+
+
+def test_report_html_to_an_unwritable_file_is_named(results):
+    fails_cleanly(run_cli("report", results, "--html", "/nonexistent/r.html"), "--html")
+
+
+def _mount_tmpfs(path, options: str) -> None:
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"needs to mount a tmpfs (root): {r.stderr.strip()}")
+
+
+@pytest.fixture
+def mount_point(tmp_path):
+    m = tmp_path / "mnt"
+    m.mkdir()
+    yield m
+    r = subprocess.run(["umount", str(m)], capture_output=True, text=True)
+    assert r.returncode == 0 or "not mounted" in r.stderr, r.stderr   # nothing left mounted
+
+
+def test_a_read_only_results_directory_is_refused_before_the_run(tmp_path, mount_point):
+    _mount_tmpfs(mount_point, "ro,size=1m")
+    plan = tmp_path / "p.toml"
+    plan.write_text(NULL_PLAN)
+    fails_cleanly(run_cli("run", str(plan), "-o", str(mount_point / "res"), "-q"),
+                  str(mount_point / "res"), "Read-only")
+
+
+def test_export_onto_a_read_only_mount_is_named(results, mount_point):
+    """Unwritable even for root: a read-only file system."""
+    _mount_tmpfs(mount_point, "ro,size=1m")
+    out = str(mount_point / "x.csv")
+    fails_cleanly(run_cli("export", results, "-o", out), f"-o {out}", "Read-only")
+
+
+def test_the_results_disk_filling_mid_run_keeps_what_was_stored(tmp_path, mount_point):
+    _mount_tmpfs(mount_point, "size=1200k")
+    plan = tmp_path / "p.toml"
+    plan.write_text('repeat = 5000\n[[task]]\nname = "n"\nkernel = "null"\n')
+    out = mount_point / "res"
+    res = run_cli("run", str(plan), "-o", str(out), "-q", timeout=300)
+    fails_cleanly(res, "disk is full", "kept", code=1)
+    # what was committed before the disk filled is all there and readable
+    db = sqlite3.connect(f"file:{out / 'results.db'}?mode=ro", uri=True)
+    try:
+        phases = db.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
+        records = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    finally:
+        db.close()        # an open file would keep the tmpfs from unmounting
+    assert 0 < phases < 5000 and records == phases
+    rep = run_cli("report", str(out))
+    assert rep.returncode == 0, rep.stderr
