@@ -310,6 +310,23 @@ def run_view(store: Store, run: RunInfo, figures: list[str] | None = None,
     return view
 
 
+def _check_figures(store: Store, runs: list[RunInfo], figures: list[str]) -> None:
+    """ValueError naming each figure no task of the runs has, and the ones they have."""
+    from .headline import known_figures
+    known: list[str] = []
+    for r in runs:
+        summaries = summarize(store.records(r.run_id), store.phases(r.run_id))
+        by_task: dict[str, list[PointSummary]] = {}
+        for s in summaries:
+            by_task.setdefault(s.task, []).append(s)
+        for pts in by_task.values():
+            known += [n for n in known_figures(pts) if n not in known]
+    unknown = [f for f in figures if f not in known]
+    if unknown:
+        raise ValueError(f"--metrics: no task of this run has {', '.join(map(repr, unknown))}; "
+                         f"figures here: {', '.join(known)}")
+
+
 def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
           all_runs: bool = False, figures: list[str] | None = None,
           all_columns: bool = False) -> list[RunView]:
@@ -325,6 +342,8 @@ def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
         else:
             chosen = runs if all_runs else runs[-1:]
         views = [run_view(store, r, figures, all_columns) for r in chosen]
+        if figures:
+            _check_figures(store, chosen, figures)
         if len(runs) > 1 and not all_runs:
             for v in views:
                 v.notes.append(f"this directory holds {len(runs)} runs: "
