@@ -25,6 +25,7 @@ from ..record import Record
 from ..results.contract import TelemetryRow, Warning
 from .efficiency import PointEfficiency
 from .points import PointSummary
+from ..units import format_duration, format_size
 from .stats import median
 
 CACHED = 0.5
@@ -56,10 +57,22 @@ def _size(n: float) -> str:
     return str(n)
 
 
+def _value(kernel_name: str, key: str, v: object) -> str:
+    """A parameter as plans write it: sizes in KiB/MiB, durations in s."""
+    param = kernel(kernel_name).params.get(key)
+    if param is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+        if param.kind == "size":
+            return format_size(v)
+        if param.kind == "duration":
+            return format_duration(v)
+    return str(v)
+
+
 def _where(p: PointSummary) -> str:
     parts = [f"{p.variant}"] if p.variant else []
     parts.append(f"workers={p.workers}")
-    parts += [f"{k}={v}" for k, v in p.params.items() if k in ("block", "cache", "size")]
+    parts += [f"{k}={_value(p.kernel, k, v)}" for k, v in p.params.items()
+              if k in ("block", "cache", "size")]
     return ", ".join(parts)
 
 
@@ -222,8 +235,8 @@ def scaling(points: Sequence[PointSummary]) -> list[Hint]:
         if k is None:
             continue
         vals = dict(series)
-        axes = ", ".join(f"{a}={b}" for a, b in json.loads(params).items()
-                         if a in swept.get(task, ()))
+        axes = ", ".join(f"{a}={_value(pts[0].kernel, a, b)}" for a, b in
+                         json.loads(params).items() if a in swept.get(task, ()))
         where = f"{task}" + (f" ({variant})" if variant else "") + (f" [{axes}]" if axes else "")
         kind, a, b = k
         if kind == "falls":

@@ -79,16 +79,19 @@ def human_time(seconds: float | None) -> str:
 def time_spread(med: float, lo: float, hi: float) -> str:
     """A median time with its range in the median's unit: "133 ms (120-151)"."""
     name, f = time_unit(med)
-    if lo == hi:
-        return f"{num(med / f)} {name}"
-    return f"{num(med / f)} {name} ({num(lo / f)}-{num(hi / f)})"
+    m, a, b = num(med / f), num(lo / f), num(hi / f)
+    return f"{m} {name}" if a == b == m else f"{m} {name} ({a}-{b})"
+
+
+def median_only(cell: str) -> str:
+    """A spread cell without its range: "1.23 (1.10-1.30)" -> "1.23"."""
+    return cell.split(" (", 1)[0] if cell.endswith(")") else cell
 
 
 def value_spread(med: float, lo: float, hi: float, div: float = 1.0) -> str:
     """A median with its range, all divided by the column's unit: "1.23 (1.10-1.30)"."""
-    if lo == hi:
-        return num(med / div)
-    return f"{num(med / div)} ({num(lo / div)}-{num(hi / div)})"
+    m, a, b = num(med / div), num(lo / div), num(hi / div)
+    return m if a == b == m else f"{m} ({a}-{b})"
 
 
 def count_spread(med: float, lo: float, hi: float) -> str:
@@ -98,6 +101,5 @@ def count_spread(med: float, lo: float, hi: float) -> str:
         if abs(med) >= limit:
             div, suffix = d, s
             break
-    if lo == hi:
-        return num(med / div) + suffix
-    return f"{num(med / div)}{suffix} ({num(lo / div)}{suffix}-{num(hi / div)}{suffix})"
+    m, a, b = num(med / div), num(lo / div), num(hi / div)
+    return m + suffix if a == b == m else f"{m}{suffix} ({a}{suffix}-{b}{suffix})"

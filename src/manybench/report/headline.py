@@ -22,8 +22,8 @@ from ..analysis.stats import Spread
 from ..kernels import kernel
 from ..record import Record
 from ..results.contract import StoredPhase
-from .colunits import (count_spread, human_time, metric_unit, num, rate_unit, time_spread,
-                       value_spread)
+from .colunits import (count_spread, human_time, median_only, metric_unit, num, rate_unit,
+                       time_spread, value_spread)
 from .formats import DASH, count, param_formatter
 
 # figures every kernel may name besides its metrics (and what `--metrics` accepts)
@@ -166,7 +166,7 @@ def figure_columns(name: str, points: list[PointSummary],
             DASH if p.latency_us.get(q) is None else human_time(p.latency_us[q] / 1e6)
             for q in ("p50", "p99")), prio)]
     if name == "elapsed" and any(p.slot_elapsed for p in points):
-        return [Column(name, "per-slot time\nmed (min-max)", lambda p: DASH
+        return [Column(name, "per-slot\ntime", lambda p: DASH
                        if p.slot_elapsed is None else time_spread(
                            p.slot_elapsed.median, p.slot_elapsed.min, p.slot_elapsed.max),
                        prio)]
@@ -270,15 +270,19 @@ def headline_table(task: str, points: list[PointSummary], spreads: dict[str, dic
                    figures: list[str] | None = None):   # -> tables.Table
     """The compact Table of one task; `drop` lists columns least important first."""
     from .tables import Table, _errors      # tables imports this module
+    from .tables import GROUP_NOTE
+    from ..model import GROUP_KERNEL
     h = headline(points, spreads, effs, figures)
-    notes = list(h.notes)
+    notes = list(h.notes) + ([GROUP_NOTE] if points[0].kernel == GROUP_KERNEL else [])
     if h.missing:
         notes.append(f"not measured by this task: {', '.join(h.missing)}")
     order = sorted(range(h.keys, len(h.columns)), key=lambda j: -h.columns[j].priority)
+    rows = [[c.cell(p) for c in h.columns] for p in points]
     reps = {p.phases for p in points}
     n = next(iter(reps))
     each = (f", {n} phase{'s' if n != 1 else ''} a row") if len(reps) == 1 else ""
     return Table(title=f"{task} ({points[0].kernel}){each}", columns=[c.header for c in h.columns],
-                 rows=[[c.cell(p) for c in h.columns] for p in points], keys=h.keys,
+                 rows=rows, short_rows=[[median_only(c) for c in row] for row in rows],
+                 keys=h.keys,
                  notes=notes, errors=_errors(points), drop=order,
                  names=[c.name for c in h.columns])

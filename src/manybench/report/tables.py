@@ -43,6 +43,7 @@ class Table:
     # terminal is narrow (else a wide table is split); each column's figure name
     drop: list[int] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    short_rows: list[list[str]] = field(default_factory=list)   # medians only, for narrow
     hints: list[str] = field(default_factory=list)     # analysis/hints.py, with evidence
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import replace
 
 from rich import box
 from rich.console import Console
@@ -31,16 +32,19 @@ def _width(t: Table, cols: list[int], console: Console) -> int:
     return Measurement.get(console, wide, _rich(t, cols, "")).maximum
 
 
-def _fit(t: Table, console: Console) -> tuple[list[int], list[int]]:
-    """A compact table's columns that fit the console: the least important dropped first."""
+def _fit(t: Table, console: Console) -> tuple[Table, list[int], list[int]]:
+    """A compact table's columns that fit the console: the ranges go first (medians only),
+    then the least important columns."""
     shown = list(range(len(t.columns)))
+    if t.short_rows and _width(t, shown, console) > console.width:
+        t = replace(t, rows=t.short_rows)
     dropped: list[int] = []
     for j in t.drop:
         if _width(t, shown, console) <= console.width:
             break
         shown.remove(j)
         dropped.append(j)
-    return shown, dropped
+    return t, shown, dropped
 
 
 def _parts(t: Table, console: Console) -> list[list[int]]:
@@ -85,7 +89,7 @@ def _render_run(view: RunView, console: Console) -> None:
         console.print(Text("no phases recorded yet", style="dim"))
     for t in view.tables:
         if t.drop:     # a compact table: one table, never split
-            cols, dropped = _fit(t, console)
+            t, cols, dropped = _fit(t, console)
             parts = [cols]
         else:
             parts, dropped = _parts(t, console), []
@@ -97,6 +101,9 @@ def _render_run(view: RunView, console: Console) -> None:
             names = list(dict.fromkeys(t.names[j] if t.names else t.columns[j] for j in dropped))
             console.print(Text(f"not shown at this width: {', '.join(names)} (report --metrics "
                                "NAME,... or --all)", style="dim"))
+        if t.short_rows and t.rows is t.short_rows:
+            console.print(Text("medians only at this width (ranges: a wider terminal or --all)",
+                               style="dim"))
         for note in t.notes:
             console.print(Text(note, style="dim"))
         for err in t.errors:
