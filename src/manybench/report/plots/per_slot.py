@@ -2,12 +2,13 @@
 dot, the median per worker count a line (what one worker gets as more share the machine)."""
 from __future__ import annotations
 
-from ...analysis.stats import median
+from ...analysis.stats import median, nearest_rank
 from ..colunits import rate_unit
 from .data import TaskData
 from .style import figure, workers
 
 TITLE = "per slot"
+MAX_DOTS = 1000
 
 
 def _secs(r) -> float:
@@ -26,8 +27,14 @@ def plot(d: TaskData):
     else:
         label, value = "time per slot (s)", _secs
     fig, (ax,) = figure(f"{d.task}: {label}")
-    ax.scatter([r.workers for r in ok], [value(r) for r in ok], s=8, alpha=0.5, label="a slot")
     ws = sorted({r.workers for r in ok})
+    if len(ok) <= MAX_DOTS:
+        ax.scatter([r.workers for r in ok], [value(r) for r in ok], s=8, alpha=0.5,
+                   label="a slot")
+    else:   # every dot of a long run would make a page of megabytes: the range they span
+        lo = [nearest_rank([value(r) for r in ok if r.workers == w], 5) for w in ws]
+        hi = [nearest_rank([value(r) for r in ok if r.workers == w], 95) for w in ws]
+        ax.fill_between(ws, lo, hi, alpha=0.25, label="p5-p95 of slots")
     ax.plot(ws, [median([value(r) for r in ok if r.workers == w]) for w in ws], marker="o",
             label="median")
     workers(ax, ws)
