@@ -44,6 +44,7 @@ class Column:
     header: str        # "\n" where a terminal header breaks
     cell: Cell
     priority: int      # lower: kept longer when the terminal is narrow
+    spread: bool = False   # cells are "median (min-max)": a narrow terminal keeps the median
 
 
 @dataclass
@@ -96,7 +97,7 @@ def _rate_columns(name: str, label: str, points: list[PointSummary],
     def per(p: PointSummary) -> str:
         s = get(p)
         return DASH if s is None else num(s.median / max(p.workers, 1) / per_div)
-    return [Column(name, f"{label}\n{unit_name}", agg, prio),
+    return [Column(name, f"{label}\n{unit_name}", agg, prio, True),
             Column(name, f"per slot\n{per_unit}", per, prio + 1)]
 
 
@@ -108,7 +109,7 @@ def _ops_columns(points: list[PointSummary], prio: int) -> list[Column]:
     def per(p: PointSummary) -> str:
         x = None if p.ops_rate is None else p.ops_rate.median / max(p.workers, 1)
         return DASH if x is None else count_spread(x, x, x)
-    return [Column("ops_rate", "ops/s", agg, prio),
+    return [Column("ops_rate", "ops/s", agg, prio, True),
             Column("ops_rate", "per slot\nops/s", per, prio + 1)]
 
 
@@ -136,12 +137,12 @@ def _metric_columns(name: str, points: list[PointSummary],
         unit_name, div = rate_unit(s.median for p in points if (s := get(p)))
         return [Column(name, f"{_split_name(base)}\n{unit_name}",
                        lambda p: DASH if (s := get(p)) is None
-                       else value_spread(s.median, s.min, s.max, div), prio)]
+                       else value_spread(s.median, s.min, s.max, div), prio, True)]
     if kind == "time":
         return [Column(name, _split_name(base), lambda p: DASH if (s := get(p)) is None
-                       else time_spread(s.median, s.min, s.max), prio)]
+                       else time_spread(s.median, s.min, s.max), prio, True)]
     return [Column(name, _split_name(name), lambda p: DASH if (s := get(p)) is None
-                   else count_spread(s.median, s.min, s.max), prio)]
+                   else count_spread(s.median, s.min, s.max), prio, True)]
 
 
 def figure_columns(name: str, points: list[PointSummary],
@@ -169,7 +170,7 @@ def figure_columns(name: str, points: list[PointSummary],
         return [Column(name, "per-slot\ntime", lambda p: DASH
                        if p.slot_elapsed is None else time_spread(
                            p.slot_elapsed.median, p.slot_elapsed.min, p.slot_elapsed.max),
-                       prio)]
+                       prio, True)]
     if name not in BUILTIN and any(name in p.metrics for p in points):
         return _metric_columns(name, points, spreads, prio)
     return []
@@ -282,7 +283,8 @@ def headline_table(task: str, points: list[PointSummary], spreads: dict[str, dic
     n = next(iter(reps))
     each = (f", {n} phase{'s' if n != 1 else ''} a row") if len(reps) == 1 else ""
     return Table(title=f"{task} ({points[0].kernel}){each}", columns=[c.header for c in h.columns],
-                 rows=rows, short_rows=[[median_only(c) for c in row] for row in rows],
+                 rows=rows, short_rows=[[median_only(x) if c.spread else x
+                                         for x, c in zip(row, h.columns)] for row in rows],
                  keys=h.keys,
                  notes=notes, errors=_errors(points), drop=order,
                  names=[c.name for c in h.columns])
