@@ -227,8 +227,11 @@ def headline(points: list[PointSummary], spreads: dict[str, dict[str, Spread]],
     if not asked and "skew" not in names:
         names.append("skew")
     missing = []
+    declared = bool(kernel(kernel_name).headline)
     for i, name in enumerate(names):
-        got = figure_columns(name, points, spreads, 10 + 10 * i)
+        # skew belongs with a kernel's first figure; a command's own metrics come before it
+        prio = 15 if name == "skew" and declared and not asked else 10 + 10 * i
+        got = figure_columns(name, points, spreads, prio)
         if not got:
             missing.append(name)
         cols += got
