@@ -110,3 +110,10 @@ def test_peak_reached_and_metric_matched_nothing_and_stderr_failure():
 def test_robust_z_is_zero_at_the_median_and_large_for_an_outlier():
     z = H.robust_z([1.0, 1.01, 0.99, 1.0, 5.0])
     assert z[0] == 0.0 and z[4] > 100
+
+
+def test_cpu_bound_when_most_records_kept_their_cpus_busy():
+    held = _point(1, ok=2, records=2, cpu_bound=2, cpu_util=1.0, cpus_allowed="0")
+    (h,) = H.cpu_bound([held])
+    assert "CPU-BOUND AT ITS PIN" in h.text and "cpu use 1.00" in h.evidence
+    assert H.cpu_bound([_point(1, ok=2, records=2, cpu_bound=1, cpu_util=0.6)]) == []
