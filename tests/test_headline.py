@@ -44,7 +44,7 @@ def _cmd_store(path) -> None:
 
 
 def _tables(text: str) -> list[str]:
-    return [t.strip() for t in re.findall(r"^(\S+ \([\w.]+\).*)$", text, re.M)]
+    return re.findall(r"^(\S+ \([\w.]+\)(?:, \d+ phases? a row)?)\s*$", text, re.M)
 
 
 def _fits(text: str, width: int = 80) -> None:

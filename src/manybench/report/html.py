@@ -78,15 +78,14 @@ def html_page(store_dir_or_store: Store | str | os.PathLike, run_id: str | None 
     store = store_dir_or_store if isinstance(store_dir_or_store, Store) \
         else Store(store_dir_or_store, readonly=True)
     try:
-        views = build(store, run_id, all_runs)
-        fulls = build(store, run_id, all_runs, all_columns=True)
+        views = build(store, run_id, all_runs, keep=True)
         parts = []
-        for v, f in zip(views, fulls):
+        for v in views:
             plots = {}
             if with_plots and v.run_id:
                 from .plots import figures
-                plots = figures(store, v.run_id)
-            parts.append(_run_html(v, {_task(t): t for t in f.tables}, plots))
+                plots = figures(store, v.run_id, v.data)
+            parts.append(_run_html(v, v.full, plots))
     finally:
         if store is not store_dir_or_store:
             store.close()

@@ -57,6 +57,8 @@ class RunView:
     legend: str = LEGEND
     hints: list[str] = field(default_factory=list)     # findings not tied to one task
     run_id: str = ""
+    full: dict[str, Table] = field(default_factory=dict)   # per task, every figure (html)
+    data: tuple = ()   # (summaries, records, phases, effs): what html's figures draw from
 
 
 def _ok_cell(s: PointSummary) -> str:
@@ -282,7 +284,7 @@ def task_table(task: str, points: list[PointSummary],
 
 
 def run_view(store: Store, run: RunInfo, figures: list[str] | None = None,
-             all_columns: bool = False) -> RunView:
+             all_columns: bool = False, keep: bool = False) -> RunView:
     """Everything the report shows for one run: per task the compact headline table (the
     figures named in `figures` instead of the headline), or every figure (`all_columns`)."""
     from .comparison import run_tables     # it imports Table from here
@@ -308,6 +310,9 @@ def run_view(store: Store, run: RunInfo, figures: list[str] | None = None,
                    tables=tables + run_tables(run, summaries, records, phases),  # variants, [reference]
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
     attach_hints(view, store, run, summaries, records, nodes, effs, warnings)
+    if keep:    # the html page: every figure's table and the figures too, from one reading
+        view.full = {t: task_table(t, pts, effs) for t, pts in by_task.items()}
+        view.data = (summaries, records, phases, effs)
     return view
 
 
@@ -330,7 +335,7 @@ def _check_figures(store: Store, runs: list[RunInfo], figures: list[str]) -> Non
 
 def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
           all_runs: bool = False, figures: list[str] | None = None,
-          all_columns: bool = False) -> list[RunView]:
+          all_columns: bool = False, keep: bool = False) -> list[RunView]:
     """Views of the latest run of the store, of the run named, or of every run (oldest first).
 
     An unknown run_id raises KeyError naming the runs there are.
@@ -342,7 +347,7 @@ def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
             chosen = [store.run(run_id)]
         else:
             chosen = runs if all_runs else runs[-1:]
-        views = [run_view(store, r, figures, all_columns) for r in chosen]
+        views = [run_view(store, r, figures, all_columns, keep) for r in chosen]
         if figures:
             _check_figures(store, chosen, figures)
         if len(runs) > 1 and not all_runs:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import elapsed, gantt, latency, per_slot, scaling, telemetry, throughput, timeline
-from .data import TaskData, tasks
+from .data import TaskData, optional, split, tasks
 from .style import save, svg
 
 MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry]
@@ -38,10 +38,16 @@ def task_plots(d: TaskData) -> list[Plot]:
     return out
 
 
-def figures(store: Any, run_id: str | None = None) -> dict[str, list[Plot]]:
-    """Per task (plan order), its figures; the latest run unless `run_id`."""
+def figures(store: Any, run_id: str | None = None, data: tuple = ()) -> dict[str, list[Plot]]:
+    """Per task (plan order), its figures; the latest run unless `run_id`. `data`:
+    (summaries, records, phases, effs) already read (RunView.data), else read here."""
     run = store.run(run_id) if run_id else store.runs()[-1]
-    return {d.task: task_plots(d) for d in tasks(store, run)}
+    if data:
+        found = split(*data, optional(store, "samples", run.run_id),
+                      optional(store, "telemetry", run.run_id))
+    else:
+        found = tasks(store, run)
+    return {d.task: task_plots(d) for d in found}
 
 
 def _stem(text: str) -> str:

@@ -44,7 +44,7 @@ class TaskData:
         return cands[(len(cands) - 1) // 2][1]
 
 
-def _optional(store: Any, name: str, run_id: str) -> list:
+def optional(store: Any, name: str, run_id: str) -> list:
     get = getattr(store, name, None)          # tables another part of manybench adds
     if not callable(get):
         return []
@@ -61,8 +61,8 @@ def tasks(store: Any, run: RunInfo) -> list[TaskData]:
     nodes = store.nodes(run.run_id)
     summaries = summarize(records, phases)
     effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
-    return split(summaries, records, phases, effs, _optional(store, "samples", run.run_id),
-                 _optional(store, "telemetry", run.run_id))
+    return split(summaries, records, phases, effs, optional(store, "samples", run.run_id),
+                 optional(store, "telemetry", run.run_id))
 
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
