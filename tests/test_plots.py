@@ -15,7 +15,7 @@ from manybench.analysis import summarize
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
 from manybench.report.html import html_page
-from manybench.report.plots import MODULES, task_plots, write_plots
+from manybench.report.plots import MODULES, task_plots
 from manybench.report.plots.data import split
 from manybench.report.plots.throughput import aggregate
 from manybench.report.plots.timeline import busy_steps
