@@ -309,7 +309,7 @@ def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
                                    {"threads": 4}, point), T + i * S, recs)
     st.end_run("r1", "finished")
     st.close()
-    text = render_text(tmp_path, width=250)
+    text = render_text(tmp_path, width=250, all_columns=True)
     hpl_part, dd_part = text.split("hpl (command)")[1].split("dd (command)")
     assert "efficiency" in hpl_part and "75.0% (300 of 400 GFLOPS)" in hpl_part   # 300 / 400
     assert "71.2% (570 of 800 GFLOPS)" in hpl_part                                 # 570 / 800

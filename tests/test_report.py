@@ -72,7 +72,7 @@ def make_store(path, end=True) -> None:
 
 def test_terminal_report_names_design_figures(tmp_path):
     make_store(tmp_path)
-    text = render_text(tmp_path)
+    text = render_text(tmp_path, all_columns=True)     # report --all: every figure
     for word in ("report-test", "r1", "failed", "node7", "Test CPU 9000", "performance",
                  "sync overhead", "skew", "lateness", "aggregate bandwidth", "per-slot time",
                  "exit statuses", NOTE, f"phases stored  {NULLS + 3} of {NULLS + 3}",

@@ -182,7 +182,7 @@ def test_a_multithreaded_task_held_to_one_cpu_is_flagged_cpu_bound(plan_file, tm
     m = row["metrics"]
     assert m["cpus_allowed"] and len(_ids(m["cpus_allowed"])) == 1
     assert 0.5 < m["cpu_util"] <= 1.05                        # one cpu's worth, at most
-    rep = run_cli("report", out)
+    rep = run_cli("report", out, "--all")      # the cpu use column and its note
     assert "CPU-BOUND AT ITS PIN" in rep.stdout.replace("\n", " ").replace("│", " ") or \
         "CPU-BOUND" in rep.stdout, rep.stdout
 

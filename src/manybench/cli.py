@@ -221,23 +221,42 @@ def _open_results(directory: str):
 
 @main.command()
 @click.argument("directory", type=click.Path())
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML report.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Also write an HTML report: one self-contained file with figures.")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False),
+              help="Also write every figure as PNG and SVG into this directory.")
 @click.option("--run", "run_id", help="Which run of the directory (default: the latest).")
-def report(directory: str, html_path: str | None, run_id: str | None) -> None:
+@click.option("--metrics", "metrics", metavar="A,B",
+              help="Show these figures instead of each task's headline (bandwidth, ops_rate, "
+                   "latency, skew, lateness, elapsed, sync_overhead, stonewall, or a metric).")
+@click.option("--all", "all_columns", is_flag=True, help="Show every figure of every task.")
+def report(directory: str, html_path: str | None, plots_dir: str | None, run_id: str | None,
+           metrics: str | None, all_columns: bool) -> None:
     """Print the report of a results directory."""
     from .report.terminal import render
+    figures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    if metrics is not None and not figures:
+        raise _fail("--metrics: give figure names separated by commas, e.g. bandwidth,latency")
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
         if not store.runs():
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
             errs.output_file(html_path, option="--html").close()
-        render(store, run_id=run_id)
+        try:
+            render(store, run_id=run_id, figures=figures, all_columns=all_columns)
+        except (KeyError, ValueError) as e:
+            raise _fail(str(e).strip("'\""))
         if html_path:
             from .report.html import write_html
             with errs.writing(html_path, "--html"):
                 write_html(store, html_path, run_id=run_id)
             click.echo(f"wrote {html_path}", err=True)
+        if plots_dir:
+            from .report.plots import write_plots
+            with errs.writing(plots_dir, "--plots"):
+                written = write_plots(store, plots_dir, run_id=run_id)
+            click.echo(f"wrote {len(written)} files in {plots_dir}", err=True)
 
 
 @main.command()

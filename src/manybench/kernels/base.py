@@ -155,6 +155,10 @@ class Kernel:
     runs_child: bool = False     # runs a child process: exit statuses, output tails
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
+    # The figures a report shows first (report/headline.py): "bandwidth", "ops_rate",
+    # "sync_overhead", "skew", "latency", "elapsed", or a metric's name. Empty: a command's
+    # extracted metrics, else its elapsed time.
+    headline: tuple[str, ...] = ()
 
     @property
     def connects(self) -> bool:

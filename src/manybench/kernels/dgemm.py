@@ -159,6 +159,7 @@ def _cleanup(st: _State) -> None:
 
 DGEMM = Kernel(
     name=NAME,
+    headline=("gflops",),
     doc="Double-precision C = alpha*A*B + beta*C on n x n row-major matrices through the "
         "node's CBLAS (dlopen at run time: `blas`, else " + ", ".join(SYSTEM_LIBS) + ", else "
         "numpy's bundled OpenBLAS; 32- and 64-bit-integer ABIs). Matrices are filled and one "

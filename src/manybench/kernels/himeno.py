@@ -183,6 +183,7 @@ def _cleanup(st: _State) -> None:
 
 HIMENO = Kernel(
     name="cpu.himeno",
+    headline=("mflops",),
     doc="The Himeno benchmark (himenoBMTxp) per slot: Jacobi iterations of a 19-point stencil "
         "for Poisson's equation in single precision on a MIMAX x MJMAX x MKMAX grid, timed in C "
         "from T0. Grids are initialised (and the iteration count calibrated) before T0. "

@@ -166,6 +166,7 @@ def _cleanup(st: IoState) -> None:
 
 WRITE = Kernel(
     name="io.write",
+    headline=("bandwidth", "latency"),
     doc="Sequential writes of `block` bytes to one file per slot until `size` or `duration`. "
         "Reports bytes, ops and per-operation latency percentiles.",
     params={**_COMMON,
@@ -182,6 +183,7 @@ WRITE = Kernel(
 
 READ = Kernel(
     name="io.read",
+    headline=("bandwidth", "latency"),
     doc="Sequential reads of `block` bytes from one file per slot. A missing file is laid out "
         "before T0 (never inside the timed window), as fio does; a file an io.write task of the "
         "same run left is read as it is (extended first if shorter than `size`). Its cached "

@@ -197,7 +197,8 @@ _DOCS = {
 
 KERNELS = [
     Kernel(name=f"meta.{op}", doc=doc + " Ops = items; latency percentiles per operation.",
-           params=PARAMS, prepare=functools.partial(_prepare, op), run=_run, check=_check,
+           params=PARAMS, prepare=functools.partial(_prepare, op),
+           headline=("ops_rate", "latency"), run=_run, check=_check,
            uses_dir=True)
     for op, doc in _DOCS.items()
 ]

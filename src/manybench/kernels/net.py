@@ -346,12 +346,12 @@ def _check(params: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _kernel(name: str, doc: str, params: dict, run: Any) -> Kernel:
+def _kernel(name: str, doc: str, params: dict, run: Any, headline: tuple[str, ...]) -> Kernel:
     box: list[Kernel] = []
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
                cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
-               check_placement=_even_workers)
+               check_placement=_even_workers, headline=headline)
     box.append(k)
     return k
 
@@ -371,7 +371,7 @@ PINGPONG = _kernel(
      "nodelay": Param("bool", "TCP_NODELAY on both ends: Nagle's algorithm never holds back "
                               "a message's last segment.", default=True),
      **_COMMON},
-    _run_pingpong)
+    _run_pingpong, ("lat_us", "latency"))
 
 STREAM = _kernel(
     "net.stream",
@@ -391,6 +391,6 @@ STREAM = _kernel(
                               "turns it on): small messages are coalesced by Nagle.",
                       default=False),
      **_COMMON},
-    _run_stream)
+    _run_stream, ("bandwidth", "mb_s"))
 
 KERNELS = [PINGPONG, STREAM]

@@ -17,6 +17,7 @@ def _run(state: ModuleType, t0_ns: int, spin_ns: int) -> Result:
 
 NULL = Kernel(
     name="null",
+    headline=("sync_overhead", "skew"),
     doc="Does nothing between its start and end stamps. Its phases measure how late each slot "
         "starts (lateness), the spread of starts (skew) and the sync overhead "
         "(last end - first start), SMTEF's null-task figure.",

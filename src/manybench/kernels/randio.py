@@ -212,6 +212,7 @@ _DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `s
 
 RANDREAD = Kernel(
     name="io.randread",
+    headline=("ops_rate", "bandwidth", "latency"),
     doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)",
                     cache=" The file's cached pages are dropped before T0 unless cache = "
                           "\"keep\" (fio's invalidate=1); records carry cached_fraction."),
@@ -223,6 +224,7 @@ RANDREAD = Kernel(
 
 RANDWRITE = Kernel(
     name="io.randwrite",
+    headline=("ops_rate", "bandwidth", "latency"),
     doc=_DOC.format(what="overwrites", more="; with fsync = \"end\", fsync_us is the final "
                                            "fsync inside the window", cache=""),
     params={**_PARAMS,

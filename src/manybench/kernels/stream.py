@@ -162,6 +162,7 @@ def _cleanup(st: _State) -> None:
 
 STREAM = Kernel(
     name="mem.stream",
+    headline=("triad_mb_s", "copy_mb_s"),
     doc="McCalpin's STREAM per slot: Copy (c = a), Scale (b = 3c), Add (c = a + b) and Triad "
         "(a = b + 3c) over three arrays of `elements` doubles, `ntimes` iterations timed in C "
         "from T0. Arrays are allocated and first-touched before T0 by the slot's own threads. "

@@ -39,6 +39,12 @@ class Table:
     keys: int = 0           # leading columns that identify a row (repeated when split)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # compact tables (report/headline.py): columns to drop, least important first, when the
+    # terminal is narrow (else a wide table is split); each column's figure name
+    drop: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    short_rows: list[list[str]] = field(default_factory=list)   # medians only, for narrow
+    hints: list[str] = field(default_factory=list)     # analysis/hints.py, with evidence
 
 
 @dataclass
@@ -49,6 +55,10 @@ class RunView:
     tables: list[Table]
     warnings: list[str] = field(default_factory=list)
     legend: str = LEGEND
+    hints: list[str] = field(default_factory=list)     # findings not tied to one task
+    run_id: str = ""
+    full: dict[str, Table] = field(default_factory=dict)   # per task, every figure (html)
+    data: tuple = ()   # (summaries, records, phases, effs): what html's figures draw from
 
 
 def _ok_cell(s: PointSummary) -> str:
@@ -273,9 +283,13 @@ def task_table(task: str, points: list[PointSummary],
                  errors=_errors(points))
 
 
-def run_view(store: Store, run: RunInfo) -> RunView:
-    """Everything the report shows for one run."""
+def run_view(store: Store, run: RunInfo, figures: list[str] | None = None,
+             all_columns: bool = False, keep: bool = False) -> RunView:
+    """Everything the report shows for one run: per task the compact headline table (the
+    figures named in `figures` instead of the headline), or every figure (`all_columns`)."""
     from .comparison import run_tables     # it imports Table from here
+    from .headline import NOTE, headline_table, metric_spreads
+    from .findings import attach_hints
     records = store.records(run.run_id)
     nodes = store.nodes(run.run_id)
     phases = store.phases(run.run_id)
@@ -285,15 +299,43 @@ def run_view(store: Store, run: RunInfo) -> RunView:
     by_task: dict[str, list[PointSummary]] = {}
     for s in summaries:
         by_task.setdefault(s.task, []).append(s)
-    return RunView(title=f"{run.name} - run {run.run_id}", header=head.header(run, nodes, peaks),
-                   notes=head.notes(run, nodes),
-                   warnings=head.warning_lines(store.warnings(run.run_id)),
-                   tables=[task_table(t, pts, effs) for t, pts in by_task.items()]
-                   + run_tables(run, summaries, records, phases))   # variants, [reference]
+    if all_columns:
+        tables = [task_table(t, pts, effs) for t, pts in by_task.items()]
+    else:
+        spreads = metric_spreads(records, phases)
+        tables = [headline_table(t, pts, spreads, effs, figures) for t, pts in by_task.items()]
+    warnings = store.warnings(run.run_id)
+    view = RunView(title=f"{run.name} - run {run.run_id}", header=head.header(run, nodes, peaks),
+                   notes=head.notes(run, nodes), warnings=head.warning_lines(warnings),
+                   tables=tables + run_tables(run, summaries, records, phases),  # variants, [reference]
+                   run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
+    attach_hints(view, store, run, summaries, records, nodes, effs, warnings)
+    if keep:    # the html page: every figure's table and the figures too, from one reading
+        view.full = {t: task_table(t, pts, effs) for t, pts in by_task.items()}
+        view.data = (summaries, records, phases, effs)
+    return view
+
+
+def _check_figures(store: Store, runs: list[RunInfo], figures: list[str]) -> None:
+    """ValueError naming each figure no task of the runs has, and the ones they have."""
+    from .headline import known_figures
+    known: list[str] = []
+    for r in runs:
+        summaries = summarize(store.records(r.run_id), store.phases(r.run_id))
+        by_task: dict[str, list[PointSummary]] = {}
+        for s in summaries:
+            by_task.setdefault(s.task, []).append(s)
+        for pts in by_task.values():
+            known += [n for n in known_figures(pts) if n not in known]
+    unknown = [f for f in figures if f not in known]
+    if unknown:
+        raise ValueError(f"--metrics: no task of this run has {', '.join(map(repr, unknown))}; "
+                         f"figures here: {', '.join(known)}")
 
 
 def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
-          all_runs: bool = False) -> list[RunView]:
+          all_runs: bool = False, figures: list[str] | None = None,
+          all_columns: bool = False, keep: bool = False) -> list[RunView]:
     """Views of the latest run of the store, of the run named, or of every run (oldest first).
 
     An unknown run_id raises KeyError naming the runs there are.
@@ -305,7 +347,9 @@ def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
             chosen = [store.run(run_id)]
         else:
             chosen = runs if all_runs else runs[-1:]
-        views = [run_view(store, r) for r in chosen]
+        views = [run_view(store, r, figures, all_columns, keep) for r in chosen]
+        if figures:
+            _check_figures(store, chosen, figures)
         if len(runs) > 1 and not all_runs:
             for v in views:
                 v.notes.append(f"this directory holds {len(runs)} runs: "

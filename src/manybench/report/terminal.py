@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import replace
 
+from rich import box
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table as RichTable
@@ -14,12 +16,35 @@ from .tables import RunView, Table, build
 
 
 def _rich(t: Table, cols: list[int], title: str) -> RichTable:
-    table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold")
+    # compact tables draw no vertical rules: two columns' more figures fit in 80 columns
+    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} if t.drop else {}
+    table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold",
+                      **style)
     for j in cols:
         table.add_column(Text(t.columns[j]), overflow="fold")
     for row in t.rows:
         table.add_row(*(Text(row[j]) for j in cols))   # Text: never parsed as rich markup
     return table
+
+
+def _width(t: Table, cols: list[int], console: Console) -> int:
+    wide = console.options.update_width(1 << 16)   # measure unclamped by the console
+    return Measurement.get(console, wide, _rich(t, cols, "")).maximum
+
+
+def _fit(t: Table, console: Console) -> tuple[Table, list[int], list[int]]:
+    """A compact table's columns that fit the console: the ranges go first (medians only),
+    then the least important columns."""
+    shown = list(range(len(t.columns)))
+    if t.short_rows and _width(t, shown, console) > console.width:
+        t = replace(t, rows=t.short_rows)
+    dropped: list[int] = []
+    for j in t.drop:
+        if _width(t, shown, console) <= console.width:
+            break
+        shown.remove(j)
+        dropped.append(j)
+    return t, shown, dropped
 
 
 def _parts(t: Table, console: Console) -> list[list[int]]:
@@ -63,24 +88,41 @@ def _render_run(view: RunView, console: Console) -> None:
     if not view.tables:
         console.print(Text("no phases recorded yet", style="dim"))
     for t in view.tables:
-        parts = _parts(t, console)
+        if t.drop:     # a compact table: one table, never split
+            t, cols, dropped = _fit(t, console)
+            parts = [cols]
+        else:
+            parts, dropped = _parts(t, console), []
         for i, cols in enumerate(parts):
             title = t.title if len(parts) == 1 else f"{t.title} ({i + 1}/{len(parts)})"
             console.print()
             console.print(_rich(t, cols, title))
+        if dropped:
+            names = list(dict.fromkeys(t.names[j] if t.names else t.columns[j] for j in dropped))
+            console.print(Text(f"not shown at this width: {', '.join(names)} (report --metrics "
+                               "NAME,... or --all)", style="dim"))
+        if t.short_rows and t.rows is t.short_rows:
+            console.print(Text("medians only at this width (ranges: a wider terminal or --all)",
+                               style="dim"))
         for note in t.notes:
             console.print(Text(note, style="dim"))
         for err in t.errors:
             console.print(Text(err, style="red"))
+        for hint in t.hints:
+            console.print(Text("hint: " + hint, style="cyan"))
+    for hint in view.hints:
+        console.print(Text("hint: " + hint, style="cyan"))
     console.print()
     console.print(Text(view.legend, style="dim"))
 
 
 def render(store_dir_or_store: Store | str | os.PathLike, console: Console | None = None,
-           run_id: str | None = None, all_runs: bool = False) -> None:
-    """Print the report of the directory's latest run (or of `run_id`, or of every run)."""
+           run_id: str | None = None, all_runs: bool = False, figures: list[str] | None = None,
+           all_columns: bool = False) -> None:
+    """Print the report of the directory's latest run (or of `run_id`, or of every run):
+    per task its headline figures, the `figures` named instead, or every figure."""
     console = console or Console()
-    views = build(store_dir_or_store, run_id, all_runs)
+    views = build(store_dir_or_store, run_id, all_runs, figures, all_columns)
     if not views:
         console.print(Text("no runs recorded", style="dim"))
     for view in views:
@@ -93,10 +135,11 @@ def render_view(view: RunView, console: Console | None = None) -> None:
 
 
 def render_text(directory: Store | str | os.PathLike, width: int = 160,
-                run_id: str | None = None, all_runs: bool = False) -> str:
+                run_id: str | None = None, all_runs: bool = False,
+                figures: list[str] | None = None, all_columns: bool = False) -> str:
     """The terminal report as plain text (no colour codes), e.g. for tests."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False,
                       highlight=False, emoji=False)
-    render(directory, console, run_id, all_runs)
+    render(directory, console, run_id, all_runs, figures, all_columns)
     return buf.getvalue()

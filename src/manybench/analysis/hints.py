@@ -1,0 +1,308 @@
+"""Findings in plain language, each with the evidence it rests on (issue 10, item 5).
+
+Every finder takes already-summarized data and returns Hints; none reads the store, so each
+can be tested on constructed records with a known answer. The thresholds are stated here:
+
+  cached reads    a read point's median slot had >= 50% of its file in the page cache at T0
+  memory          one node's bytes in one phase exceeded its free memory (else its total)
+  at peak         a point's figure reached >= 90% of its peak (analysis/efficiency.py)
+  system cpu      during a task's phases the nodes spent more time in the kernel than in
+                  user code, and at least 20% of cpu time (telemetry)
+  straggler       a slot (or node) whose median per-slot time has a robust z-score > 3.5
+                  (Iglewicz and Hoaglin: 0.6745 (x - median) / MAD) and is >= 10% slower
+  knee            over workers, with every other parameter fixed: the curve falls when its
+                  last point is >= 10% below its best; it saturates from the last worker
+                  count after which a step gained less than a quarter of linear scaling
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from ..kernels import kernel
+from ..record import Record
+from ..results.contract import TelemetryRow, Warning
+from .efficiency import PointEfficiency
+from .points import PointSummary
+from ..units import format_duration, format_size
+from .stats import median
+
+CACHED = 0.5
+AT_PEAK = 0.9
+SYSTEM_SHARE = 20.0
+Z_LIMIT = 3.5
+SLOWER = 1.10
+STRAGGLE_S = 1e-3   # a straggler is also at least this much slower (not scheduler noise)
+FALL = 0.90
+SATURATED = 0.25
+
+
+@dataclass(frozen=True)
+class Hint:
+    kind: str          # cached, memory, peak, system-cpu, straggler, knee, falls, metric, stderr
+    task: str          # "" for the whole run
+    text: str          # the finding, one sentence
+    evidence: str      # the figures it rests on
+
+    def line(self) -> str:
+        return f"{self.text} (evidence: {self.evidence})"
+
+
+def _size(n: float) -> str:
+    for u in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or u == "TiB":
+            return f"{n:.0f} {u}" if u == "B" else f"{n:.1f} {u}"
+        n /= 1024
+    return str(n)
+
+
+def _value(kernel_name: str, key: str, v: object) -> str:
+    """A parameter as plans write it: sizes in KiB/MiB, durations in s."""
+    param = kernel(kernel_name).params.get(key)
+    if param is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+        if param.kind == "size":
+            return format_size(v)
+        if param.kind == "duration":
+            return format_duration(v)
+    return str(v)
+
+
+def _where(p: PointSummary) -> str:
+    parts = [f"{p.variant}"] if p.variant else []
+    parts.append(f"workers={p.workers}")
+    parts += [f"{k}={_value(p.kernel, k, v)}" for k, v in p.params.items()
+              if k in ("block", "cache", "size")]
+    return ", ".join(parts)
+
+
+def cached_reads(points: Sequence[PointSummary]) -> list[Hint]:
+    out = []
+    for p in points:
+        f = p.metrics.get("cached_fraction")
+        if f is not None and f >= CACHED:
+            out.append(Hint("cached", p.task, f"reads of {p.task} ({_where(p)}) came from the "
+                            "page cache, not the device: the figure is memory's",
+                            f"the median slot had {f * 100:.0f}% of its file cached at T0"))
+    return out
+
+
+def data_exceeds_memory(records: Iterable[Record], memory: Mapping[str, float]) -> list[Hint]:
+    """Per task, the first phase whose bytes on one node exceeded that node's memory."""
+    per: dict[tuple[str, int, str], float] = {}
+    for r in records:
+        if r.status == "ok" and r.bytes and kernel(r.kernel).uses_dir:
+            key = (r.task, r.phase, r.node)
+            per[key] = per.get(key, 0.0) + r.bytes
+    out, told = [], set()
+    for (task, phase, node), n in sorted(per.items(), key=lambda kv: kv[0][1]):
+        mem = memory.get(node)
+        if mem and n > mem and task not in told:
+            told.add(task)
+            out.append(Hint("memory", task, f"per-node data of {task} exceeded the free memory "
+                            f"of {node}: the page cache could not hold it",
+                            f"{_size(n)} on {node} in phase {phase} against {_size(mem)}"))
+    return out
+
+
+def at_peak(points: Sequence[PointSummary], effs: Mapping[str, PointEfficiency]) -> list[Hint]:
+    out = []
+    for p in points:
+        e = effs.get(p.point)
+        if e is not None and e.efficiency is not None and e.efficiency.ratio >= AT_PEAK:
+            x = e.efficiency
+            out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) reached the device's peak: "
+                            "more workers cannot go faster", f"{x.metric} {x.measured:.4g} of a "
+                            f"peak of {x.peak:.4g} ({x.ratio * 100:.0f}%)"))
+    return out
+
+
+def system_cpu(phase_task: Mapping[int, str], rows: Iterable[TelemetryRow]) -> list[Hint]:
+    """Per task, mean user and system cpu over the telemetry rows inside its phases."""
+    acc: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r.phase_id is not None and r.phase_id in phase_task:
+            acc.setdefault(phase_task[r.phase_id], []).append((r.cpu_user_pct, r.cpu_system_pct))
+    out = []
+    for task, xs in acc.items():
+        user = sum(u for u, _ in xs) / len(xs)
+        system = sum(s for _, s in xs) / len(xs)
+        if system > user and system >= SYSTEM_SHARE:
+            out.append(Hint("system-cpu", task, f"system cpu dominated during {task}: time "
+                            "went to the kernel (syscalls, page cache, locks), not the work",
+                            f"system {system:.0f}% against user {user:.0f}% over {len(xs)} "
+                            "telemetry samples"))
+    return out
+
+
+def robust_z(values: Sequence[float]) -> list[float]:
+    """0.6745 (x - median) / MAD for each value; MAD floored at 1% of |median| (no 0/0)."""
+    med = median(values)
+    mad = median([abs(v - med) for v in values])
+    mad = max(mad, abs(med) * 0.01, 1e-12)
+    return [0.6745 * (v - med) / mad for v in values]
+
+
+def stragglers(points: Sequence[PointSummary], records: Iterable[Record]) -> list[Hint]:
+    """Slots (and nodes) of a point whose per-slot time stands out from the others'."""
+    by_point: dict[tuple, dict[tuple[str, int], list[float]]] = {}
+    for r in records:
+        if r.status != "ok" or kernel(r.kernel).sync_only:   # no work: skew tells it
+            continue
+        secs = r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / 1e9
+        key = (r.task, r.variant, r.workers, json.dumps(r.params, sort_keys=True, default=str))
+        by_point.setdefault(key, {}).setdefault((r.node, r.slot), []).append(secs)
+    out = []
+    for (task, _, workers, _), slots in by_point.items():
+        for level, groups in (("slot", {f"{n}/slot {s}": v for (n, s), v in slots.items()}),
+                              ("node", _by_node(slots))):
+            if len(groups) < 3:
+                continue
+            names = list(groups)
+            meds = [median(groups[n]) for n in names]
+            mid = median(meds)
+            for name, m, z in zip(names, meds, robust_z(meds)):
+                if z > Z_LIMIT and m >= mid * SLOWER and m - mid >= STRAGGLE_S:
+                    out.append(Hint("straggler", task, f"{level} {name} was a straggler in "
+                                    f"{task} (workers={workers})",
+                                    f"median time {_secs(m)} against {_secs(mid)} over its "
+                                    f"{len(names)} {level}s (robust z {z:.1f})"))
+    return out
+
+
+def _secs(x: float) -> str:
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(x) >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x * 1e9:.3g} ns"
+
+
+def _by_node(slots: Mapping[tuple[str, int], list[float]]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for (node, _), v in slots.items():
+        out.setdefault(node, []).extend(v)
+    return out
+
+
+def curve(points: Sequence[PointSummary]) -> tuple[str, list[tuple[int, float]]] | None:
+    """The throughput of points that differ only in workers: (figure, [(workers, median)])."""
+    for name, get in (("aggregate bandwidth", lambda p: p.bandwidth),
+                      ("aggregate ops/s", lambda p: p.ops_rate)):
+        xs = [(p.workers, s.median) for p in points if (s := get(p)) is not None]
+        if len(xs) == len(points) and xs:
+            return name, sorted(xs)
+    return None
+
+
+def knee(series: Sequence[tuple[int, float]]) -> tuple[str, int, int] | None:
+    """("falls", best workers, last) or ("saturates", knee workers, next) or None."""
+    if len(series) < 3:
+        return None
+    ws = [w for w, _ in series]
+    vs = [v for _, v in series]
+    best = max(range(len(vs)), key=lambda i: vs[i])
+    if best < len(vs) - 1 and vs[-1] <= FALL * vs[best]:
+        return "falls", ws[best], ws[-1]
+    for i in range(1, len(vs)):
+        linear = (ws[i] - ws[i - 1]) / ws[i - 1]
+        gained = (vs[i] - vs[i - 1]) / vs[i - 1] if vs[i - 1] > 0 else 0.0
+        if gained < SATURATED * linear and all(
+                (vs[j] - vs[j - 1]) / max(vs[j - 1], 1e-300) < SATURATED *
+                (ws[j] - ws[j - 1]) / ws[j - 1] for j in range(i, len(vs))):
+            return "saturates", ws[i - 1], ws[i]
+    return None
+
+
+def scaling(points: Sequence[PointSummary]) -> list[Hint]:
+    """Knees of each task's curves over workers (one curve per setting of the other axes)."""
+    groups: dict[tuple, list[PointSummary]] = {}
+    for p in points:
+        key = (p.task, p.variant, json.dumps(p.params, sort_keys=True, default=str))
+        groups.setdefault(key, []).append(p)
+    swept: dict[str, set[str]] = {}     # per task, the axes besides workers that vary
+    for (task, _, params) in groups:
+        for k, v in json.loads(params).items():
+            swept.setdefault(task, set())
+            if any(json.loads(q).get(k) != v for t, _, q in groups if t == task):
+                swept[task].add(k)
+    out = []
+    for (task, variant, params), pts in groups.items():
+        c = curve(pts)
+        if c is None:
+            continue
+        name, series = c
+        k = knee(series)
+        if k is None:
+            continue
+        vals = dict(series)
+        axes = ", ".join(f"{a}={_value(pts[0].kernel, a, b)}" for a, b in
+                         json.loads(params).items() if a in swept.get(task, ()))
+        where = f"{task}" + (f" ({variant})" if variant else "") + (f" [{axes}]" if axes else "")
+        kind, a, b = k
+        if kind == "falls":
+            out.append(Hint("falls", task, f"{name} of {where} falls beyond {a} workers: "
+                            "more workers contend for the same resource",
+                            f"{vals[a]:.4g} at {a} workers, {vals[b]:.4g} at {b} "
+                            f"({(vals[b] / vals[a] - 1) * 100:+.0f}%)"))
+        else:
+            out.append(Hint("knee", task, f"{name} of {where} saturates from {a} workers (the "
+                            "knee): adding workers adds little",
+                            f"{a} -> {b} workers gave {(vals[b] / vals[a] - 1) * 100:+.0f}% "
+                            f"(linear: {(b / a - 1) * 100:+.0f}%)"))
+    return out
+
+
+def missing_metrics(warnings: Iterable[Warning], declared: Mapping[str, Iterable[str]],
+                    records: Iterable[Record]) -> list[Hint]:
+    """Regex metrics that matched nothing: from the run's warnings, and metrics a task declares
+    that no ok record of it carries."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        if r.status == "ok":
+            seen.setdefault(r.task, set()).update(r.metrics)
+    out, told = [], set()
+    for w in warnings:
+        if w.kind == "missing-metric" and (w.task, w.message) not in told:
+            told.add((w.task, w.message))
+            out.append(Hint("metric", w.task, f"a metric of {w.task} matched nothing: its "
+                            "column is empty", w.message))
+    for task, names in declared.items():
+        if task not in seen:
+            continue
+        for n in names:
+            if n not in seen[task] and not any(n in m for t, m in told if t == task):
+                out.append(Hint("metric", task, f"metric {n!r} of {task} matched nothing in "
+                                "any output", f"no ok record of {task} carries {n}"))
+    return out
+
+
+def stderr_failures(records: Iterable[Record]) -> list[Hint]:
+    """Per task, commands that failed and wrote to stderr: the count and the last line."""
+    by_task: dict[str, list[Record]] = {}
+    for r in records:
+        if r.status != "ok" and kernel(r.kernel).runs_child and (r.extra or {}).get("stderr"):
+            by_task.setdefault(r.task, []).append(r)
+    out = []
+    for task, rs in by_task.items():
+        r = rs[0]
+        last = str(r.extra["stderr"]).strip().splitlines()[-1:] or [""]
+        code = r.metrics.get("exit_status")
+        out.append(Hint("stderr", task, f"the command of {task} failed and wrote to stderr in "
+                        f"{len(rs)} record(s): read its stderr (export) for the cause",
+                        f"{r.node}/slot {r.slot}, phase {r.phase}"
+                        + (f", exit status {code}" if code is not None else "")
+                        + f": {last[0][:160]}"))
+    return out
+
+
+def cpu_bound(points: Sequence[PointSummary]) -> list[Hint]:
+    """Points whose slots kept about every cpu they were allowed busy (kernels/binding.py)."""
+    out = []
+    for p in points:
+        if p.ok and p.cpu_bound * 2 > p.ok:
+            out.append(Hint("cpu-bound", p.task, f"{p.task} ({_where(p)}) was CPU-BOUND AT ITS "
+                            "PIN: its pin may be what limits it (try placement cpus = N or "
+                            "another bind)", f"cpu use {p.cpu_util or 0:.2f} of the cpus "
+                            f"allowed ({p.cpus_allowed or '?'}) in {p.cpu_bound} of {p.ok} "
+                            "records"))
+    return out

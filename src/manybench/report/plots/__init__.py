@@ -1,0 +1,65 @@
+"""The report's figures, one module per figure (matplotlib, Agg backend).
+
+Each module has TITLE and plot(TaskData) -> matplotlib Figure, or None when the task has
+nothing to draw (no samples, no telemetry, no latency). `figures` makes every figure of a
+run; html.py inlines them as SVG, `write_plots` saves them as PNG and SVG.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from . import elapsed, gantt, latency, per_slot, scaling, telemetry, throughput, timeline
+from .data import TaskData, optional, split, tasks
+from .style import save, svg
+
+MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry]
+
+
+@dataclass
+class Plot:
+    task: str
+    name: str          # the module's name: scaling, gantt, ...
+    title: str
+    figure: Any        # matplotlib Figure
+
+    def svg(self) -> str:
+        return svg(self.figure)
+
+
+def task_plots(d: TaskData) -> list[Plot]:
+    out = []
+    for m in MODULES:
+        fig = m.plot(d)
+        if fig is not None:
+            out.append(Plot(d.task, m.__name__.rsplit(".", 1)[1], m.TITLE, fig))
+    return out
+
+
+def figures(store: Any, run_id: str | None = None, data: tuple = ()) -> dict[str, list[Plot]]:
+    """Per task (plan order), its figures; the latest run unless `run_id`. `data`:
+    (summaries, records, phases, effs) already read (RunView.data), else read here."""
+    run = store.run(run_id) if run_id else store.runs()[-1]
+    if data:
+        found = split(*data, optional(store, "samples", run.run_id),
+                      optional(store, "telemetry", run.run_id))
+    else:
+        found = tasks(store, run)
+    return {d.task: task_plots(d) for d in found}
+
+
+def _stem(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "task"
+
+
+def write_plots(store: Any, directory: str | os.PathLike, run_id: str | None = None
+                ) -> list[str]:
+    """Every figure of the run as DIR/<task>-<figure>.png and .svg; the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    written: list[str] = []
+    for task, plots in figures(store, run_id).items():
+        for p in plots:
+            written += save(p.figure, os.path.join(directory, f"{_stem(task)}-{p.name}"))
+    return written

@@ -1,0 +1,94 @@
+"""What the figures of one task are drawn from, gathered once per run from the store.
+
+Samples and telemetry come from `Store.samples` / `Store.telemetry` when this results
+directory has them (lists of results.contract.Sample / TelemetryRow); else they are empty
+and the figures that need them are left out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...analysis import PointSummary, summarize
+from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate
+from ...inventory.peaks import Peaks
+from ...record import Record
+from ...results.contract import RunInfo, Sample, StoredPhase, TelemetryRow
+from .. import header as head
+
+
+@dataclass
+class TaskData:
+    task: str
+    kernel: str
+    points: list[PointSummary]
+    records: list[Record]                 # every record of the task's phases
+    phases: list[StoredPhase]
+    effs: dict[str, PointEfficiency] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+    telemetry: list[TelemetryRow] = field(default_factory=list)
+
+    def ok(self) -> list[Record]:
+        return [r for r in self.records if r.status == "ok"]
+
+    def shown_phase(self) -> int | None:
+        """The phase the per-phase figures show: most workers, then the median window."""
+        by_phase: dict[int, list[Record]] = {}
+        for r in self.ok():
+            by_phase.setdefault(r.phase, []).append(r)
+        if not by_phase:
+            return None
+        most = max(len(rs) for rs in by_phase.values())
+        cands = sorted((max(r.end_ns for r in rs) - min(r.start_ns for r in rs), i)
+                       for i, rs in by_phase.items() if len(rs) == most)
+        return cands[(len(cands) - 1) // 2][1]
+
+
+def optional(store: Any, name: str, run_id: str) -> list:
+    get = getattr(store, name, None)          # tables another part of manybench adds
+    if not callable(get):
+        return []
+    try:
+        return list(get(run_id))
+    except Exception:                         # an older results.db without them
+        return []
+
+
+def tasks(store: Any, run: RunInfo) -> list[TaskData]:
+    """One TaskData per task of the run, in plan order."""
+    records = store.records(run.run_id)
+    phases = store.phases(run.run_id)
+    nodes = store.nodes(run.run_id)
+    summaries = summarize(records, phases)
+    effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
+    return split(summaries, records, phases, effs, optional(store, "samples", run.run_id),
+                 optional(store, "telemetry", run.run_id))
+
+
+def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
+          effs: dict[str, PointEfficiency] | None = None, samples: list[Sample] | None = None,
+          telemetry: list[TelemetryRow] | None = None) -> list[TaskData]:
+    """Group a run's data by task (also for tests that build the lists themselves)."""
+    out: dict[str, TaskData] = {}
+    for s in summaries:
+        if s.task not in out:
+            out[s.task] = TaskData(s.task, s.kernel, [], [], [], effs or {})
+        out[s.task].points.append(s)
+    task_of: dict[int, str] = {}
+    for p in phases:
+        if p.task in out:
+            out[p.task].phases.append(p)
+            task_of[p.index] = p.task
+    for r in records:
+        if r.task in out:
+            out[r.task].records.append(r)
+            task_of.setdefault(r.phase, r.task)
+    for s in samples or []:
+        t = task_of.get(s.phase_id)
+        if t in out:
+            out[t].samples.append(s)
+    for row in telemetry or []:
+        t = task_of.get(row.phase_id) if row.phase_id is not None else None
+        if t in out:
+            out[t].telemetry.append(row)
+    return list(out.values())

@@ -1,0 +1,184 @@
+"""The report's figures: the data they draw (known answers), every figure present in the
+self-contained HTML page and in `report --plots DIR`, and the page loaded offline in headless
+Chromium with no console error."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from manybench.analysis import summarize
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.record import Record
+from manybench.report.html import html_page
+from manybench.report.plots import MODULES, task_plots
+from manybench.report.plots.data import split
+from manybench.report.plots.throughput import aggregate
+from manybench.report.plots.timeline import busy_steps
+from manybench.results.contract import Sample, StoredNode, TelemetryRow
+from manybench.results.store import Store
+
+T = 1_700_000_000_000_000_000
+S = 1_000_000_000
+MiB = 1 << 20
+ALL = [m.__name__.rsplit(".", 1)[1] for m in MODULES]
+
+
+def _samples(phase: int, workers: int) -> list[Sample]:
+    # each slot writes 100 MiB/s for 1 s, sampled every 100 ms
+    return [Sample("r1", phase, rank, "n1", k / 10, k * 10 * MiB, "bytes")
+            for rank in range(workers) for k in range(11)]
+
+
+def _telemetry(phase: int) -> list[TelemetryRow]:
+    return [TelemetryRow("r1", "n1", T + phase * S + k * S // 10, 0.1, phase, 20.0, 30.0, 5.0,
+                         1 << 30, 1 << 29, 0.0, 2e8, 80.0, 1e3, 1e3) for k in range(10)]
+
+
+class StoreWithSamples(Store):
+    """The store as it will be once samples and telemetry are stored (issue 10, items 3-4)."""
+    samples_by_run: list[Sample] = []
+    telemetry_by_run: list[TelemetryRow] = []
+
+    def samples(self, run_id):
+        return [s for s in self.samples_by_run if s.run == run_id]
+
+    def telemetry(self, run_id):
+        return [t for t in self.telemetry_by_run if t.run == run_id]
+
+
+def make_store(path) -> tuple[list[Sample], list[TelemetryRow]]:
+    null = TaskSpec("sync", "null", {})
+    wr = TaskSpec("write", "io.write", {})
+    st = Store(path)
+    st.begin_run("r1", Plan(name="plots", tasks=[null, wr], raw={}), [], {"hostname": "n1"})
+    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
+    samples, telemetry = [], []
+    i = 0
+    for w in (1, 2, 4):
+        for rep in range(2):
+            t0 = T + i * S
+            st.write_phase("r1", Phase(i, null, "null", "", rep, w, "spread", "core", {},
+                                       f"sync-{w}"), t0,
+                           [Record(run="r1", phase=i, task="sync", kernel="null", variant="",
+                                   rep=rep, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
+                                   start_ns=t0 + 1000 * s, end_ns=t0 + 1000 * s + 50)
+                            for s in range(w)])
+            i += 1
+    for w in (1, 2, 4):
+        t0 = T + i * S
+        p = {"size": 100 * MiB}
+        st.write_phase("r1", Phase(i, wr, "io.write", "", 0, w, "spread", "core", p,
+                                   f"write-{w}"), t0,
+                       [Record(run="r1", phase=i, task="write", kernel="io.write", variant="",
+                               rep=0, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
+                               start_ns=t0 + 10_000 * s, end_ns=t0 + S + 10_000 * s,
+                               elapsed_s=1.0, ops=100, bytes=100 * MiB, params=p,
+                               hist={10: 50, 20: 50}) for s in range(w)])
+        samples += _samples(i, w)
+        telemetry += _telemetry(i)
+        i += 1
+    st.end_run("r1", "finished")
+    st.close()
+    return samples, telemetry
+
+
+def test_busy_steps_and_aggregate_throughput_known_answers():
+    ts, ns = busy_steps([(0.0, 10.0), (2.0, 5.0), (3.0, 12.0)])
+    assert list(zip(ts, ns)) == [(0.0, 1), (2.0, 2), (3.0, 3), (5.0, 2), (10.0, 1), (12.0, 0)]
+    t, rate = aggregate(_samples(0, 3))
+    assert len(t) == 10 and all(abs(r - 300 * MiB) < 1 for r in rate)   # 3 slots x 100 MiB/s
+    # slots sampled at different instants still sum on one grid
+    offset = [Sample("r", 0, 1, "n2", k / 10 + 0.05, k * 10 * MiB, "bytes") for k in range(11)]
+    t, rate = aggregate(_samples(0, 1) + offset)
+    assert abs(rate[len(rate) // 2] - 200 * MiB) < 1
+
+
+def test_every_figure_of_a_task_with_samples_and_telemetry(tmp_path):
+    samples, telemetry = make_store(tmp_path)
+    with Store(tmp_path, readonly=True) as st:
+        records, phases = st.records("r1"), st.phases("r1")
+    data = {d.task: d for d in split(summarize(records, phases), records, phases, {}, samples,
+                                     telemetry)}
+    assert [p.name for p in task_plots(data["write"])] == ALL
+    # a null task: no samples, telemetry or latency to draw
+    assert [p.name for p in task_plots(data["sync"])] == ["scaling", "per_slot", "timeline",
+                                                          "gantt", "elapsed"]
+    # the per-phase figures show the phase with the most workers
+    assert data["write"].shown_phase() == 8
+
+
+def test_html_is_self_contained_with_every_figure(tmp_path):
+    samples, telemetry = make_store(tmp_path)
+    StoreWithSamples.samples_by_run, StoreWithSamples.telemetry_by_run = samples, telemetry
+    with StoreWithSamples(tmp_path, readonly=True) as st:
+        page = html_page(st)
+    figs = re.findall(r'<figure class="plot" data-plot="(\w+)">', page)
+    assert figs == ["scaling", "per_slot", "timeline", "gantt", "elapsed"] + ALL
+    assert page.count("<svg") == len(figs)
+    # nothing fetched: no script, stylesheet link, or external reference
+    assert "<script" not in page and "<link" not in page and "<img" not in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "write (io.write)" in page and "every figure of write" in page and "lateness" in page
+    # a store without samples or telemetry (before those tables exist): those figures left out
+    plain = html_page(str(tmp_path))
+    assert 'data-plot="throughput"' not in plain and 'data-plot="telemetry"' not in plain
+    assert 'data-plot="gantt"' in plain
+
+
+def test_plots_dir_png_and_svg(tmp_path):
+    make_store(tmp_path / "res")
+    out = tmp_path / "figs"
+    res = run_cli("report", str(tmp_path / "res"), "--plots", str(out))
+    assert res.returncode == 0, res.stderr
+    names = sorted(os.listdir(out))
+    assert "write-scaling.png" in names and "write-gantt.svg" in names
+    assert "sync-timeline.png" in names and len(names) == 2 * (5 + 6)   # write: no samples
+    for n in names:
+        head = (out / n).read_bytes()[:8]
+        assert head == b"\x89PNG\r\n\x1a\n" if n.endswith(".png") else b"<svg" in \
+            (out / n).read_bytes()[:400]
+
+
+def _chromium(url: str, tmp_path, what: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    profile = tmp_path / f"profile-{what}"
+    # networking off: no background fetches, and any request would go to a dead proxy
+    return subprocess.run(
+        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         f"--user-data-dir={profile}", "--proxy-server=127.0.0.1:9", "--enable-logging=stderr",
+         "--v=0", "--virtual-time-budget=5000", "--dump-dom", url],
+        capture_output=True, text=True, timeout=120)
+
+
+def _console_errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines()
+            if "CONSOLE" in line or "Uncaught" in line or "ERR_" in line]
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="needs chromium (Debian package chromium) to render the HTML report")
+def test_html_renders_offline_in_headless_chromium(tmp_path):
+    samples, telemetry = make_store(tmp_path)
+    StoreWithSamples.samples_by_run, StoreWithSamples.telemetry_by_run = samples, telemetry
+    with StoreWithSamples(tmp_path, readonly=True) as st:
+        page = html_page(st)
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    res = _chromium(path.as_uri(), tmp_path, "report")
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = res.stdout
+    figs = re.findall(r'<figure class="plot" data-plot="\w+">\s*<svg[^>]*>.*?</svg>', dom, re.S)
+    assert len(figs) == 5 + len(ALL)
+    assert all("<path" in f or "<use" in f for f in figs)     # drawn, not empty
+    assert _console_errors(res.stderr) == []
+    # the check sees what it looks for: a page with a console error and a fetch is caught
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><img src="http://example.org/x.png">'
+                   '<script>console.error("boom")</script></body></html>')
+    caught = _console_errors(_chromium(bad.as_uri(), tmp_path, "bad").stderr)
+    assert any("boom" in line for line in caught)
