@@ -120,6 +120,16 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Standalone:
+    """How a kernel runs as the standalone executable `mbkernel`, inside a variant's `wrap`
+    (kernels/wrapped.py): the same checks and values as its prepare, and the same Result."""
+    # (ctx, params) -> mbkernel's key=value arguments; KernelError when it cannot run so
+    args: Callable[[SlotContext, dict], dict[str, Any]]
+    # (the result as the C call's dict, those arguments) -> the Result its plain run makes
+    finish: Callable[[dict, dict], Result]
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     doc: str
@@ -143,6 +153,7 @@ class Kernel:
     runs_child: bool = False     # runs a child process: exit statuses, output tails
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
+    standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
 
     @property
     def connects(self) -> bool:
