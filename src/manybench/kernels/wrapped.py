@@ -4,8 +4,9 @@ instead of the kernel when its context has a launcher prefix.
 Built-in kernels run as the standalone executable `mbkernel` (native/mbkernel.c, the same C
 loops, waits and stamps): before T0 the slot copies it into its scratch directory (which the
 wrap binds, so the container sees it), starts `wrap + [mbkernel, run, KERNEL, key=value...]`
-in a process group of its own and waits for its `ready`; the time from launch to ready is
-the wrap's start-up (`wrap_startup_s`), outside the timed window. At the go it sends
+in a process group of its own and waits for its `started` (the time from launch to it is
+the wrap's start-up, `wrap_startup_s`, outside the timed window), then for its `ready` (the
+kernel's own prepare: files opened, data laid out, as in a plain slot). At the go it sends
 `go T0 SPIN`; mbkernel waits for T0 as slots do and answers one `result` line, which the
 kernel's own `standalone.finish` turns into the Result a plain run makes. The time from that
 line to the launcher's exit is `wrap_exit_s`. A command task runs as `wrap + argv`
@@ -29,7 +30,7 @@ from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures
 from .hist import HIST_BUCKETS
 
-READY_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
+START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
 EXIT_TIMEOUT_S = 60.0     # after the result: the launcher's exit
 TAIL_BYTES = 2048         # of the launcher's stderr, in errors
 MBKERNEL = "mbkernel"
@@ -121,7 +122,7 @@ def _launch_failure(st: State, line: str | None) -> KernelError:
         _, err, text = (line.split(" ", 2) + [""])[:3]
         from .native import user_message   # noqa: PLC0415
         return KernelError(user_message(f"{st.kernel.name} inside the wrap", int(err), text))
-    what = ("did not start within %gs" % READY_TIMEOUT_S if line is None
+    what = (f"did not start within {START_TIMEOUT_S:g}s" if line is None
             else f"exited with status {code} before the kernel was ready")
     return KernelError(f"wrap {' '.join(st.argv[:3])} ...: {what}{_stderr_tail(st)}")
 
@@ -150,8 +151,10 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
         raise KernelError(f"wrap: cannot start {argv[0]}: {e.strerror}") from None
     timeout = ctx.spec.timeout if ctx.spec is not None else None
     st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout)
-    line = st.lines.readline(READY_TIMEOUT_S)
+    line = st.lines.readline(START_TIMEOUT_S)
     st.startup_s = time.monotonic() - t
+    if line == "started":   # the kernel's prepare has no time limit, as a plain slot's
+        line = st.lines.readline(None)
     if line != "ready":
         failure = _launch_failure(st, line)
         _close(st)

@@ -5,6 +5,7 @@
  *   mbkernel run KERNEL key=value...
  *
  * Line protocol on stdin/stdout (kernels/wrapped.py drives it):
+ *   -> "started"                    first thing: the wrap's start-up ends here
  *   -> "ready"                      prepared (file opened, data laid out), or
  *   -> "error ERRNO TEXT"           prepare failed (exit 1)
  *   <- "go T0_NS SPIN_NS"           T0 on CLOCK_REALTIME; EOF instead cancels (exit 0)
@@ -295,6 +296,7 @@ int main(int argc, char **argv)
                         "  KERNEL: null io.write io.read mem.stream cpu.himeno\n");
         return 2;
     }
+    say("started\n");
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the slot that launched the wrap */
     nb_set_timerslack(1);             /* as the slots: the sleep to T0 is not rounded up */
     const char *kernel = argv[2];
