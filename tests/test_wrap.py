@@ -110,6 +110,16 @@ def test_the_wrapped_kernel_waits_for_t0_and_its_start_up_stays_outside_the_wind
     assert st.proc.returncode == 0
 
 
+def test_a_launcher_that_prints_before_the_kernel_starts_is_no_failure(tmp_path):
+    st = WRAPPED.prepare(_ctx(tmp_path, "null", ["sh", "-c", 'echo pulling image; exec "$@"',
+                                                 "sh"]), {})
+    try:
+        res = WRAPPED.run(st, time.time_ns() + 50_000_000, 0)
+    finally:
+        WRAPPED.cleanup(st)
+    assert res.status == "ok", res.error
+
+
 def test_a_wrapped_kernel_cancelled_before_the_go_leaves_no_process(tmp_path):
     st = WRAPPED.prepare(_ctx(tmp_path, "io.write", ["env", "--"]), {"size": 2**20})
     WRAPPED.cleanup(st)

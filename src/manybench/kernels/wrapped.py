@@ -127,6 +127,14 @@ def _launch_failure(st: State, line: str | None) -> KernelError:
     return KernelError(f"wrap {' '.join(st.argv[:3])} ...: {what}{_stderr_tail(st)}")
 
 
+def _first_line(lines: Lines, deadline: float) -> str | None:
+    """mbkernel's first line; a launcher's own chatter on stdout before it is skipped."""
+    while True:
+        line = lines.readline(max(0.0, deadline - time.monotonic()))
+        if line is None or line in ("", "started", "ready") or line.startswith("error "):
+            return line
+
+
 def _prepare(ctx: SlotContext, params: dict) -> State:
     from . import KERNELS   # noqa: PLC0415 (the registry imports every kernel module)
     kernel = KERNELS[ctx.kernel]
@@ -151,7 +159,7 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
         raise KernelError(f"wrap: cannot start {argv[0]}: {e.strerror}") from None
     timeout = ctx.spec.timeout if ctx.spec is not None else None
     st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout)
-    line = st.lines.readline(START_TIMEOUT_S)
+    line = _first_line(st.lines, t + START_TIMEOUT_S)
     st.startup_s = time.monotonic() - t
     if line == "started":   # the kernel's prepare has no time limit, as a plain slot's
         line = st.lines.readline(None)
@@ -195,8 +203,14 @@ def fields(line: str) -> dict:
 def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
     if st.inner is not None:
         return st.kernel.run(st.inner, t0_ns, spin_ns)
-    st.proc.stdin.write(f"go {t0_ns} {spin_ns}\n".encode())
-    st.proc.stdin.flush()
+    try:
+        st.proc.stdin.write(f"go {t0_ns} {spin_ns}\n".encode())
+        st.proc.stdin.flush()
+    except OSError as e:   # it died after ready
+        code = st.proc.wait()
+        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status="error",
+                      error=f"wrapped {st.kernel.name} gone before the go ({e.strerror}, "
+                            f"status {code}){_stderr_tail(st)}")
     wait = None
     if st.timeout is not None:
         wait = max(0.0, st.timeout + (t0_ns - time.time_ns()) / 1e9)
