@@ -101,6 +101,7 @@ class SlotContext:
     wrap: list[str] | None = None   # launcher prefix, rendered (a variant's `wrap`): the kernel
                                     # runs inside it (kernels/wrapped.py)
     vars: dict = field(default_factory=dict)   # the variant's template values
+    settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
 
 
 @dataclass

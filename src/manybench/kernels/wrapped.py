@@ -7,9 +7,9 @@ wrap binds, so the container sees it), starts `wrap + [mbkernel, run, KERNEL, ke
 in a process group of its own and waits for its `started` (the time from launch to it is
 the wrap's start-up, `wrap_startup_s`, outside the timed window), then for its `ready` (the
 kernel's own prepare: files opened, data laid out, as in a plain slot). At the go it sends
-`go T0 SPIN`; mbkernel waits for T0 as slots do and answers one `result` line, which the
-kernel's own `standalone.finish` turns into the Result a plain run makes. The time from that
-line to the launcher's exit is `wrap_exit_s`. A command task runs as `wrap + argv`
+`go T0 SPIN SETTLE`; mbkernel waits for T0 as slots do and answers one `result` line,
+which the kernel's own `standalone.finish` turns into the Result a plain run makes. The time
+from that line to the launcher's exit is `wrap_exit_s`. A command task runs as `wrap + argv`
 (kernels/command.py): its window holds the launcher's start-up.
 """
 from __future__ import annotations
@@ -94,6 +94,7 @@ class State:
     err: IO[bytes]
     timeout: float | None
     startup_s: float = 0.0
+    settle_ns: int = 0
     inner: Any = None   # a command task's own prepared state (run as wrap + argv)
     done: bool = False
     metrics: dict = field(default_factory=dict)
@@ -158,7 +159,8 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
         err.close()
         raise KernelError(f"wrap: cannot start {argv[0]}: {e.strerror}") from None
     timeout = ctx.spec.timeout if ctx.spec is not None else None
-    st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout)
+    st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout,
+               settle_ns=ctx.settle_ns)
     line = _first_line(st.lines, t + START_TIMEOUT_S)
     st.startup_s = time.monotonic() - t
     if line == "started":   # the kernel's prepare has no time limit, as a plain slot's
@@ -204,7 +206,7 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
     if st.inner is not None:
         return st.kernel.run(st.inner, t0_ns, spin_ns)
     try:
-        st.proc.stdin.write(f"go {t0_ns} {spin_ns}\n".encode())
+        st.proc.stdin.write(f"go {t0_ns} {spin_ns} {st.settle_ns}\n".encode())
         st.proc.stdin.flush()
     except OSError as e:   # it died after ready
         code = st.proc.wait()

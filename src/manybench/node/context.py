@@ -76,7 +76,7 @@ def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
         variant=phase.variant, env={**phase.env, **env}, spec=phase.task,
         scratch=scratch.slot_dir(base, place.slot) if uses_dir else "",
         shared=scratch.shared_dir(base) if uses_dir else "",
-        kernel=phase.kernel, vars={**values, **phase.vars})
+        kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns)
     if wrapped:
         fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
                 "cpus": len(place.affinity), "mbkernel": os.path.join(ctx.scratch, MBKERNEL),

@@ -8,7 +8,8 @@
  *   -> "started"                    first thing: the wrap's start-up ends here
  *   -> "ready"                      prepared (file opened, data laid out), or
  *   -> "error ERRNO TEXT"           prepare failed (exit 1)
- *   <- "go T0_NS SPIN_NS"           T0 on CLOCK_REALTIME; EOF instead cancels (exit 0)
+ *   <- "go T0_NS SPIN_NS [SETTLE_NS]"  T0 on CLOCK_REALTIME (settle: rest after the end
+ *                                   stamp, as slots sharing a core); EOF cancels (exit 0)
  *   -> "result key=value ... msg=TEXT"   after the end stamp; then exit
  * The wait for T0, the stamps and the timed loop are the slot's own (nb_begin/nb_end), so a
  * wrapped record measures exactly what a plain one does. Parameters are the Python kernels'
@@ -320,11 +321,12 @@ int main(int argc, char **argv)
     say("ready\n");
 
     char line[256];
-    long long t0, spin;
+    long long t0, spin, settle = 0;
     if (!fgets(line, sizeof line, stdin))
         return 0; /* cancelled before go */
-    if (sscanf(line, "go %lld %lld", &t0, &spin) != 2)
-        fail(EINVAL, "expected: go T0_NS SPIN_NS");
+    if (sscanf(line, "go %lld %lld %lld", &t0, &spin, &settle) < 2)
+        fail(EINVAL, "expected: go T0_NS SPIN_NS [SETTLE_NS]");
+    nb_set_settle(settle); /* as the slot: a core's other slots start before this reports */
     nb_result r = {0};
     int64_t cpu0 = cpu_now();
     run(kernel, &s, t0, spin, &r);
