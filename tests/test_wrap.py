@@ -120,6 +120,18 @@ def test_a_launcher_that_prints_before_the_kernel_starts_is_no_failure(tmp_path)
     assert res.status == "ok", res.error
 
 
+def test_a_wrapped_kernel_on_a_shared_core_rests_after_its_end_stamp_as_a_slot_does(tmp_path):
+    ctx = _ctx(tmp_path, "null", ["env", "--"])
+    ctx.settle_ns = 300_000_000
+    st = WRAPPED.prepare(ctx, {})
+    try:
+        res = WRAPPED.run(st, time.time_ns() + 20_000_000, 0)
+    finally:
+        WRAPPED.cleanup(st)
+    assert res.status == "ok", res.error
+    assert time.time_ns() - res.end_ns >= ctx.settle_ns
+
+
 def test_a_wrapped_kernel_cancelled_before_the_go_leaves_no_process(tmp_path):
     st = WRAPPED.prepare(_ctx(tmp_path, "io.write", ["env", "--"]), {"size": 2**20})
     WRAPPED.cleanup(st)
