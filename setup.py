@@ -14,6 +14,7 @@ import sysconfig
 import tempfile
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 NATIVE = "src/manybench/kernels/native/"
 # core (timing, io, meta, spawn) and the kernel families, each a kernel file plus a bind file
@@ -78,7 +79,7 @@ def _c_string(text: str) -> str:
 native = Extension(
     "manybench._native",
     sources=[NATIVE + s for s in SOURCES],
-    depends=sorted(glob.glob(NATIVE + "*.h")),
+    depends=sorted(glob.glob(NATIVE + "*.h")) + [NATIVE + "mbkernel.c"],
     extra_compile_args=CFLAGS,
     extra_link_args=LINK_FLAGS,
     libraries=["dl", "pthread"],
@@ -86,4 +87,31 @@ native = Extension(
                    ("MB_MARCH", _c_string(MARCH))],
 )
 
-setup(ext_modules=[native])
+# mbkernel: the built-in kernels as a standalone executable, for slots whose work runs inside
+# a variant's `wrap` (a container sees no Python of ours). Static when it links, so it runs
+# in any image; installed beside the kernels' modules as package data.
+MBKERNEL_SOURCES = ["mbkernel.c", "timing.c", "io.c", "stream.c", "himeno.c", "numa.c"]
+
+
+def build_mbkernel(out: str) -> None:
+    srcs = [NATIVE + s for s in MBKERNEL_SOURCES]
+    cmd = [*shlex.split(CC), *sysconfig.get_config_var("CFLAGS").split(), *CFLAGS, "-o", out,
+           *srcs, "-lm"]
+    for extra in (["-static"], []):
+        done = subprocess.run(cmd[:-1] + extra + cmd[-1:], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+    raise RuntimeError(f"building mbkernel failed: {' '.join(cmd)}\n{done.stderr}")
+
+
+class BuildExt(build_ext):
+    """The extension, then mbkernel beside it (in the source tree with --inplace)."""
+
+    def run(self) -> None:
+        super().run()
+        kernels = os.path.dirname(self.get_ext_fullpath("manybench.kernels.mbkernel"))
+        os.makedirs(kernels, exist_ok=True)
+        build_mbkernel(os.path.join(kernels, "mbkernel"))
+
+
+setup(ext_modules=[native], cmdclass={"build_ext": BuildExt})

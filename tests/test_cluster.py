@@ -253,3 +253,28 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
                 p.kill()
     status = run_cli("report", out).stdout
     assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())
+
+
+def test_a_wrapped_null_phase_starts_its_wrap_before_t0_on_a_cluster(plan_file, tmp_path):
+    """null's phase travels with Run on Dask (light_prepare); wrapped, its prepare starts the
+    wrap (a container), which must happen in a prepare round of its own, before T0."""
+    plan = plan_file("""
+        repeat = 2
+        [placement]
+        workers = 2
+        [[task]]
+        name = "sync"
+        kernel = "null"
+        [[variant]]
+        name = "slow-wrap"
+        wrap = ["sh", "-c", "sleep 0.3; exec \\"$@\\"", "sh"]
+    """)
+    out = str(tmp_path / "res")
+    with DaskLab(2, slots=1) as lab:
+        res = run_cli("run", plan, "-o", out, "-q", "--scheduler", lab.scheduler, timeout=300)
+    assert res.returncode == 0, res.stderr + res.stdout
+    rows = export_json(out)
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
+    for r in rows:
+        startup_ns = r["metrics"]["wrap_startup_s"] * 1e9
+        assert r["start_ns"] - r["t0_ns"] < startup_ns / 3, r   # the start-up was before T0

@@ -148,7 +148,8 @@ class DaskEngine(Engine):
     def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
         self.phase, self.work, self.done, self.failed = phase, work, {}, {}
-        self.prepared = not kernel(phase.kernel).light_prepare
+        # a wrapped phase's prepare starts the wrap (a container): never light
+        self.prepared = not kernel(phase.kernel).light_prepare or phase.wrap is not None
         published: dict[str, dict[int, dict]] = {}
         if self.prepared:
             replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)

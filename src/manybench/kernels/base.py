@@ -110,6 +110,7 @@ class SlotContext:
     wrap: list[str] | None = None   # launcher prefix, rendered (a variant's `wrap`): the kernel
                                     # runs inside it (kernels/wrapped.py)
     vars: dict = field(default_factory=dict)   # the variant's template values
+    settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
 
 
 @dataclass
@@ -126,6 +127,16 @@ class Result:
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
     extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """How a kernel runs as the standalone executable `mbkernel`, inside a variant's `wrap`
+    (kernels/wrapped.py): the same checks and values as its prepare, and the same Result."""
+    # (ctx, params) -> mbkernel's key=value arguments; KernelError when it cannot run so
+    args: Callable[[SlotContext, dict], dict[str, Any]]
+    # (the result as the C call's dict, those arguments) -> the Result its plain run makes
+    finish: Callable[[dict, dict], Result]
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,7 @@ class Kernel:
     # "sync_overhead", "skew", "latency", "elapsed", or a metric's name. Empty: a command's
     # extracted metrics, else its elapsed time.
     headline: tuple[str, ...] = ()
+    standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
 
     @property
     def connects(self) -> bool:

@@ -59,7 +59,9 @@ def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     lib = native()
     spec: TaskSpec = ctx.spec
     os.makedirs(ctx.scratch, exist_ok=True)
-    argv = build_argv(spec, template_values(ctx, params))
+    # under a variant's wrap the launcher execs at T0 with the command: its start-up is in
+    # the window (kernels/wrapped.py runs built-in kernels with theirs outside it)
+    argv = list(ctx.wrap or []) + build_argv(spec, template_values(ctx, params))
     path = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
     if not path or not os.access(path, os.X_OK):
         raise KernelError(f"command not found or not executable: {argv[0]}")

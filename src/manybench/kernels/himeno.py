@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
 from .native import native, result_from_native
 from .stream import check_memory, check_threads, threads_fit
 
@@ -136,8 +136,8 @@ def _calibrate(lib: ModuleType, handle: Any, seconds: float) -> int:
     return max(1, int(seconds / (cpu / nn))) if cpu > 0 else nn
 
 
-def _prepare(ctx: SlotContext, params: dict) -> _State:
-    lib = native()
+def _checked(params: dict) -> tuple[tuple[int, int, int], int, int, float]:
+    """dims, threads, iterations, seconds, checked against the slot's cpus and memory."""
     try:
         dims = grid_dims(params)
     except ValueError as e:
@@ -149,6 +149,12 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
     check_threads("cpu.himeno", threads)
     check_memory("cpu.himeno", dims[0] * dims[1] * dims[2] * BYTES_PER_POINT,
                  f"the {'x'.join(map(str, dims))} grids", "use a smaller grid")
+    return dims, threads, iterations, seconds
+
+
+def _prepare(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    dims, threads, iterations, seconds = _checked(params)
     try:
         handle = lib.himeno_new(*dims, threads)
     except OSError as e:
@@ -162,17 +168,33 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.himeno_run(st.handle, st.iterations, t0_ns, spin_ns)
+    return _finish(d, st.dims, st.iterations)
+
+
+def _finish(d: dict, dims: tuple[int, int, int], iterations: int) -> Result:
+    """The Result of a himeno_run dict (the extension's or mbkernel's)."""
     res = result_from_native(d)
-    mx, my, mz = st.dims
+    mx, my, mz = dims
     cpu = res.elapsed_ns / 1e9
     res.metrics.update({
-        "mflops": mflops(st.iterations, cpu, fflop(mx - 1, my - 1, mz - 1)) if cpu > 0
+        "mflops": mflops(iterations, cpu, fflop(mx - 1, my - 1, mz - 1)) if cpu > 0
         else float("inf"),
         "gosa": d["gosa"],
         "gosa_first": d["gosa1"],
-        "iterations": st.iterations,
+        "iterations": iterations,
     })
     return res
+
+
+def _standalone_args(ctx: SlotContext, params: dict) -> dict:
+    """mbkernel calibrates (iterations = 0) as _calibrate does, inside the wrap."""
+    dims, threads, iterations, seconds = _checked(params)
+    return {"mimax": dims[0], "mjmax": dims[1], "mkmax": dims[2], "threads": threads,
+            "iterations": iterations, "seconds_ns": round(seconds * 1e9)}
+
+
+def _standalone_finish(d: dict, args: dict) -> Result:
+    return _finish(d, (args["mimax"], args["mjmax"], args["mkmax"]), int(d["iterations"]))
 
 
 def _cleanup(st: _State) -> None:
@@ -192,6 +214,7 @@ HIMENO = Kernel(
         "gosa_first, iterations. ops = iterations.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
     check_placement=threads_fit,
+    standalone=Standalone(args=_standalone_args, finish=_standalone_finish),
 )
 
 KERNELS = [HIMENO]

@@ -16,7 +16,7 @@ import os
 from types import ModuleType
 
 from . import io_ior
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
 from .iofile import ALIGN, IoState, check_direct, explain, file_problems, open_file, slot_file
 from .native import native, result_from_native, user_message
 from .pagecache import CACHE, prepare_cache
@@ -144,12 +144,58 @@ def _run(st: IoState, t0_ns: int, spin_ns: int) -> Result:
     deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
     d = st.lib.run_io(st.fd, st.write, st.block, st.size, deadline, st.fsync_end, st.direct,
                       t0_ns, spin_ns)
+    return _finish(st, d)
+
+
+def _finish(st: IoState, d: dict) -> Result:
+    """The Result of a run_io dict (the extension's or mbkernel's)."""
     res = result_from_native(d, lambda err, text: explain(st, err, text))
     res.metrics.update(st.metrics)
     res.extra["file"] = st.path
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
     return res
+
+
+def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
+    """mbkernel's arguments: the checks of _prepare_*; the file is opened (and, for a read,
+    laid out, its cache dropped and counted) by mbkernel itself, inside the wrap."""
+    label = "io.write" if write else "io.read"
+    params = _params(params)
+    check_direct(label, params)
+    if write:
+        for fld, msg in _check_amount(params):
+            raise KernelError(f"io.write: {fld}: {msg}")
+    elif params.get("size") is None:
+        raise KernelError("io.read: size: needed (the file is laid out to it when missing)")
+    if params.get("wear_out") or (params.get("reorder") and ctx.workers > 1):
+        raise KernelError(f"{label}: wear_out and reorder cannot run inside a wrap (their "
+                          "slots talk to each other)")
+    out = {"path": slot_file(ctx, params, label), "block": params["block"],
+           "size": params.get("size") or 0,
+           "duration_ns": round((params.get("duration") or 0) * 1e9),
+           "direct": int(bool(params["direct"]))}
+    if write:
+        out["fsync"] = int((params.get("fsync") or "end") == "end")
+    else:
+        out["cache"] = params.get("cache") or CACHE.default
+    return out
+
+
+def _standalone_finish(d: dict, args: dict, write: bool) -> Result:
+    size = 0 if not write and args["duration_ns"] else args["size"]
+    st = IoState(lib=None, fd=-1, path=args["path"], write=write,   # type: ignore[arg-type]
+                 block=args["block"], size=size, duration=args["duration_ns"] / 1e9 or None,
+                 fsync_end=bool(args.get("fsync")), direct=bool(args["direct"]))
+    if not write:
+        st.metrics = {"cache_dropped": float(d["cache_dropped"]),
+                      "cached_fraction": float(d["cached_fraction"])}
+    return _finish(st, d)
+
+
+def _standalone(write: bool) -> Standalone:
+    return Standalone(args=lambda ctx, params: _standalone_args(ctx, params, write),
+                      finish=lambda d, args: _standalone_finish(d, args, write))
 
 
 def _cleanup(st: IoState) -> None:
@@ -179,6 +225,7 @@ WRITE = Kernel(
                                       "stonewall figures too.", default=False)},
     prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("wear_out")),
+    standalone=_standalone(True),
 )
 
 READ = Kernel(
@@ -206,6 +253,7 @@ READ = Kernel(
                                      "sees.", default=False)},
     prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("reorder")),
+    standalone=_standalone(False),
 )
 
 KERNELS = [WRITE, READ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from .base import Kernel, Result, SlotContext
+from .base import Kernel, Result, SlotContext, Standalone
 from .native import native, result_from_native
 
 
@@ -14,6 +14,9 @@ def _prepare(ctx: SlotContext, params: dict) -> ModuleType:
 def _run(state: ModuleType, t0_ns: int, spin_ns: int) -> Result:
     return result_from_native(state.run_null(t0_ns, spin_ns))
 
+
+STANDALONE = Standalone(args=lambda ctx, params: {},
+                        finish=lambda d, args: result_from_native(d))
 
 NULL = Kernel(
     name="null",
@@ -26,6 +29,7 @@ NULL = Kernel(
     run=_run,
     light_prepare=True,   # nothing to lay out: prepare and go travel in one message
     sync_only=True,
+    standalone=STANDALONE,
 )
 
 KERNELS = [NULL]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
 from .native import native, result_from_native
 
 NAMES = ("copy", "scale", "add", "triad")
@@ -113,14 +113,20 @@ def _value(params: dict, name: str) -> int:
     return PARAMS[name].parse(PARAMS[name].default if v is None else v)
 
 
-def _prepare(ctx: SlotContext, params: dict) -> _State:
-    lib = native()
+def _checked(params: dict) -> tuple[int, int, int]:
+    """elements, threads, ntimes, checked against the slot's cpus and the node's memory."""
     elements, threads, ntimes = (_value(params, k) for k in ("elements", "threads", "ntimes"))
     for fld, msg in _check({"ntimes": ntimes}):
         raise KernelError(f"mem.stream: {fld}: {msg}")
     check_threads("mem.stream", threads)
     check_memory("mem.stream", 3 * 8 * elements, f"3 arrays of {elements} doubles",
                  "use fewer elements")
+    return elements, threads, ntimes
+
+
+def _prepare(ctx: SlotContext, params: dict) -> _State:
+    lib = native()
+    elements, threads, ntimes = _checked(params)
     try:
         handle = lib.stream_new(elements, threads)
     except OSError as e:
@@ -154,6 +160,17 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     return res
 
 
+def _standalone_args(ctx: SlotContext, params: dict) -> dict:
+    elements, threads, ntimes = _checked(params)
+    return {"elements": elements, "threads": threads, "ntimes": ntimes}
+
+
+def _standalone_finish(d: dict, args: dict) -> Result:
+    res = result_from_native(d)
+    res.metrics.update(figures(d["times_ns"], args["elements"]))
+    return res
+
+
 def _cleanup(st: _State) -> None:
     if st.handle is not None:
         handle, st.handle = st.handle, None
@@ -172,6 +189,7 @@ STREAM = Kernel(
         "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
     check_placement=threads_fit,
+    standalone=Standalone(args=_standalone_args, finish=_standalone_finish),
 )
 
 KERNELS = [STREAM]

@@ -81,7 +81,7 @@ def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
         scratch=(scratch.phase_dir(base, place.slot, phase.index) if fresh else
                  scratch.slot_dir(base, place.slot) if uses_dir else ""),
         shared=scratch.shared_dir(base) if uses_dir else "",
-        kernel=phase.kernel, vars={**values, **phase.vars})
+        kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns)
     if wrapped:
         fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
                 "cpus": len(place.affinity), "mbkernel": os.path.join(ctx.scratch, MBKERNEL),

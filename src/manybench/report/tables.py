@@ -173,7 +173,7 @@ CPU_BOUND_NOTE = ("cpu use = cpu time / wall time of the work (1.00 = one cpu bu
                   "kept about all of them busy, so its pin may be what limits it (a task with "
                   "more threads than cpus runs them in turn): try placement cpus = N or "
                   "another bind")
-WRAP_NOTE = ("wrap start-up = from launching the wrap (container) to the kernel being ready "
+WRAP_NOTE = ("wrap start-up = from launching the wrap (container) to the kernel starting "
              "inside it, median per slot; outside the timed window, never in the figures")
 
 
