@@ -106,6 +106,8 @@ class Phase:
     # a [[concurrent]] group's phase: its tasks' phases, each on its own slots from one T0
     # (ranks first..first+workers-1 in order); empty for a plain phase
     members: list[Phase] = field(default_factory=list)
+    warmup: bool = False              # a warm-up repetition (rep < 0): run, stored, not analysed
+    sample: float = 0.0               # s between progress samples inside the phase; 0: none
 
     def member_of(self, rank: int) -> tuple[Phase, int]:
         """The phase a rank of this phase runs and its rank within it."""
