@@ -26,6 +26,8 @@ class TaskSpec:
     workers: list[int] | None = None  # overrides placement.workers for this task
     nodes: list[str] | None = None    # only these nodes, in this order (data locality)
     line: int | None = None           # line of its [[task]] header, for messages
+    warmup: int | None = None         # warm-up repetitions per point (None: the plan's)
+    sample: float | None = None       # s between progress samples (None: the plan's; 0: off)
 
 
 Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/placement_fields.py)
@@ -81,6 +83,9 @@ class Plan:
     source: str = ""                  # the plan's TOML text (stored with the run)
     path: str = ""
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied
+    warmup: int = 0                   # warm-up repetitions per point, before `repeat`
+    sample: float = 0.1               # s between progress samples inside phases; 0: off
+    telemetry: float = 1.0            # s between node telemetry readings; 0: off
 
 
 @dataclass

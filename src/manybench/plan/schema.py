@@ -88,6 +88,9 @@ _SCHEMA = {
     "properties": {
         "name": {"type": "string", "minLength": 1},
         "repeat": {"type": "integer", "minimum": 1},
+        "warmup": {"type": "integer", "minimum": 0},
+        "sample": {"type": ["string", "number"], "format": "duration"},
+        "telemetry": {"type": ["string", "number"], "format": "duration"},
         "slots": {"type": "integer", "minimum": 1},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
@@ -126,6 +129,8 @@ _SCHEMA = {
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},
                 "timeout": {"type": ["string", "number"], "format": "duration"},
+                "warmup": {"type": "integer", "minimum": 0},
+                "sample": {"type": ["string", "number"], "format": "duration"},
                 "env": _ENV,
                 "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},
         "variant": {"type": "array", "items": {
