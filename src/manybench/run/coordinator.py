@@ -22,6 +22,7 @@ from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
+from .quality import run_checks
 from .schedule import Scheduler, now_ns
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
@@ -145,7 +146,14 @@ class Coordinator:
                     self._tear_down()
                     return "aborted"
         self._tear_down()
+        self._quality()
         return "finished" if self.failed == 0 else "failed"
+
+    def _quality(self) -> None:
+        """pyperf-style warnings on the whole run's figures (run/quality.py)."""
+        for kind, node, task, msg in run_checks(self.store, self.run_id,
+                                                {n.name: len(n.cpus) for n in self.nodes}):
+            self.warnings.add(kind, msg, node=node, task=task)
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
