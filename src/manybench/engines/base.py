@@ -48,8 +48,10 @@ def to_coordinator(res: Result, node: Node) -> Result:
     off = node.offset_ns
     if not off:
         return res
-    moved = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
-             if getattr(res, f)}
+    moved: dict = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
+                   if getattr(res, f)}
+    if res.samples:     # progress samples (node/sampler.py), stamped there too
+        moved["samples"] = [(t - off, done) for t, done in res.samples]
     return dataclasses.replace(res, **moved)
 
 

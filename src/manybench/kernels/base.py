@@ -117,6 +117,10 @@ class Result:
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
     extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+    # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
+    # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
+    samples: list[tuple[int, float]] = field(default_factory=list)
+    sample_unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ class Kernel:
     runs_child: bool = False     # runs a child process: exit statuses, output tails
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
+    progress: str = ""           # its C loop counts progress (_native.progress()) in this
+                                 # unit, "bytes" | "ops", so slots sample it; "": no samples
 
     @property
     def connects(self) -> bool:

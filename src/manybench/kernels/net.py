@@ -343,7 +343,8 @@ def _kernel(name: str, doc: str, params: dict, run: Any) -> Kernel:
     box: list[Kernel] = []
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
-               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect)
+               cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
+               progress="bytes")
     box.append(k)
     return k
 

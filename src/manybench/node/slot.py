@@ -15,6 +15,7 @@ from ..kernels.base import KernelError
 from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding, self_cpu
 from ..model import Phase
 from .procs import die_with_parent
+from .sampler import Sampler
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
@@ -48,6 +49,7 @@ class SlotLoop:
         self.settle_ns = 0
         self.affinity: tuple[int, ...] = ()
         self.mems: tuple[int, ...] | None = None
+        self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -89,6 +91,7 @@ class SlotLoop:
             _native.set_settle(place.settle_ns)
             self.settle_ns = place.settle_ns
         self.prepared = (kernel, state, SPIN_NS if place.spin else 0)
+        self.sample_s = phase.sample if kernel.progress else 0.0
         return None
 
     def publish(self) -> dict | None:
@@ -118,12 +121,18 @@ class SlotLoop:
         kernel, state, spin = self.prepared
         self.prepared = None
         cpu0 = self_cpu()
+        sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
             res = kernel.run(state, t0_ns, spin)
         except Exception as e:
             return _error(f"run failed: {e!r}")
         finally:
             self._cleanup(kernel, state)
+            if sampler is not None:
+                sampler.stop()
+        if sampler is not None and res.status == "ok" and res.end_ns:
+            total = res.bytes if kernel.progress == "bytes" else res.ops
+            res.samples, res.sample_unit = sampler.stop(res.end_ns, total), kernel.progress
         self._readback(res, kernel, self_cpu() - cpu0)
         return res
 

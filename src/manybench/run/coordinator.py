@@ -23,6 +23,7 @@ from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .quality import run_checks
+from .samples import samples_of
 from .schedule import Scheduler, now_ns
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
@@ -138,7 +139,7 @@ class Coordinator:
                     t0, records = now_ns(), self._not_run(phase, nodes, unset)
                 else:
                     t0, records = self._run_phase(self.run_id, phase, nodes, bar)
-                self.store.write_phase(self.run_id, phase, t0, records)
+                self.store.write_phase(self.run_id, phase, t0, records, samples=self.samples)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 bar.advance()
@@ -229,6 +230,7 @@ class Coordinator:
     def _records(self, run_id: str, phase: Phase, nodes: list[Node], work: Work, t0: int,
                  results: dict[str, dict[int, Result]], missing: str = "") -> list[Record]:
         out = []
+        self.samples = []    # the phase's progress samples, stored with its records
         for node in nodes:
             for a in work.get(node.name, []):
                 res = results.get(node.name, {}).get(a.place.slot)
@@ -238,6 +240,7 @@ class Coordinator:
                 mine = phase.member_of(a.rank)[0] if phase.members else phase
                 out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
+                self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:
@@ -250,7 +253,8 @@ class Coordinator:
         except Exception:
             results = {}
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
-        store.write_phase(run_id, phase, t0, records, status="interrupted")
+        store.write_phase(run_id, phase, t0, records, status="interrupted",
+                          samples=self.samples)
         self.failed += sum(r.status != "ok" for r in records)
 
 
