@@ -17,9 +17,11 @@ from ..kernels import kernel
 from ..kernels.binding import cpu_bound
 from ..model import GROUP_KERNEL
 from ..record import Record
-from ..results.contract import StoredPhase
+from ..results.contract import StoredPhase, TelemetryRow
 from .phase_figures import NS, PhaseFigures, phase_figures
 from .stats import Dist, Spread, Stats, median
+from .telemetry import TelemetrySummary
+from .telemetry import by_phase as telemetry_by_phase
 
 # per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
 _LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
@@ -70,7 +72,7 @@ class PointSummary:
     # records), warm-up phases left out, and the nodes' telemetry during the point's phases
     metric_stats: dict[str, Stats] = field(default_factory=dict)
     warmup: int = 0                           # warm-up phases run for the point, not analysed
-    telemetry: Any = None                     # analysis/telemetry.TelemetrySummary | None
+    telemetry: TelemetrySummary | None = None  # during the point's phases
 
 
 def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
@@ -120,13 +122,14 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
-              ) -> list[PointSummary]:
+def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = (),
+              telemetry: Iterable[TelemetryRow] = ()) -> list[PointSummary]:
     """Summaries per point in plan order (the order of each point's first phase).
 
     `phases` (Store.phases()) give each phase's point key, parsed params and t0. Records of
     phases not listed are grouped by (task, variant, workers, params) instead. Warm-up
     phases (plan `warmup`: marked, rep < 0) are counted in `warmup` and left out of the rest.
+    `telemetry` (Store.telemetry()): each point gets a summary of the rows of its phases.
     """
     infos: dict[int, StoredPhase] = {p.index: p for p in phases}
     by_phase: dict[int, list[Record]] = {}
@@ -159,9 +162,12 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
                 members[key] = []
             members[key].append((part, precs))
 
+    rows = telemetry_by_phase(telemetry)
     for key, s in points.items():
         _fill(s, members[key])
         s.warmup = warm[key]
+        s.telemetry = TelemetrySummary.of([t for info, _ in members[key]
+                                           for t in rows.get(info.index, [])])
     return list(points.values())
 
 

@@ -79,6 +79,7 @@ class Coordinator:
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
         largest = max((p.workers for p in self.phases), default=1)
+        self.engine.telemetry_s = self.plan.telemetry
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
         problems = check_nodes(self.phases, nodes)
@@ -140,6 +141,7 @@ class Coordinator:
                 else:
                     t0, records = self._run_phase(self.run_id, phase, nodes, bar)
                 self.store.write_phase(self.run_id, phase, t0, records, samples=self.samples)
+                self.store.write_telemetry(self.run_id, self.engine.telemetry())
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 bar.advance()

@@ -150,7 +150,7 @@ def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
     from ..analysis.points import summarize   # noqa: PLC0415
     from ..results.contract import START      # noqa: PLC0415
     records = store.records(run_id)
-    points = summarize(records, store.phases(run_id))
+    points = summarize(records, store.phases(run_id), store.telemetry(run_id))
     start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
     return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
             + other_load(store.telemetry(run_id), records, cpus))
