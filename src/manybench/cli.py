@@ -193,19 +193,24 @@ def report(directory: str, html_path: str | None, run_id: str | None) -> None:
 
 @main.command()
 @click.argument("directory", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
+              show_default=True)
+@click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
+                                            "nodes"]), default="records", show_default=True)
+@click.option("--nested", is_flag=True,
+              help="Keep params, metrics and inventory as JSON objects, not flattened into "
+                   "param.*, metric.*, inventory.* columns (csv, parquet).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="File (default stdout).")
 @click.option("--run", "run_id", help="Only this run (default: every run in the directory).")
-def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
-    """Export every record, one row each, in the contract's columns."""
-    from .results.export import export as do_export
+def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
+           run_id: str | None) -> None:
+    """Export a table, one row each: records (the contract's columns first), phases, samples,
+    telemetry or nodes (docs/results-api.md)."""
+    from .results.export_cli import export_table
     with _open_results(directory) as store:
-        records = store.records(run_id)
-    if out:
-        with open(out, "w", newline="") as f:
-            do_export(records, fmt, f)
-    else:
-        do_export(records, fmt, sys.stdout)
+        msg = export_table(store, table, fmt, out, run_id, nested)
+    if msg:
+        raise _fail(msg)
 
 
 @main.command()
