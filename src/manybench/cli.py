@@ -214,6 +214,26 @@ def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
 
 
 @main.command()
+@click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR ...]")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def history(directories: tuple[str, ...], as_json: bool) -> None:
+    """Runs over time across results directories: runs per month, per task the mean and max
+    of its headline figure, failures."""
+    import json
+    from .analysis.history import history as gather
+    from .report import history as hrep
+    from .results.store import SchemaError
+    missing = [d for d in directories if not os.path.isfile(os.path.join(d, "results.db"))]
+    if missing:
+        raise _fail(f"no results.db in {', '.join(missing)}")
+    try:
+        h = gather(directories)
+    except SchemaError as e:
+        raise _fail(str(e))
+    click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
+
+
+@main.command()
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--all", "show_all", is_flag=True,
