@@ -144,7 +144,7 @@ class Coordinator:
                 self.store.write_telemetry(self.run_id, self.engine.telemetry())
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
-                bar.advance()
+                bar.advance(records)
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._tear_down()
                     return "aborted"
