@@ -98,3 +98,37 @@ def test_a_run_stores_each_slots_samples_and_commands_have_none(plan_file, tmp_p
             # the last sample is the slot's end, on the phase's timebase
             assert abs(mine[-1].t_s - (r.end_ns - r.t0_ns) / 1e9) < 1e-6
         assert st.samples(run, phases["off"]) == [] and st.samples(run, phases["cmd"]) == []
+
+
+def test_compute_kernels_sample_their_loops(plan_file, tmp_path):
+    plan = plan_file("""
+        name = "compute"
+        sample = "10ms"
+        telemetry = 0
+        [[task]]
+        name = "st"
+        kernel = "mem.stream"
+        elements = 2000000
+        ntimes = 20
+        [[task]]
+        name = "hi"
+        kernel = "cpu.himeno"
+        iterations = 30
+        [[task]]
+        name = "dg"
+        kernel = "cpu.dgemm"
+        n = 256
+        repeat = 40
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out)
+    assert res.returncode == 0, res.stderr
+    with Store(out, readonly=True) as st:
+        run = st.runs()[0].run_id
+        for r in st.records(run):
+            got = st.samples(run, r.phase)
+            unit = "bytes" if r.task == "st" else "ops"
+            assert got and {s.unit for s in got} == {unit}, r.task
+            done = [s.done for s in got]
+            assert done == sorted(done) and done[-1] == (r.bytes if unit == "bytes" else r.ops)
+            assert all(d <= done[-1] for d in done) and got[0].t_s > 0

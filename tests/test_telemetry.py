@@ -43,6 +43,7 @@ def test_readings_come_at_the_interval_and_never_next_to_t0():
     assert tel.drain() == []                 # not due yet
     time.sleep(0.02)
     tel.tick(3, t0_ns=time.time_ns())        # due, but the slots are starting
+    tel.tick(3, t0_ns=time.time_ns() + 10**9)    # or waiting for T0
     assert tel.drain() == []
     tel.tick(3, t0_ns=time.time_ns() - 10 * T.GUARD_NS)
     [row] = tel.drain()

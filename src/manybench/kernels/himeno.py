@@ -190,6 +190,7 @@ HIMENO = Kernel(
         "the last iteration; a non-finite or growing gosa makes the record an error), "
         "gosa_first, iterations. ops = iterations.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+    progress="ops",
 )
 
 KERNELS = [HIMENO]

@@ -159,6 +159,7 @@ STREAM = Kernel(
         "are checked as checkSTREAMresults does (a wrong array makes the record an error). "
         "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
+    progress="bytes",
 )
 
 KERNELS = [STREAM]

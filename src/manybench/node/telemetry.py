@@ -2,8 +2,8 @@
 bytes and busy time, network bytes, read with psutil at the plan's `telemetry` interval.
 
 No thread: the agent takes a reading when it is awake anyway, polling its slots during a
-phase (every 0.2-0.5 s), once the interval has passed and never within GUARD_NS of T0,
-when slots are starting (a reading costs a millisecond or so of cpu). Rates are deltas
+phase (every 0.2-0.5 s), once the interval has passed and never between go and GUARD_NS
+after T0, while slots wait and start (a reading costs a millisecond or so of cpu). Rates are deltas
 over the interval since the previous reading. Stamps are this node's CLOCK_REALTIME:
 engines/base.py moves them into the coordinator's clock.
 """
@@ -17,7 +17,7 @@ import psutil
 
 from ..results.contract import TelemetryRow
 
-GUARD_NS = 20_000_000     # no reading within 20 ms of T0: the slots are starting
+GUARD_NS = 20_000_000     # no reading from go until 20 ms after T0: the slots are starting
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Telemetry:
         if self.last is None:
             return
         now = time.time_ns()
-        if now - self.last.t_ns < self.interval_ns or (t0_ns and abs(now - t0_ns) < GUARD_NS):
+        if now - self.last.t_ns < self.interval_ns or (t0_ns and now - t0_ns < GUARD_NS):
             return
         cur = read_counters()
         self.rows.append(row_between(self.node, self.last, cur, phase_id))
