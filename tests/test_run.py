@@ -54,7 +54,8 @@ def test_null_io_meta_plan_records(plan_file, tmp_path):
         assert sorted(r["slot"] for r in recs) == list(range(recs[0]["workers"]))
         assert all(r["status"] == "ok" for r in recs), recs
     for r in rows:
-        assert list(r) == list(COLUMNS)
+        # the contract's columns in order, then the extras (results-api.md)
+        assert list(r) == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
         assert r["start_ns"] >= r["t0_ns"]            # nobody starts before T0
         assert r["end_ns"] >= r["start_ns"]
         assert r["elapsed_s"] >= 0
