@@ -54,7 +54,7 @@ def _digest(path: str) -> str:
 
 
 def test_a_v2_file_reads_without_change_and_migrates_for_a_writer(tmp_path):
-    assert schema.SCHEMA_VERSION == 3
+    assert schema.SCHEMA_VERSION >= 3
     d = _v2_dir(tmp_path)
     path = os.path.join(d, "results.db")
     before = _digest(path)
@@ -67,7 +67,7 @@ def test_a_v2_file_reads_without_change_and_migrates_for_a_writer(tmp_path):
     with Store(d) as st:                      # a run writing here migrates the file in place
         assert (st.runs(), st.phases(run.run_id), st.records(), st.nodes(run.run_id)) == old
         st.write_snapshots(run.run_id, START, {"n1": {"taken_ns": T, "kernel": "6.1"}})
-    assert _version(path) == 3 and {"snapshots", "node_commands"} <= _tables(path)
+    assert _version(path) == schema.SCHEMA_VERSION and {"snapshots", "node_commands"} <= _tables(path)
     with Store(d, readonly=True) as ro:
         [s] = ro.snapshots(run.run_id)
         assert (s.node, s.label, s.taken_ns, s.data["kernel"]) == ("n1", START, T, "6.1")
@@ -82,7 +82,7 @@ def test_a_v1_file_goes_through_v2_to_v3(tmp_path):
         assert len(ro.nodes(run.run_id)) == 1 and ro.snapshots(run.run_id) == []
     with Store(d) as st:
         assert st.node_commands(run.run_id) == []
-    assert _version(str(d / "results.db")) == 3
+    assert _version(str(d / "results.db")) == schema.SCHEMA_VERSION
 
 
 def _out(argv, status, t, timed_out=False, out="", err=""):

@@ -54,7 +54,8 @@ def test_null_io_meta_plan_records(plan_file, tmp_path):
         assert sorted(r["slot"] for r in recs) == list(range(recs[0]["workers"]))
         assert all(r["status"] == "ok" for r in recs), recs
     for r in rows:
-        assert list(r) == list(COLUMNS)
+        # the contract's columns in order, then the extras (results-api.md)
+        assert list(r) == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
         assert r["start_ns"] >= r["t0_ns"]            # nobody starts before T0
         assert r["end_ns"] >= r["start_ns"]
         assert r["elapsed_s"] >= 0
@@ -124,7 +125,7 @@ def test_run_is_recorded_finished_and_repeats_interleave_variants(plan_file, tmp
     assert db.execute("select status from runs").fetchone()[0] == "finished"
 
 
-def test_export_csv_has_exactly_the_contract_columns(plan_file, tmp_path):
+def test_export_csv_starts_with_exactly_the_contract_columns(plan_file, tmp_path):
     plan = plan_file("""
         [[task]]
         name = "sync"
@@ -134,7 +135,10 @@ def test_export_csv_has_exactly_the_contract_columns(plan_file, tmp_path):
     assert run_cli("run", plan, "-o", out_dir, "-q").returncode == 0
     csv_out = run_cli("export", out_dir, "--format", "csv")
     header = csv_out.stdout.splitlines()[0]
-    assert header.split(",") == list(COLUMNS)
+    # the contract's columns, then the extras and flattened params and metrics (issue 10)
+    assert header.split(",")[:len(COLUMNS)] == list(COLUMNS)
+    nested = run_cli("export", out_dir, "--format", "csv", "--nested").stdout.splitlines()[0]
+    assert nested.split(",") == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
     rows = export_json(out_dir)
     assert json.loads(json.dumps(rows))[0]["status"] == "ok"
 

@@ -261,20 +261,48 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 
 @main.command()
 @click.argument("directory", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
+              show_default=True)
+@click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
+                                            "nodes"]), default="records", show_default=True)
+@click.option("--nested", is_flag=True,
+              help="Keep params, metrics and inventory as JSON objects, not flattened into "
+                   "param.*, metric.*, inventory.* columns (csv, parquet).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="File (default stdout).")
 @click.option("--run", "run_id", help="Only this run (default: every run in the directory).")
-def export(directory: str, fmt: str, out: str | None, run_id: str | None) -> None:
-    """Export every record, one row each, in the contract's columns."""
-    from .results.export import export as do_export
+def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
+           run_id: str | None) -> None:
+    """Export a table, one row each: records (the contract's columns first), phases, samples,
+    telemetry or nodes (docs/results-api.md)."""
+    from .results.export_cli import export_table
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
-        records = store.records(run_id)
-    if out:
-        with errs.writing(out), errs.output_file(out, newline="") as f:
-            do_export(records, fmt, f)
-    else:
-        do_export(records, fmt, sys.stdout)
+        if out:            # unopenable: exit 2 naming -o before anything is written
+            errs.output_file(out, newline="").close()
+        with errs.writing(out or "stdout"):
+            msg = export_table(store, table, fmt, out, run_id, nested)
+    if msg:
+        raise _fail(msg)
+
+
+@main.command()
+@click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR ...]")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def history(directories: tuple[str, ...], as_json: bool) -> None:
+    """Runs over time across results directories: runs per month, per task the mean and max
+    of its headline figure, failures."""
+    import json
+    from .analysis.history import history as gather
+    from .report import history as hrep
+    from .results.store import SchemaError
+    missing = [d for d in directories if not os.path.isfile(os.path.join(d, "results.db"))]
+    if missing:
+        raise _fail(f"no results.db in {', '.join(missing)}")
+    try:
+        h = gather(directories)
+    except SchemaError as e:
+        raise _fail(str(e))
+    click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
 
 
 @main.command()

@@ -26,6 +26,8 @@ class TaskSpec:
     workers: list[int] | None = None  # overrides placement.workers for this task
     nodes: list[str] | None = None    # only these nodes, in this order (data locality)
     line: int | None = None           # line of its [[task]] header, for messages
+    warmup: int | None = None         # warm-up repetitions per point (None: the plan's)
+    sample: float | None = None       # s between progress samples (None: the plan's; 0: off)
 
 
 Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/placement_fields.py)
@@ -81,6 +83,9 @@ class Plan:
     source: str = ""                  # the plan's TOML text (stored with the run)
     path: str = ""
     raw: dict = field(default_factory=dict)   # the validated dict, overrides applied
+    warmup: int = 0                   # warm-up repetitions per point, before `repeat`
+    sample: float = 0.1               # s between progress samples inside phases; 0: off
+    telemetry: float = 1.0            # s between node telemetry readings; 0: off
 
 
 @dataclass
@@ -106,6 +111,8 @@ class Phase:
     # a [[concurrent]] group's phase: its tasks' phases, each on its own slots from one T0
     # (ranks first..first+workers-1 in order); empty for a plain phase
     members: list[Phase] = field(default_factory=list)
+    warmup: bool = False              # a warm-up repetition (rep < 0): run, stored, not analysed
+    sample: float = 0.0               # s between progress samples inside the phase; 0: none
 
     def member_of(self, rank: int) -> tuple[Phase, int]:
         """The phase a rank of this phase runs and its rank within it."""

@@ -17,9 +17,11 @@ from ..kernels import kernel
 from ..kernels.binding import cpu_bound
 from ..model import GROUP_KERNEL
 from ..record import Record
-from ..results.contract import StoredPhase
+from ..results.contract import StoredPhase, TelemetryRow
 from .phase_figures import NS, PhaseFigures, phase_figures
-from .stats import Dist, Spread, median
+from .stats import Dist, Spread, Stats, median
+from .telemetry import TelemetrySummary
+from .telemetry import by_phase as telemetry_by_phase
 
 # per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
 _LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
@@ -46,8 +48,8 @@ class PointSummary:
     lost: int = 0
     ops: float | None = None                  # per phase, median
     bytes: float | None = None                # per phase, median
-    bandwidth: Spread | None = None           # aggregate bandwidth over phases, bytes/s
-    ops_rate: Spread | None = None            # aggregate ops/s over phases
+    bandwidth: Stats | None = None            # aggregate bandwidth over phases, bytes/s
+    ops_rate: Stats | None = None             # aggregate ops/s over phases
     stonewall_bandwidth: Spread | None = None
     stonewall_measured: bool = False          # the slots' own figures (wear_out), not estimated
     stonewall_blocks: tuple[int, int] | None = None   # min, max blocks by the stonewall
@@ -66,6 +68,11 @@ class PointSummary:
     cpu_bound: int = 0                        # ok records that kept about all their cpus busy
     wrap_startup_s: float | None = None       # median start-up of the wrap (outside the window)
     phase_figures: list[PhaseFigures] = field(default_factory=list)
+    # issue 10: each extracted metric over repetitions (per phase: the median of its ok
+    # records), warm-up phases left out, and the nodes' telemetry during the point's phases
+    metric_stats: dict[str, Stats] = field(default_factory=dict)
+    warmup: int = 0                           # warm-up phases run for the point, not analysed
+    telemetry: TelemetrySummary | None = None  # during the point's phases
 
 
 def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
@@ -115,12 +122,14 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
-              ) -> list[PointSummary]:
+def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = (),
+              telemetry: Iterable[TelemetryRow] = ()) -> list[PointSummary]:
     """Summaries per point in plan order (the order of each point's first phase).
 
     `phases` (Store.phases()) give each phase's point key, parsed params and t0. Records of
-    phases not listed are grouped by (task, variant, workers, params) instead.
+    phases not listed are grouped by (task, variant, workers, params) instead. Warm-up
+    phases (plan `warmup`: marked, rep < 0) are counted in `warmup` and left out of the rest.
+    `telemetry` (Store.telemetry()): each point gets a summary of the rows of its phases.
     """
     infos: dict[int, StoredPhase] = {p.index: p for p in phases}
     by_phase: dict[int, list[Record]] = {}
@@ -129,6 +138,7 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
 
     points: dict[str, PointSummary] = {}
     members: dict[str, list[tuple[StoredPhase, list[Record]]]] = {}
+    warm: Counter = Counter()
     for idx in sorted(set(infos) | set(by_phase)):
         info = infos.get(idx)
         recs = by_phase.get(idx, [])
@@ -137,6 +147,9 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
             info = StoredPhase(run=r0.run, index=idx, task=r0.task, kernel=r0.kernel,
                                variant=r0.variant, rep=r0.rep, workers=r0.workers,
                                point=_fallback_point(r0), params=r0.params, t0_ns=None)
+        if info.warmup or info.rep < 0:
+            warm[info.point] += 1
+            continue
         parts = [(info, recs)]
         if info.kernel == GROUP_KERNEL:   # the whole phase, then each task in it
             parts += _group_parts(info, recs)
@@ -149,8 +162,12 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = ()
                 members[key] = []
             members[key].append((part, precs))
 
+    rows = telemetry_by_phase(telemetry)
     for key, s in points.items():
         _fill(s, members[key])
+        s.warmup = warm[key]
+        s.telemetry = TelemetrySummary.of([t for info, _ in members[key]
+                                           for t in rows.get(info.index, [])])
     return list(points.values())
 
 
@@ -165,6 +182,22 @@ def _group_parts(info: StoredPhase, recs: list[Record]) -> list[tuple[StoredPhas
                          point=f"{info.point}#{task}", params=rs[0].params, t0_ns=info.t0_ns,
                          status=info.status, label=f"{task} in {info.task}"), rs)
             for task, rs in by_task.items()]
+
+
+def _metric_stats(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, Stats]:
+    """Each extracted metric over repetitions: per phase the median of its ok records."""
+    per: dict[str, list[float]] = {}
+    for _, recs in phases:
+        mine: dict[str, list[float]] = {}
+        for r in recs:
+            if r.status != "ok":
+                continue
+            for name, v in r.metrics.items():
+                if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
+                    mine.setdefault(name, []).append(v)
+        for name, vs in mine.items():
+            per.setdefault(name, []).append(median(vs))
+    return {name: st for name, vs in per.items() if (st := Stats.of(vs)) is not None}
 
 
 def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
@@ -184,9 +217,9 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
         s.ops = median([f.ops for f in timed])
         s.bytes = median([f.bytes for f in timed])
     if any(f.bytes for f in timed):
-        s.bandwidth = Spread.of([f.bandwidth for f in timed if f.bandwidth is not None])
+        s.bandwidth = Stats.of([f.bandwidth for f in timed if f.bandwidth is not None])
     if any(f.ops for f in timed):
-        s.ops_rate = Spread.of([f.ops_rate for f in timed if f.ops_rate is not None])
+        s.ops_rate = Stats.of([f.ops_rate for f in timed if f.ops_rate is not None])
     s.stonewall_bandwidth = Spread.of([f.stonewall_bandwidth for f in timed
                                        if f.stonewall_bandwidth is not None])
     s.stonewall_measured = any(f.stonewall_measured for f in timed)
@@ -210,9 +243,10 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
             if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
                 extracted.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in extracted.items()}
+    s.metric_stats = _metric_stats(phases)
     _cpu_use(s, ok)
     if s.kernel == GROUP_KERNEL:   # the whole of several tasks: only totals mean something
-        s.latency_us, s.latency_source, s.metrics = {}, "", {}
+        s.latency_us, s.latency_source, s.metrics, s.metric_stats = {}, "", {}, {}
     for r in all_recs:   # a command's exit status matters most on the records that failed
         code = r.metrics.get("exit_status")
         if _number(code):

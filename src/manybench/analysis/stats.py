@@ -55,3 +55,39 @@ class Spread:
     @classmethod
     def of(cls, values: Sequence[N]) -> Spread | None:
         return cls(min(values), median(values), max(values), len(values)) if values else None
+
+
+CONFIDENCE = 0.95
+HIGH_CV = 0.10     # pyperf's threshold: repetitions that vary more are not one figure
+
+
+@dataclass(frozen=True)
+class Stats(Spread):
+    """A figure over repetitions: Spread's min, median, max and n, with the mean, the sample
+    standard deviation, Student's t 95% confidence interval of the mean and the coefficient of
+    variation (stddev / mean). With one value there is no spread: stddev, CI and CV are None."""
+    mean: float
+    stddev: float | None
+    ci_low: float | None
+    ci_high: float | None
+    cv: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[N]) -> Stats | None:   # type: ignore[override]
+        xs = [float(v) for v in values]
+        if not xs:
+            return None
+        n, mean = len(xs), sum(xs) / len(xs)
+        sd = lo = hi = cv = None
+        if n > 1:
+            sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+            from .significance import t_quantile   # noqa: PLC0415 (it imports nothing here)
+            half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
+            lo, hi = mean - half, mean + half
+            cv = sd / abs(mean) if mean else None
+        return cls(min(xs), median(xs), max(xs), n, mean, sd, lo, hi, cv)
+
+    @property
+    def unstable(self) -> bool:
+        """The coefficient of variation exceeds HIGH_CV."""
+        return self.cv is not None and self.cv > HIGH_CV

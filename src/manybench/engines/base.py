@@ -17,6 +17,7 @@ from ..inventory.topology import Cpu
 from ..kernels import Result, kernel
 from ..model import Phase
 from ..node.protocol import Assignment, CommandsDone, RunCommands
+from ..results.contract import TelemetryRow
 
 Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
 Results = dict[str, dict[int, Result]]      # node -> slot -> result
@@ -48,8 +49,10 @@ def to_coordinator(res: Result, node: Node) -> Result:
     off = node.offset_ns
     if not off:
         return res
-    moved = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
-             if getattr(res, f)}
+    moved: dict = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
+                   if getattr(res, f)}
+    if res.samples:     # progress samples (node/sampler.py), stamped there too
+        moved["samples"] = [(t - off, done) for t, done in res.samples]
     return dataclasses.replace(res, **moved)
 
 
@@ -76,6 +79,7 @@ class Engine(ABC):
     nodes: list[Node]
     dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
     t0_ns: int = 0              # the phase under way's T0, coordinator's clock
+    telemetry_s: float = 0.0    # interval of each node's telemetry (set before start); 0: none
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -120,6 +124,17 @@ class Engine(ABC):
         by_name = {n.name: n for n in self.nodes}
         return {name: {slot: to_coordinator(res, by_name[name]) for slot, res in got.items()}
                 for name, got in self._results().items()}
+
+    def telemetry(self) -> list[TelemetryRow]:
+        """Every node's telemetry rows taken since the last call, t_ns in the coordinator's
+        clock."""
+        by_name = {n.name: n for n in self.nodes}
+        return [dataclasses.replace(t, t_ns=t.t_ns - by_name[name].offset_ns)
+                for name, rows in self._telemetry().items() if name in by_name for t in rows]
+
+    def _telemetry(self) -> dict[str, list[TelemetryRow]]:
+        """Per node, its telemetry rows taken since the last call (node clock)."""
+        return {}
 
     # -- between phases: a variant's setup and teardown, provenance ---------------------------
     def run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:

@@ -45,6 +45,7 @@ class DaskEngine(Engine):
         self.on_close = on_close
         self.expected = expected
         self.host_names = host_names or {}
+        self.rows: dict[str, list] = {}     # telemetry received with results, not yet taken
         self.nodes: list[Node] = []
         self.addr: dict[str, str] = {}      # node -> worker address
         self.echo: dict[str, tuple[str, int]] = {}
@@ -106,8 +107,8 @@ class DaskEngine(Engine):
             raise EngineError("the Dask cluster has no workers")
         self.nodes.sort(key=lambda n: n.name)
         self.sync_clocks()
-        replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep)
-                                  for n in self.nodes})
+        replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
+                                                self.telemetry_s) for n in self.nodes})
         for name, r in replies.items():
             if not isinstance(r, Started):
                 raise EngineError(f"starting the agent on {name}: {r}")
@@ -215,6 +216,7 @@ class DaskEngine(Engine):
             if isinstance(r, Finished):
                 self.done[n] = r.results
                 self.notices += r.notices
+                self.rows.setdefault(n, []).extend(r.telemetry)
             else:
                 self._lose(n, r)
         return True
@@ -257,6 +259,10 @@ class DaskEngine(Engine):
 
     def _lose(self, node: str, err: BaseException) -> None:
         self.lost.setdefault(node, str(err) if isinstance(err, NodeLost) else f"node {node}: {err}")
+
+    def _telemetry(self) -> dict[str, list]:
+        out, self.rows = self.rows, {}
+        return out
 
     def _results(self) -> Results:
         out: Results = {}

@@ -24,7 +24,7 @@ class LocalEngine(Engine):
         n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
         inventory = collect()    # before the slots fork: nothing of theirs in the figures
-        self.agent = Agent(node, run, n, default_dir, keep)
+        self.agent = Agent(node, run, n, default_dir, keep, self.telemetry_s)
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, inventory=inventory)]
         return self.nodes
@@ -47,6 +47,9 @@ class LocalEngine(Engine):
 
     def _results(self) -> Results:
         return {self.nodes[0].name: self.agent.results()}
+
+    def _telemetry(self) -> dict[str, list]:
+        return {self.nodes[0].name: self.agent.telemetry.drain()} if self.agent else {}
 
     def _run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
         if self.agent is None:

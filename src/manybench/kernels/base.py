@@ -127,6 +127,10 @@ class Result:
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
     extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+    # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
+    # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
+    samples: list[tuple[int, float]] = field(default_factory=list)
+    sample_unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,8 @@ class Kernel:
     # extracted metrics, else its elapsed time.
     headline: tuple[str, ...] = ()
     standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
+    progress: str = ""           # its C loop counts progress (_native.progress()) in this
+                                 # unit, "bytes" | "ops", so slots sample it; "": no samples
 
     @property
     def connects(self) -> bool:

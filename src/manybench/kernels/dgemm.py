@@ -167,7 +167,7 @@ DGEMM = Kernel(
         "(2 n^3 repeat / elapsed), lat_* = time per call; ops = calls. The library used "
         "(its file, symbol and build config) is kept in the record's extra as `blas`, "
         "`blas_symbol`, `blas_config`.",
-    params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup,
+    params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, progress="ops",
 )
 
 KERNELS = [DGEMM]

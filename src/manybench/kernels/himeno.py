@@ -215,6 +215,7 @@ HIMENO = Kernel(
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
     check_placement=threads_fit,
     standalone=Standalone(args=_standalone_args, finish=_standalone_finish),
+    progress="ops",
 )
 
 KERNELS = [HIMENO]

@@ -224,6 +224,7 @@ WRITE = Kernel(
                                       "had (IOR's stoneWallingWearOut); records carry the "
                                       "stonewall figures too.", default=False)},
     prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
+    progress="bytes",
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("wear_out")),
     standalone=_standalone(True),
 )
@@ -252,6 +253,7 @@ READ = Kernel(
                                      "cached while writing. Needs a file system every node "
                                      "sees.", default=False)},
     prepare=_prepare_read, run=_run, cleanup=_cleanup, check=_check_read, uses_dir=True,
+    progress="bytes",
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("reorder")),
     standalone=_standalone(False),
 )

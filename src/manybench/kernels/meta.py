@@ -199,6 +199,6 @@ KERNELS = [
     Kernel(name=f"meta.{op}", doc=doc + " Ops = items; latency percentiles per operation.",
            params=PARAMS, prepare=functools.partial(_prepare, op),
            headline=("ops_rate", "latency"), run=_run, check=_check,
-           uses_dir=True)
+           uses_dir=True, progress="ops")
     for op, doc in _DOCS.items()
 ]

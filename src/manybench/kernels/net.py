@@ -351,7 +351,7 @@ def _kernel(name: str, doc: str, params: dict, run: Any, headline: tuple[str, ..
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
                cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
-               check_placement=_even_workers, headline=headline)
+               check_placement=_even_workers, headline=headline, progress="bytes")
     box.append(k)
     return k
 

@@ -219,7 +219,7 @@ RANDREAD = Kernel(
     params={**_PARAMS,
             "cache": CACHE},
     prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
-    check=_check, uses_dir=True,
+    check=_check, uses_dir=True, progress="bytes",
 )
 
 RANDWRITE = Kernel(
@@ -232,7 +232,7 @@ RANDWRITE = Kernel(
                                      "fio's end_fsync), or never.", default="never",
                            choices=("end", "never"))},
     prepare=lambda ctx, params: _prepare(ctx, params, True), run=_run, cleanup=_cleanup,
-    check=_check, uses_dir=True,
+    check=_check, uses_dir=True, progress="bytes",
 )
 
 KERNELS = [RANDREAD, RANDWRITE]

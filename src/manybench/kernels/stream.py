@@ -190,6 +190,7 @@ STREAM = Kernel(
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
     check_placement=threads_fit,
     standalone=Standalone(args=_standalone_args, finish=_standalone_finish),
+    progress="bytes",
 )
 
 KERNELS = [STREAM]

@@ -25,6 +25,7 @@ from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Pr
                        SlotPing, SlotPlace, SlotPrepare, SlotReady)
 from .context import ContextError, slot_context
 from .scratch import Scratch
+from .telemetry import Telemetry
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
 
@@ -50,7 +51,7 @@ class Running:
 
 class Agent:
     def __init__(self, node: str, run: str, slots: int, default_dir: str,
-                 keep: bool = False) -> None:
+                 keep: bool = False, telemetry_s: float = 0.0) -> None:
         self.node = node
         self.keep = keep   # leave scratch at the end
         self.run = run
@@ -64,6 +65,8 @@ class Agent:
         self.replaced = 0   # slots that died and were replaced in this run
         self.notices: list[str] = []   # for the coordinator's stored warnings (slot-replaced)
         self.forked = 0     # slot processes forked: names each one's cgroup
+        self.telemetry = Telemetry(node, telemetry_s)
+        self.t0_ns = 0      # the phase under way's T0 (this node's clock)
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
@@ -207,6 +210,7 @@ class Agent:
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
+        self.t0_ns = t0_ns
         go = pickle.dumps(SlotGo(t0_ns))   # once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
             self.slots[i].conn.send_bytes(go)
@@ -223,7 +227,10 @@ class Agent:
         if all(r.result for r in self.running.values()):
             return True
         self._receive(timeout)
-        return all(r.result for r in self.running.values())
+        done = all(r.result for r in self.running.values())
+        if self.phase is not None and self.phase.index >= 0:   # not the pool's warm-up
+            self.telemetry.tick(None if done else self.phase.index, self.t0_ns)
+        return done
 
     def _receive(self, timeout: float) -> None:
         waiting = {self.slots[i].conn: i for i, r in self.running.items() if r.result is None}

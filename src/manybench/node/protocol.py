@@ -11,8 +11,10 @@ Two hops, one vocabulary:
   Start(run, node, slots, ...)   -> Started(dispatch_ns)
   Prepare(phase, work)           -> Prepared(failed, published)
   Connect(peers)                 -> Connected(failed)
-  Run(t0_ns, work, phase|None)   -> Finished(results)   phase given: prepare first (one
-                                                         message per node per phase)
+  Run(t0_ns, work, phase|None)   -> Finished(results, telemetry)   phase given: prepare
+                                                         first (one message per node per
+                                                         phase); telemetry: the node's rows
+                                                         since the last Finished
   RunCommands(commands, env, timeout, dirs, programs)
                                  -> CommandsDone(outputs, before, after)   a variant's setup
                                                          or teardown (node/commands.py)
@@ -79,6 +81,7 @@ class Start:
     slots: int
     default_dir: str            # scratch base for tasks that give no `dir`
     keep: bool = False          # leave scratch files at the end
+    telemetry_s: float = 0.0    # interval of the node's telemetry (node/telemetry.py); 0: none
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Run:
 class Finished:
     results: dict[int, Result]  # slot -> result, stamps in the node's clock
     notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
+    telemetry: list = field(default_factory=list)   # TelemetryRows taken since the last
 
 
 @dataclass(frozen=True)

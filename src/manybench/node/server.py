@@ -36,7 +36,8 @@ class AgentServer:
 
     def handle(self, req: Request) -> object:
         if isinstance(req, Start):
-            self.agent = Agent(req.node, req.run, req.slots, req.default_dir, req.keep)
+            self.agent = Agent(req.node, req.run, req.slots, req.default_dir, req.keep,
+                               req.telemetry_s)
             return Started(self.agent.start())
         if isinstance(req, Ping):
             return None
@@ -62,7 +63,8 @@ class AgentServer:
                 agent.go(t0_ns)
                 while not agent.poll(0.5):
                     pass
-                return Finished(agent.results(), agent.take_notices())
+                return Finished(agent.results(), notices=agent.take_notices(),
+                                telemetry=agent.telemetry.drain())
         raise ValueError(f"unknown request {type(req).__name__}")
 
     def serve(self) -> None:

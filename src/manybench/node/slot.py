@@ -16,6 +16,7 @@ from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding,
 from ..model import Phase
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
+from .sampler import Sampler
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
@@ -49,6 +50,7 @@ class SlotLoop:
         self.settle_ns = 0
         self.affinity: tuple[int, ...] = ()
         self.mems: tuple[int, ...] | None = None
+        self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -90,6 +92,7 @@ class SlotLoop:
             _native.set_settle(place.settle_ns)
             self.settle_ns = place.settle_ns
         self.prepared = (kernel, state, SPIN_NS if place.spin else 0)
+        self.sample_s = phase.sample if kernel.progress else 0.0
         return None
 
     def publish(self) -> dict | None:
@@ -119,6 +122,7 @@ class SlotLoop:
         kernel, state, spin = self.prepared
         self.prepared = None
         cpu0 = self_cpu()
+        sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
             res = kernel.run(state, t0_ns, spin)
         except Exception as e:
@@ -127,6 +131,11 @@ class SlotLoop:
             self._cleanup(kernel, state)
             if kernel.runs_child:   # nothing the command started outlives its phase
                 kill_descendants()
+            if sampler is not None:
+                sampler.stop()
+        if sampler is not None and res.status == "ok" and res.end_ns:
+            total = res.bytes if kernel.progress == "bytes" else res.ops
+            res.samples, res.sample_unit = sampler.stop(res.end_ns, total), kernel.progress
         self._readback(res, kernel, self_cpu() - cpu0)
         return res
 

@@ -30,6 +30,7 @@ from .binding import check_bind, resources
 from .groups import build_groups
 from .limits import MAX_DEPTH, check_phase_count, too_deep
 from .reference import check_reference
+from .observe import plan_observe
 from .schema import ORDERS, PINS, known_names, schema_problems
 from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir,
                     kernel_params, slot_check, sweep_points)
@@ -101,6 +102,7 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
     if isinstance(baseline, str) and with_variants and baseline not in [v.name for v in variants]:
         probs.append((("baseline",), f"no variant named {baseline!r} "
                                      f"{known_names([v.name for v in variants], baseline)}"))
+    plan_observe(raw, probs)    # intervals too short to sample
     if probs:
         return None, probs
     name = raw.get("name") or ("plan" if path.startswith("<") else Path(path).stem)
@@ -114,7 +116,7 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
                 clock_tolerance=(parse_duration(raw["clock_tolerance"])
                                  if "clock_tolerance" in raw else None),
                 cluster=raw.get("cluster", {}), peaks=raw.get("peaks", {}), path=path,
-                raw=raw), probs
+                raw=raw, **plan_observe(raw)), probs
 
 
 def load_plan(path: str | os.PathLike, overrides: Iterable[str] = (), slots: int | None = None,

@@ -22,6 +22,7 @@ from ..model import Phase, Plan, TaskSpec, Variant, bind_text
 from ..units import format_duration, format_size
 from . import variant_plan
 from .groups import GROUP_KERNEL
+from .observe import task_sample, task_warmup
 from .tasks import kernel_params, sweep_points
 from .variants import applies
 
@@ -105,7 +106,9 @@ def expand(plan: Plan) -> list[Phase]:
             else [[m] for m in mine]    # variants with setup run one after the other
         for block in blocks:
             for i in range(max(map(len, points))):
-                for rep in range(plan.repeat):
+                # warm-up repetitions first, numbered -N..-1: run and stored, not analysed
+                for rep in range(-task_warmup(plan.warmup, plan.tasks[first].warmup),
+                                 plan.repeat):
                     for v, vp in block:
                         pts = points[mine.index((v, vp))]
                         if i >= len(pts):
@@ -162,6 +165,7 @@ def _group_phase(name: str, parts: list[Phase], pair: int) -> Phase:
                    f"{p.task.name} x{p.workers}" for p in parts),
                cpus=lead.cpus, bind=lead.bind, resources=lead.resources, members=parts)
     ph.shown = dict(lead.shown)
+    ph.warmup = lead.warmup
     return ph
 
 
@@ -178,6 +182,7 @@ def _phase(index: int, v: Variant | None, task: TaskSpec, p: Point, rep: int, pa
                cpus=p.cpus, bind=bind, wrap=v.wrap if v else None,
                vars=dict(v.vars) if v else {}, resources=vp.resources)
     ph.shown = {a: ph.placement()[a] for a in shown}
+    ph.warmup, ph.sample = rep < 0, task_sample(vp.sample, task.sample)
     return ph
 
 

@@ -99,6 +99,9 @@ _SCHEMA = {
                               "control characters, not '.' or '..', at most 200 characters"},
         "repeat": {"type": "integer", "minimum": 1, "maximum": MAX_REPEAT},
         "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+        "warmup": {"type": "integer", "minimum": 0, "maximum": MAX_REPEAT},
+        "sample": {"type": ["string", "number"], "format": "duration"},
+        "telemetry": {"type": ["string", "number"], "format": "duration"},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
@@ -136,6 +139,8 @@ _SCHEMA = {
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},
                 "timeout": {"type": ["string", "number"], "format": "duration"},
+                "warmup": {"type": "integer", "minimum": 0},
+                "sample": {"type": ["string", "number"], "format": "duration"},
                 "env": _ENV,
                 "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},
         "variant": {"type": "array", "items": {

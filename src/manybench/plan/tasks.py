@@ -14,11 +14,12 @@ from ..model import TaskSpec
 from ..templates import fields as template_fields
 from ..units import parse_duration
 from .overrides import Loc
+from .observe import observe_fields
 from .schema import known_names
 
 
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
-               "nodes", "parse")
+               "nodes", "parse", "warmup", "sample")
 
 
 def as_workers(value: Any) -> list[int] | None:
@@ -101,6 +102,7 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
                     timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
                     nodes=t.get("nodes"), parse=t.get("parse"))
+    spec.warmup, spec.sample = observe_fields(t, loc, probs)
     if "kernel" in t:
         spec.kernel = str(kname)
         _kernel_task(loc, t, params, tdir or ctx["scratch"], probs)

@@ -35,6 +35,10 @@ WARNING_KINDS = {
     "setup": "a variant's setup failed: its phases did not run",
     "slot-replaced": "a slot process died between phases and a fresh one took its place",
     "stall": "a slot ended far later than its peers in a phase (stopped, swapped, starved)",
+    # issue 10: pyperf-style checks of the figures (run/quality.py)
+    "unstable": "a point's repetitions vary by more than 10% (coefficient of variation)",
+    "short": "a phase was too short against the clock's resolution or the start skew",
+    "not-quiet": "the machine was not quiet: cpufreq governor, turbo, or other load",
 }
 
 
@@ -100,6 +104,7 @@ class StoredPhase:
     t0_ns: int | None           # None: not run (a phase that was only planned)
     status: str = "ok"          # one of PHASE_STATUSES
     label: str = ""
+    warmup: bool = False        # a warm-up repetition (plan `warmup`): stored, not analysed
 
     @classmethod
     def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok"
@@ -107,7 +112,7 @@ class StoredPhase:
         return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
                    variant=phase.variant, rep=phase.rep, workers=phase.workers,
                    point=phase.point, params=phase.record_params(), t0_ns=t0_ns, status=status,
-                   label=phase.label)
+                   label=phase.label, warmup=phase.warmup)
 
 
 @dataclass

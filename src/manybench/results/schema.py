@@ -9,6 +9,8 @@ change a file).
   2  + nodes (each node's inventory, collected on the node, and its clock) and warnings
   3  + snapshots (provenance per node: at the start, around each variant's setup and
        teardown) and node_commands (the setup and teardown commands run, with their output)
+  4  + samples (each slot's progress inside a phase), telemetry (each node's cpu, memory,
+       disk and network over the run) and phases.warmup (warm-up repetitions, not analysed)
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class SchemaError(Exception):
@@ -113,6 +115,40 @@ CREATE TABLE IF NOT EXISTS node_commands (
 """
 
 
+_V4_TABLES = """
+CREATE TABLE IF NOT EXISTS samples (
+    run     TEXT NOT NULL REFERENCES runs(id),
+    phase   INTEGER NOT NULL,
+    rank    INTEGER NOT NULL,
+    node    TEXT NOT NULL,
+    t_s     REAL NOT NULL,              -- seconds since the phase's T0, coordinator's clock
+    done    REAL NOT NULL,              -- cumulative amount of unit finished by then
+    unit    TEXT NOT NULL               -- bytes | ops
+);
+CREATE INDEX IF NOT EXISTS samples_phase ON samples (run, phase, rank, t_s);
+CREATE TABLE IF NOT EXISTS telemetry (
+    run            TEXT NOT NULL REFERENCES runs(id),
+    node           TEXT NOT NULL,
+    t_ns           INTEGER NOT NULL,    -- end of the interval, coordinator's clock
+    interval_s     REAL NOT NULL,
+    phase          INTEGER,             -- the phase running on the node, NULL between phases
+    cpu_user_pct   REAL NOT NULL,
+    cpu_system_pct REAL NOT NULL,
+    cpu_iowait_pct REAL NOT NULL,
+    mem_used_bytes INTEGER NOT NULL,
+    mem_cached_bytes INTEGER NOT NULL,
+    disk_read_bps  REAL NOT NULL,
+    disk_write_bps REAL NOT NULL,
+    disk_busy_pct  REAL NOT NULL,
+    net_rx_bps     REAL NOT NULL,
+    net_tx_bps     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS telemetry_run ON telemetry (run, t_ns);
+"""
+# a new file's phases get the column in _V1's table through this same statement
+_V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
+
+
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
     for stmt in sql.split(";"):
@@ -152,7 +188,15 @@ def _v2_to_v3(db: sqlite3.Connection) -> None:
     _script(db, _V3)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(db: sqlite3.Connection) -> None:
+    """Add samples and telemetry, empty (runs before version 4 took none), and
+    phases.warmup, 0 (they had no warm-up repetitions)."""
+    db.execute(_V4_WARMUP)
+    _script(db, _V4_TABLES)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
+                                                              3: _v3_to_v4}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -180,6 +224,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
     try:
         if v == 0:
             _script(db, _V1 + _V2 + _V3)
+            _v3_to_v4(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

@@ -26,8 +26,8 @@ from urllib.parse import quote
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
 from .liveness import status_of
-from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Snapshot,
-                       StoredNode, StoredPhase, Warning, step_label)
+from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample, Snapshot,
+                       StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
 from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
 
 DB_NAME = "results.db"
@@ -201,14 +201,17 @@ class Store:
         ])
 
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
-                    status: str = "ok") -> None:
-        """Store one finished phase and all its records in ONE transaction.
+                    status: str = "ok", samples: Iterable[Sample] = ()) -> None:
+        """Store one finished phase, all its records and its slots' progress samples in ONE
+        transaction.
 
-        Writing the same phase index again replaces it (and its records) as a whole.
+        Writing the same phase index again replaces it (and its records, samples) as a whole.
         """
         p = StoredPhase.of(run_id, phase, t0_ns, status)
         prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
-                _dumps(p.params), int(t0_ns), status, p.label)
+                _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup))
+        srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
+                 for s in samples]
         rrows = []
         for r in records:
             d = {f: getattr(r, f) for f in _REC_FIELDS}
@@ -218,10 +221,24 @@ class Store:
             rrows.append(tuple(d[f] for f in _REC_FIELDS))
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
+            ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
-             "point, params, t0_ns, status, label) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", prow),
+             "point, params, t0_ns, status, label, warmup) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             prow),
             (_INSERT_RECORD, rrows),
+            ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
+             "VALUES (?,?,?,?,?,?,?)", srows),
         ])
+
+    def write_telemetry(self, run_id: str, rows: Iterable[TelemetryRow]) -> None:
+        """Store nodes' telemetry rows (t_ns already in the coordinator's clock)."""
+        out = [(run_id, t.node, int(t.t_ns), float(t.interval_s), t.phase_id,
+                float(t.cpu_user_pct), float(t.cpu_system_pct), float(t.cpu_iowait_pct),
+                int(t.mem_used_bytes), int(t.mem_cached_bytes), float(t.disk_read_bps),
+                float(t.disk_write_bps), float(t.disk_busy_pct), float(t.net_rx_bps),
+                float(t.net_tx_bps)) for t in rows]
+        if out:
+            self._write([(f"INSERT INTO telemetry VALUES ({','.join('?' * 15)})", out)])
 
     def end_run(self, run_id: str, status: str) -> None:
         """Mark a run as ended with one of RUN_STATUSES (other than 'running')."""
@@ -277,7 +294,22 @@ class Store:
         return [StoredPhase(run=r["run"], index=r["idx"], task=r["task"], kernel=r["kernel"],
                             variant=r["variant"], rep=r["rep"], workers=r["workers"],
                             point=r["point"], params=json.loads(r["params"]), t0_ns=r["t0_ns"],
-                            status=r["status"], label=r["label"]) for r in rows]
+                            status=r["status"], label=r["label"],
+                            warmup=bool(r["warmup"])) for r in rows]
+
+    def samples(self, run_id: str, phase_id: int | None = None) -> list[Sample]:
+        """The run's progress samples (of one phase if given), by phase, rank and time."""
+        rows = self._query("SELECT * FROM samples WHERE run=? AND (? IS NULL OR phase=?) "
+                           "ORDER BY phase, rank, t_s", (run_id, phase_id, phase_id))
+        return [Sample(run=r["run"], phase_id=r["phase"], rank=r["rank"], node=r["node"],
+                       t_s=r["t_s"], done=r["done"], unit=r["unit"]) for r in rows]
+
+    def telemetry(self, run_id: str) -> list[TelemetryRow]:
+        """The run's telemetry rows, by time then node."""
+        rows = self._query("SELECT * FROM telemetry WHERE run=? ORDER BY t_ns, node", (run_id,))
+        for r in rows:
+            r["phase_id"] = r.pop("phase")
+        return [TelemetryRow(**r) for r in rows]
 
     def nodes(self, run_id: str) -> list[StoredNode]:
         """The run's nodes, by name."""

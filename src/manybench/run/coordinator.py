@@ -22,6 +22,8 @@ from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
+from .quality import run_checks
+from .samples import samples_of
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
@@ -83,6 +85,7 @@ class Coordinator:
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
         largest = max((p.workers for p in self.phases), default=1)
+        self.engine.telemetry_s = self.plan.telemetry
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
         problems = check_nodes(self.phases, nodes)
@@ -148,6 +151,7 @@ class Coordinator:
                     self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
+                self.samples = []    # a phase not run has none (not the last one's)
                 live = [n for n in nodes if n.name not in self.lost]   # no work to lost nodes
                 unfit = lost_unfit(phase, live, self.lost)
                 unset = None if unfit else self.setups.before(phase)
@@ -162,17 +166,25 @@ class Coordinator:
                     for r in flag_stalls(records):
                         self.warnings.add("stall", stall_text(r), node=r.node,
                                           task=r.task, phase=r.phase)
-                self.store.write_phase(self.run_id, phase, t0, records)
+                self.store.write_phase(self.run_id, phase, t0, records, samples=self.samples)
+                self.store.write_telemetry(self.run_id, self.engine.telemetry())
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 for notice in self.engine.take_notices():
                     self.warnings.add("slot-replaced", notice)
-                bar.advance()
+                bar.advance(records)
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._tear_down()
                     return "aborted"
         self._tear_down()
+        self._quality()
         return "finished" if self.failed == 0 else "failed"
+
+    def _quality(self) -> None:
+        """pyperf-style warnings on the whole run's figures (run/quality.py)."""
+        for kind, node, task, msg in run_checks(self.store, self.run_id,
+                                                {n.name: len(n.cpus) for n in self.nodes}):
+            self.warnings.add(kind, msg, node=node, task=task)
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
@@ -248,6 +260,7 @@ class Coordinator:
     def _records(self, run_id: str, phase: Phase, nodes: list[Node], work: Work, t0: int,
                  results: dict[str, dict[int, Result]], missing: str = "") -> list[Record]:
         out = []
+        self.samples = []    # the phase's progress samples, stored with its records
         for node in nodes:
             for a in work.get(node.name, []):
                 res = results.get(node.name, {}).get(a.place.slot)
@@ -257,6 +270,7 @@ class Coordinator:
                 mine = phase.member_of(a.rank)[0] if phase.members else phase
                 out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
+                self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:
@@ -269,7 +283,8 @@ class Coordinator:
         except Exception:
             results = {}
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
-        store.write_phase(run_id, phase, t0, records, status="interrupted")
+        store.write_phase(run_id, phase, t0, records, status="interrupted",
+                          samples=self.samples)
         self.failed += sum(r.status != "ok" for r in records)
 
 

@@ -1,4 +1,5 @@
-"""The live progress line while a run goes: phases done/total, current point, elapsed.
+"""The live progress line while a run goes: phases done/total, elapsed, ETA (from the pace of
+the phases so far), the last phase's aggregate rate, and the current point.
 
 Refreshed by the coordinator's own loop (no refresh thread: slots are forked from this
 process, and forking with threads alive is unsafe).
@@ -9,7 +10,24 @@ import sys
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+from ..analysis.phase_figures import phase_figures
+from ..record import Record
+from ..units import format_rate
+
+
+def rate_text(records: list[Record]) -> str:
+    """A finished phase's aggregate rate (bandwidth, else ops/s), for the progress line."""
+    if not records:
+        return ""
+    f = phase_figures(records[0].phase, records, records[0].kernel)
+    if f.bytes and f.bandwidth:
+        return format_rate(f.bandwidth)
+    if f.ops and f.ops_rate:
+        return f"{f.ops_rate:,.0f} ops/s"
+    return ""
 
 
 class RunProgress:
@@ -20,9 +38,11 @@ class RunProgress:
         self.progress = None
         if self.enabled:
             self.progress = Progress(TextColumn("[bold]phases"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("{task.description}"),
+                                     TimeElapsedColumn(), TextColumn("ETA"),
+                                     TimeRemainingColumn(), TextColumn("{task.fields[rate]}"),
+                                     TextColumn("{task.description}"),
                                      console=console, auto_refresh=False, transient=False)
-            self.task = self.progress.add_task("", total=total)
+            self.task = self.progress.add_task("", total=total, rate="")
 
     def __enter__(self) -> "RunProgress":
         if self.progress:
@@ -39,9 +59,11 @@ class RunProgress:
             self.progress.update(self.task, description=label)
             self.tick()
 
-    def advance(self) -> None:
+    def advance(self, records: list[Record] | None = None) -> None:
+        """One phase done; its records give the rate shown until the next one ends."""
         if self.progress:
-            self.progress.advance(self.task)
+            rate = rate_text(records) if records else ""
+            self.progress.update(self.task, advance=1, **({"rate": rate} if rate else {}))
             self.tick()
 
     def tick(self) -> None:

@@ -260,6 +260,7 @@ int nb_run_dgemm(nb_dgemm *d, uint64_t repeat, double alpha, double beta, int64_
         call(d, alpha, beta);
         int64_t t2 = nb_mono();
         r->hist[nb_bucket((uint64_t)(t2 - t))]++;
+        NB_PROGRESS(i + 1);
         t = t2;
     }
     nb_end(r, s, t);

@@ -105,6 +105,7 @@ static float jacobi(nb_himeno *h, int nn, float *first)
                 copy_back(h, i);
             if (n == 0)
                 *first = gosa;
+            NB_PROGRESS(n + 1);
         }
         return gosa;
     }
@@ -116,6 +117,7 @@ static float jacobi(nb_himeno *h, int nn, float *first)
             if (n == 1)
                 g1 = gosa; /* every thread is past the previous iteration's barriers */
             gosa = 0.0f;
+            NB_PROGRESS(n); /* iterations done */
         }
 #pragma omp for schedule(static) reduction(+ : gosa)
         for (int i = 1; i < imax - 1; i++)

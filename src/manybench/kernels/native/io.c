@@ -75,6 +75,7 @@ static void io_loop(const nb_io_args *a, void *buf, int64_t s, nb_result *r, int
         r->hist[nb_bucket((uint64_t)(t2 - t))]++;
         r->ops++;
         done += (uint64_t)k;
+        NB_PROGRESS(done);
         pos += (uint64_t)k;
         t = t2;
     }

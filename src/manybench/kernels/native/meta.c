@@ -223,6 +223,7 @@ static int rename_loop(const nb_meta_args *a, const int *dfds, int64_t s, nb_res
         }
         r->hist[nb_bucket((uint64_t)(t2 - t))]++;
         r->ops++;
+        NB_PROGRESS(r->ops);
         t = t2;
         strcpy(prev, item);
         prev_fd = fd;
@@ -265,6 +266,7 @@ int nb_run_meta(const nb_meta_args *a, int64_t t0_ns, int64_t spin_ns, nb_result
             }
             r->hist[nb_bucket((uint64_t)(t2 - t))]++;
             r->ops++;
+            NB_PROGRESS(r->ops);
             t = t2;
         }
     }

@@ -78,6 +78,11 @@ static int nonneg(long long v, const char *name)
 
 /* ---- clocks and waiting ---- */
 
+static PyObject *py_progress(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(nb_progress_now());
+}
+
 static PyObject *py_now_ns(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLongLong(nb_now());
@@ -436,6 +441,8 @@ static PyMethodDef methods[] = {
     {"build_info", py_build_info, METH_NOARGS,
      "build_info() -> {compiler, compiler_version, cflags (list), openmp, march}"},
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
+    {"progress", py_progress, METH_NOARGS,
+     "Bytes or ops the timed call under way has done so far (0 before its first)."},
     {"mono_ns", py_mono_ns, METH_NOARGS, "CLOCK_MONOTONIC in ns."},
     {"set_timerslack", py_set_timerslack, METH_VARARGS, "set_timerslack(ns)"},
     {"set_settle", py_set_settle, METH_VARARGS, "set_settle(ns): rest after each end stamp"},

@@ -50,6 +50,16 @@ static inline unsigned nb_bucket(uint64_t v)
     return 64u + (e - 6u) * 32u + (unsigned)((v >> (e - 5u)) - 32u);
 }
 
+/* Progress of the timed call under way (bytes or ops done so far), for the slot's sampler
+ * thread (node/sampler.py) to read at its interval: one relaxed store per operation in the
+ * loop (a plain mov on x86), no lock, no syscall. nb_begin resets it before the wait. */
+extern uint64_t nb_progress;
+#define NB_PROGRESS(v) __atomic_store_n(&nb_progress, (uint64_t)(v), __ATOMIC_RELAXED)
+static inline uint64_t nb_progress_now(void)
+{
+    return __atomic_load_n(&nb_progress, __ATOMIC_RELAXED);
+}
+
 int64_t nb_wait_until(int64_t t0_ns, int64_t spin_ns);
 int nb_set_timerslack(unsigned long ns);
 /* Record the first error: nb_fail writes "<context>: <strerror(err)>", nb_set_error the

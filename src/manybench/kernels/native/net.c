@@ -148,6 +148,7 @@ int nb_net_pingpong(const nb_net_args *a, int64_t t0_ns, int64_t spin_ns, nb_res
             else
                 first = t2;
             prev = t2;
+            NB_PROGRESS(2 * a->msg_size * (uint64_t)(i + 1)); /* bytes both ways so far */
             sending = 1;
             if ((rc = xfer_all(a->fd, buf, n, 1, a->busy, a->timeout_ns)))
                 break;
@@ -194,6 +195,7 @@ static void stream_send(const nb_net_args *a, char *buf, int64_t t0_ns, int64_t 
         r->hist[nb_bucket((uint64_t)(t2 - t))]++;
         r->ops++;
         done += n;
+        NB_PROGRESS(done);
         t = t2;
     }
     r->bytes = done;
@@ -231,6 +233,7 @@ static void stream_recv(const nb_net_args *a, char *buf, int64_t t0_ns, int64_t 
         if (k > 0) {
             int64_t t2 = nb_mono();
             done += (uint64_t)k;
+            NB_PROGRESS(done);
             t = t2;
             since = 0;
             while (done >= boundary) { /* per-message arrival times */

@@ -176,6 +176,7 @@ static int complete_io(rio *q, rio_io *io, int64_t res, int64_t t)
     q->r->hist[nb_bucket((uint64_t)(t - io->t_sub))]++;
     q->r->ops++;
     q->r->bytes += a->block;
+    NB_PROGRESS(q->r->bytes);
     return 1;
 }
 
@@ -526,6 +527,8 @@ static void worker_loop(rio_worker *w, int64_t t)
         w->r.hist[nb_bucket((uint64_t)(t2 - t))]++;
         w->r.ops++;
         w->r.bytes += a->block;
+        /* threads share the one counter: an atomic add per I/O (far below an I/O's cost) */
+        __atomic_fetch_add(&nb_progress, a->block, __ATOMIC_RELAXED);
         t = t2;
         if (t >= sh->dl)
             break;

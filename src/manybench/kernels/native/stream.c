@@ -29,20 +29,22 @@ static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
     double *restrict c = __builtin_assume_aligned(s->c, ARRAY_ALIGN);
     const size_t n = (size_t)s->n;
     const double scalar = SCALAR;
+    const uint64_t w = sizeof(double) * n; /* bytes of one array */
+    uint64_t done = 0;                     /* progress: bytes moved so far, as r->bytes counts */
     int64_t t1;
     for (int k = 0; k < ntimes; k++) {
         for (size_t j = 0; j < n; j++)
             c[j] = a[j];
-        t1 = nb_mono(), times[0 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[0 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 2 * w);
         for (size_t j = 0; j < n; j++)
             b[j] = scalar * c[j];
-        t1 = nb_mono(), times[1 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[1 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 2 * w);
         for (size_t j = 0; j < n; j++)
             c[j] = a[j] + b[j];
-        t1 = nb_mono(), times[2 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[2 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 3 * w);
         for (size_t j = 0; j < n; j++)
             a[j] = b[j] + scalar * c[j];
-        t1 = nb_mono(), times[3 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[3 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 3 * w);
     }
 }
 
@@ -55,24 +57,26 @@ static void loops_omp(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
     double *restrict c = __builtin_assume_aligned(s->c, ARRAY_ALIGN);
     const size_t n = (size_t)s->n;
     const double scalar = SCALAR;
+    const uint64_t w = sizeof(double) * n; /* bytes of one array */
+    uint64_t done = 0;                     /* progress: bytes moved so far, as r->bytes counts */
     int64_t t1;
     for (int k = 0; k < ntimes; k++) {
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < n; j++)
             c[j] = a[j];
-        t1 = nb_mono(), times[0 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[0 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 2 * w);
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < n; j++)
             b[j] = scalar * c[j];
-        t1 = nb_mono(), times[1 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[1 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 2 * w);
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < n; j++)
             c[j] = a[j] + b[j];
-        t1 = nb_mono(), times[2 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[2 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 3 * w);
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < n; j++)
             a[j] = b[j] + scalar * c[j];
-        t1 = nb_mono(), times[3 * ntimes + k] = t1 - *t, *t = t1;
+        t1 = nb_mono(), times[3 * ntimes + k] = t1 - *t, *t = t1; NB_PROGRESS(done += 3 * w);
     }
 }
 

@@ -81,8 +81,11 @@ int nb_fail_msg(char *msg, size_t len, int err, const char *fmt, ...)
     return err;
 }
 
+uint64_t nb_progress;
+
 int64_t nb_begin(nb_result *r, int64_t t0_ns, int64_t spin_ns)
 {
+    NB_PROGRESS(0);
     r->armed_ns = nb_now();
     r->start_ns = nb_wait_until(t0_ns, spin_ns);
     return nb_mono();

@@ -1,0 +1,99 @@
+"""A node's telemetry (issue 10, item 4): cpu user/system/iowait, memory used and cached, disk
+bytes and busy time, network bytes, read with psutil at the plan's `telemetry` interval.
+
+No thread: the agent takes a reading when it is awake anyway, polling its slots during a
+phase (every 0.2-0.5 s), once the interval has passed and never between go and GUARD_NS
+after T0, while slots wait and start (a reading costs a millisecond or so of cpu). Rates are deltas
+over the interval since the previous reading. Stamps are this node's CLOCK_REALTIME:
+engines/base.py moves them into the coordinator's clock.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from ..results.contract import TelemetryRow
+
+GUARD_NS = 20_000_000     # no reading from go until 20 ms after T0: the slots are starting
+
+
+@dataclass
+class _Counters:
+    t_ns: int
+    cpu: Any            # psutil.cpu_times()
+    disk_read: int
+    disk_write: int
+    busy_ms: dict[str, int]
+    rx: int
+    tx: int
+
+
+def _disks() -> tuple[int, int, dict[str, int]]:
+    total = psutil.disk_io_counters(perdisk=False)   # whole disks only (no double counting)
+    per = psutil.disk_io_counters(perdisk=True) or {}
+    busy = {d: getattr(c, "busy_time", 0) for d, c in per.items()}
+    return (total.read_bytes if total else 0, total.write_bytes if total else 0, busy)
+
+
+def _net() -> tuple[int, int]:
+    rx = tx = 0
+    for nic, c in (psutil.net_io_counters(pernic=True) or {}).items():
+        if nic != "lo":     # loopback is the machine talking to itself
+            rx, tx = rx + c.bytes_recv, tx + c.bytes_sent
+    return rx, tx
+
+
+def read_counters() -> _Counters:
+    r, w, busy = _disks()
+    rx, tx = _net()
+    return _Counters(time.time_ns(), psutil.cpu_times(), r, w, busy, rx, tx)
+
+
+def _pct(part: float, whole: float) -> float:
+    return min(100.0, max(0.0, 100.0 * part / whole)) if whole > 0 else 0.0
+
+
+def row_between(node: str, a: _Counters, b: _Counters, phase_id: int | None) -> TelemetryRow:
+    """The interval from reading a to reading b as one row (memory: levels at b)."""
+    dt = max(1e-9, (b.t_ns - a.t_ns) / 1e9)
+    ca, cb = a.cpu, b.cpu
+    total = sum(cb) - sum(ca)
+    user = (cb.user - ca.user) + (getattr(cb, "nice", 0) - getattr(ca, "nice", 0))
+    busy = max((b.busy_ms.get(d, 0) - a.busy_ms.get(d, 0) for d in b.busy_ms), default=0)
+    mem = psutil.virtual_memory()
+    return TelemetryRow(
+        run="", node=node, t_ns=b.t_ns, interval_s=dt, phase_id=phase_id,
+        cpu_user_pct=_pct(user, total), cpu_system_pct=_pct(cb.system - ca.system, total),
+        cpu_iowait_pct=_pct(getattr(cb, "iowait", 0) - getattr(ca, "iowait", 0), total),
+        mem_used_bytes=int(mem.used), mem_cached_bytes=int(getattr(mem, "cached", 0)),
+        disk_read_bps=(b.disk_read - a.disk_read) / dt,
+        disk_write_bps=(b.disk_write - a.disk_write) / dt,
+        disk_busy_pct=min(100.0, _pct(busy / 1e3, dt)),
+        net_rx_bps=(b.rx - a.rx) / dt, net_tx_bps=(b.tx - a.tx) / dt)
+
+
+class Telemetry:
+    """Readings of this node at `interval_s` (0: none), kept until drained."""
+
+    def __init__(self, node: str, interval_s: float) -> None:
+        self.node, self.interval_ns = node, round(interval_s * 1e9)
+        self.rows: list[TelemetryRow] = []
+        self.last: _Counters | None = read_counters() if self.interval_ns > 0 else None
+
+    def tick(self, phase_id: int | None, t0_ns: int = 0) -> None:
+        """Take a reading if one is due (and the slots are not starting)."""
+        if self.last is None:
+            return
+        now = time.time_ns()
+        if now - self.last.t_ns < self.interval_ns or (t0_ns and now - t0_ns < GUARD_NS):
+            return
+        cur = read_counters()
+        self.rows.append(row_between(self.node, self.last, cur, phase_id))
+        self.last = cur
+
+    def drain(self) -> list[TelemetryRow]:
+        out, self.rows = self.rows, []
+        return out

@@ -1,0 +1,126 @@
+"""results.db's tables as pandas DataFrames: what the Python API returns and export writes.
+
+Columns (docs/results-api.md):
+  records    the export contract's columns (record.COLUMNS, params and metrics as dicts),
+             then rank, stdout, stderr (the tails kept), missing_metrics (the metric names
+             whose regex matched nothing, ";"-joined), then unless nested every param as
+             "param.<name>" and every metric as "metric.<name>"
+  phases     run, index, task, kernel, variant, rep, workers, point, t0_ns, status, label,
+             warmup, params (dict), then unless nested "param.<name>"
+  samples    contract.Sample's fields
+  telemetry  contract.TelemetryRow's fields
+  nodes      contract.StoredNode's fields but inventory (dict), then unless nested each
+             scalar of the inventory as "inventory.<key>"
+  runs       run_id, name, status, started_ns, ended_ns, phases, slots, cpus, argv, plan_source
+
+pandas is imported only here, when a frame is asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any, Iterable
+
+from ..record import COLUMNS, Record
+from .contract import Sample, StoredNode, StoredPhase, TelemetryRow
+from .store import Store
+
+TABLES = ("records", "phases", "samples", "telemetry", "nodes")
+PARAM, METRIC, INVENTORY = "param.", "metric.", "inventory."
+EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
+PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
+                 "status", "label", "warmup", "params")
+
+
+def _pd() -> Any:
+    import pandas   # noqa: PLC0415 (a report or a run never pays for it)
+    return pandas
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _flat(rows: list[dict], src: str, prefix: str) -> None:
+    """Add each scalar of row[src] as prefix + key, in the order first seen over the rows."""
+    keys = list(dict.fromkeys(k for r in rows for k, v in (r[src] or {}).items() if _scalar(v)))
+    for r in rows:
+        d = r[src] or {}
+        for k in keys:
+            v = d.get(k)
+            r[prefix + k] = v if _scalar(v) else None
+
+
+def record_rows(records: Iterable[Record], nested: bool = False) -> list[dict]:
+    out = []
+    for r in records:
+        row = r.row()
+        extra = r.extra or {}
+        row["rank"] = extra.get("rank")
+        row["stdout"] = extra.get("stdout", "")
+        row["stderr"] = extra.get("stderr", "")
+        row["missing_metrics"] = ";".join(map(str, extra.get("missing_metrics") or ()))
+        out.append(row)
+    if not nested:
+        _flat(out, "params", PARAM)
+        _flat(out, "metrics", METRIC)
+    return out
+
+
+def phase_rows(phases: Iterable[StoredPhase], nested: bool = False) -> list[dict]:
+    out = [{"run": p.run, "index": p.index, "task": p.task, "kernel": p.kernel,
+            "variant": p.variant, "rep": p.rep, "workers": p.workers, "point": p.point,
+            "t0_ns": p.t0_ns, "status": p.status, "label": p.label, "warmup": p.warmup,
+            "params": p.params} for p in phases]
+    if not nested:
+        _flat(out, "params", PARAM)
+    return out
+
+
+def node_rows(nodes: Iterable[StoredNode], nested: bool = False) -> list[dict]:
+    out = [asdict(n) for n in nodes]
+    if not nested:
+        _flat(out, "inventory", INVENTORY)
+    return out
+
+
+def _columns(table: str, nested: bool) -> list[str]:
+    """The columns of an empty table (a frame of no rows still says what it would hold)."""
+    return {"records": list(COLUMNS) + list(EXTRA_COLUMNS), "phases": list(PHASE_COLUMNS),
+            "samples": [f.name for f in fields(Sample)],
+            "telemetry": [f.name for f in fields(TelemetryRow)],
+            "nodes": [f.name for f in fields(StoredNode)]}[table]
+
+
+def table_rows(store: Store, table: str, run: str | None = None, nested: bool = False
+               ) -> list[dict]:
+    """One table's rows, of one run or of every run (oldest first)."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; use one of {', '.join(TABLES)}")
+    if table == "records":
+        return record_rows(store.records(run), nested)
+    runs = [run] if run is not None else [r.run_id for r in store.runs()]
+    if table == "phases":
+        return phase_rows((p for r in runs for p in store.phases(r)), nested)
+    if table == "nodes":
+        return node_rows((n for r in runs for n in store.nodes(r)), nested)
+    if table == "samples":
+        return [asdict(s) for r in runs for s in store.samples(r)]
+    return [asdict(t) for r in runs for t in store.telemetry(r)]
+
+
+def frame(store: Store, table: str, run: str | None = None, nested: bool = False) -> Any:
+    """A table as a pandas DataFrame (columns as in the module docstring)."""
+    rows = table_rows(store, table, run, nested)
+    pd = _pd()
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=_columns(table, nested))
+
+
+def runs_frame(store: Store) -> Any:
+    rows = [{"run_id": r.run_id, "name": r.name, "status": r.status,
+             "started_ns": r.started_ns, "ended_ns": r.ended_ns, "phases": r.phases,
+             "slots": r.notes.slots, "cpus": r.notes.cpus, "argv": r.argv,
+             "plan_source": r.plan_source} for r in store.runs()]
+    pd = _pd()
+    return pd.DataFrame(rows) if rows else pd.DataFrame(
+        columns=["run_id", "name", "status", "started_ns", "ended_ns", "phases", "slots",
+                 "cpus", "argv", "plan_source"])

@@ -1,0 +1,156 @@
+"""pyperf-style checks of a finished run's figures, stored as warnings (contract.WARNING_KINDS):
+
+  unstable   a point's repetitions vary: the coefficient of variation of its headline figure
+             (aggregate bandwidth, else ops/s, else the phase window) exceeds 10%
+  short      a point's phases were too short to time: the median window is under 1000x the
+             clock's resolution, or under 10x the start skew (the slots did not overlap much)
+  not-quiet  the machine was not quiet: a cpufreq governor other than performance, turbo
+             (boost) on, or, in telemetry taken during phases, cpus busier than the phase's
+             own slots can explain by more than OTHER_LOAD_PCT points
+
+Each check is a plain function of stored data, so `report` could run them on any run too.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Iterable
+
+from ..analysis.points import PointSummary
+from ..analysis.stats import HIGH_CV, Stats, median
+from ..kernels import kernel
+from ..kernels.binding import parse_cpulist
+from ..record import Record
+from ..results.contract import TelemetryRow
+from ..results.store import Store
+
+RESOLUTION_FACTOR = 1000    # pyperf: a timed value should be >= 1000x the clock resolution
+SKEW_FACTOR = 10            # the window should dwarf the spread of the slots' starts
+OTHER_LOAD_PCT = 20.0       # percentage points of cpu busy beyond the slots' own share
+
+Found = tuple[str, str, str, str]    # kind, node, task, message
+
+
+def clock_resolution_ns() -> float:
+    """The coordinator's CLOCK_MONOTONIC resolution (the slots' windows are timed on it)."""
+    return time.clock_getres(time.CLOCK_MONOTONIC) * 1e9
+
+
+def _swept(points: list[PointSummary]) -> dict[str, set[str]]:
+    """Per task, the params whose value differs between its points (the ones that name one)."""
+    seen: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for s in points:
+        for k, v in s.params.items():
+            seen[s.task][k].add(repr(v))
+    return {t: {k for k, vs in d.items() if len(vs) > 1} for t, d in seen.items()}
+
+
+def _name(s: PointSummary, swept: dict[str, set[str]]) -> str:
+    params = " ".join(f"{k}={v}" for k, v in s.params.items() if k in swept.get(s.task, ()))
+    return (f"{s.task}{f' [{s.variant}]' if s.variant else ''}"
+            f"{f' {params}' if params else ''} workers={s.workers}")
+
+
+def _headline(s: PointSummary) -> tuple[str, Stats | None]:
+    if s.bandwidth is not None:
+        return "aggregate bandwidth", s.bandwidth
+    if s.ops_rate is not None:
+        return "aggregate ops/s", s.ops_rate
+    return "phase window", Stats.of([f.window_ns for f in s.phase_figures if f.window_ns])
+
+
+def unstable(points: list[PointSummary]) -> list[Found]:
+    out, swept = [], _swept(points)
+    for s in points:
+        if kernel(s.kernel).sync_only:     # its window is the figure: noise by nature
+            continue
+        what, st = _headline(s)
+        if st is not None and st.unstable:
+            out.append(("unstable", "", s.task, f"{_name(s, swept)}: {what} varies by "
+                        f"{st.cv:.0%} (CV > {HIGH_CV:.0%}) over {st.n} repetitions: "
+                        "add repetitions, a warmup, or look for interference"))
+    return out
+
+
+def short(points: list[PointSummary], resolution_ns: float) -> list[Found]:
+    out, swept = [], _swept(points)
+    for s in points:
+        if kernel(s.kernel).sync_only:
+            continue
+        windows = [f.window_ns for f in s.phase_figures if f.window_ns is not None]
+        skews = [f.skew_ns for f in s.phase_figures if f.skew_ns is not None]
+        if not windows:
+            continue
+        w = median(windows)
+        why = []
+        if w < RESOLUTION_FACTOR * resolution_ns:
+            why.append(f"under {RESOLUTION_FACTOR}x the clock resolution "
+                       f"({resolution_ns:g} ns)")
+        if skews and w < SKEW_FACTOR * median(skews):
+            why.append(f"under {SKEW_FACTOR}x the start skew ({median(skews) / 1e3:.1f} us)")
+        if why:
+            out.append(("short", "", s.task, f"{_name(s, swept)}: phases last {w / 1e3:.1f} us, "
+                        + " and ".join(why) + ": make the work longer"))
+    return out
+
+
+def machine(start: dict[str, dict]) -> list[Found]:
+    """From each node's start snapshot (inventory/provenance.snapshot)."""
+    out = []
+    for node, snap in sorted(start.items()):
+        freq = ((snap or {}).get("tunables") or {}).get("cpufreq") or {}
+        gov = freq.get("governor") or (snap or {}).get("governor")
+        if isinstance(gov, str) and gov and gov != "performance":
+            out.append(("not-quiet", node, "", f"node {node}: cpufreq governor {gov!r}, not "
+                        "performance: clocks change with load"))
+        if str(freq.get("boost", "")) == "1" or str(freq.get("intel_no_turbo", "")) == "0":
+            out.append(("not-quiet", node, "", f"node {node}: turbo (boost) is on: clocks "
+                        "depend on temperature and on how many cores are busy"))
+    return out
+
+
+def _slot_share(records: list[Record], node: str, cpus: int) -> float:
+    """Percent of the node's cpus the phase's ok slots there were allowed to keep busy."""
+    used = 0
+    for r in records:
+        if r.node != node:
+            continue
+        allowed = r.metrics.get("cpus_allowed")
+        n = len(parse_cpulist(allowed)) if isinstance(allowed, str) and allowed else 1
+        used += min(n, cpus)
+    return min(100.0, 100.0 * used / max(cpus, 1))
+
+
+def other_load(rows: Iterable[TelemetryRow], records: Iterable[Record],
+               cpus: dict[str, int]) -> list[Found]:
+    """Per node, the median over telemetry taken during phases of (busy % - the phase's
+    slots' share): other load when above OTHER_LOAD_PCT."""
+    by_phase: dict[int, list[Record]] = defaultdict(list)
+    for r in records:
+        by_phase[r.phase].append(r)
+    excess: dict[str, list[float]] = defaultdict(list)
+    for t in rows:
+        if t.phase_id is None or t.node not in cpus:
+            continue
+        busy = t.cpu_user_pct + t.cpu_system_pct
+        excess[t.node].append(busy - _slot_share(by_phase.get(t.phase_id, []), t.node,
+                                                 cpus[t.node]))
+    out = []
+    for node, xs in sorted(excess.items()):
+        m = median(xs)
+        if m > OTHER_LOAD_PCT:
+            out.append(("not-quiet", node, "", f"node {node}: cpus {m:.0f} points busier "
+                        "during phases than its slots account for: other load ran beside "
+                        "the benchmark"))
+    return out
+
+
+def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
+    """Every check above on a run as stored (cpus: each node's cpu count)."""
+    from ..analysis.points import summarize   # noqa: PLC0415
+    from ..results.contract import START      # noqa: PLC0415
+    records = store.records(run_id)
+    points = summarize(records, store.phases(run_id), store.telemetry(run_id))
+    start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
+    return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
+            + other_load(store.telemetry(run_id), records, cpus))

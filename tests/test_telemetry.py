@@ -1,0 +1,95 @@
+"""Node telemetry (issue 10, item 4): psutil readings at an interval during phases, stored per
+node marked with the running phase, summarised per point."""
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+
+import pytest
+
+from conftest import run_cli
+from manybench.analysis import summarize
+from manybench.node import telemetry as T
+from manybench.results.store import Store
+from test_analysis import S, pinfo, rec
+from test_quality import _row
+
+Cpu = namedtuple("Cpu", "user nice system idle iowait")
+
+
+def _counters(t_s: float, cpu: Cpu, read: int, write: int, busy: int, rx: int, tx: int):
+    return T._Counters(int(t_s * 1e9), cpu, read, write, {"sda": busy}, rx, tx)
+
+
+def test_a_row_is_the_deltas_over_the_interval():
+    a = _counters(10.0, Cpu(100, 0, 50, 800, 10), 0, 0, 1000, 0, 0)
+    b = _counters(12.0, Cpu(130, 10, 70, 880, 10), 4 << 20, 8 << 20, 1500, 2000, 6000)
+    row = T.row_between("n1", a, b, 7)
+    # 140 ticks in all: user + nice 40, system 20, idle 80, iowait 0
+    assert row.cpu_user_pct == pytest.approx(100 * 40 / 140)
+    assert row.cpu_system_pct == pytest.approx(100 * 20 / 140) and row.cpu_iowait_pct == 0
+    assert (row.disk_read_bps, row.disk_write_bps) == (2 << 20, 4 << 20)
+    assert row.disk_busy_pct == pytest.approx(25.0)      # 500 ms busy in 2 s
+    assert (row.net_rx_bps, row.net_tx_bps) == (1000, 3000)
+    assert (row.node, row.phase_id, row.interval_s) == ("n1", 7, 2.0)
+
+
+def test_readings_come_at_the_interval_and_never_next_to_t0():
+    off = T.Telemetry("n", 0)
+    off.tick(1)
+    assert off.drain() == []
+    tel = T.Telemetry("n", 0.01)
+    tel.tick(1)
+    assert tel.drain() == []                 # not due yet
+    time.sleep(0.02)
+    tel.tick(3, t0_ns=time.time_ns())        # due, but the slots are starting
+    tel.tick(3, t0_ns=time.time_ns() + 10**9)    # or waiting for T0
+    assert tel.drain() == []
+    tel.tick(3, t0_ns=time.time_ns() - 10 * T.GUARD_NS)
+    [row] = tel.drain()
+    assert row.phase_id == 3 and row.interval_s >= 0.01 and 0 <= row.cpu_user_pct <= 100
+    assert row.mem_used_bytes > 0
+
+
+def test_telemetry_is_summarised_per_point_without_warmup_phases():
+    recs = [rec(i, 0, i * 10 * S, i * 10 * S, i * 10 * S + S) for i in range(3)]
+    phases = [pinfo(i, "p", t0=i * 10 * S) for i in range(3)]
+    phases[0].warmup = True
+    rows = [_row("n", 0, 99.0), _row("n", 1, 10.0), _row("n", 2, 30.0), _row("n", 2, 20.0),
+            _row("m", 2, 40.0), _row("n", None, 90.0)]
+    [s] = summarize(recs, phases, rows)
+    assert (s.telemetry.rows, s.telemetry.nodes) == (4, 2)
+    assert s.telemetry.cpu_user_pct == 20.0           # nearest-rank median of 10, 20, 30, 40
+    assert summarize(recs, phases)[0].telemetry is None
+
+
+def test_a_run_stores_its_nodes_telemetry_marked_with_phases(plan_file, tmp_path):
+    plan = plan_file("""
+        name = "tel"
+        telemetry = "0.1s"
+        [[task]]
+        name = "w"
+        kernel = "io.write"
+        dir = "{tmp}"
+        duration = "1s"
+        size = "1GiB"
+        fsync = "never"
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out)
+    assert res.returncode == 0, res.stderr
+    with Store(out, readonly=True) as st:
+        run = st.runs()[0].run_id
+        [phase] = st.phases(run)
+        [r] = st.records(run)
+        rows = st.telemetry(run)
+        during = [t for t in rows if t.phase_id == phase.index]
+        assert len(during) >= 2 and {t.node for t in rows} == {r.node}
+        assert all(phase.t0_ns < t.t_ns <= r.end_ns + int(1e9) for t in during)
+        assert max(t.disk_write_bps for t in during) > 0 or max(
+            t.cpu_system_pct for t in during) > 0
+    off = plan_file(open(plan).read().replace('telemetry = "0.1s"', "telemetry = 0"), "off.toml")
+    out2 = str(tmp_path / "res2")
+    assert run_cli("run", off, "-o", out2).returncode == 0
+    with Store(out2, readonly=True) as st:
+        assert st.telemetry(st.runs()[0].run_id) == []
