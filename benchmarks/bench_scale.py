@@ -42,6 +42,7 @@ import threading
 import time
 
 import psutil
+import resource
 
 import harness
 from harness import absolute, alternate
@@ -92,6 +93,7 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
         with open(path, "w") as f:
             f.write(plan)
         launched = time.time_ns()
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.Popen([sys.executable, "-m", "manybench", "run", path, "-o", d, "-q",
                               *args], env=env_of(tree), stderr=subprocess.PIPE, text=True)
         samples: list[tuple[int, int]] = []
@@ -104,6 +106,8 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
                     break
                 time.sleep(0.02)
         err = p.communicate()[1]
+        ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
         if p.returncode != 0:
             sys.exit(f"manybench run failed (exit {p.returncode}):\n{err}")
         db = sqlite3.connect(os.path.join(d, "results.db"))
@@ -119,7 +123,9 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
     skews = [(max(s) - min(s)) / 1e3 for s in starts.values()]
     rate = (len(t0s) - 1) / ((t0s[-1] - t0s[0]) / 1e9) if len(t0s) > 1 else 0.0
     out = {"rate": rate, "skew": statistics.median(skews),
-           "skew99": harness.pct(skews, 99), "start": (t0s[0] - launched) / 1e9}
+           "skew99": harness.pct(skews, 99), "start": (t0s[0] - launched) / 1e9,
+           # cpu of the run and its slots (local engine), per phase: what load cannot inflate
+           "cpu": cpu / len(t0s) * 1e6}
     if watch and len(t0s) > 1000 and samples:
         at = t0s[1000]
         base = next((r for t, r in samples if t >= at), samples[-1][1])
@@ -133,7 +139,7 @@ def show_pair(label: str):
     def show(rnd: int, got: dict) -> None:
         what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
         print(f"  {label} {what}: " + "   ".join(
-            f"{n}: {g['rate']:.0f} phases/s, skew {g['skew']:.1f} us (p99 {g['skew99']:.0f})"
+            f"{n}: {g['rate']:.0f} phases/s, {g['cpu']:.0f} us cpu/phase, skew {g['skew']:.1f} us (p99 {g['skew99']:.0f})"
             + (f", RSS {g['rss']:.1f} MB, +{g['growth']:.2f} MB after phase 1,000"
                if "growth" in g else "") + (f", start {g['start']:.1f} s" if label != "local"
                                            else "")
@@ -215,7 +221,6 @@ def node_memory(lab: NodeLab, tree: str) -> tuple[float, float, float]:
         for w in lab.workers:
             try:
                 wp = psutil.Process(w.pid)
-                wp = next((c for c in wp.children() if "manybench" in " ".join(c.cmdline())), wp)
                 ag = [c for c in wp.children() if "manybench.node.server" in " ".join(c.cmdline())]
                 sl = [s for a in ag for s in a.children() if s.name() != "sleep"]
                 got.append((wp.memory_info().rss / 2**20, ag[0].memory_info().rss / 2**20,

@@ -41,15 +41,25 @@ class AgentPlugin(WorkerPlugin):
         self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.lock = asyncio.Lock()
         self.echo: EchoServer | None = None
+        # an agent process started ahead, idle until a run's Start: its interpreter start
+        # and imports are paid while the worker waits, not by the run (64 nodes on a few
+        # cpus would otherwise start their agents in series at every run start)
+        self.spare: tuple[subprocess.Popen, socket.socket] | None = None
 
     # -- the worker's life -----------------------------------------------------------
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.echo = EchoServer("0.0.0.0", 0)
         worker.handlers.update({"mb_info": self.info, "mb_call": self.call})
+        self.spare = _popen_agent()
 
     def teardown(self, worker: Any) -> None:
         self._stop(terminate=True)
+        if self.spare is not None:      # idle: closing its pipe ends it
+            proc, sock = self.spare
+            self.spare = None
+            sock.close()
+            _end(proc)
         if self.echo:
             self.echo.close()
 
@@ -97,12 +107,15 @@ class AgentPlugin(WorkerPlugin):
 
     # -- the agent subprocess --------------------------------------------------------
     async def _spawn(self) -> None:
-        mine, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
-                                      str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                     stdin=subprocess.DEVNULL)
-        theirs.close()
+        spare, self.spare = self.spare, None
+        if spare is None or spare[0].poll() is not None:
+            if spare is not None:
+                spare[1].close()
+            spare = _popen_agent()
+        self.proc, mine = spare
         self.stream = await asyncio.open_unix_connection(sock=mine)
+        # the next run's agent, started now (the run under way waits for nothing)
+        self.spare = await asyncio.to_thread(_popen_agent)
 
     def _stop(self, terminate: bool = False) -> None:
         """End our agent subprocess: SIGTERM makes it stop its slots and clean up first;
@@ -114,13 +127,28 @@ class AgentPlugin(WorkerPlugin):
             stream[1].close()
             self.stream = None
         if proc is not None:
-            try:
-                if wait_child(proc.pid, 10) is None:
-                    proc.kill()      # our own child, by its pid
-                    proc.wait()
-            except ChildProcessError:
-                pass
+            _end(proc)
             self.proc = None
+
+
+def _popen_agent() -> tuple[subprocess.Popen, socket.socket]:
+    """A fresh agent process (server.py) and our end of its pipe."""
+    mine, theirs = socket.socketpair()
+    proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
+                             str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                            stdin=subprocess.DEVNULL)
+    theirs.close()
+    return proc, mine
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Wait for our agent process to end (10 s), then kill it: our own child, by its pid."""
+    try:
+        if wait_child(proc.pid, 10) is None:
+            proc.kill()
+            proc.wait()
+    except ChildProcessError:
+        pass
 
 
 def _boot_id() -> str:

@@ -70,6 +70,7 @@ class Coordinator:
         self.current: tuple | None = None
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
+        self.unsaved: tuple | None = None   # the last finished phase, until it is committed
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -105,10 +106,12 @@ class Coordinator:
             code = {"finished": EXIT_OK, "failed": EXIT_FAILED}.get(status, EXIT_FAILED)
         except KeyboardInterrupt:
             status, code = "interrupted", EXIT_INTERRUPTED
+            self._flush()
             self._save_interrupted(store, run_id)
             self._tear_down()
             self.engine.abort()
         except BaseException:
+            self._flush()
             self.engine.abort()
             store.end_run(run_id, "aborted")
             store.close()
@@ -127,25 +130,38 @@ class Coordinator:
         with RunProgress(len(self.phases), self.show_progress) as bar:
             for phase in self.phases:
                 if point is not None and phase.point != point:
+                    self._flush()     # a new point may set a variant up: commit first
                     self.engine.sync_clocks()    # clocks drift: re-measure between points
                     self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
                 unset = self.setups.before(phase)
                 if unset:     # its variant's setup failed: the phase is not run
+                    self._flush()
                     self.warnings.add("setup", unset, key=("setup", phase.variant))
                     t0, records = now_ns(), self._not_run(phase, nodes, unset)
                 else:
                     t0, records = self._run_phase(self.run_id, phase, nodes, bar)
-                self.store.write_phase(self.run_id, phase, t0, records)
+                # committed once the next phase's go is sent (its lead is idle time), or
+                # when anything else happens first
+                self.unsaved = (phase, t0, records)
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 bar.advance()
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
+                    self._flush()
                     self._tear_down()
                     return "aborted"
+        self._flush()
         self._tear_down()
         return "finished" if self.failed == 0 else "failed"
+
+    def _flush(self) -> None:
+        """Commit the last finished phase, if it is not yet: one transaction, in order."""
+        if self.unsaved is not None:
+            phase, t0, records = self.unsaved
+            self.unsaved = None
+            self.store.write_phase(self.run_id, phase, t0, records)
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
@@ -208,6 +224,7 @@ class Coordinator:
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
         self.engine.go(t0)
+        self._flush()     # the previous phase, while this one waits for its T0
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
