@@ -221,7 +221,9 @@ def node_memory(lab: NodeLab, tree: str) -> tuple[float, float, float]:
         for w in lab.workers:
             try:
                 wp = psutil.Process(w.pid)
-                ag = [c for c in wp.children() if "manybench.node.server" in " ".join(c.cmdline())]
+                # the run's agent: the one with slots (the other is the next run's, idle)
+                ag = [c for c in wp.children() if "manybench.node.server" in " ".join(c.cmdline())
+                      and c.children()]
                 sl = [s for a in ag for s in a.children() if s.name() != "sleep"]
                 got.append((wp.memory_info().rss / 2**20, ag[0].memory_info().rss / 2**20,
                             sl[0].memory_info().rss / 2**20))
