@@ -31,6 +31,7 @@ Exit status 1 when a goal is missed, 2 when namespaces are not available (cluste
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -113,10 +114,14 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
         db = sqlite3.connect(os.path.join(d, "results.db"))
         t0s = [t for (t,) in db.execute("SELECT t0_ns FROM phases ORDER BY idx")]
         starts: dict[int, list[int]] = {}
-        for ph, s, st in db.execute("SELECT phase, start_ns, status FROM records"):
+        late: set[int] = set()      # phases with a slot armed after T0 (the lead was short)
+        for ph, s, st, t0, extra in db.execute("SELECT phase, start_ns, status, t0_ns, extra "
+                                               "FROM records"):
             if st != "ok":
                 sys.exit(f"a null phase failed: {st}")
             starts.setdefault(ph, []).append(s)
+            if json.loads(extra).get("armed_ns", 0) > t0:
+                late.add(ph)
         db.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -124,6 +129,7 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
     rate = (len(t0s) - 1) / ((t0s[-1] - t0s[0]) / 1e9) if len(t0s) > 1 else 0.0
     out = {"rate": rate, "skew": statistics.median(skews),
            "skew99": harness.pct(skews, 99), "start": (t0s[0] - launched) / 1e9,
+           "late": 100 * len(late) / len(t0s),
            # cpu of the run and its slots (local engine), per phase: what load cannot inflate
            "cpu": cpu / len(t0s) * 1e6}
     if watch and len(t0s) > 1000 and samples:
@@ -139,7 +145,8 @@ def show_pair(label: str):
     def show(rnd: int, got: dict) -> None:
         what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
         print(f"  {label} {what}: " + "   ".join(
-            f"{n}: {g['rate']:.0f} phases/s, {g['cpu']:.0f} us cpu/phase, skew {g['skew']:.1f} us (p99 {g['skew99']:.0f})"
+            f"{n}: {g['rate']:.0f} phases/s, {g['cpu']:.0f} us cpu/phase, skew {g['skew']:.1f} "
+            f"us (p99 {g['skew99']:.0f}), late {g['late']:.1f}%"
             + (f", RSS {g['rss']:.1f} MB, +{g['growth']:.2f} MB after phase 1,000"
                if "growth" in g else "") + (f", start {g['start']:.1f} s" if label != "local"
                                            else "")
@@ -175,6 +182,10 @@ def local_part(trees: dict[str, str], phases: int, rounds: int) -> bool:
                        max(r["growth"] for r in ours), 5, "MB", beside=beside("growth", "MB"))
     absolute("  median skew (for information: the faster loop must not cost it)",
              med(ours, "skew"), 20, "us", beside=beside("skew", "us"))
+    absolute("  p99 skew (for information, bench_sync's bound)", med(ours, "skew99"), 500, "us",
+             beside=beside("skew99", "us"))
+    absolute("  phases with a slot armed after T0 (for information)", med(ours, "late"), 1, "%",
+             beside=beside("late", "%"))
     return ok
 
 
