@@ -224,25 +224,31 @@ class NodeLab:
 def node_memory(lab: NodeLab, tree: str) -> tuple[float, float, float]:
     """RSS (MB) of one Dask worker, its agent and its slot while a pool is up (a command
     phase keeps it alive), medians over the nodes."""
-    plan = f'[placement]\nworkers = {len(lab.workers)}\n[[task]]\nname = "nap"\ncommand = ["sleep", "3"]\n'
+    plan = f'[placement]\nworkers = {len(lab.workers)}\n[[task]]\nname = "nap"\ncommand = ["sleep", "6"]\n'
     got: list[tuple[float, float, float]] = []
 
+    done = threading.Event()
+
     def look() -> None:
-        time.sleep(2.0)
-        for w in lab.workers:
-            try:
-                wp = psutil.Process(w.pid)
-                # the run's agent: the one with slots (the other is the next run's, idle)
-                ag = [c for c in wp.children() if "manybench.node.server" in " ".join(c.cmdline())
-                      and c.children()]
-                sl = [s for a in ag for s in a.children() if s.name() != "sleep"]
-                got.append((wp.memory_info().rss / 2**20, ag[0].memory_info().rss / 2**20,
-                            sl[0].memory_info().rss / 2**20))
-            except (psutil.Error, IndexError):
-                pass
+        # the run's start takes seconds on a loaded box: look until every node's pool is up
+        while not done.is_set() and len(got) < len(lab.workers):
+            got.clear()
+            for w in lab.workers:
+                try:
+                    wp = psutil.Process(w.pid)
+                    # the run's agent: the one with slots (the other is the next run's, idle)
+                    ag = [c for c in wp.children()
+                          if "manybench.node.server" in " ".join(c.cmdline()) and c.children()]
+                    sl = [s for a in ag for s in a.children() if s.name() != "sleep"]
+                    got.append((wp.memory_info().rss / 2**20, ag[0].memory_info().rss / 2**20,
+                                sl[0].memory_info().rss / 2**20))
+                except (psutil.Error, IndexError):
+                    pass
+            time.sleep(0.5)
     t = threading.Thread(target=look)
     t.start()
     run_watched(tree, plan, "--scheduler", lab.scheduler)
+    done.set()
     t.join()
     if not got:
         return 0.0, 0.0, 0.0
