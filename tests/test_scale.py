@@ -154,12 +154,14 @@ def test_dask_worker_keeps_a_fresh_agent_ready_for_the_next_run(tmp_path):
             start = P.Start("run-y", "n1", 1, str(tmp_path))
             got = [pickle.loads(await plugin.call("Start", pickle.dumps(start)))]
             got.append(plugin.proc.pid)
+            assert plugin.spare is None                  # none started during the run
             got.append(pickle.loads(await plugin.call("Close", pickle.dumps(P.Close()))))
             return got
         started, pid, closed = asyncio.run(run())
         assert isinstance(started, P.Started) and closed is None
         assert pid == spare.pid                          # the run took the agent started ahead
         assert spare.poll() is not None                  # and it ended with the run
+        # the next run's agent was started once the run had ended, not while it measured
         assert plugin.spare[0].pid != spare.pid and plugin.spare[0].poll() is None
     finally:
         plugin.teardown(Worker())

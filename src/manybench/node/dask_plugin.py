@@ -2,9 +2,10 @@
 
 It adds RPC handlers to the worker (so the coordinator talks to each node directly, one
 message per node per phase, over Dask's comms and so its TLS), a TCP clock echo, and starts
-the node agent as a fresh subprocess (server.py) that owns the slot pool. Requests and
-replies are protocol.py's, pickled by the engine and the agent server; the worker only
-relays the bytes.
+the node agent as a fresh subprocess (server.py) that owns the slot pool; the next run's
+agent is started ahead, when the worker starts or a run ends, so a run's start does not wait
+for an interpreter on every node. Requests and replies are protocol.py's, pickled by the
+engine and the agent server; the worker only relays the bytes.
 
 Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
 srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
@@ -85,6 +86,7 @@ class AgentPlugin(WorkerPlugin):
         type name, for the three the relay acts on itself."""
         if kind == "Abort":     # not behind the lock: a phase may be holding it
             await asyncio.to_thread(self._stop, True)
+            await self._ready_next()
             return pickle.dumps(None)
         async with self.lock:
             if kind == "Start":
@@ -103,6 +105,7 @@ class AgentPlugin(WorkerPlugin):
                 return pickle.dumps(Failed(f"the node agent died: {e!r}"))
             if kind == "Close":
                 await asyncio.to_thread(self._stop)
+                await self._ready_next()
             return reply
 
     # -- the agent subprocess --------------------------------------------------------
@@ -114,8 +117,11 @@ class AgentPlugin(WorkerPlugin):
             spare = _popen_agent()
         self.proc, mine = spare
         self.stream = await asyncio.open_unix_connection(sock=mine)
-        # the next run's agent, started now (the run under way waits for nothing)
-        self.spare = await asyncio.to_thread(_popen_agent)
+
+    async def _ready_next(self) -> None:
+        """After a run: the next run's agent, started while nothing is measured."""
+        if self.spare is None:
+            self.spare = await asyncio.to_thread(_popen_agent)
 
     def _stop(self, terminate: bool = False) -> None:
         """End our agent subprocess: SIGTERM makes it stop its slots and clean up first;
