@@ -1,7 +1,9 @@
 """The phase loop: place, prepare, pick T0, release, collect, store — one phase at a time.
 
-Every finished phase is committed before the next starts, so a crash, kill or Ctrl-C keeps
-everything measured so far; the run row says how the run ended. The coordinator works in its
+Every finished phase is committed in one transaction as soon as the next phase's go is sent
+(during its lead, idle time) and always before that phase's results are taken; every other
+path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
+Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator works in its
 own clock only: engines convert T0 and stamps (engines/base.py).
 """
 from __future__ import annotations
