@@ -85,6 +85,10 @@ def env_of(tree: str) -> dict:
 
 
 # -- one run, watched --------------------------------------------------------------------------
+class RunFailed(Exception):
+    pass
+
+
 def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
     """Run the plan with `tree`'s manybench; its phases' T0s and records' starts, RSS samples
     of the coordinator (watch) and when it was launched."""
@@ -110,7 +114,7 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
         ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
         if p.returncode != 0:
-            sys.exit(f"manybench run failed (exit {p.returncode}):\n{err}")
+            raise RunFailed(f"manybench run failed (exit {p.returncode}):\n{err[-2000:]}")
         db = sqlite3.connect(os.path.join(d, "results.db"))
         t0s = [t for (t,) in db.execute("SELECT t0_ns FROM phases ORDER BY idx")]
         starts: dict[int, list[int]] = {}
@@ -118,7 +122,7 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
         for ph, s, st, t0, extra in db.execute("SELECT phase, start_ns, status, t0_ns, extra "
                                                "FROM records"):
             if st != "ok":
-                sys.exit(f"a null phase failed: {st}")
+                raise RunFailed(f"a null phase failed: {st}")
             starts.setdefault(ph, []).append(s)
             if json.loads(extra).get("armed_ns", 0) > t0:
                 late.add(ph)
@@ -276,6 +280,11 @@ def cluster_part(trees: dict[str, str], counts: list[int], phases: int, rounds: 
                 runs = alternate({name: lambda: run_watched(tree, plan, "--scheduler",
                                                             lab.scheduler)},
                                  rounds, 0, show_pair(f"{nodes} nodes"))[name]
+            except RunFailed as e:
+                if name == "this tree":
+                    raise
+                print(f"  {nodes} nodes, {name}: {e} (the peer's figure is missing)")
+                continue
             finally:
                 lab.close()
             curve[name][nodes] = {k: med(runs, k) for k in ("rate", "skew", "start")}
@@ -336,6 +345,9 @@ def main() -> int:
                 return 2
             ok &= cluster_part(trees, [int(x) for x in a.nodes.split(",")],
                                a.phases or 300, a.rounds)
+    except RunFailed as e:
+        print(e, file=sys.stderr)
+        return 1
     finally:
         if made:
             drop_tree(made)
