@@ -113,10 +113,13 @@ def _plan(repeat: int):
     return plan, expand(plan)
 
 
-def test_each_phase_is_committed_before_the_next_is_collected(tmp_path):
+@pytest.mark.parametrize("lead_ms", [1, 50])   # short: committed before; long: during the lead
+def test_each_phase_is_committed_before_the_next_is_collected(tmp_path, lead_ms):
     plan, phases = _plan(5)
     engine = _OneNode(str(tmp_path))
-    out = Coordinator(plan, phases, str(tmp_path), engine, [], progress=False).run()
+    c = Coordinator(plan, phases, str(tmp_path), engine, [], progress=False)
+    c.scheduler.min_lead_ns = lead_ms * 1_000_000
+    out = c.run()
     assert out.status == "finished"
     # while phase i runs, every phase before it is already in results.db
     assert engine.seen == [(i, i) for i in range(5)]
@@ -128,7 +131,9 @@ def test_each_phase_is_committed_before_the_next_is_collected(tmp_path):
 def test_an_interrupt_keeps_the_finished_phase_not_yet_committed(tmp_path):
     plan, phases = _plan(5)
     engine = _OneNode(str(tmp_path), interrupt_at=3)
-    out = Coordinator(plan, phases, str(tmp_path), engine, [], progress=False).run()
+    c = Coordinator(plan, phases, str(tmp_path), engine, [], progress=False)
+    c.scheduler.min_lead_ns = 50_000_000     # phase 2 is committed during phase 3's lead
+    out = c.run()
     assert out.status == "interrupted"
     db = sqlite3.connect(tmp_path / "results.db")
     got = dict(db.execute("SELECT idx, status FROM phases").fetchall())

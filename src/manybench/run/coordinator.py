@@ -1,7 +1,8 @@
 """The phase loop: place, prepare, pick T0, release, collect, store — one phase at a time.
 
-Every finished phase is committed in one transaction as soon as the next phase's go is sent
-(during its lead, idle time) and always before that phase's results are taken; every other
+Every finished phase is committed in one transaction before the next phase is prepared, or,
+when the next lead is long enough to hold it without delaying the slots' arming, as soon as
+that phase's go is sent (idle time); always before that phase's results are taken; every other
 path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
 Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator works in its
 own clock only: engines convert T0 and stamps (engines/base.py).
@@ -29,6 +30,9 @@ from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+# a lead at least this long (and 4 x the last commit) holds the previous phase's commit: on a
+# cluster the lead is tens of ms; a 1 ms local lead is left to the slots
+OVERLAP_LEAD_NS = 5_000_000
 
 
 def new_run_id(name: str) -> str:
@@ -73,6 +77,7 @@ class Coordinator:
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
         self.unsaved: tuple | None = None   # the last finished phase, until it is committed
+        self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -163,7 +168,9 @@ class Coordinator:
         if self.unsaved is not None:
             phase, t0, records = self.unsaved
             self.unsaved = None
+            t = time.monotonic_ns()
             self.store.write_phase(self.run_id, phase, t0, records)
+            self.commit_ns = time.monotonic_ns() - t
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
@@ -218,6 +225,8 @@ class Coordinator:
         work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
                       {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
                       phase.cpus, phase.bind)
+        if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
+            self._flush()   # a short lead: the commit would compete with the slots arming
         self.engine.prepare(phase, work, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
@@ -226,7 +235,7 @@ class Coordinator:
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
         self.engine.go(t0)
-        self._flush()     # the previous phase, while this one waits for its T0
+        self._flush()     # the previous phase, while this one waits for its (long) lead
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()

@@ -11,10 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-# the floor under the adaptive lead: the lead itself follows the dispatch times measured (a
-# loaded box gets milliseconds), and a late slot doubles the next; 0.5 ms keeps a quiet
-# machine's short phases from waiting a fixed 1 ms each (issue #11: 1,000 phases/s)
-MIN_LEAD_NS = 500_000
+MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
 SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN
 MARGIN_NS = 200_000
