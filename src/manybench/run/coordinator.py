@@ -118,7 +118,10 @@ class Coordinator:
             self._tear_down()
             self.engine.abort()
         except BaseException:
-            self._flush()
+            try:
+                self._flush()     # what was measured, if the store still takes it
+            except Exception:
+                pass              # the error being raised says more
             self.engine.abort()
             store.end_run(run_id, "aborted")
             store.close()
