@@ -26,6 +26,9 @@ from ..run.lease import LeaseRenewer
 from .base import Engine, EngineError, Node, Results, Work
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
+# how often a phase still waiting asks the scheduler which workers it has: the answer
+# describes every worker (64 nodes: a large message), so not at every 0.2 s poll
+CHECK_WORKERS_S = 2.0
 
 
 class NodeLost(Exception):
@@ -58,6 +61,7 @@ class DaskEngine(Engine):
         self.prepared = False
         self.failed: dict[str, dict[int, Result]] = {}
         self.done: dict[str, dict[int, Result]] = {}
+        self.checked = 0.0                  # monotonic time of the last _check_workers
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
     def _submit(self, coro: Any) -> cf.Future:
@@ -209,7 +213,9 @@ class DaskEngine(Engine):
                 self.pending.cancel()
                 self.pending = None
                 return True
-            self._check_workers()
+            if time.monotonic() - self.checked >= CHECK_WORKERS_S:
+                self.checked = time.monotonic()
+                self._check_workers()
             return False
         self.pending = None
         for n, r in replies.items():

@@ -6,6 +6,7 @@ from typing import Callable
 
 from ..inventory.environment import collect
 from ..inventory.topology import topology
+from ..kernels import kernel
 from ..model import Phase
 from ..node.agent import Agent
 from ..node.protocol import CommandsDone, Connect, Prepare, RunCommands
@@ -17,6 +18,7 @@ class LocalEngine(Engine):
         self.agent: Agent | None = None
         self.nodes: list[Node] = []
         self.notices: list[str] = []
+        self.light: Prepare | None = None    # the phase under way, when its prepare is light
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -32,7 +34,11 @@ class LocalEngine(Engine):
     def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
         node = self.nodes[0].name
-        prepared = self.agent.prepare(Prepare(phase, work.get(node, [])), tick)
+        req = Prepare(phase, work.get(node, []))
+        self.light = req if kernel(phase.kernel).light_prepare else None
+        if self.light is not None:     # it travels with the go: one round trip, not two
+            return {node: {}}
+        prepared = self.agent.prepare(req, tick)
         self.notices += prepared.notices
         return {node: prepared.published}
 
@@ -40,12 +46,13 @@ class LocalEngine(Engine):
         self.agent.connect(Connect(peers), tick)
 
     def _go(self, t0_by_node: dict[str, int]) -> None:
-        self.agent.go(t0_by_node[self.nodes[0].name])
+        self.agent.go(t0_by_node[self.nodes[0].name], self.light)
 
     def poll(self, timeout: float) -> bool:
         return self.agent.poll(timeout)
 
     def _results(self) -> Results:
+        self.notices += self.agent.take_notices()   # slots replaced at a light phase's go
         return {self.nodes[0].name: self.agent.results()}
 
     def _telemetry(self) -> dict[str, list]:

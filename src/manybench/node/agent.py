@@ -47,6 +47,7 @@ class Running:
     info: dict | None = None    # what the slot's kernel published for its peers
     waiting: bool = False       # a connect was sent and not yet answered
     child: int = 0              # its command's process group (SlotReady.child)
+    prepare: SlotPrepare | None = None   # a light phase's prepare, sent with the go
 
 
 class Agent:
@@ -136,12 +137,14 @@ class Agent:
             pass
 
     # -- one phase -------------------------------------------------------------------
-    def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
-        """Send the phase to its slots and wait until each is ready or has failed."""
+    def _slot_prepares(self, req: Prepare) -> dict[int, SlotPrepare]:
+        """The phase under way becomes req's; each slot's SlotPrepare (a slot whose context
+        cannot be made gets its error result instead)."""
         phase = self.phase = req.phase
         if not self.keep:
             self.scratch.drop_phase_dirs()
         self.running = {a.place.slot: Running(a.place) for a in req.work}
+        out = {}
         for a in req.work:
             # a [[concurrent]] group's phase: each rank runs its member task's phase
             mine, rank = phase.member_of(a.rank) if phase.members else (phase, a.rank)
@@ -151,7 +154,13 @@ class Agent:
             except ContextError as e:
                 self.running[a.place.slot].result = Result(status="error", error=str(e))
                 continue
-            self._send_prepare(a.place.slot, SlotPrepare(mine, ctx, a.place))
+            out[a.place.slot] = SlotPrepare(mine, ctx, a.place)
+        return out
+
+    def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
+        """Send the phase to its slots and wait until each is ready or has failed."""
+        for i, msg in self._slot_prepares(req).items():
+            self._send_prepare(i, msg)
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(0.2)
             if tick:
@@ -205,15 +214,29 @@ class Agent:
                 tick()
         return Connected(self.results())
 
-    def go(self, t0_ns: int) -> None:
-        """Release the prepared slots at T0, in this node's clock."""
+    def go(self, t0_ns: int, light: Prepare | None = None) -> None:
+        """Release the prepared slots at T0, in this node's clock. light: a phase whose
+        prepare touches nothing (kernel trait light_prepare), not yet prepared: it travels
+        with the go, which saves a round trip to every slot."""
+        if light is not None:
+            for i, msg in self._slot_prepares(light).items():
+                status = self._exited(i)    # died while idle: replaced, as prepare does
+                if status is not None:
+                    self._replace_idle(i, f"exited while idle ({exit_text(status)})")
+                self.running[i].ready = True     # ready when it takes the go
+                self.running[i].prepare = msg
         timeout = self.phase.task.timeout if self.phase else None
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         self.t0_ns = t0_ns
         go = pickle.dumps(SlotGo(t0_ns))   # once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
-            self.slots[i].conn.send_bytes(go)
+            r = self.running[i]
+            try:
+                self.slots[i].conn.send_bytes(go if r.prepare is None else
+                                              pickle.dumps(SlotGo(t0_ns, r.prepare)))
+            except OSError:   # died since it was ready: its record says so, the run goes on
+                r.result = Result(status="error", error="the slot died before its go")
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""

@@ -2,9 +2,10 @@
 
 It adds RPC handlers to the worker (so the coordinator talks to each node directly, one
 message per node per phase, over Dask's comms and so its TLS), a TCP clock echo, and starts
-the node agent as a fresh subprocess (server.py) that owns the slot pool. Requests and
-replies are protocol.py's, pickled by the engine and the agent server; the worker only
-relays the bytes.
+the node agent as a fresh subprocess (server.py) that owns the slot pool; the next run's
+agent is started ahead, when the worker starts or a run ends, so a run's start does not wait
+for an interpreter on every node. Requests and replies are protocol.py's, pickled by the
+engine and the agent server; the worker only relays the bytes.
 
 Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
 srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
@@ -43,6 +44,10 @@ class AgentPlugin(WorkerPlugin):
         self.lock = asyncio.Lock()
         self.echo: EchoServer | None = None
         self.lease = Lease()    # the run's coordinator must renew it (lease.py)
+        # an agent process started ahead, idle until a run's Start: its interpreter start
+        # and imports are paid while the worker waits, not by the run (64 nodes on a few
+        # cpus would otherwise start their agents in series at every run start)
+        self.spare: tuple[subprocess.Popen, socket.socket] | None = None
 
     # -- the worker's life -----------------------------------------------------------
     def setup(self, worker: Any) -> None:
@@ -50,10 +55,16 @@ class AgentPlugin(WorkerPlugin):
         self.echo = EchoServer("0.0.0.0", 0)
         worker.handlers.update({"mb_info": self.info, "mb_call": self.call,
                                 "mb_renew": self.renew})
+        self.spare = _popen_agent()
 
     def teardown(self, worker: Any) -> None:
         self.lease.stop()
         self._stop(terminate=True)
+        if self.spare is not None:      # idle: closing its pipe ends it
+            proc, sock = self.spare
+            self.spare = None
+            sock.close()
+            _end(proc)
         if self.echo:
             self.echo.close()
 
@@ -89,6 +100,7 @@ class AgentPlugin(WorkerPlugin):
         if kind == "Abort":     # not behind the lock: a phase may be holding it
             self.lease.release()
             await asyncio.to_thread(self._stop, True)
+            await self._ready_next()
             return pickle.dumps(None)
         if self.lease.until is not None:
             self.lease.renew()
@@ -112,16 +124,23 @@ class AgentPlugin(WorkerPlugin):
             if kind == "Close":
                 self.lease.release()
                 await asyncio.to_thread(self._stop)
+                await self._ready_next()
             return reply
 
     # -- the agent subprocess --------------------------------------------------------
     async def _spawn(self) -> None:
-        mine, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
-                                      str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                     stdin=subprocess.DEVNULL)
-        theirs.close()
+        spare, self.spare = self.spare, None
+        if spare is None or spare[0].poll() is not None:
+            if spare is not None:
+                spare[1].close()
+            spare = _popen_agent()
+        self.proc, mine = spare
         self.stream = await asyncio.open_unix_connection(sock=mine)
+
+    async def _ready_next(self) -> None:
+        """After a run: the next run's agent, started while nothing is measured."""
+        if self.spare is None:
+            self.spare = await asyncio.to_thread(_popen_agent)
 
     def _stop(self, terminate: bool = False) -> None:
         """End our agent subprocess: SIGTERM makes it stop its slots and clean up first;
@@ -133,13 +152,28 @@ class AgentPlugin(WorkerPlugin):
             stream[1].close()
             self.stream = None
         if proc is not None:
-            try:
-                if wait_child(proc.pid, 10) is None:
-                    proc.kill()      # our own child, by its pid
-                    proc.wait()
-            except ChildProcessError:
-                pass
+            _end(proc)
             self.proc = None
+
+
+def _popen_agent() -> tuple[subprocess.Popen, socket.socket]:
+    """A fresh agent process (server.py) and our end of its pipe."""
+    mine, theirs = socket.socketpair()
+    proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
+                             str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                            stdin=subprocess.DEVNULL)
+    theirs.close()
+    return proc, mine
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Wait for our agent process to end (10 s), then kill it: our own child, by its pid."""
+    try:
+        if wait_child(proc.pid, 10) is None:
+            proc.kill()
+            proc.wait()
+    except ChildProcessError:
+        pass
 
 
 def _boot_id() -> str:

@@ -26,6 +26,7 @@ Two hops, one vocabulary:
   SlotPrepare(phase, ctx, place) -> SlotReady(info) | SlotDone(result)    (prepare failed)
   SlotConnect(peers)             -> SlotConnected() | SlotDone(result)    (connect failed)
   SlotGo(t0_ns)                  -> SlotDone(result)
+  SlotGo(t0_ns, SlotPrepare(...)) -> SlotDone(result)   a light phase: prepare, then go
   SlotPing()                     -> SlotPong(pid)
   SlotExit()                     the slot ends
 
@@ -209,6 +210,8 @@ class SlotConnect:
 @dataclass(frozen=True)
 class SlotGo:
     t0_ns: int
+    # a light phase's prepare travels with its go (one message, one reply: SlotDone)
+    prepare: SlotPrepare | None = None
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,8 @@ class AgentServer:
             case RunCommands():
                 return agent.run_commands(req)
             case Run(t0_ns, work, phase):
-                if phase is not None:
-                    agent.prepare(Prepare(phase, work))
-                agent.go(t0_ns)
+                # a light phase's prepare travels with its go (one round trip to each slot)
+                agent.go(t0_ns, None if phase is None else Prepare(phase, work))
                 while not agent.poll(0.5):
                     pass
                 return Finished(agent.results(), notices=agent.take_notices(),

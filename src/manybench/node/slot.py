@@ -193,8 +193,11 @@ class SlotLoop:
             except (EOFError, OSError):
                 return
             match msg:
-                case SlotGo(t0_ns):
+                case SlotGo(t0_ns, None):
                     conn.send(SlotDone(self.go(t0_ns)))
+                case SlotGo(t0_ns, prep):     # prepare and go in one: one reply
+                    ready = self._prepare_reply(prep)
+                    conn.send(ready if isinstance(ready, SlotDone) else SlotDone(self.go(t0_ns)))
                 case SlotConnect(peers):
                     failed = self.connect(peers)
                     conn.send(SlotConnected() if failed is None else SlotDone(failed))

@@ -21,6 +21,15 @@ def security(ca: str | None, cert: str | None, key: str | None):
 async def _serve(address: str, name: str | None, slots: int | None, host: str | None,
                  sec) -> None:
     kwargs = {"security": sec} if sec else {}
+    import dask   # noqa: PLC0415
+    # the worker only relays a few messages per phase: no sampling profiler (a thread waking
+    # every 10 ms), slower event-loop and system monitors; on a node that runs benchmarks
+    # (and on 64 namespace nodes sharing a few cpus) idle workers must stay idle
+    dask.config.set({"distributed.worker.profile.enabled": False,
+                     "distributed.admin.tick.interval": "1s",
+                     "distributed.admin.system-monitor.interval": "2s",
+                     "distributed.admin.system-monitor.gil.enabled": False,
+                     "distributed.worker.memory.monitor-interval": "1s"})
     name = name or socket.gethostname().split(".")[0]   # records name nodes by host
     # listen with the scheduler's scheme (tls:// when the cluster is secured)
     protocol = address.split("://", 1)[0] if "://" in address else "tcp"

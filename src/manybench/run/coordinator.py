@@ -1,7 +1,10 @@
 """The phase loop: place, prepare, pick T0, release, collect, store — one phase at a time.
 
-Every finished phase is committed before the next starts, so a crash, kill or Ctrl-C keeps
-everything measured so far; the run row says how the run ended. The coordinator works in its
+Every finished phase is committed in one transaction before the next phase is prepared, or,
+when the next lead is long enough to hold it without delaying the slots' arming, as soon as
+that phase's go is sent (idle time); always before that phase's results are taken; every other
+path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
+Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator works in its
 own clock only: engines convert T0 and stamps (engines/base.py).
 """
 from __future__ import annotations
@@ -33,6 +36,9 @@ from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+# a lead at least this long (and 4 x the last commit) holds the previous phase's commit: on a
+# cluster the lead is tens of ms; a 1 ms local lead is left to the slots
+OVERLAP_LEAD_NS = 5_000_000
 
 
 def new_run_id(name: str) -> str:
@@ -78,6 +84,8 @@ class Coordinator:
         self.current: tuple | None = None
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
+        self.unsaved: tuple | None = None   # the last finished phase, until it is committed
+        self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -124,10 +132,15 @@ class Coordinator:
             with interrupts.ignored():
                 status, code = "interrupted", EXIT_INTERRUPTED
                 previous = signal.SIG_IGN   # until the process exits: the run is ending
+                self._flush()
                 self._save_interrupted(store, run_id)
                 interrupts.cut_short(self._tear_down)
                 self.engine.abort()
         except BaseException:
+            try:
+                self._flush()     # what was measured, if the store still takes it
+            except Exception:
+                pass              # the error being raised says more
             self.engine.abort()
             store.end_run(run_id, "aborted")
             store.close()
@@ -147,6 +160,7 @@ class Coordinator:
         with RunProgress(len(self.phases), self.show_progress) as bar:
             for phase in self.phases:
                 if point is not None and phase.point != point:
+                    self._flush()     # a new point may set a variant up: commit first
                     self.engine.sync_clocks()    # clocks drift: re-measure between points
                     self._store_nodes()
                 point = phase.point
@@ -156,9 +170,11 @@ class Coordinator:
                 unfit = lost_unfit(phase, live, self.lost)
                 unset = None if unfit else self.setups.before(phase)
                 if unfit:     # it needs more slots than the nodes left have: not run
+                    self._flush()
                     self.warnings.add("node-lost", unfit, key=("unfit", phase.point))
                     t0, records = now_ns(), self._not_run(phase, nodes, unfit)
                 elif unset:     # its variant's setup failed: the phase is not run
+                    self._flush()
                     self.warnings.add("setup", unset, key=("setup", phase.variant))
                     t0, records = now_ns(), self._not_run(phase, nodes, unset)
                 else:
@@ -166,16 +182,19 @@ class Coordinator:
                     for r in flag_stalls(records):
                         self.warnings.add("stall", stall_text(r), node=r.node,
                                           task=r.task, phase=r.phase)
-                self.store.write_phase(self.run_id, phase, t0, records, samples=self.samples)
-                self.store.write_telemetry(self.run_id, self.engine.telemetry())
+                # committed once the next phase's go is sent (its lead is idle time), or
+                # when anything else happens first
+                self.unsaved = (phase, t0, records, self.samples, self.engine.telemetry())
                 self.failed += sum(r.status != "ok" for r in records)
                 self._metric_warnings(phase, records)
                 for notice in self.engine.take_notices():
                     self.warnings.add("slot-replaced", notice)
                 bar.advance(records)
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
+                    self._flush()
                     self._tear_down()
                     return "aborted"
+        self._flush()
         self._tear_down()
         self._quality()
         return "finished" if self.failed == 0 else "failed"
@@ -185,6 +204,16 @@ class Coordinator:
         for kind, node, task, msg in run_checks(self.store, self.run_id,
                                                 {n.name: len(n.cpus) for n in self.nodes}):
             self.warnings.add(kind, msg, node=node, task=task)
+
+    def _flush(self) -> None:
+        """Commit the last finished phase, if it is not yet: one transaction, in order."""
+        if self.unsaved is not None:
+            phase, t0, records, samples, telemetry = self.unsaved
+            self.unsaved = None
+            t = time.monotonic_ns()
+            self.store.write_phase(self.run_id, phase, t0, records, samples=samples)
+            self.store.write_telemetry(self.run_id, telemetry)
+            self.commit_ns = time.monotonic_ns() - t
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
@@ -239,6 +268,8 @@ class Coordinator:
         work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
                       {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
                       phase.cpus, phase.bind)
+        if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
+            self._flush()   # a short lead: the commit would compete with the slots arming
         self.engine.prepare(phase, work, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
@@ -247,6 +278,7 @@ class Coordinator:
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
         sent = now_ns()
         self.engine.go(t0)
+        self._flush()     # the previous phase, while this one waits for its (long) lead
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
