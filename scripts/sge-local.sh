@@ -203,7 +203,7 @@ do_start() {
     rm -f "$QMASTER_PID"
     /usr/lib/gridengine/sge_qmaster 9>&- || die "sge_qmaster failed to start"
     for _ in $(seq 100); do [ -s "$QMASTER_PID" ] && qmaster_ok && break; sleep 0.2; done
-    cp -f "$QMASTER_PID" "$RUN_DIR/sge_qmaster.pid" 2>/dev/null || true
+    cp -f "$QMASTER_PID" "$RUN_DIR/sge_qmaster.pid" 2>/dev/null || true   # (its own pid file)
     pid_alive sge_qmaster || die "sge_qmaster exited"
     started=1
   fi
@@ -217,10 +217,10 @@ do_start() {
     # its spool directory is named as the execd resolves itself (here maybe "localhost")
     local pidf=""
     for _ in $(seq 100); do
-      pidf="$(ls /var/spool/gridengine/execd/*/execd.pid 2>/dev/null | head -n1)"
+      pidf="$(ls /var/spool/gridengine/execd/*/execd.pid 2>/dev/null | head -n1 || true)"
       [ -n "$pidf" ] && [ -s "$pidf" ] && break; sleep 0.2
     done
-    [ -n "$pidf" ] && cp -f "$pidf" "$RUN_DIR/sge_execd.pid"
+    [ -z "$pidf" ] || cp -f "$pidf" "$RUN_DIR/sge_execd.pid"
     pid_alive sge_execd || die "sge_execd exited"
     started=1
   fi
