@@ -89,3 +89,14 @@ def test_bundle_refuses_a_directory_that_is_no_source_tree(tmp_path):
     res = run_cli("bundle", str(tmp_path / "out"), "--source", str(tmp_path))
     assert res.returncode == 2
     assert "not a manybench source tree" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_requirements_for_another_target_come_from_the_wheel(wheels):
+    """For a foreign target the dependencies are read from manybench's wheel: its runtime
+    requirements, an extra's only when asked for."""
+    from manybench.bundle import _requirements
+    plain = _requirements(wheels, ())
+    assert any(r.startswith("click") for r in plain)
+    assert any(r.startswith("dask-jobqueue") or r.startswith("dask_jobqueue") for r in plain)
+    assert not any(r.startswith("pytest") for r in plain)
+    assert any(r.startswith("pytest") for r in _requirements(wheels, ("test",)))
