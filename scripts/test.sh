@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES="fio time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static"
+DEBIAN_PACKAGES="fio time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static gridengine-master gridengine-exec gridengine-client bwa bowtie2 samtools hpcc"
 missing=""
 for p in $DEBIAN_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -13,6 +13,8 @@ done
 if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
+  # gridengine's postinst creates the cell "default" (scripts/sge-local.sh configures it)
+  echo "gridengine-common shared/gridengineconfig boolean true" | $SUDO debconf-set-selections
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 

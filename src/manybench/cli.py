@@ -410,5 +410,25 @@ def kernels(name: str | None) -> None:
         click.echo()
 
 
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--source", type=click.Path(file_okay=False), help="manybench's source tree "
+              "(default: the one this manybench runs from).")
+@click.option("--python-version", metavar="X.Y", help="Target Python (default: this one).")
+@click.option("--platform", metavar="TAG", help="Target platform tag, e.g. manylinux2014_x86_64.")
+@click.option("--extra", "extras", multiple=True, help="Also bundle an extra (e.g. test).")
+def bundle(directory: str, source: str | None, python_version: str | None,
+           platform: str | None, extras: tuple[str, ...]) -> None:
+    """Write wheels of manybench and every dependency into DIRECTORY, for
+    `pip install --no-index --find-links DIRECTORY manybench` with no network."""
+    from .bundle import BundleError, bundle as write_bundle
+    try:
+        files = write_bundle(directory, source, python_version, platform, extras)
+    except BundleError as e:
+        raise _fail(str(e)) from None
+    click.echo(f"{len(files)} files in {directory}; install with:\n"
+               f"  pip install --no-index --find-links {directory} manybench")
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,124 @@
+"""`manybench bundle DIR`: wheels of manybench and of every dependency, for installing on a
+machine with no network (clusters behind a closed network install from mirrors):
+
+    pip install --no-index --find-links DIR manybench
+
+manybench's own wheel is built from its source tree (it compiles the C kernels, so it is a
+wheel for this interpreter and platform; a different target gets the sdist as well, built
+there by pip with setuptools and wheel, which are bundled too). Dependencies come as wheels:
+for this interpreter `pip wheel` (which also builds any dependency published only as an
+sdist); for another target `pip download --only-binary=:all:` with its Python version and
+platform tags, since nothing can be built for it here.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+
+class BundleError(Exception):
+    """The bundle cannot be written (a message for the user)."""
+
+
+def source_tree(given: str | None = None) -> Path:
+    """The manybench source tree: the one given, else the one this module was imported
+    from (src/manybench -> the directory holding pyproject.toml)."""
+    if given:
+        root = Path(given).resolve()
+    else:
+        root = Path(__file__).resolve().parent.parent.parent
+    py = root / "pyproject.toml"
+    if not py.is_file() or 'name = "manybench"' not in py.read_text():
+        raise BundleError(f"{root} is not a manybench source tree (no pyproject.toml naming "
+                          "manybench); pass --source with the repository's directory")
+    return root
+
+
+def _pip(*args: str) -> None:
+    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    # The user's pip config may point --find-links elsewhere; the bundle must be whole.
+    env = {k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_NO_INDEX")}
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-12:])
+        raise BundleError(f"pip {args[0]} failed:\n{tail}")
+
+
+def this_target() -> tuple[str, str]:
+    """(python version 'X.Y', platform tag) of this interpreter."""
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"{sys.version_info[0]}.{sys.version_info[1]}", plat
+
+
+def bundle(directory: str, source: str | None = None, python_version: str | None = None,
+           platform: str | None = None, extras: tuple[str, ...] = ()) -> list[str]:
+    """Write the wheels into `directory`; return the file names there."""
+    root = source_tree(source)
+    out = Path(directory).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    here_py, here_plat = this_target()
+    foreign = (python_version not in (None, here_py)) or (platform not in (None, here_plat))
+    req = "manybench" + (f"[{','.join(extras)}]" if extras else "")
+    # manybench itself, built from a clean copy of the tree (an in-tree build would leave
+    # build/ behind, and a stale build/ or in-place .so would be packed as it is)
+    with tempfile.TemporaryDirectory(prefix="manybench-bundle-") as tmp:
+        copy = Path(tmp) / "src"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "*.so", "__pycache__", ".pytest_cache"))
+        _pip("wheel", "--no-deps", "-w", str(out), str(copy))
+    if not foreign:
+        # every dependency as a wheel, manybench resolved from the wheel just written
+        _pip("wheel", "-w", str(out), "--find-links", str(out), req)
+        _pip("download", "-d", str(out), "setuptools>=64", "wheel")
+    else:
+        # the target builds manybench from its sdist (with the bundled setuptools and wheel)
+        _sdist(root, out)
+        tags = ["--only-binary=:all:", "--implementation", "cp"]
+        if python_version:
+            tags += ["--python-version", python_version]
+        if platform:
+            tags += ["--platform", platform]
+        deps = _requirements(out, extras)
+        _pip("download", "-d", str(out), *tags, *deps, "setuptools>=64", "wheel")
+    return sorted(p.name for p in out.iterdir())
+
+
+def _sdist(root: Path, out: Path) -> None:
+    """manybench's source archive, for a target this interpreter cannot build a wheel for."""
+    base = out / f"manybench-{_version(root)}"
+    shutil.make_archive(str(base), "gztar", root_dir=root.parent, base_dir=root.name)
+
+
+def _version(root: Path) -> str:
+    for line in (root / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version"):
+            return line.split("=", 1)[1].strip().strip('"')
+    return "0"
+
+
+def _requirements(out: Path, extras: tuple[str, ...]) -> list[str]:
+    """manybench's requirements, read from the metadata of the wheel in `out`."""
+    import zipfile
+    wheels = sorted(out.glob("manybench-*.whl"))
+    if not wheels:
+        raise BundleError(f"no manybench wheel in {out}")
+    with zipfile.ZipFile(wheels[-1]) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode().splitlines()
+    reqs = []
+    for line in lines:
+        if not line.startswith("Requires-Dist:"):
+            continue
+        spec = line.split(":", 1)[1].strip()
+        if "extra ==" in spec:
+            extra = spec.split("extra ==")[1].strip().strip("'\"")
+            if extra not in extras:
+                continue
+            spec = spec.split(";")[0].strip()
+        reqs.append(spec)
+    return reqs
