@@ -11,7 +11,6 @@ and says which (report/terminal.py); `--metrics` picks the figures, `--all` show
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -190,12 +189,6 @@ def default_figures(points: list[PointSummary]) -> list[str]:
         names + ["elapsed"]
 
 
-def _varying(points: list[PointSummary]) -> list[str]:
-    keys: list[str] = []
-    for s in points:
-        keys += [k for k in s.params if k not in keys]
-    return [k for k in keys
-            if len({json.dumps(s.params.get(k), sort_keys=True, default=str) for s in points}) > 1]
 
 
 def _ok(p: PointSummary) -> str:
