@@ -11,7 +11,6 @@ lines.py (source lines).
 """
 from __future__ import annotations
 
-import copy
 import os
 import re
 from pathlib import Path

@@ -2,7 +2,6 @@
 that terminal.py and html.py lay out like the others."""
 from __future__ import annotations
 
-import json
 import math
 
 from ..analysis.compare import (ELAPSED, SYNC, Comparison, Figure, RunData, TaskComparison,
@@ -13,7 +12,7 @@ from ..analysis.reference import FAIL, RefCheck, evaluate
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..units import format_rate
-from .formats import DASH, count, ns, param_formatter, secs
+from .formats import DASH, count, ns, param_formatter, secs, swept
 from .tables import RunView, Table
 
 DEFINITIONS = ("ratio = compared / baseline of the geometric means over repetitions; "
@@ -62,15 +61,6 @@ def _n_text(c: Comparison) -> str:
     return f"{e.n_base}+{e.n_other}" + (f" {e.method}" if e.method else "")
 
 
-def _varying(points: list[PointSummary]) -> list[str]:
-    """The parameters whose value differs between the points (the swept ones)."""
-    keys: list[str] = []
-    for s in points:
-        keys += [k for k in s.params if k not in keys and k != "dir"]
-    dump = lambda v: json.dumps(v, sort_keys=True, default=str)
-    return [k for k in keys if len({dump(s.params.get(k)) for s in points}) > 1]
-
-
 def _label(c: Comparison, base_params: dict) -> str:
     """The compared side: its variant or run, with the params it changed (a variant's `set`)."""
     o = c.other.point
@@ -83,7 +73,7 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     """One task's comparisons: a row per point and compared variant (or run), and a row with
     the whole task's verdict per variant (or run) when the task has several points."""
     bases = list({id(c.base.point): c.base.point for c in tc.rows}.values())
-    varying = _varying(bases)
+    varying = swept(bases, skip=("dir",))
     fmts = {k: param_formatter(bases[0].kernel, k) for k in varying}
     figs = list(dict.fromkeys(c.figure for c in tc.rows))
     labels = list(dict.fromkeys(c.other.label for c in tc.rows))

@@ -67,3 +67,12 @@ def param_formatter(kernel_name: str, name: str) -> Callable[[Any], str]:
     else:
         return lambda v: DASH if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
     return lambda v: DASH if v is None else fmt(v) if isinstance(v, (int, float)) else str(v)
+
+
+def swept(points: list, skip: tuple[str, ...] = ()) -> list[str]:
+    """The parameters whose value differs between the points (the swept ones), in order."""
+    keys: list[str] = []
+    for s in points:
+        keys += [k for k in s.params if k not in keys and k not in skip]
+    dump = lambda v: json.dumps(v, sort_keys=True, default=str)   # noqa: E731
+    return [k for k in keys if len({dump(s.params.get(k)) for s in points}) > 1]

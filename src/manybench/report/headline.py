@@ -23,7 +23,7 @@ from ..record import Record
 from ..results.contract import StoredPhase
 from .colunits import (count_spread, human_time, median_only, metric_unit, num, rate_unit,
                        time_spread, value_spread)
-from .formats import DASH, count, param_formatter
+from .formats import DASH, count, param_formatter, swept
 
 # figures every kernel may name besides its metrics (and what `--metrics` accepts)
 BUILTIN = ("bandwidth", "ops_rate", "sync_overhead", "skew", "lateness", "latency", "elapsed",
@@ -204,7 +204,7 @@ def headline(points: list[PointSummary], spreads: dict[str, dict[str, Spread]],
     if any(p.variant for p in points):
         cols.append(Column("variant", "variant", lambda p: p.variant or DASH, 0))
     cols.append(Column("workers", "workers", lambda p: str(p.workers), 0))
-    for k in _varying(points):
+    for k in swept(points):
         fmt = param_formatter(kernel_name, k)
         cols.append(Column(k, k, lambda p, k=k, fmt=fmt: fmt(p.params[k]) if k in p.params
                            else DASH, 0))

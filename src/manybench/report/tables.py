@@ -5,7 +5,6 @@ names (docs/definitions.md: lateness, skew, sync overhead, aggregate bandwidth).
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -20,7 +19,8 @@ from ..results.contract import RunInfo
 from ..results.store import Store
 from ..units import format_duration, format_rate, format_size
 from . import header as head
-from .formats import DASH, count, dist, ns, param_formatter, rate_spread, secs, spread
+from .formats import (DASH, count, dist, ns, param_formatter, rate_spread, secs, spread,
+                      swept)
 
 MAX_ERRORS = 5  # error lines shown per table; the rest are counted
 LEGEND = ("lateness = start - T0 per slot; skew = max(start) - min(start) per phase; "
@@ -66,15 +66,6 @@ def _ok_cell(s: PointSummary) -> str:
     bad = [f"{n} {name}" for name, n in (("error", s.error), ("timeout", s.timeout),
                                           ("lost", s.lost)) if n]
     return cell + (f" ({', '.join(bad)})" if bad else "")
-
-
-def _varying(points: list[PointSummary]) -> list[str]:
-    """Parameters whose value differs between the task's points (the swept ones)."""
-    keys: list[str] = []
-    for s in points:
-        keys += [k for k in s.params if k not in keys]
-    return [k for k in keys
-            if len({json.dumps(s.params.get(k), sort_keys=True, default=str) for s in points}) > 1]
 
 
 def _errors(points: list[PointSummary]) -> list[str]:
@@ -212,7 +203,7 @@ def task_table(task: str, points: list[PointSummary],
     efficiency and share columns only where a point has a peak or ran on several nodes."""
     kernel_name = points[0].kernel
     traits = kernel(kernel_name)
-    varying = _varying(points)
+    varying = swept(points)
     fmts = {k: param_formatter(kernel_name, k) for k in varying}
     with_variant = any(s.variant for s in points)
     cols: list[tuple[str, Callable[[PointSummary], str]]] = []
