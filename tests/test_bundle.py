@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from conftest import run_cli
@@ -27,7 +29,9 @@ kernel = "null"
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
     d = tmp_path_factory.mktemp("bundle")
-    res = run_cli("bundle", str(d), timeout=800)
+    # the suite runs against the installed package: the sources are this repository
+    res = run_cli("bundle", str(d), "--source", str(Path(__file__).resolve().parent.parent),
+                  timeout=800)
     if res.returncode != 0 and "Could not find a version" in res.stderr + res.stdout:
         pytest.skip(f"bundle needs the package index (network): {res.stderr[-300:]}")
     assert res.returncode == 0, res.stderr[-3000:]

@@ -25,15 +25,22 @@ class BundleError(Exception):
     """The bundle cannot be written (a message for the user)."""
 
 
+def _is_source(root: Path) -> bool:
+    py = root / "pyproject.toml"
+    return py.is_file() and 'name = "manybench"' in py.read_text()
+
+
 def source_tree(given: str | None = None) -> Path:
     """The manybench source tree: the one given, else the one this module was imported
-    from (src/manybench -> the directory holding pyproject.toml)."""
+    from (src/manybench -> the directory holding pyproject.toml), else the current directory
+    (an installed package is no source tree: the repository it was installed from is)."""
     if given:
         root = Path(given).resolve()
     else:
         root = Path(__file__).resolve().parent.parent.parent
-    py = root / "pyproject.toml"
-    if not py.is_file() or 'name = "manybench"' not in py.read_text():
+        if not _is_source(root):
+            root = Path.cwd().resolve()
+    if not _is_source(root):
         raise BundleError(f"{root} is not a manybench source tree (no pyproject.toml naming "
                           "manybench); pass --source with the repository's directory")
     return root

@@ -250,7 +250,15 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency]) 
                 return DASH
             x = e.efficiency
             return f"{x.ratio * 100:.0f}% of {count(x.peak)} {unit(x.metric)}"
-        out.append(Column("efficiency", "of peak", eff, 15))
+        out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
+    if any(e.share for e in effs.values()):
+        def share(p: PointSummary) -> str:
+            e = effs.get(p.point)
+            if e is None or e.share is None:
+                return DASH
+            return f"{e.share.ratio * 100:.0f}% of {e.share.nodes} x {count(e.share.single)}"
+        # scaling over nodes is what a multi-node point is about: kept before efficiency
+        out.append(Column("share", "share of\nN x single-node", share, 3))
     return out
 
 
