@@ -149,8 +149,8 @@ def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
     """Every check above on a run as stored (cpus: each node's cpu count)."""
     from ..analysis.points import summarize   # noqa: PLC0415
     from ..results.contract import START      # noqa: PLC0415
-    records = store.records(run_id)
-    points = summarize(records, store.phases(run_id), store.telemetry(run_id))
+    records, telemetry = store.records(run_id), store.telemetry(run_id)   # read once
+    points = summarize(records, store.phases(run_id), telemetry)
     start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
     return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
-            + other_load(store.telemetry(run_id), records, cpus))
+            + other_load(telemetry, records, cpus))
