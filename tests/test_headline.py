@@ -61,15 +61,19 @@ def test_six_metric_command_task_fits_80_columns_in_one_table(tmp_path):
     table = text.split("bwa (command)")[1].split("lateness =")[0]
     for header in ("reads_per_s", "bw", "fsync", "wall", "mapped_pct", "gflops"):
         assert header in table, header
-    # bw_mib_s: 1200..2101 MiB/s, one unit for the column (GiB/s), median (min-max)
+    # bw_mib_s: 1200..2101 MiB/s per slot, summed over a phase's slots (a rate): the
+    # aggregate, one unit for the column (GiB/s), median (min-max) over phases
     assert "GiB/s" in table and "MiB/s" not in table
-    assert "1.17" in table and "2.05" in table        # 1200 and 2100 MiB/s in GiB/s
+    assert "1.17" in table and "8.20" in table        # 1200 and 4 x 2100 MiB/s in GiB/s
     assert "1.17 (" not in table                     # no range of one value (1201 rounds to it)
     wide = render_text(tmp_path, width=200).split("bwa (command)")[1]
-    assert "1.46 (1.46-1.47)" in wide                # the range where there is room
-    # times in human units: fsync_us 133000 -> "133 ms", never "133k"
-    assert "133 ms" in table and "133k" not in table
-    assert "123k" in table                                   # reads_per_s: a count
+    assert "8.20 (8.20-8.21)" in wide                # the range where there is room
+    # and per slot (aggregate / workers) in the aggregate's unit, labelled so
+    assert "2.05" in wide and "per slot, GiB/s" in wide and "aggregate, GiB/s" in wide
+    # times in one human unit per column, named in its header: fsync_us 133000 -> 133 ms,
+    # never "133k"
+    assert "per slot, ms" in table and " 133 " in table and "133k" not in table
+    assert "aggregate, k" in table and " 123 " in table      # reads_per_s: a count, in k
 
 
 def test_demo_report_fits_80_columns_one_table_per_task(tmp_path):

@@ -5,6 +5,7 @@ arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import resources
@@ -230,10 +231,12 @@ def _open_results(directory: str):
               help="Show these figures instead of each task's headline (bandwidth, ops_rate, "
                    "latency, skew, lateness, elapsed, sync_overhead, stonewall, or a metric).")
 @click.option("--all", "all_columns", is_flag=True, help="Show every figure of every task.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report's numbers as JSON instead of tables: every figure of "
+                   "every point with n, median, interval and unit, and the throughput series.")
 def report(directory: str, html_path: str | None, plots_dir: str | None, run_id: str | None,
-           metrics: str | None, all_columns: bool) -> None:
+           metrics: str | None, all_columns: bool, as_json: bool) -> None:
     """Print the report of a results directory."""
-    from .report.terminal import render
     figures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     if metrics is not None and not figures:
         raise _fail("--metrics: give figure names separated by commas, e.g. bandwidth,latency")
@@ -243,19 +246,29 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
             errs.output_file(html_path, option="--html").close()
-        try:
-            render(store, run_id=run_id, figures=figures, all_columns=all_columns)
+        if as_json:
+            from .report.summary import summary
+            click.echo(json.dumps(summary(store, run_id), indent=1))
+            return
+        from .report.build import build
+        from .report.terminal import render_views
+        try:    # each run read and summarised once, for the tables, the page and the figures
+            views = build(store, run_id, figures=figures, all_columns=all_columns,
+                          keep=bool(html_path or plots_dir))
         except (KeyError, ValueError) as e:
             raise _fail(str(e).strip("'\""))
+        render_views(views)
         if html_path:
-            from .report.html import write_html
-            with errs.writing(html_path, "--html"):
-                write_html(store, html_path, run_id=run_id)
+            from .report.html import page_of_views
+            with errs.writing(html_path, "--html"), \
+                    open(html_path, "w", encoding="utf-8") as f:
+                f.write(page_of_views(store, views))
             click.echo(f"wrote {html_path}", err=True)
         if plots_dir:
             from .report.plots import write_plots
             with errs.writing(plots_dir, "--plots"):
-                written = write_plots(store, plots_dir, run_id=run_id)
+                written = write_plots(store, plots_dir, run_id=views[-1].run_id,
+                                      data=views[-1].data)
             click.echo(f"wrote {len(written)} files in {plots_dir}", err=True)
 
 

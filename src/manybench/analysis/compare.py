@@ -2,8 +2,8 @@
 
 The figure compared (one value per phase, i.e. per repetition), by what the task runs:
   sync-only kernels (null)   sync overhead (the phase's window), lower is better
-  commands                   a rate metric the task extracts (a name ending in
-                             efficiency.RATE_SUFFIXES: *_mb_s, gflops, *_iops ...) summed over
+  commands                   a rate metric the task extracts (rates.summed: declared so,
+                             or named *_mb_s, *_gflops, *_iops ...) summed over
                              the phase's slots, higher is better; else the phase's elapsed
                              (last end - first start), lower is better
   throughput kernels         the kernel's own main figure summed over the phase's slots
@@ -39,7 +39,8 @@ from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..results.store import Store
-from .efficiency import RATE_SUFFIXES, RULE_ORDER
+from .efficiency import RULE_ORDER
+from .rates import summed
 from .phase_figures import NS, PhaseFigures
 from .points import PointSummary, summarize
 from .significance import Estimate, paired, welch
@@ -169,7 +170,7 @@ def task_verdict(verdicts: list[str]) -> str:
 
 # -- the figure and its values ------------------------------------------------------------------
 def _rate_metrics(s: PointSummary) -> list[str]:
-    return sorted(m for m in s.metrics if m.endswith(RATE_SUFFIXES))
+    return sorted(m for m in s.metrics if summed(s.kernel, m))
 
 
 def choose_figure(a: PointSummary, b: PointSummary) -> Figure:

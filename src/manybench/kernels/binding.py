@@ -22,6 +22,10 @@ from typing import Any
 CPU_BOUND_SHARE = 0.9
 
 
+# cpu use is reported for windows at least this long: 100 x the slot's spin before T0
+# (node/slot.py), whose cpu time would otherwise dominate it
+MIN_CPU_NS = 30_000_000
+
 def cpulist(ids: Any) -> str:
     """Cpu or node ids as Linux writes them: "0-3,8,10-11"."""
     xs = sorted(set(int(i) for i in ids))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..templates import render
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
+from .figures import COUNT, Figure
 from .native import native
 
 if TYPE_CHECKING:
@@ -206,6 +207,9 @@ def _cleanup(p: Prepared) -> None:
     p.err.close()
 
 
+EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
+                     note="exit statuses: status x records, failed records too")
+
 COMMAND = Kernel(
     name="command",
     doc="An external command: argv templated with the task's parameters and {node}, {slot}, "
@@ -214,7 +218,7 @@ COMMAND = Kernel(
         "with a (?P<value>...) group extract figures; `timeout` kills the process group.",
     params={},
     prepare=_prepare, run=_run, cleanup=_cleanup,
-    uses_dir=True, runs_child=True, from_command=True,
+    uses_dir=True, runs_child=True, from_command=True, figures=(EXIT_STATUS,),
 )
 
 KERNELS = [COMMAND]

@@ -27,7 +27,7 @@ from importlib import resources
 from typing import IO, Any
 
 from .base import Kernel, KernelError, Result, SlotContext
-from .binding import allowed_count, cpu_figures
+from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .hist import HIST_BUCKETS
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
@@ -249,7 +249,6 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
 def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     """What the slot reads back for a plain run, as mbkernel read it inside the wrap, and the
     wrap's own costs."""
-    from ..node.slot import MIN_CPU_NS   # noqa: PLC0415 (the slot's rule for cpu figures)
     m = res.metrics
     for k in ("cpus_allowed", "mems_allowed", "mempolicy"):
         if k in d:

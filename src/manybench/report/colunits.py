@@ -57,6 +57,27 @@ def rate_unit(values: Iterable[float | None]) -> tuple[str, float]:
     return name, div
 
 
+_PREFIXES = (("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def column_unit(unit: str, medians: Iterable[float | None]) -> tuple[str, float]:
+    """One unit for a column of values given in `unit` (analysis/values.py): byte rates and
+    times scaled to their largest median, counts and ops/s with a k/M/G prefix, any other
+    unit (MB/s, GFLOPS) as declared. (header unit, divisor)."""
+    vals = [abs(v) for v in medians if v is not None]
+    top = max(vals, default=0.0)
+    if unit == "B/s":
+        return rate_unit(vals)
+    if unit == "s":
+        return time_unit(top) if top else ("us", 1e-6)
+    if unit in ("", "ops/s"):
+        for prefix, div in _PREFIXES:
+            if top >= 10 * div:
+                return prefix + unit if unit else prefix, div
+        return unit, 1.0
+    return unit, 1.0
+
+
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 

@@ -13,7 +13,7 @@ from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..units import format_rate
 from .formats import DASH, count, ns, param_formatter, secs, swept
-from .tables import RunView, Table
+from .view import RunView, Table
 
 DEFINITIONS = ("ratio = compared / baseline of the geometric means over repetitions; "
                "overhead = how much more the compared side costs in the figure's direction (a "

@@ -12,7 +12,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..results.store import Store
-from .tables import RunView, Table, build
+from .build import build
+from .view import RunView, Table
 
 
 def _rich(t: Table, cols: list[int], title: str) -> RichTable:
@@ -121,8 +122,12 @@ def render(store_dir_or_store: Store | str | os.PathLike, console: Console | Non
            all_columns: bool = False) -> None:
     """Print the report of the directory's latest run (or of `run_id`, or of every run):
     per task its headline figures, the `figures` named instead, or every figure."""
+    render_views(build(store_dir_or_store, run_id, all_runs, figures, all_columns), console)
+
+
+def render_views(views: list[RunView], console: Console | None = None) -> None:
+    """Print views built once (report/build.py)."""
     console = console or Console()
-    views = build(store_dir_or_store, run_id, all_runs, figures, all_columns)
     if not views:
         console.print(Text("no runs recorded", style="dim"))
     for view in views:

@@ -11,6 +11,8 @@ change a file).
        teardown) and node_commands (the setup and teardown commands run, with their output)
   4  + samples (each slot's progress inside a phase), telemetry (each node's cpu, memory,
        disk and network over the run) and phases.warmup (warm-up repetitions, not analysed)
+  5  + phases.go_ns (when the coordinator sent the phase's go: the phase cycle, SMTEF's
+       figure; NULL for phases stored before)
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class SchemaError(Exception):
@@ -149,6 +151,9 @@ CREATE INDEX IF NOT EXISTS telemetry_run ON telemetry (run, t_ns);
 _V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
 
 
+_V5_GO = "ALTER TABLE phases ADD COLUMN go_ns INTEGER"
+
+
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
     for stmt in sql.split(";"):
@@ -195,8 +200,13 @@ def _v3_to_v4(db: sqlite3.Connection) -> None:
     _script(db, _V4_TABLES)
 
 
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    """Add phases.go_ns, NULL: runs before version 5 did not store when the go was sent."""
+    db.execute(_V5_GO)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                              3: _v3_to_v4}
+                                                              3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -225,6 +235,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
         if v == 0:
             _script(db, _V1 + _V2 + _V3)
             _v3_to_v4(db)
+            _v4_to_v5(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)
