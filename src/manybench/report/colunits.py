@@ -36,10 +36,14 @@ def metric_unit(name: str) -> tuple[str, float, str]:
 
 
 def num(x: float) -> str:
-    """Three significant digits, never in exponent form: 0.0123, 1.23, 12.3, 123, 12345."""
+    """Three significant digits, never in exponent form: 0.0123, 1.23, 12.3, 123, 12345;
+    below a thousandth of the column's unit "<0.001" (the column's unit fits its largest
+    values; the exact figure is in `report --json`)."""
     a = abs(x)
     if a >= 100 or x == 0:
         return f"{x:.0f}"
+    if a < 0.001:
+        return "<0.001" if x > 0 else ">-0.001"
     if a >= 10:
         return f"{x:.1f}"
     if a >= 1:
