@@ -229,7 +229,8 @@ def _open_results(directory: str):
 @click.option("--run", "run_id", help="Which run of the directory (default: the latest).")
 @click.option("--metrics", "metrics", metavar="A,B",
               help="Show these figures instead of each task's headline (bandwidth, ops_rate, "
-                   "latency, skew, lateness, elapsed, sync_overhead, stonewall, or a metric).")
+                   "latency, skew, lateness, cycle, elapsed, sync_overhead, stonewall, or a "
+                   "metric).")
 @click.option("--all", "all_columns", is_flag=True, help="Show every figure of every task.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report's numbers as JSON instead of tables: every figure of "
@@ -344,8 +345,9 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a run is significantly worse than DIR_A at some point.")
 def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
-    """Compare runs point by point against DIR_A (the baseline): ratio, overhead % with its
-    95% confidence interval, and whether it is significant (DIR: a results directory, its
+    """Compare runs point by point against DIR_A (the baseline): geometric means, their ratio,
+    how many times faster or slower with its 95% confidence interval, and whether it is
+    significant (DIR: a results directory, its
     latest run, or DIR:RUN_ID). Exit status 1 when a [reference] of the newest run fails, or
     with --fail-on-regression a significant regression; 2 for bad input."""
     from .analysis import compare as cmp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.compare import (ELAPSED, SYNC, Comparison, Figure, RunData, TaskComparison,
-                                task_verdict, unmatched, within_run)
+                                task_verdict, times_text, unmatched, within_run)
 from ..analysis.efficiency import unit
 from ..analysis.points import PointSummary
 from ..analysis.reference import FAIL, RefCheck, evaluate
@@ -15,12 +15,13 @@ from ..units import format_rate
 from .formats import DASH, count, ns, param_formatter, secs, swept
 from .view import RunView, Table
 
-DEFINITIONS = ("ratio = compared / baseline of the geometric means over repetitions; "
-               "overhead = how much more the compared side costs in the figure's direction (a "
-               "time: ratio - 1; a rate: baseline / compared - 1) [its 95% confidence "
-               "interval]; not significant = the interval holds 0% (no difference); n too "
-               "small = fewer than 2 repetitions on a side; elapsed = the phase's last end - "
-               "first start (docs/comparisons.md)")
+DEFINITIONS = ("geo mean = the geometric mean of a figure over repetitions (`report` shows "
+               "medians); ratio = compared / baseline of the geo means; faster or slower = how many "
+               "times faster or slower the compared side is in the figure's direction (a time "
+               "larger, a rate smaller: slower) [its 95% confidence interval]; not significant "
+               "= the interval holds 1 (no difference); n too small = fewer than 3 repetitions "
+               "on a side, too few for an interval; elapsed = the phase's last end - first "
+               "start (docs/comparisons.md)")
 VARIANTS_TEST = ("test: paired t on the log ratios when every repetition has both sides (the "
                  "variants of a repetition ran back to back), else Welch's t on the log values")
 RUNS_TEST = ("runs compared point by point (the same task, parameters, workers, placement and "
@@ -47,11 +48,8 @@ def value_text(fig: Figure, v: float | None) -> str:
 
 
 def overhead_text(c: Comparison) -> str:
-    if c.overhead is None:
-        return DASH
-    text = f"{c.overhead * 100:+.1f}%"
-    ci = c.overhead_interval
-    return text + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if ci else "")
+    """"1.10 times slower [1.08, 1.12]" (hyperfine's wording), "-" without values."""
+    return c.times() or DASH
 
 
 def _n_text(c: Comparison) -> str:
@@ -82,8 +80,8 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     keys = ["workers"] + varying + (["variant"] if with_variant else [])
     side = ["variant"] if not runs else ["run"] if len(labels) > 1 else []
     cols = keys + side + (["figure"] if len(figs) > 1 else []) + [
-        tc.baseline, "compared" if side else labels[0], "ratio", "overhead\n[95% CI]",
-        "verdict", "n (test)"]
+        "baseline\ngeo mean", "compared\ngeo mean", "ratio",
+        "faster or\nslower\n[95% CI]", "verdict", "n (test)"]
     rows = []
     for c in tc.rows:
         b = c.base.point
@@ -104,7 +102,7 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     if late:
         notes.append(NOT_INTERLEAVED.format(f"{tc.baseline} and {', '.join(dict.fromkeys(late))}"))
     return Table(title=f"{tc.task}: {what} ({fig_text})", columns=cols, rows=rows,
-                 keys=len(keys) + len(side), notes=notes)
+                 keys=len(keys) + len(side), notes=notes, wrap=True)
 
 
 def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> list[list[str]]:
@@ -116,8 +114,8 @@ def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> li
         if len(mine) < 2:
             continue
         costs = [c.cost(c.estimate.ratio) for c in mine if c.estimate is not None]
-        over = (f"{(math.exp(sum(map(math.log, costs)) / len(costs)) - 1) * 100:+.1f}% "
-                "geo mean" if costs else DASH)
+        over = (times_text(math.exp(sum(map(math.log, costs)) / len(costs)), None, bare=True)
+                + " (geo mean)" if costs else DASH)
         row = [f"all {len(mine)} points"] + [""] * (nkeys - 1) + [label] * nside
         row += [""] if with_fig else []
         row += ["", "", "", over, task_verdict([c.verdict for c in mine]), ""]
@@ -132,8 +130,8 @@ def reference_table(checks: list[RefCheck]) -> Table:
              c.status + (f": {c.why}" if c.why else "")] for c in checks]
     failed = sum(c.status == FAIL for c in checks)
     return Table(title=f"references ({failed} failed)" if failed else "references (all pass)",
-                 columns=["reference", "point", "expected\nvalue [low, high]", "measured",
-                          "result"], rows=rows, keys=2,
+                 columns=["reference", "point", "expected\nvalue [low, high]",
+                          "measured\n(median)", "result"], rows=rows, keys=2, wrap=True,
                  notes=["expected: the plan's [reference] value with ReFrame's relative bounds "
                         "(value x (1 + lower) .. value x (1 + upper)); measured: the median "
                         "over the point's phases (docs/comparisons.md)"])

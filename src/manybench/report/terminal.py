@@ -18,11 +18,15 @@ from .view import RunView, Table
 
 def _rich(t: Table, cols: list[int], title: str) -> RichTable:
     # compact tables draw no vertical rules: two columns' more figures fit in 80 columns
-    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} if t.drop else {}
+    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} \
+        if t.drop or t.wrap else {}
     table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold",
                       **style)
     for j in cols:
-        table.add_column(Text(t.columns[j]), overflow="fold")
+        # a wrapping table breaks cells at spaces, never inside a word
+        words = [w for text in [t.columns[j]] + [row[j] for row in t.rows] for w in text.split()]
+        least = max(map(len, words), default=1) if t.wrap else None
+        table.add_column(Text(t.columns[j]), overflow="fold", min_width=least)
     for row in t.rows:
         table.add_row(*(Text(row[j]) for j in cols))   # Text: never parsed as rich markup
     return table
@@ -92,6 +96,8 @@ def _render_run(view: RunView, console: Console) -> None:
         if t.drop:     # a compact table: one table, never split
             t, cols, dropped = _fit(t, console)
             parts = [cols]
+        elif t.wrap:   # one table whose cells wrap at spaces to fit
+            parts, dropped = [list(range(len(t.columns)))], []
         else:
             parts, dropped = _parts(t, console), []
         for i, cols in enumerate(parts):

@@ -38,6 +38,7 @@ class Table:
     short_rows: list[list[str]] = field(default_factory=list)   # medians only, for narrow
     hints: list[str] = field(default_factory=list)     # analysis/hints.py, with evidence
     task: str = ""          # the task a table is about ("" for comparisons, references)
+    wrap: bool = False      # never split: a narrow terminal wraps its cells' words instead
 
 
 @dataclass
