@@ -283,7 +283,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     itself = run_cli("compare", a, f"{a}:{run_id}", "--fail-on-regression", env=WIDE)
     assert itself.returncode == 0, itself.stderr
     row = next(ln for ln in itself.stdout.splitlines() if "5+5 welch" in ln)
-    assert "1.000" in row and NOT_SIGNIFICANT in row
+    assert "1.00 times" in row and NOT_SIGNIFICANT in row
 
 
 def test_compare_bad_input_exits_2_with_a_message(tmp_path, plan_file):

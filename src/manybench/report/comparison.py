@@ -12,11 +12,13 @@ from ..analysis.reference import FAIL, RefCheck, evaluate
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..units import format_rate
+from ..analysis.values import metric_unit
+from .colunits import column_unit, num
 from .formats import DASH, count, ns, param_formatter, secs, swept
 from .view import RunView, Table
 
 DEFINITIONS = ("geo mean = the geometric mean of a figure over repetitions (`report` shows "
-               "medians); ratio = compared / baseline of the geo means; faster or slower = how many "
+               "medians); faster or slower = how many "
                "times faster or slower the compared side is in the figure's direction (a time "
                "larger, a rate smaller: slower) [its 95% confidence interval]; not significant "
                "= the interval holds 1 (no difference); n too small = fewer than 3 repetitions "
@@ -45,6 +47,19 @@ def value_text(fig: Figure, v: float | None) -> str:
         return f"{count(v)} ops/s"
     u = unit(fig.metric)
     return count(v) + (f" {u}" if u != fig.metric else "")
+
+
+def _unit_of(fig: Figure, kernel_name: str) -> tuple[str, float]:
+    """The unit a figure's values are written in (analysis/values.py) and the factor to it."""
+    if fig is SYNC:
+        return "s", 1e-9
+    if fig is ELAPSED:
+        return "s", 1.0
+    if fig.source == "bandwidth":
+        return "B/s", 1.0
+    if fig.source == "ops":
+        return "ops/s", 1.0
+    return metric_unit(kernel_name, fig.metric)
 
 
 def overhead_text(c: Comparison) -> str:
@@ -79,8 +94,18 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     with_variant = runs and any(p.variant for p in bases)
     keys = ["workers"] + varying + (["variant"] if with_variant else [])
     side = ["variant"] if not runs else ["run"] if len(labels) > 1 else []
+    # one figure: its values in one unit, named in the header; several: each cell its own
+    value = value_text
+    unit_text = ""
+    if len(figs) == 1:
+        base_unit, factor = _unit_of(figs[0], bases[0].kernel)
+        means = [x * factor for c in tc.rows for x in (c.base.geomean(), c.other.geomean())
+                 if x is not None]
+        unit, div = column_unit(base_unit, means)
+        unit_text = f", {unit}" if unit else ""
+        value = lambda f, v: DASH if v is None else num(v * factor / div)   # noqa: E731
     cols = keys + side + (["figure"] if len(figs) > 1 else []) + [
-        "baseline\ngeo mean", "compared\ngeo mean", "ratio",
+        f"baseline\ngeo mean{unit_text}", f"compared\ngeo mean{unit_text}",
         "faster or\nslower\n[95% CI]", "verdict", "n (test)"]
     rows = []
     for c in tc.rows:
@@ -90,9 +115,8 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
         row += [b.variant or DASH] if with_variant else []
         row += [_label(c, b.params)] if side else []
         row += [c.figure.name] if len(figs) > 1 else []
-        row += [value_text(c.figure, c.base.geomean()), value_text(c.figure, c.other.geomean()),
-                DASH if c.estimate is None else f"{c.estimate.ratio:.3f}", overhead_text(c),
-                c.verdict, _n_text(c)]
+        row += [value(c.figure, c.base.geomean()), value(c.figure, c.other.geomean()),
+                overhead_text(c), c.verdict, _n_text(c)]
         rows.append(row)
     rows += _task_rows(tc, len(keys), len(side), len(figs) > 1)
     what = f"{', '.join(labels)} against {tc.baseline}"
@@ -118,7 +142,7 @@ def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> li
                 + " (geo mean)" if costs else DASH)
         row = [f"all {len(mine)} points"] + [""] * (nkeys - 1) + [label] * nside
         row += [""] if with_fig else []
-        row += ["", "", "", over, task_verdict([c.verdict for c in mine]), ""]
+        row += ["", "", over, task_verdict([c.verdict for c in mine]), ""]
         out.append(row)
     return out
 

@@ -16,20 +16,41 @@ from .build import build
 from .view import RunView, Table
 
 
-def _rich(t: Table, cols: list[int], title: str) -> RichTable:
+def _rich(t: Table, cols: list[int], title: str, widths: list[int] | None = None
+          ) -> RichTable:
     # compact tables draw no vertical rules: two columns' more figures fit in 80 columns
     style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} \
         if t.drop or t.wrap else {}
     table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold",
                       **style)
-    for j in cols:
-        # a wrapping table breaks cells at spaces, never inside a word
-        words = [w for text in [t.columns[j]] + [row[j] for row in t.rows] for w in text.split()]
-        least = max(map(len, words), default=1) if t.wrap else None
-        table.add_column(Text(t.columns[j]), overflow="fold", min_width=least)
+    for i, j in enumerate(cols):
+        table.add_column(Text(t.columns[j]), overflow="fold",
+                         width=widths[i] if widths else None)
     for row in t.rows:
         table.add_row(*(Text(row[j]) for j in cols))   # Text: never parsed as rich markup
     return table
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines() or [""]
+
+
+def _wrapped(t: Table, console: Console) -> list[int] | None:
+    """Column widths that fit the console, narrowing the columns with most room first and
+    never below a column's longest word (cells then wrap at spaces); None: it fits as is."""
+    cols = list(range(len(t.columns)))
+    natural = [max(len(line) for text in [t.columns[j]] + [r[j] for r in t.rows]
+                   for line in _lines(text)) for j in cols]
+    least = [max((len(w) for text in [t.columns[j]] + [r[j] for r in t.rows]
+                  for w in text.split()), default=1) for j in cols]
+    extra = _width(t, cols, console) - sum(natural)     # rules and padding
+    widths = list(natural)
+    while sum(widths) + extra > console.width:
+        j = max(cols, key=lambda k: widths[k] - least[k])
+        if widths[j] <= least[j]:
+            break
+        widths[j] -= 1
+    return None if widths == natural else widths
 
 
 def _width(t: Table, cols: list[int], console: Console) -> int:
@@ -93,17 +114,19 @@ def _render_run(view: RunView, console: Console) -> None:
     if not view.tables:
         console.print(Text("no phases recorded yet", style="dim"))
     for t in view.tables:
+        widths = None
         if t.drop:     # a compact table: one table, never split
             t, cols, dropped = _fit(t, console)
             parts = [cols]
         elif t.wrap:   # one table whose cells wrap at spaces to fit
             parts, dropped = [list(range(len(t.columns)))], []
+            widths = _wrapped(t, console)
         else:
             parts, dropped = _parts(t, console), []
         for i, cols in enumerate(parts):
             title = t.title if len(parts) == 1 else f"{t.title} ({i + 1}/{len(parts)})"
             console.print()
-            console.print(_rich(t, cols, title))
+            console.print(_rich(t, cols, title, widths))
         if dropped:
             names = list(dict.fromkeys(t.names[j] if t.names else t.columns[j] for j in dropped))
             console.print(Text(f"not shown at this width: {', '.join(names)} (report --metrics "
