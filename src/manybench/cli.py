@@ -247,18 +247,19 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
             errs.output_file(html_path, option="--html").close()
-        if as_json:
-            from .report.summary import summary
-            click.echo(json.dumps(summary(store, run_id), indent=1))
-            return
-        from .report.build import build
+        from .report.build import chosen_runs, read_run, views_of
         from .report.terminal import render_views
-        try:    # each run read and summarised once, for the tables, the page and the figures
-            views = build(store, run_id, figures=figures, all_columns=all_columns,
-                          keep=bool(html_path or plots_dir))
+        try:    # each run read and summarised once: tables, JSON, page and figures from it
+            data = [read_run(store, r) for r in chosen_runs(store, run_id, False)]
+            views = views_of(store, data, figures, all_columns, keep=bool(html_path or plots_dir)) \
+                if not as_json or html_path or plots_dir else []
         except (KeyError, ValueError) as e:
             raise _fail(str(e).strip("'\""))
-        render_views(views)
+        if as_json:      # the numbers by machine on stdout, instead of the tables
+            from .report.summary import summary_of
+            click.echo(json.dumps(summary_of(store, data), indent=1))
+        else:
+            render_views(views)
         if html_path:
             from .report.html import page_of_views
             with errs.writing(html_path, "--html"), \

@@ -108,16 +108,23 @@ def build(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
     """
     store = store_or_dir if isinstance(store_or_dir, Store) else Store(store_or_dir, readonly=True)
     try:
-        runs = store.runs()
         data = [read_run(store, r) for r in chosen_runs(store, run_id, all_runs)]
-        if figures:
-            check_figures(data, figures)
-        views = [run_view(store, d, figures, all_columns, keep) for d in data]
-        if len(runs) > 1 and not all_runs:
-            for v in views:
-                v.notes.append(f"this directory holds {len(runs)} runs: "
-                               + ", ".join(r.run_id for r in runs))
-        return views
+        return views_of(store, data, figures, all_columns, keep, all_runs)
     finally:
         if store is not store_or_dir:
             store.close()
+
+
+def views_of(store: Store, data: list[RunData], figures: list[str] | None = None,
+             all_columns: bool = False, keep: bool = False, all_runs: bool = False
+             ) -> list[RunView]:
+    """The views of runs already read (read_run); ValueError for a figure none of them has."""
+    if figures:
+        check_figures(data, figures)
+    views = [run_view(store, d, figures, all_columns, keep) for d in data]
+    runs = store.runs()
+    if len(runs) > 1 and not all_runs:
+        for v in views:
+            v.notes.append(f"this directory holds {len(runs)} runs: "
+                           + ", ".join(r.run_id for r in runs))
+    return views

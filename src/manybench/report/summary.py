@@ -90,9 +90,12 @@ def summary(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,
     named, or every run (oldest first). An unknown run_id raises KeyError naming the runs."""
     store = store_or_dir if isinstance(store_or_dir, Store) else Store(store_or_dir, readonly=True)
     try:
-        runs = [run_summary(store, read_run(store, r))
-                for r in chosen_runs(store, run_id, all_runs)]
+        return summary_of(store, [read_run(store, r) for r in chosen_runs(store, run_id, all_runs)])
     finally:
         if store is not store_or_dir:
             store.close()
-    return {"format": FORMAT, "runs": runs}
+
+
+def summary_of(store: Store, data: list[RunData]) -> dict:
+    """The summary of runs already read (build.read_run)."""
+    return {"format": FORMAT, "runs": [run_summary(store, d) for d in data]}
