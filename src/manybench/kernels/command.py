@@ -31,6 +31,10 @@ SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each s
 BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
                  "task")
 
+# a command's figure of its own; what it extracts from its output is named by the plan
+EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
+                     note="exit statuses: status x records, failed records too")
+
 
 @dataclass
 class Prepared:
@@ -157,7 +161,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
     res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
     code = os.waitstatus_to_exitcode(status)
-    res.metrics["exit_status"] = code
+    res.metrics[EXIT_STATUS.name] = code
     res.metrics.update(ended.binding)
     res.metrics.update(cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)))
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
@@ -206,9 +210,6 @@ def _cleanup(p: Prepared) -> None:
     p.out.close()
     p.err.close()
 
-
-EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
-                     note="exit statuses: status x records, failed records too")
 
 COMMAND = Kernel(
     name="command",

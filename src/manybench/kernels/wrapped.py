@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
+from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
@@ -256,8 +257,8 @@ def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     if not st.kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
         m.update(cpu_figures(d.get("cpu_ns", 0) / 1e9, res.elapsed_ns / 1e9,
                              allowed_count(m)))
-    m["wrap_startup_s"] = round(st.startup_s, 6)
-    m["wrap_exit_s"] = round(exit_s, 6)
+    m[WRAP_STARTUP.name] = round(st.startup_s, 6)
+    m[WRAP_EXIT.name] = round(exit_s, 6)
 
 
 def _close(st: State) -> None:
