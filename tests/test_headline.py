@@ -8,7 +8,8 @@ from conftest import run_cli
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
 from manybench.report import render_text
-from manybench.report.colunits import human_time, metric_unit, rate_unit
+from manybench.analysis.values import metric_unit
+from manybench.report.colunits import column_unit, num, rate_unit
 from manybench.results.contract import StoredNode
 from manybench.results.store import Store
 
@@ -112,10 +113,15 @@ def test_narrow_terminal_drops_least_important_columns_and_says_so(tmp_path):
 
 
 def test_column_units():
-    assert metric_unit("triad_mb_s") == ("rate", 1e6, "triad")
-    assert metric_unit("fsync_us")[:2] == ("time", 1e-6)
-    assert metric_unit("ops_s")[0] == "count" and metric_unit("gflops")[0] == "count"
+    # a command's metric by its name's suffix; a declared one as its kernel declares it
+    assert metric_unit("command", "x_mb_s") == ("B/s", 1e6)
+    assert metric_unit("command", "fsync_us") == ("s", 1e-6)
+    assert metric_unit("command", "reads") == ("", 1.0)
+    assert metric_unit("mem.stream", "triad_mb_s") == ("MB/s", 1.0)
+    assert metric_unit("cpu.dgemm", "gflops") == ("GFLOPS", 1.0)
     assert rate_unit([900 * MiB, 1500 * MiB]) == ("GiB/s", 2.0**30)
     assert rate_unit([900 * MiB, 500 * MiB]) == ("MiB/s", 2.0**20)
-    assert human_time(0.133) == "133 ms" and human_time(6.1e-6) == "6.10 us"
-    assert human_time(2.5) == "2.50 s" and human_time(None) == "-"
+    assert column_unit("s", [0.133, 0.002]) == ("ms", 1e-3)
+    assert column_unit("ops/s", [12345.0]) == ("kops/s", 1e3)
+    assert column_unit("", [5.0]) == ("", 1.0) and column_unit("MB/s", [1e5]) == ("MB/s", 1.0)
+    assert num(133.4) == "133" and num(6.1) == "6.10" and num(0.0000123) == "<0.001"
