@@ -138,3 +138,21 @@ def test_run_selection(tmp_path):
     assert "report-test" in both and "second" in both
     with pytest.raises(KeyError, match="r1, r2"):
         render_text(tmp_path, run_id="nope")
+
+
+def test_a_failing_store_read_is_not_taken_for_an_older_results_db(tmp_path):
+    """The store migrates older files (their samples and telemetry tables empty): a read that
+    fails is a bug to see, never swallowed as "an older results.db"."""
+    make_store(tmp_path)
+
+    class Broken(Store):
+        def telemetry(self, run_id):
+            raise RuntimeError("telemetry read failed")
+
+    with Broken(tmp_path, readonly=True) as st:
+        with pytest.raises(RuntimeError, match="telemetry read failed"):
+            render_text(st)
+    with Broken(tmp_path, readonly=True) as st:
+        from manybench.report.html import html_page
+        with pytest.raises(RuntimeError, match="telemetry read failed"):
+            html_page(st)
