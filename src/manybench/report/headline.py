@@ -121,7 +121,9 @@ def figure_columns(name: str, points: list[PointSummary], values: Values, prio: 
             cols.append(Column(name, f"{_header(vs[0], unit, scoped)}\n{what}",
                                _dist_cell(values, name, scope, div, parts), rank))
         else:
-            cols.append(Column(name, _header(vs[0], unit, scoped),
+            # a dropped per-slot column is named so: its aggregate may still be shown
+            cols.append(Column(name if i == 0 else f"{name} {scope}",
+                               _header(vs[0], unit, scoped),
                                _spread_cell(values, name, scope, div, i == 0), rank,
                                spread=i == 0))
     return cols, units
