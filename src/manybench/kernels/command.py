@@ -63,7 +63,7 @@ def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     # the window (kernels/wrapped.py runs built-in kernels with theirs outside it)
     argv = list(ctx.wrap or []) + build_argv(spec, template_values(ctx, params))
     path = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if not path or not os.access(path, os.X_OK):
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise KernelError(f"command not found or not executable: {argv[0]}")
     env = {**os.environ, **spec.env, **ctx.env}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()

@@ -34,6 +34,8 @@
 #include "stream.h"
 
 #define MAX_ARGS 32
+#define NB_STR_(x) #x
+#define NB_STR(x) NB_STR_(x)
 
 static int nargs;
 static char *keys[MAX_ARGS], *vals[MAX_ARGS];
@@ -46,10 +48,23 @@ static const char *arg(const char *key, const char *dflt)
     return dflt;
 }
 
+static void fail(int err, const char *msg);
+
+/* A whole decimal number or nothing: "1GiB" is refused, not read as 1 (the Python side sends
+ * canonical values; anything else is a caller's mistake that must not change the work). */
 static long long num(const char *key, long long dflt)
 {
     const char *v = arg(key, NULL);
-    return v ? strtoll(v, NULL, 10) : dflt;
+    if (!v)
+        return dflt;
+    char *end, msg[160];
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || *end || errno) {
+        snprintf(msg, sizeof msg, "%s=%.100s: not a whole number", key, v);
+        fail(EINVAL, msg);
+    }
+    return n;
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -301,7 +316,9 @@ int main(int argc, char **argv)
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the slot that launched the wrap */
     nb_set_timerslack(1);             /* as the slots: the sleep to T0 is not rounded up */
     const char *kernel = argv[2];
-    for (int i = 3; i < argc && nargs < MAX_ARGS; i++) {
+    if (argc - 3 > MAX_ARGS)
+        fail(E2BIG, "too many arguments (at most " NB_STR(MAX_ARGS) " key=value)");
+    for (int i = 3; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!eq)
             fail(EINVAL, "arguments are key=value");

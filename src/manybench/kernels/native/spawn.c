@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -205,7 +206,8 @@ static char *resolve(const char *path, char *const envp[])
         size_t at = dlen ? dlen : 1;
         cand[at] = '/';
         memcpy(cand + at + 1, path, plen + 1);
-        if (access(cand, X_OK) == 0)
+        struct stat st; /* access(X_OK) passes a searchable directory too */
+        if (access(cand, X_OK) == 0 && stat(cand, &st) == 0 && S_ISREG(st.st_mode))
             return cand;
         free(cand);
         if (!end)
