@@ -151,6 +151,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         return
     outdir = outdir or os.path.join("manybench-results", the_plan.name)
     errs.writable_results_dir(outdir)      # before any node or slot starts
+    errs.own_results(outdir)
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine)
@@ -173,8 +174,10 @@ def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
         for problem in e.problems:
             click.echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
+    errs.own_results(directory)        # locked by another process: exit 2, nothing started
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    _run(the_plan, phases, directory, slots, quiet, engine, resume)
+    with errs.storing_results(directory):
+        _run(the_plan, phases, directory, slots, quiet, engine, resume)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
@@ -294,14 +297,11 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
     import json
     from .analysis.history import history as gather
     from .report import history as hrep
-    from .results.store import SchemaError
     missing = [d for d in directories if not os.path.isfile(os.path.join(d, "results.db"))]
     if missing:
         raise _fail(f"no results.db in {', '.join(missing)}")
-    try:
+    with errs.reading_runs(list(directories)):
         h = gather(directories)
-    except SchemaError as e:
-        raise _fail(str(e))
     click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
 
 
