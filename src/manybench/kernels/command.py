@@ -181,9 +181,9 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
 
 
 def _reaped(p: Prepared) -> None:
-    # its process-group id may be reused now: the slot's SIGTERM handler must not kill it
+    # its group stays listed for the slot's SIGTERM handler until the slot has killed the
+    # command's orphans (slot.py: forget_children after kill_descendants)
     p.reaped = True
-    p.lib.forget_child(p.pid)
 
 
 def _close_fds(p: Prepared) -> None:

@@ -107,7 +107,7 @@ class Agent:
                 for s in self.slots:
                     s.conn.close()
                 from .slot import slot_main   # noqa: PLC0415 (only the child needs it)
-                slot_main(child)
+                slot_main(child, cgroup.path)
             finally:
                 os._exit(1)
         child.close()

@@ -283,6 +283,24 @@ static PyObject *py_forget_child(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_forget_children(PyObject *self, PyObject *unused)
+{
+    nb_forget_children();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_kill_file(PyObject *self, PyObject *args)
+{
+    PyObject *path = NULL;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+        return NULL;
+    int e = nb_set_kill_file(PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    if (e)
+        return raise_errno(e, "opening the cgroup's kill file");
+    Py_RETURN_NONE;
+}
+
 /* A NULL-terminated char* array over a list of owned bytes objects (kept in *keep). */
 static char **c_strings(PyObject *seq, PyObject **keep, const char *what)
 {
@@ -456,6 +474,10 @@ static PyMethodDef methods[] = {
      "SIGTERM/SIGHUP: SIGKILL spawned children's groups, then _exit(128 + sig)."},
     {"forget_child", py_forget_child, METH_VARARGS,
      "forget_child(pid): the term handler no longer kills this (reaped) child's group."},
+    {"forget_children", py_forget_children, METH_NOARGS,
+     "forget_children(): the term handler kills no group (the phase's orphans are gone)."},
+    {"set_kill_file", py_set_kill_file, METH_VARARGS,
+     "set_kill_file(path): the term handler also writes 1 to it (a cgroup's cgroup.kill)."},
     {"run_null", py_run_null, METH_VARARGS, "run_null(t0_ns, spin_ns) -> dict"},
     {"run_io", py_run_io, METH_VARARGS,
      "run_io(fd, write, block, size, deadline_ns, fsync_end, direct, t0_ns, spin_ns) -> dict"},

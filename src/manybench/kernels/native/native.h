@@ -98,6 +98,8 @@ int nb_release(int ctl_fd, int64_t t0_ns, int64_t spin_ns);
 int nb_read_stamp(int stamp_fd, int64_t *start_ns, int64_t *start_mono_ns, int *child_err);
 int nb_install_term_handler(void);
 void nb_forget_child(int pid);
+void nb_forget_children(void);
+int nb_set_kill_file(const char *path);
 
 /* ---- numa.c ---- */
 #define NB_MAX_NODES 1024 /* memory nodes a policy mask can name */
