@@ -73,9 +73,11 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
     except EngineError as e:
         raise _fail(str(e))
     except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
-        engine.abort()
-        click.echo("interrupted before the first phase", err=True)
-        raise click.exceptions.Exit(130)
+        from .run.interrupts import ignored
+        with ignored():          # a second Ctrl-C must not cut the abort short
+            engine.abort()
+            click.echo("interrupted before the first phase", err=True)
+            raise click.exceptions.Exit(130) from None
     except OSError as e:   # not left to click, which takes a BrokenPipeError for its stdout
         click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
                    f"finished is kept in {outdir})", err=True)
@@ -102,7 +104,21 @@ def _reference_exit(directory: str, run_id: str, code: int) -> int:
     return 1 if failed and code == 0 else code
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """Any interrupt inside a command that the command did not turn into its own exit (a
+    big plan's expansion, start-up, a report) is exit 130, not click's "Aborted!" (1)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from .run.interrupts import ignored
+            with ignored():
+                click.echo("interrupted", err=True)
+                raise click.exceptions.Exit(130) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="manybench")
 def main() -> None:
     """Synchronized many-task benchmarks: many slots start at the same instant, phase after
