@@ -16,7 +16,7 @@ def _mbkernel(*args: str) -> subprocess.CompletedProcess:
 
 def test_mbkernel_refuses_a_number_with_trailing_garbage(tmp_path):
     # strtoll alone reads "1GiB" as 1: a 1-byte file where a gibibyte was meant
-    res = _mbkernel("io.write", f"path={tmp_path / 'f'}", "size=1GiB", "block=4096")
+    res = _mbkernel("io.write", f"root={tmp_path}", "path=f", "size=1GiB", "block=4096")
     assert res.returncode == 1
     assert "error" in res.stdout and "size" in res.stdout and "1GiB" in res.stdout
     assert not (tmp_path / "f").exists()
@@ -24,7 +24,7 @@ def test_mbkernel_refuses_a_number_with_trailing_garbage(tmp_path):
 
 def test_mbkernel_refuses_an_empty_or_out_of_range_number(tmp_path):
     for bad in ("size=", "size=99999999999999999999999"):
-        res = _mbkernel("io.write", f"path={tmp_path / 'f'}", bad, "block=4096")
+        res = _mbkernel("io.write", f"root={tmp_path}", "path=f", bad, "block=4096")
         assert res.returncode == 1 and "size" in res.stdout, (bad, res.stdout)
 
 

@@ -20,6 +20,7 @@ from ..templates import render
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
 from .native import native
+from .scratchfs import make_dir, root_of
 
 if TYPE_CHECKING:
     from ..model import TaskSpec
@@ -58,7 +59,7 @@ def build_argv(spec: TaskSpec, values: dict) -> list[str]:
 def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     lib = native()
     spec: TaskSpec = ctx.spec
-    os.makedirs(ctx.scratch, exist_ok=True)
+    make_dir(root_of(ctx), ctx.scratch, "command")   # made fresh by the agent, or here
     # under a variant's wrap the launcher execs at T0 with the command: its start-up is in
     # the window (kernels/wrapped.py runs built-in kernels with theirs outside it)
     argv = list(ctx.wrap or []) + build_argv(spec, template_values(ctx, params))

@@ -85,7 +85,17 @@ typedef struct {
 } nb_io_args;
 
 int nb_run_io(const nb_io_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
-int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen);
+/* Extends the file open on fd to size bytes (a pattern, fsync'd); label names it in msg. */
+int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *msg,
+              size_t msglen);
+
+/* ---- scratch.c ---- */
+/* *out = root/rel opened by descriptor: directories O_NOFOLLOW | O_DIRECTORY from root (made
+ * 0700 when flags hold O_CREAT), the file O_NOFOLLOW, then checked: a regular file with one
+ * link (O_TRUNC applied after the check); with O_DIRECTORY rel names a directory, made like
+ * the others. 0 or an errno, msg saying what was found. */
+int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
+                    char *msg, size_t len);
 void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
 /* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
 int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
