@@ -30,6 +30,7 @@ from typing import IO, Any
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures
 from .hist import HIST_BUCKETS
+from .native import native
 from .scratchfs import make_dir, root_of
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
@@ -175,6 +176,9 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
     except OSError as e:
         err.close()
         raise KernelError(f"wrap: cannot start {argv[0]}: {e.strerror}") from None
+    # the slot's SIGTERM handler (its agent stopping a stuck prepare, or dying) takes the
+    # launcher's whole group, whatever it is doing
+    native().track_child(proc.pid)
     timeout = ctx.spec.timeout if ctx.spec is not None else None
     st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout,
                settle_ns=ctx.settle_ns)

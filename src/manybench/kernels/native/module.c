@@ -299,6 +299,15 @@ static PyObject *py_forget_child(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_track_child(PyObject *self, PyObject *args)
+{
+    int pid;
+    if (!PyArg_ParseTuple(args, "i", &pid))
+        return NULL;
+    nb_track_child(pid);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_forget_children(PyObject *self, PyObject *unused)
 {
     nb_forget_children();
@@ -490,6 +499,8 @@ static PyMethodDef methods[] = {
      "SIGTERM/SIGHUP: SIGKILL spawned children's groups, then _exit(128 + sig)."},
     {"forget_child", py_forget_child, METH_VARARGS,
      "forget_child(pid): the term handler no longer kills this (reaped) child's group."},
+    {"track_child", py_track_child, METH_VARARGS,
+     "track_child(pid): the term handler kills this process group too (a wrap's launcher)."},
     {"forget_children", py_forget_children, METH_NOARGS,
      "forget_children(): the term handler kills no group (the phase's orphans are gone)."},
     {"set_kill_file", py_set_kill_file, METH_VARARGS,

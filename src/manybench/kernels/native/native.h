@@ -109,6 +109,7 @@ int nb_read_stamp(int stamp_fd, int64_t *start_ns, int64_t *start_mono_ns, int *
 int nb_install_term_handler(void);
 void nb_forget_child(int pid);
 void nb_forget_children(void);
+void nb_track_child(int pid); /* a group leader the SIGTERM handler must kill too */
 int nb_set_kill_file(const char *path);
 
 /* ---- numa.c ---- */

@@ -42,6 +42,11 @@ void nb_forget_child(int pid)
             children[i] = 0;
 }
 
+void nb_track_child(int pid)
+{
+    track_child(pid);
+}
+
 void nb_forget_children(void)
 {
     for (int i = 0; i < NB_MAX_CHILDREN; i++)
