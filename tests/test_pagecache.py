@@ -10,7 +10,7 @@ pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from conftest import export_json, run_cli  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
-from test_randio import ctx_for, run_kernel  # noqa: E402
+from builders import ctx_for, run_kernel  # noqa: E402
 
 MiB = 1024 * 1024
 
