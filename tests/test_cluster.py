@@ -14,6 +14,8 @@ import pytest
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
 from conftest import export_json, run_cli
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def four_nodes():

@@ -265,6 +265,7 @@ def _by_phase(rows):
     return out
 
 
+@pytest.mark.e2e
 def test_pingpong_msg_size_sweep_on_loopback(plan_file, tmp_path):
     plan = plan_file("""
         name = "osu-latency"
@@ -293,6 +294,7 @@ def test_pingpong_msg_size_sweep_on_loopback(plan_file, tmp_path):
     assert sizes == {8, KiB, 64 * KiB}
 
 
+@pytest.mark.e2e
 def test_stream_and_two_pairs_on_loopback(plan_file, tmp_path):
     plan = plan_file("""
         name = "bw"
@@ -324,6 +326,7 @@ def test_stream_and_two_pairs_on_loopback(plan_file, tmp_path):
                                                            "server"]
 
 
+@pytest.mark.e2e
 def test_odd_worker_count_is_refused_before_the_run(plan_file, tmp_path):
     plan = plan_file("""
         [placement]
@@ -341,6 +344,7 @@ def test_odd_worker_count_is_refused_before_the_run(plan_file, tmp_path):
     assert "Traceback" not in res.stderr and not os.path.exists(out)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("fields, expect", [
     ('msg_size = "2GiB"\nduration = "0s"',
      ["task.bw.msg_size: at most", "task.bw.duration: must be positive"]),
@@ -357,6 +361,7 @@ def test_plan_checks(plan_file, tmp_path, fields, expect):
 
 # ---- across two namespace nodes on Dask -------------------------------------------------------
 
+@pytest.mark.e2e
 def test_pairs_cross_nodes_on_dask(plan_file, tmp_path):
     from cluster_lab import DaskLab
     plan = plan_file("""

@@ -62,6 +62,7 @@ def test_auto_engine_is_psync_at_depth_one_and_queues_deeper(tmp_path):
                                                       "engine": "psync"})
 
 
+@pytest.mark.e2e
 def test_report_says_where_reads_came_from(plan_file, tmp_path):
     plan = plan_file("""
         scratch = "{tmp}"

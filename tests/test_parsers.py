@@ -390,6 +390,7 @@ def test_gnu_time_exit_status_hours_and_unknown_cpu():
 
 # ------------------------------------------------------------------- through the CLI
 
+@pytest.mark.e2e
 def test_unknown_parser_is_a_plan_error(plan_file):
     plan = plan_file("""
         [[task]]
@@ -402,6 +403,7 @@ def test_unknown_parser_is_a_plan_error(plan_file):
     assert "parse" in res.stderr and "fioo" in res.stderr and "fio" in res.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_fio_command_task_end_to_end(plan_file, tmp_path):
     plan = plan_file("""
@@ -436,6 +438,7 @@ def test_fio_command_task_end_to_end(plan_file, tmp_path):
         assert r["status"] == "error" and "fio output not understood" in r["error"]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
 def test_gnu_time_command_task_end_to_end(plan_file, tmp_path):
     plan = plan_file("""

@@ -174,6 +174,7 @@ def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
     assert "refuses O_DIRECT" in msg and "direct = false" in msg
 
 
+@pytest.mark.e2e
 def test_cli_end_to_end(plan_file, tmp_path):
     plan = plan_file("""
         name = "rio"
@@ -215,6 +216,7 @@ def test_cli_end_to_end(plan_file, tmp_path):
         assert r["params"]["fsync"] == "never"
 
 
+@pytest.mark.e2e
 def test_kernel_doc_lists_params():
     res = run_cli("kernels", "io.randread")
     assert res.returncode == 0
@@ -225,6 +227,7 @@ def test_kernel_doc_lists_params():
     assert res.returncode == 0 and "fsync" in res.stdout and "end|never" in res.stdout
 
 
+@pytest.mark.e2e
 def test_plan_errors_name_the_field(plan_file, tmp_path):
     plan = plan_file("""
         [[task]]

@@ -83,6 +83,7 @@ def test_export_every_table_as_json(results, table, key):
     assert data and key in data[0]
 
 
+@pytest.mark.e2e
 def test_export_parquet_round_trips(results, tmp_path):
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow", reason="pyarrow (the test extra) not installed")

@@ -224,6 +224,7 @@ def test_himeno_two_threads_compute_the_same(tmp_path):
 
 # ---- through the command line ----------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_both_kernels_end_to_end(plan_file, tmp_path):
     plan = plan_file("""
         name = "sh"
@@ -262,6 +263,7 @@ def test_both_kernels_end_to_end(plan_file, tmp_path):
     assert gosa[4] < gosa[1]
 
 
+@pytest.mark.e2e
 def test_plan_validation_names_the_fields(plan_file):
     plan = plan_file("""
         [[task]]
@@ -287,6 +289,7 @@ def test_plan_validation_names_the_fields(plan_file):
     assert "Traceback" not in err
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name,params", [("mem.stream", ("elements", "threads", "ntimes")),
                                          ("cpu.himeno", ("grid", "dims", "iterations",
                                                          "seconds", "threads"))])

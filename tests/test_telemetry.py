@@ -62,6 +62,7 @@ def test_telemetry_is_summarised_per_point_without_warmup_phases():
     assert summarize(recs, phases)[0].telemetry is None
 
 
+@pytest.mark.e2e
 def test_a_run_stores_its_nodes_telemetry_marked_with_phases(plan_file, tmp_path):
     plan = plan_file("""
         name = "tel"

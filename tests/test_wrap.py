@@ -58,6 +58,7 @@ def test_the_standalone_executable_is_installed_beside_the_kernels():
     assert res.returncode == 2 and "usage: mbkernel run KERNEL" in res.stderr
 
 
+@pytest.mark.e2e
 def test_wrapped_builtin_kernels_measure_what_plain_ones_do(plan_file, tmp_path):
     """Under ["env", "--"] every built-in kernel's record has the plain record's figures (and
     bytes), plus the wrap's start-up and exit, and runs with the slot's binding."""
@@ -209,6 +210,7 @@ def ch_image(tmp_path):
     return image
 
 
+@pytest.mark.e2e
 def test_charliecloud_runs_a_command_and_builtin_kernels_inside_a_busybox_image(plan_file,
                                                                                 tmp_path,
                                                                                 ch_image):
