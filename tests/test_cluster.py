@@ -110,7 +110,9 @@ def test_plan_that_does_not_fit_the_cluster_exits_2(four_nodes, plan_file, tmp_p
 
 def test_unreachable_scheduler_exits_2(plan_file, tmp_path):
     plan = plan_file('[[task]]\nname = "a"\nkernel = "null"\n')
-    res = run_cli("run", plan, "--scheduler", "tcp://127.0.0.1:9", timeout=120)
+    # Dask's own setting: how long the coordinator tries (30 s by default)
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    res = run_cli("run", plan, "--scheduler", "tcp://127.0.0.1:9", timeout=120, env=env)
     assert res.returncode == 2
     assert "scheduler" in res.stderr and "Traceback" not in res.stderr
 
