@@ -3,7 +3,7 @@ command line in a subprocess, starts a cluster (Dask in namespaces, Slurm, Grid 
 a batch job or runs fio, IOR or chromium must be marked e2e, or it fails saying so.
 
 conftest.py sets `current` to the running test; run_cli, the labs and the cluster fixtures call
-`require_e2e`, and every subprocess started while a test runs is checked by `check_argv`."""
+`require_e2e`, and every subprocess started while a test runs is checked by `spawn_reason`."""
 from __future__ import annotations
 
 import os
