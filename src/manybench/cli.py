@@ -264,7 +264,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
               show_default=True)
 @click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
-                                            "nodes"]), default="records", show_default=True)
+                                            "nodes", "series"]), default="records", show_default=True)
 @click.option("--nested", is_flag=True,
               help="Keep params, metrics and inventory as JSON objects, not flattened into "
                    "param.*, metric.*, inventory.* columns (csv, parquet).")
@@ -273,7 +273,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
            run_id: str | None) -> None:
     """Export a table, one row each: records (the contract's columns first), phases, samples,
-    telemetry or nodes (docs/results-api.md)."""
+    telemetry, nodes or series (docs/results-api.md)."""
     from .results.export_cli import export_table
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
