@@ -392,6 +392,22 @@ def info(plan_path: str | None, as_json: bool) -> None:
                info_text(env), nl=as_json)
 
 
+@main.command("mpi-build")
+@click.option("--family", type=click.Choice(["auto", "openmpi", "mpich"]), default="auto",
+              show_default=True, help="Whose compiler wrapper: mpicc.openmpi, mpicc.mpich, "
+                                      "or the mpicc on PATH.")
+@click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")
+@click.option("--force", is_flag=True, help="Build again even when a cached build exists.")
+def mpi_build(family: str, mpicc: str | None, force: bool) -> None:
+    """Build mbmpi, the project's MPI test program (ping-pong, bandwidth, collectives over
+    message sizes; `parse = "osu"` reads its output), and print its path (docs/mpi.md)."""
+    from .kernels.mpi_program import MpiBuildError, build
+    try:
+        click.echo(build(family, mpicc, force))
+    except MpiBuildError as e:
+        raise _fail(str(e))
+
+
 @main.command()
 @click.argument("name", required=False)
 def kernels(name: str | None) -> None:

@@ -2,8 +2,8 @@
 (osu_latency, osu_bw, osu_bibw) and blocking collectives (osu_bcast, osu_allgather,
 osu_allreduce, osu_alltoall, ...), in 5.x's layout ("# Size  Latency (us)") and 7.x's
 ("# Datatype: MPI_CHAR.", "Avg Latency(us)", -f's Min/Max/Iterations, -z's P50/P90/P99).
-The project's own MPI program (kernels/native/mpi_bench.c) prints the same layout under
-"# manybench MPI ... Test".
+The project's own MPI program (mbmpi: kernels/native/mpi/mbmpi.c) prints the same layout
+under "# manybench MPI ... Test"; its tests are named `mbmpi_latency`, `mbmpi_allreduce`, ...
 
 Tables: one Series per column. The first value column is named after the test
 (`osu_latency`, `osu_bw`, `osu_allreduce`), the others `<test>.<column>` (`osu_allreduce.min`,
@@ -13,7 +13,7 @@ Metrics (the first test in the output; a later one's with `<test>_` in front):
   latency tests:   latency_us (at the smallest size), latency_max_size_us (at the largest)
   bandwidth tests: bandwidth_mb_s (the peak over sizes, MB = 10^6 B as OSU counts),
                    bandwidth_max_size_mb_s (at the largest size)
-  min_size_bytes, max_size_bytes, sizes (rows), version (5.3, 7.4)
+  min_size_bytes, max_size_bytes, sizes (rows), version (OSU's: 5.3, 7.4)
 """
 from __future__ import annotations
 
@@ -24,19 +24,21 @@ from .series import Series
 
 NAME = "osu"
 VERSIONS = ("OSU 5.3 (Open MPI 4.1.4)", "OSU 7.4 (MPICH 4.0.2)")    # fixtures: real outputs
-_TITLE = re.compile(r"^#\s*(?:OSU|manybench) MPI(?:-\w+)? (.+?) Test(?: v([\d.]+))?\s*$", re.M)
-_KNOWN = {"Latency": "osu_latency", "Bandwidth": "osu_bw", "Bi-Directional Bandwidth": "osu_bibw",
-          "Broadcast Latency": "osu_bcast", "Allgather Latency": "osu_allgather",
-          "Allreduce Latency": "osu_allreduce", "Reduce Latency": "osu_reduce",
-          "Barrier Latency": "osu_barrier", "Gather Latency": "osu_gather",
-          "Scatter Latency": "osu_scatter",
-          "All-to-All Personalized Exchange Latency": "osu_alltoall"}
+_TITLE = re.compile(r"^#\s*(OSU|manybench) MPI(?:-\w+)? (.+?) Test(?: v([\d.]+))?\s*$", re.M)
+_KNOWN = {"Latency": "latency", "Bandwidth": "bw", "Bi-Directional Bandwidth": "bibw",
+          "Broadcast Latency": "bcast", "Allgather Latency": "allgather",
+          "Allreduce Latency": "allreduce", "Reduce Latency": "reduce",
+          "Barrier Latency": "barrier", "Gather Latency": "gather",
+          "Scatter Latency": "scatter", "Alltoall Latency": "alltoall",
+          "All-to-All Personalized Exchange Latency": "alltoall"}
+_PREFIX = {"OSU": "osu_", "manybench": "mbmpi_"}
 _UNIT = re.compile(r"\(([^)]*)\)\s*$")
 _DROP = {"latency", "lat", "tail", "avg"}
 
 
-def _test_name(title: str) -> str:
-    return _KNOWN.get(title) or "osu_" + re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
+def _test_name(tool: str, title: str) -> str:
+    return _PREFIX[tool] + (_KNOWN.get(title)
+                            or re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_"))
 
 
 def _column(label: str) -> tuple[str, str]:
@@ -65,8 +67,9 @@ def _sections(text: str) -> list[tuple[str, float | None, list[str], list[list[f
                     rows.append([float(c) for c in cells[:len(header)]])
                 except ValueError:
                     continue                 # a validation "Pass"/"Fail" cell, a stray line
-        version = float(t.group(2)) if t.group(2) and t.group(2).count(".") <= 1 else None
-        out.append((_test_name(t.group(1)), version, header, rows))
+        v = t.group(3)
+        version = float(v) if v and v.count(".") <= 1 and t.group(1) == "OSU" else None
+        out.append((_test_name(t.group(1), t.group(2)), version, header, rows))
     return out
 
 
