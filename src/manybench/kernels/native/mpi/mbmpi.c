@@ -15,6 +15,7 @@
  * MPI_FLOAT and MPI_SUM, so their sizes start at 4 bytes. `release` times how far apart the
  * ranks leave an MPI_Barrier (max - min of CLOCK_REALTIME stamps taken right after it, per
  * trial): the peer of a start released at T0 (benchmarks/bench_mpi_sync.py).
+ * Latencies print with 3 decimals (OSU prints 2): a 0.15 us ping-pong needs them to show 1%.
  * Sizes: powers of 2 from MIN (default 1) to MAX (default 1 MiB). Iterations: -i (default
  * 1000, 100 above 8 KiB), warm-up -x (default 100, 10 above 8 KiB), as OSU.
  */
@@ -74,7 +75,7 @@ static void latency(void)
             }
         }
         if (rank == 0)
-            printf("%-10ld%18.2f\n", size, (MPI_Wtime() - t0) * 1e6 / (2.0 * n));
+            printf("%-10ld%18.3f\n", size, (MPI_Wtime() - t0) * 1e6 / (2.0 * n));
     }
     free(buf);
 }
