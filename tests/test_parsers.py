@@ -42,7 +42,8 @@ OWNERS = {
 
 
 def test_registry_lists_every_parser():
-    assert set(PARSERS) == {"fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime"}
+    assert set(PARSERS) == {"fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime",
+                            "osu", "imb"}
     assert len(MODULES) == len(PARSERS)
     assert sorted(p.name for p in FIX.iterdir() if p.suffix != ".md") == sorted(OWNERS)
 
