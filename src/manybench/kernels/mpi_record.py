@@ -28,6 +28,7 @@ FRAMEWORK_METRICS = frozenset({
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",
+           "unfinalized": "exited without calling MPI_Finalize",
            "timeout": "killed after the task's timeout"}
 
 
@@ -36,6 +37,7 @@ def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -
     res = Result(armed_ns=armed_ns)
     if s.start_ns:
         elapsed = s.end_mono - s.start_mono if s.end_mono else max(0, gone_ns - s.start_ns)
+        elapsed = max(0, elapsed)
         res.start_ns, res.elapsed_ns = s.start_ns, elapsed
         res.end_ns = s.start_ns + elapsed
     else:
@@ -61,10 +63,10 @@ def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -
     res.extra["job"] = st.job
     if how == "timeout":
         res.status, res.error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
-    elif how == "exited":
+    elif how in ("exited", "unfinalized"):
         res.status = "error"
         res.error = (f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns
-                                             else ENDINGS["exited"]))
+                                             else ENDINGS[how]))
     else:
         res.ops = 1
     if st.launch is not None:

@@ -44,6 +44,7 @@ class Stamps:
     end_mono: int = 0
     end_cpu: int = -1
     finalized_ns: int = 0
+    unfinalized_ns: int = 0    # an MPI program's exit() without MPI_Finalize
     binding: dict = field(default_factory=dict)   # /proc/<pid>: cpus_allowed, mems_allowed
     cpu_start_s: float = -1.0  # the rank's cpu time (/proc/<pid>/stat) at start and at end
     cpu_end_s: float = -1.0
@@ -166,8 +167,9 @@ class RankLink:
 
     def wait_end(self, deadline: float | None) -> str:
         """Read the rank's stamps until it is gone: "finalized" (MPI_Finalize returned),
-        "ended" (end stamped: MPI_Finalize entered, or exit()), "exited" (gone without an end
-        stamp), or "timeout" (the deadline passed: the rank is killed). Gone is its process
+        "ended" (end stamped: MPI_Finalize entered, or a plain program's exit()),
+        "unfinalized" (an MPI program's exit() without MPI_Finalize), "exited" (gone without
+        an end stamp), or "timeout" (the deadline passed: the rank is killed). Gone is its process
         ended (pidfd) or its connection closed, whichever comes first: a child it forked
         may hold the connection open."""
         conn = self.conn
@@ -196,6 +198,8 @@ class RankLink:
                 self.eof = True
         if self.st.finalized_ns:
             return "finalized"
+        if self.st.unfinalized_ns:
+            return "unfinalized"
         return "ended" if self.st.end_ns else "exited"
 
     def _stamp(self, parts: list[str]) -> None:
@@ -210,6 +214,8 @@ class RankLink:
                 st.cpu_end_s = proc_cpu_s(st.pid)
             elif parts[0] == "finalized":
                 st.finalized_ns = int(parts[1])
+            elif parts[0] == "unfinalized":    # exit() without MPI_Finalize
+                st.unfinalized_ns, st.end_mono, st.end_cpu = map(int, parts[1:4])
         except (IndexError, ValueError):
             pass
 

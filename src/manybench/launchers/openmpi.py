@@ -5,6 +5,10 @@
   -x NAME=VALUE                          each variable the ranks need, on every node
   --hostfile F --mca rmaps seq           across nodes: the sequential mapper puts rank i
                                          on line i of F, so any layout is expressible
+  --mca orte_tmpdir_base DIR             the job's session directory under the launching
+                                         slot's scratch: Open MPI 4.1's mpiruns started at
+                                         once race to create /tmp/ompi.HOST.UID and the
+                                         loser fails ("mkdir ... File exists")
 Remote nodes are reached with its rsh/ssh agent (`--mca plm_rsh_agent ...` in
 launcher_args). Failures: "mpirun noticed that process rank 1 with PID ... exited on signal
 9 (Killed)", "Process name: [[J,1],1] Exit code: 3", "MPI_ABORT was invoked on rank 1".
@@ -17,7 +21,8 @@ from .base import Family, Job, found, write_hostfile
 
 
 def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
-    argv = [path, "-np", str(len(job.hosts)), "--oversubscribe", "--bind-to", "none"]
+    argv = [path, "-np", str(len(job.hosts)), "--oversubscribe", "--bind-to", "none",
+            "--mca", "orte_tmpdir_base", job.workdir]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     for k, v in job.env.items():

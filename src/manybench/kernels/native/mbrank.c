@@ -19,12 +19,16 @@
  *   rank -> slot  start REALTIME_NS MONOTONIC_NS CPU
  *   rank -> slot  end REALTIME_NS MONOTONIC_NS CPU   MPI_Finalize's entry, or exit()
  *   rank -> slot  finalized REALTIME_NS               after PMPI_Finalize
+ *   rank -> slot  unfinalized REALTIME_NS MONOTONIC_NS CPU   an MPI program's exit() without
+ *                                                     MPI_Finalize
  * A program that is not MPI-linked is held in this library's constructor, before its main(),
  * and answers ready at once. Only the rank's first process takes part: the constructor
  * removes MANYBENCH_MPI_SOCK from the environment, so what the rank starts runs untouched.
  * Wrappers named in $MANYBENCH_MPI_PASS (comma-separated program names: env, numactl, a
- * shell, a container launcher ...) are let through untouched, so the program they exec or
- * start is the rank's first process.
+ * shell, a container launcher ...) are let through, marking MANYBENCH_MPI_INNER=<their pid>:
+ * behind a wrapper, the program it execs (same pid) is the rank, and of the programs it
+ * starts (other pids: `sh -c "cp in . && prog"`) only an MPI-linked one is, so the helpers
+ * around the real program are let through too.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -193,9 +197,21 @@ static void stamp_end(void)
     say("end %lld %lld %d\n", (long long)rt, (long long)mono, sched_getcpu());
 }
 
+static int mpi_linked = 0;
+static int finalized = 0;
+
 static void at_exit(void)
 {
-    stamp_end(); /* a program without MPI_Finalize ends here */
+    /* a program that is not MPI-linked ends here; an MPI program that exits without
+     * MPI_Finalize is a rank that failed, and says so */
+    if (sock < 0 || !started || ended)
+        return;
+    if (!mpi_linked) {
+        stamp_end();
+        return;
+    }
+    ended = 1;
+    say("unfinalized %lld %lld %d\n", (long long)nb_now(), (long long)nb_mono(), sched_getcpu());
 }
 
 __attribute__((constructor)) static void mbrank_init(void)
@@ -206,8 +222,18 @@ __attribute__((constructor)) static void mbrank_init(void)
     const char *rank = NULL;
     for (const char **v = RANK_VARS; *v && !rank; v++)
         rank = getenv(*v);
-    if (!rank || passed())
-        return; /* not a rank (a launcher's own process), or a wrapper let through */
+    if (!rank)
+        return; /* not a rank: a launcher's own process */
+    int mpi = dlsym(RTLD_DEFAULT, "PMPI_Init") != NULL;
+    const char *inner = getenv("MANYBENCH_MPI_INNER");
+    if (inner && atoi(inner) != (int)getpid() && !mpi)
+        return; /* a helper a wrapper started: not the rank's program */
+    if (passed()) {
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        setenv("MANYBENCH_MPI_INNER", pid, 1);
+        return;
+    }
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     int n = snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "%s.%s", prefix, rank);
     if (n <= 0 || n >= (int)sizeof addr.sun_path - 1)
@@ -227,7 +253,7 @@ __attribute__((constructor)) static void mbrank_init(void)
     sock = fd;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    int mpi = dlsym(RTLD_DEFAULT, "PMPI_Init") != NULL;
+    mpi_linked = mpi;
     say("hello %d %d %s\n", (int)getpid(), mpi, host[0] ? host : "-");
     char line[LINE];
     if (!hear(line, sizeof line))
@@ -284,6 +310,7 @@ EXPORT int MPI_Finalize(void)
 {
     stamp_end();
     int rc = ((finalize_fn)real("PMPI_Finalize"))();
+    finalized = 1;
     if (sock >= 0)
         say("finalized %lld\n", (long long)nb_now());
     return rc;
