@@ -42,8 +42,9 @@ def _intel_check(layout: list[str]) -> str:
     if len(set(names)) != len(names) or len(sizes) != 1 or blocks[-1][1] > min(sizes):
         return ("Intel-MPI-style -ppn puts the same number of consecutive ranks on each node "
                 "in turn; this placement puts ranks " + ", ".join(
-                    f"{n}x{c}" for n, c in blocks) + ' (use order = "pack" with workers a '
-                "multiple of the node count, or another launcher)")
+                    f"{n}x{c}" for n, c in blocks) + ' (order = "spread" interleaves nodes: '
+                'use order = "pack" with workers a multiple of the node count, or another '
+                "launcher)")
     return ""
 
 
