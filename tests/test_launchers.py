@@ -62,7 +62,8 @@ def test_intel_ppn_expresses_equal_blocks_only(tmp_path):
     assert fam.check(["a", "a", "b", "b"]) == "" and fam.check(["a", "a"]) == ""
     assert fam.check(["a", "b"]) == ""                   # one rank per node: -ppn 1
     assert "spread" in fam.check(["a", "b", "a", "b"])
-    assert fam.check(["a", "a", "a", "b"])               # unequal blocks
+    assert fam.check(["a", "a", "a", "b"]) == ""         # -ppn 3: the last node takes 1
+    assert fam.check(["a", "b", "b"])                    # -ppn 1 cannot put 2 on b
 
 
 def test_srun_runs_only_inside_an_allocation(tmp_path, monkeypatch):
