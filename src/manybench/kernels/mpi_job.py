@@ -151,7 +151,7 @@ def _publish(st: JobSlot) -> dict:
     return {"node": st.ctx.node, "cpus": cpulist(st.cpus)}
 
 
-def _job_env(st: JobSlot, argv0: str) -> dict[str, str]:
+def _job_env(st: JobSlot) -> dict[str, str]:
     """What every rank of the job gets through the launcher (remote ranks do not inherit the
     launcher's environment): the phase's variables, OMP_NUM_THREADS for ranks of several
     cpus, and the synchronizer."""
@@ -163,7 +163,7 @@ def _job_env(st: JobSlot, argv0: str) -> dict[str, str]:
     env["LD_PRELOAD"] = library() + (f":{pre}" if pre else "")
     env["MANYBENCH_MPI_SOCK"] = st.prefix
     passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
-    env["MANYBENCH_MPI_PASS"] = ",".join(p for p in passed if p != os.path.basename(argv0))
+    env["MANYBENCH_MPI_PASS"] = ",".join(passed)
     return env
 
 
@@ -187,7 +187,7 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
     if why:
         raise KernelError(f"launcher: {why}")
     job = Job(program=program, hosts=[p["host"] for p in mine],
-              local=all(nd == ctx.node for nd in nodes), env=_job_env(st, program[0]),
+              local=all(nd == ctx.node for nd in nodes), env=_job_env(st),
               args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch)
     try:
         argv, extra = st.launcher.family.argv(st.launcher.path, job)
