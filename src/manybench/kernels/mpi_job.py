@@ -188,7 +188,8 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
         raise KernelError(f"launcher: {why}")
     job = Job(program=program, hosts=[p["host"] for p in mine],
               local=all(nd == ctx.node for nd in nodes), env=_job_env(st),
-              args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch)
+              args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch,
+              here=tuple(nd == ctx.node for nd in nodes))
     try:
         argv, extra = st.launcher.family.argv(st.launcher.path, job)
     except LauncherError as e:

@@ -28,6 +28,7 @@ class Job:
     env: dict[str, str]         # for every rank (through the launcher's own option)
     args: list[str] = field(default_factory=list)   # the plan's launcher_args
     workdir: str = "."          # where a host file the launcher reads is written
+    here: tuple[bool, ...] = ()  # per rank: on the launching node itself
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@
   --allow-run-as-root                    only when running as root, which mpirun refuses
   -x NAME=VALUE                          each variable the ranks need, on every node
   --hostfile F --mca rmaps seq           across nodes: the sequential mapper puts rank i
-                                         on line i of F, so any layout is expressible
+                                         on line i of F, so any layout is expressible; the
+                                         launching node is named by its hostname there (an
+                                         address of its own is renamed so in the allocation
+                                         and the mapper would not find it)
   --mca orte_tmpdir_base DIR             the job's session directory under the launching
                                          slot's scratch: Open MPI 4.1's mpiruns started at
                                          once race to create /tmp/ompi.HOST.UID and the
@@ -16,6 +19,7 @@ launcher_args). Failures: "mpirun noticed that process rank 1 with PID ... exite
 from __future__ import annotations
 
 import os
+import socket
 
 from .base import Family, Job, found, write_hostfile
 
@@ -28,8 +32,9 @@ def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
     for k, v in job.env.items():
         argv += ["-x", f"{k}={v}"]
     if not job.local:
-        argv += ["--hostfile", write_hostfile(job, "hostfile", job.hosts), "--mca", "rmaps",
-                 "seq"]
+        me = socket.gethostname()
+        lines = [me if i < len(job.here) and job.here[i] else h for i, h in enumerate(job.hosts)]
+        argv += ["--hostfile", write_hostfile(job, "hostfile", lines), "--mca", "rmaps", "seq"]
     return argv + list(job.args) + list(job.program), {}
 
 
