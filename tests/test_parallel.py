@@ -295,3 +295,31 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tm
                                             or "did not start" in second["error"])
     assert all(r["status"] == "ok" for r in tasks["after"])
     assert _alive(str(fake)) == []
+
+
+def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file, tmp_path):
+    """A variant's wrap (a container launcher, say) runs each rank's program inside it:
+    `launcher ... wrap... program`; the program behind it is still held in MPI_Init."""
+    fam, launcher, probe = mpi
+    recs = _run(plan_file, f"""
+        name = "wrapped"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "probe"
+        command = ["{probe}"]
+        ranks = 2
+        launcher = "{launcher}"
+        [[variant]]
+        name = "plain"
+        [[variant]]
+        name = "wrapped"
+        wrap = ["sh", "-c", "echo wrapped-{{variant}}; exec \\"$@\\"", "wrap"]
+        """, tmp_path)
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    assert all(r["metrics"]["mpi_sync"] == "MPI_Init" for r in recs)
+    for r in recs:
+        if r["metrics"]["job_rank"] == 0:
+            wrapped = r["stdout"].count("wrapped-wrapped")
+            assert wrapped == (2 if r["variant"] == "wrapped" else 0), r["stdout"]
+            assert len(_probes(r["stdout"])) == 2
