@@ -163,7 +163,7 @@ def _job_env(st: JobSlot) -> dict[str, str]:
     env["LD_PRELOAD"] = library() + (f":{pre}" if pre else "")
     env["MANYBENCH_MPI_SOCK"] = st.prefix
     passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
-    env["MANYBENCH_MPI_PASS"] = ",".join(passed)
+    env["MANYBENCH_MPI_PASS"] = ":".join(passed)    # no comma: srun --export splits on them
     return env
 
 

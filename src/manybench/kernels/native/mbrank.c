@@ -24,7 +24,7 @@
  * A program that is not MPI-linked is held in this library's constructor, before its main(),
  * and answers ready at once. Only the rank's first process takes part: the constructor
  * removes MANYBENCH_MPI_SOCK from the environment, so what the rank starts runs untouched.
- * Wrappers named in $MANYBENCH_MPI_PASS (comma-separated program names: env, numactl, a
+ * Wrappers named in $MANYBENCH_MPI_PASS (colon-separated program names: env, numactl, a
  * shell, a container launcher ...) are let through, marking MANYBENCH_MPI_INNER=<their pid>:
  * behind a wrapper, the program it execs (same pid) is the rank, and of the programs it
  * starts (other pids: `sh -c "cp in . && prog"`) only an MPI-linked one is, so the helpers
@@ -65,7 +65,7 @@ static int passed(void)
         return 0;
     size_t n = strlen(me);
     for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
+        const char *end = strchr(p, ':');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n && strncmp(p, me, n) == 0)
             return 1;
