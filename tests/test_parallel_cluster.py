@@ -108,6 +108,33 @@ def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi
             assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)
 
 
+def test_a_launch_that_fails_is_told_to_the_job_on_other_nodes(two_nodes, mpi, plan_file,
+                                                                tmp_path):
+    """The job's first slot tells its slots on other nodes at once that the job will not
+    start: their records say so, not that they waited out the start-up bound."""
+    fam, launcher, probe = mpi
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "nolaunch"
+        [placement]
+        workers = 2
+        order = "spread"
+        [[task]]
+        name = "probe"
+        command = ["{probe}"]
+        ranks = 2
+        timeout = "600s"
+        launcher = "{launcher}"
+        launcher_args = ["--no-such-option-of-any-launcher"]
+        """)
+    done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    recs = {r["node"]: r for r in export_json(out)}
+    assert recs["n1"]["status"] == "error" and "the launcher" in recs["n1"]["error"]
+    assert recs["n2"]["status"] == "error"
+    assert "did not start: see the record of its rank 0" in recs["n2"]["error"]
+
+
 def test_a_node_lost_mid_job_is_told_and_the_next_phase_runs(mpi, plan_file, tmp_path):
     """Everything in node n2's namespace is killed while a job spanning n1 and n2 runs (a
     node lost): the records say which ranks were lost and what the launcher said; the next

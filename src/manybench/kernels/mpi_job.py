@@ -26,7 +26,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import IO, Any
 
@@ -34,7 +34,8 @@ from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import allowed_count, cpu_figures, cpulist
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, extract_metrics, template_values
-from .rank_link import RankGone, RankLink, socket_name, tell_abort
+from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
+                        tell_abort_remote)
 
 START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task has no timeout
 LIBRARY = "libmbrank.so"
@@ -109,7 +110,7 @@ class JobSlot:
     launcher: Launcher | None = None    # the job's first slot: resolved at prepare
     launch: Launch | None = None        # ... started at connect
     connect_mono: int = 0
-    extra_env: dict = field(default_factory=dict)
+    abort: AbortChannel | None = None   # the other slots: told when the job will not start
 
     @property
     def pid(self) -> int:
@@ -137,18 +138,22 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
     prefix = job_prefix(ctx, job)
     st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),
                  f"{cpulist(cpus)} {_memory_nodes()} {ctx.scratch}", cpus)
-    if jrank == 0:
-        try:
+    try:
+        if jrank == 0:
             st.launcher = resolve(ctx.spec.launcher or "auto", {**os.environ, **ctx.env})
-        except LauncherError as e:
-            st.link.close()
-            raise KernelError(f"launcher: {e}") from None
-        library()
+            library()
+        else:
+            st.abort = AbortChannel()
+    except (LauncherError, KernelError, OSError) as e:
+        _cleanup(st)
+        raise KernelError(f"launcher: {e}" if isinstance(e, LauncherError) else str(e)) \
+            from None
     return st
 
 
 def _publish(st: JobSlot) -> dict:
-    return {"node": st.ctx.node, "cpus": cpulist(st.cpus)}
+    return {"node": st.ctx.node, "cpus": cpulist(st.cpus),
+            "abort_port": st.abort.port if st.abort is not None else 0}
 
 
 def _job_env(st: JobSlot) -> dict[str, str]:
@@ -217,6 +222,14 @@ def _launcher_gone(st: JobSlot) -> str | None:
             + (f": {tail}" if tail else ""))
 
 
+def _told(st: JobSlot) -> str | None:
+    """Why the job cannot start: its launcher exited (the first slot), or the first slot
+    said so (the others)."""
+    if st.abort is not None:
+        return st.abort.told()
+    return _launcher_gone(st)
+
+
 def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
     st.connect_mono = time.monotonic_ns()
     timeout = st.ctx.spec.timeout or START_TIMEOUT_S
@@ -224,7 +237,7 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
     try:
         if st.jrank == 0:
             _start(st, peers)
-        st.link.wait_ready(st.place, deadline, lambda: _launcher_gone(st))
+        st.link.wait_ready(st.place, deadline, lambda: _told(st))
     except (KernelError, RankGone, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
@@ -233,9 +246,12 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
             msg = f"rank {st.jrank} of job {st.job} {e}"
         else:
             msg = str(e)
-        if st.jrank == 0:   # the job's other slots on this node stop waiting
-            tell_abort(st.prefix, range(1, st.ranks), f"job {st.job} did not start: see the "
-                       f"record of its rank 0 ({msg[:200]})")
+        if st.jrank == 0:   # the job's other slots stop waiting
+            why = f"job {st.job} did not start: see the record of its rank 0 ({msg[:200]})"
+            tell_abort(st.prefix, range(1, st.ranks), why)
+            tell_abort_remote([p for r in range(1, st.ranks)
+                               if (p := peers.get(st.job * st.ranks + r)) is not None
+                               and p.get("node") != st.ctx.node], why)
         raise KernelError(msg) from None
 
 
@@ -283,6 +299,8 @@ def _cleanup(st: JobSlot) -> None:
     if st.link.alive():      # nothing of the phase outlives it: the rank too
         st.link.kill()
     st.link.close()
+    if st.abort is not None:
+        st.abort.close()
     if st.launch is not None:
         if st.launch.poll() is None:
             st.launch.kill()

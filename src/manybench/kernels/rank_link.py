@@ -244,17 +244,61 @@ class RankLink:
             self.pidfd = -1
 
 
+def _abort_line(why: str) -> bytes:
+    return ("abort " + why.replace("\n", " ")).encode() + b"\n"
+
+
 def tell_abort(prefix: str, ranks: range, why: str) -> None:
     """Tell the job's other slots on this node that it will not start (they are waiting for
-    their ranks); slots on other nodes are not reachable this way and wait for theirs until
-    the start-up deadline."""
+    their ranks): over their ranks' sockets."""
     for r in ranks:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             s.settimeout(1.0)
             s.connect("\0" + socket_name(prefix, r))
-            s.sendall(f"abort {why}\n".replace("\n", " ").strip().encode() + b"\n")
+            s.sendall(_abort_line(why))
         except OSError:
             pass
         finally:
             s.close()
+
+
+class AbortChannel:
+    """Where a slot of a job on another node than the job's first is told that the job will
+    not start, so it stops waiting for its rank at once: a TCP port it publishes to its
+    peers (the job's first slot learns it with the peers' hosts)."""
+
+    def __init__(self) -> None:
+        dual = socket.has_dualstack_ipv6()
+        self.server = socket.create_server(("", 0), family=socket.AF_INET6 if dual
+                                           else socket.AF_INET, dualstack_ipv6=dual)
+        self.port = self.server.getsockname()[1]
+
+    def told(self) -> str | None:
+        """Why the job will not start, when its first slot said so (never blocks long)."""
+        if not select.select([self.server], [], [], 0)[0]:
+            return None
+        conn, _ = self.server.accept()
+        try:
+            conn.settimeout(1.0)
+            data = conn.recv(65536).decode(errors="replace")
+        except OSError:
+            return None
+        finally:
+            conn.close()
+        return data[6:].strip() if data.startswith("abort ") else None
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def tell_abort_remote(peers: list[dict], why: str) -> None:
+    """The AbortChannel of each slot in `peers` (their published "abort_port" and "host")."""
+    for p in peers:
+        if not p.get("abort_port"):
+            continue
+        try:
+            with socket.create_connection((p["host"], p["abort_port"]), timeout=2.0) as s:
+                s.sendall(_abort_line(why))
+        except OSError:
+            pass
