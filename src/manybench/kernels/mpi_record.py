@@ -92,10 +92,19 @@ def _launcher(st: JobSlot, res: Result) -> None:
     m.update(extract_metrics(spec.metrics, [stdout, stderr])[0])
     ok = launch.status == 0 and not launch.timed_out
     if spec.parse and ok:
-        from ..parsers import PARSERS, ParseError   # noqa: PLC0415
+        from .. import parsers   # noqa: PLC0415
         try:
-            m.update(PARSERS[spec.parse](stdout, stderr))
-        except ParseError as e:
+            # parsers that read size-indexed tables (OSU, IMB) give them too, where this
+            # build has them: stored as rows of their own from the record's extra["series"]
+            both = getattr(parsers, "parse_output", None)
+            if both is not None:
+                found, tables = both(spec.parse, stdout, stderr)
+                if tables:
+                    res.extra["series"] = [t.to_json() for t in tables]
+            else:
+                found = parsers.PARSERS[spec.parse](stdout, stderr)
+            m.update(found)
+        except parsers.ParseError as e:
             if res.status == "ok":
                 res.status, res.error = "error", f"{spec.parse} output not understood: {e}"
     missing = [n for n in spec.metrics if n not in m]
