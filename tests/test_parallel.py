@@ -323,3 +323,27 @@ def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file
             wrapped = r["stdout"].count("wrapped-wrapped")
             assert wrapped == (2 if r["variant"] == "wrapped" else 0), r["stdout"]
             assert len(_probes(r["stdout"])) == 2
+
+
+@pytest.mark.skipif(not (shutil.which("mpirun.openmpi") and shutil.which("mpiexec.mpich")),
+                    reason="needs both openmpi (openmpi-bin) and mpich (Debian mpich)")
+def test_variants_may_set_the_launcher_and_each_record_names_its_mpi(plan_file, tmp_path):
+    recs = _run(plan_file, """
+        name = "two-mpis"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "date"
+        command = ["date", "+%s%N"]
+        ranks = 2
+        launcher = "mpirun.openmpi"
+        [[variant]]
+        name = "openmpi"
+        [[variant]]
+        name = "mpich"
+        set = { "task.date.launcher" = "mpiexec.mpich" }
+        """, tmp_path)
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    fams = {r["variant"]: r["metrics"]["mpi_family"] for r in recs
+            if r["metrics"]["job_rank"] == 0}
+    assert fams == {"openmpi": "openmpi", "mpich": "mpich"}

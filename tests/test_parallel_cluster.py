@@ -108,6 +108,38 @@ def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi
             assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)
 
 
+def test_a_layout_the_launcher_cannot_say_is_refused_before_anything_runs(two_nodes, plan_file,
+                                                                        tmp_path):
+    """Intel-MPI-style -ppn cannot interleave nodes: spread over two nodes is refused, exit 2
+    naming the field; pack is run (no MPI needed: a launcher that says it is Intel MPI and
+    starts nothing, so the run fails at the launch, exit 1)."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'Intel(R) MPI Library for Linux* OS, Version 2021.9'\n")
+    fake.chmod(0o755)
+    for order, code in (("spread", 2), ("pack", 1)):
+        plan = plan_file(f"""
+            name = "ppn"
+            [placement]
+            workers = 4
+            order = "{order}"
+            [[task]]
+            name = "p"
+            command = ["hostname"]
+            ranks = 4
+            timeout = "60s"
+            launcher = "{fake}"
+            """)
+        out = str(tmp_path / order)
+        done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=300)
+        assert done.returncode == code, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+        if order == "spread":
+            assert "task.p.launcher: Intel MPI (-ppn) cannot place job 0" in done.stderr
+        else:
+            first = next(r for r in export_json(out) if r["slot"] == 0 and r["node"] == "n1")
+            assert "the launcher" in first["error"] and "exited" in first["error"]
+
+
 def test_a_launch_that_fails_is_told_to_the_job_on_other_nodes(two_nodes, mpi, plan_file,
                                                                 tmp_path):
     """The job's first slot tells its slots on other nodes at once that the job will not
