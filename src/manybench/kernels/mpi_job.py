@@ -194,7 +194,7 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
     job = Job(program=program, hosts=[p["host"] for p in mine],
               local=all(nd == ctx.node for nd in nodes), env=_job_env(st),
               args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch,
-              here=tuple(nd == ctx.node for nd in nodes))
+              here=tuple(nd == ctx.node for nd in nodes), nodes=tuple(nodes))
     try:
         argv, extra = st.launcher.family.argv(st.launcher.path, job)
     except LauncherError as e:

@@ -29,6 +29,7 @@ class Job:
     args: list[str] = field(default_factory=list)   # the plan's launcher_args
     workdir: str = "."          # where a host file the launcher reads is written
     here: tuple[bool, ...] = ()  # per rank: on the launching node itself
+    nodes: tuple[str, ...] = ()  # per rank: its node's manybench name (Slurm's node name)
 
 
 @dataclass(frozen=True)

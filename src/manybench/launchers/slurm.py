@@ -28,7 +28,8 @@ def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
             "--export=" + ",".join(["ALL"] + [f"{k}={v}" for k, v in job.env.items()])]
     extra: dict[str, str] = {}
     if not job.local:
-        extra["SLURM_HOSTFILE"] = write_hostfile(job, "slurm-hostfile", job.hosts)
+        names = list(job.nodes) if len(job.nodes) == len(job.hosts) else job.hosts
+        extra["SLURM_HOSTFILE"] = write_hostfile(job, "slurm-hostfile", names)
         argv.append("--distribution=arbitrary")
     return argv + list(job.args) + list(job.program), extra
 
