@@ -4,7 +4,6 @@ that is not MPI-linked, a rank that dies, a job that hangs until its timeout."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 

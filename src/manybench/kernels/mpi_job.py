@@ -28,12 +28,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from importlib import resources
-from typing import IO, Any
+from typing import IO
 
 from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
-from .binding import allowed_count, cpu_figures, cpulist
-from .command import SCAN_BYTES, TAIL_BYTES, build_argv, extract_metrics, template_values
+from .binding import cpulist
+from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 

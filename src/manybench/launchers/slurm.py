@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import os
 
-from .base import Family, Job, found, write_hostfile
+from .base import Family, Job, LauncherError, found, write_hostfile
 
 
 def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
     if not os.environ.get("SLURM_JOB_ID"):
-        from .base import LauncherError
         raise LauncherError("srun runs only inside a Slurm allocation (SLURM_JOB_ID is not "
                             "set where the job is launched)")
     if any("," in v for v in job.env.values()):
-        from .base import LauncherError
         raise LauncherError("srun --export cannot pass a value holding a comma: "
                             + ", ".join(k for k, v in job.env.items() if "," in v))
     argv = [path, "-n", str(len(job.hosts)), "--cpu-bind=none", "--overlap",
