@@ -59,12 +59,14 @@ def _by_phase(recs: list[dict]) -> dict[int, list[dict]]:
 
 
 def _alive(path: str) -> list[str]:
-    """Processes still running whose command line names `path` (ours: a test directory)."""
+    """Processes still running whose command line names `path` or whose working directory is
+    under it (the run's scratch: ranks, launchers and their daemons all work there)."""
     out = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
+    for p in psutil.process_iter(["pid", "cmdline", "cwd"]):
         try:
-            if any(path in a for a in p.info["cmdline"] or ()):
-                out.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'])}")
+            if any(path in a for a in p.info["cmdline"] or ()) or \
+                    (p.info["cwd"] or "").startswith(path):
+                out.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'] or ())}")
         except psutil.Error:
             pass
     return out
@@ -264,7 +266,7 @@ def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, plan_file,
     tasks = _by_task(recs)
     assert all(r["status"] == "timeout" for r in tasks["hangs"]), tasks["hangs"]
     assert all(r["status"] == "ok" for r in tasks["after"])
-    assert _alive(str(hang)) == []
+    assert _alive(str(hang)) == [] and _alive(str(tmp_path / "res")) == []
 
 
 def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tmp_path):
@@ -293,7 +295,7 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tm
     assert second["status"] == "error" and ("not ready" in second["error"]
                                             or "did not start" in second["error"])
     assert all(r["status"] == "ok" for r in tasks["after"])
-    assert _alive(str(fake)) == []
+    assert _alive(str(fake)) == [] and _alive(str(tmp_path / "res")) == []
 
 
 def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file, tmp_path):

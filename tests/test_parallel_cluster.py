@@ -20,7 +20,7 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from test_parallel import FAMILIES, PROBE, _by_phase, _probes
+from test_parallel import FAMILIES, PROBE, _alive, _by_phase, _probes
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 
@@ -216,7 +216,7 @@ def test_a_node_lost_mid_job_is_told_and_the_next_phase_runs(mpi, plan_file, tmp
     assert long["n1"]["stderr"] or long["n1"]["stdout"]      # the launcher's account kept
     after = [r for r in rows if r["task"] == "after"]
     assert len(after) == 1 and after[0]["status"] == "ok" and after[0]["node"] == "n1"
-    assert not _running(slow, 1)
+    assert not _running(slow, 1) and _alive(out) == []
 
 
 def _running(path: str, n: int) -> bool:
