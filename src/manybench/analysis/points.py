@@ -15,9 +15,9 @@ from typing import Any, Iterable
 from ..kernels import hist as H
 from ..kernels import kernel
 from ..kernels.binding import cpu_bound
+from ..kernels.mpi_record import FRAMEWORK_METRICS
 from ..model import GROUP_KERNEL
 from ..record import Record
-from ..kernels.mpi_record import FRAMEWORK_METRICS
 from ..results.contract import StoredPhase, TelemetryRow
 from .phase_figures import NS, PhaseFigures, phase_figures
 from .stats import Dist, Spread, Stats, median
