@@ -102,7 +102,7 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     except ValueError:
         pass  # reported by the schema's duration format
     params = {k: v for k, v in t.items() if k not in TASK_FIELDS}
-    if "ranks" in t and "kernel" not in t:
+    if "ranks" in t and "kernel" not in t and t["ranks"] != []:   # [] : the schema says
         params["ranks"] = t["ranks"]     # a sweep axis like a parameter; {ranks} in templates
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
                     timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
