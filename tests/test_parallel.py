@@ -348,3 +348,24 @@ def test_variants_may_set_the_launcher_and_each_record_names_its_mpi(plan_file, 
     fams = {r["variant"]: r["metrics"]["mpi_family"] for r in recs
             if r["metrics"]["job_rank"] == 0}
     assert fams == {"openmpi": "openmpi", "mpich": "mpich"}
+
+
+@pytest.mark.skipif(not (shutil.which("mpirun.openmpi") and shutil.which("mpiexec.mpich")),
+                    reason="needs both openmpi (openmpi-bin) and mpich (Debian mpich)")
+def test_diff_shows_the_mpi_of_both_sides(plan_file, tmp_path):
+    outs = []
+    for launcher in ("mpirun.openmpi", "mpiexec.mpich"):
+        out = str(tmp_path / launcher)
+        done = run_cli("run", plan_file(f"""
+            name = "prov"
+            [[task]]
+            name = "d"
+            command = ["date"]
+            ranks = 1
+            launcher = "{launcher}"
+            """, name=f"{launcher}.toml"), "-o", out, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(out)
+    diff = run_cli("diff", *outs, timeout=120)
+    assert "programs[mpirun.openmpi].package: openmpi-bin" in diff.stdout, diff.stdout
+    assert "programs[mpiexec.mpich].package: mpich" in diff.stdout
