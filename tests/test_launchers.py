@@ -154,6 +154,7 @@ def test_layout_a_family_cannot_express_is_refused_naming_the_field(tmp_path, mo
     assert layout_problems(phase, pack, "task.t.launcher") == []
 
 
+@pytest.mark.e2e
 def test_plan_check_names_each_field(plan_file):
     plan = plan_file("""
         name = "bad"
@@ -179,6 +180,7 @@ def test_plan_check_names_each_field(plan_file):
     assert "Traceback" not in err
 
 
+@pytest.mark.e2e
 def test_plan_fields_of_parallel_tasks_are_checked(plan_file):
     plan = plan_file("""
         name = "bad"
@@ -222,6 +224,7 @@ def test_plan_fields_of_parallel_tasks_are_checked(plan_file):
 
 @pytest.mark.skipif(not shutil.which("mpirun.openmpi"),
                     reason="openmpi not installed (Debian openmpi-bin)")
+@pytest.mark.e2e
 def test_ranks_sweep_and_show_in_the_dry_run(plan_file):
     plan = plan_file("""
         name = "sweep"

@@ -13,6 +13,8 @@ from conftest import run_cli
 from manybench.kernels import mpi_program
 from manybench.parsers import parse_output
 
+pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
+
 LAUNCH = {"openmpi": ["mpirun.openmpi", "--oversubscribe", "-np", "2"],
           "mpich": ["mpiexec.mpich", "-n", "2"]}
 PACKAGES = {"openmpi": "openmpi-bin libopenmpi-dev", "mpich": "mpich libmpich-dev"}

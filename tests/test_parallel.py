@@ -11,12 +11,11 @@ import psutil
 import pytest
 
 from conftest import export_json, run_cli
+from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+
+pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
 HERE = os.path.dirname(__file__)
-PROBE = os.path.join(HERE, "fixtures", "mpi", "probe.c")
-# family -> (compiler wrapper, launcher, Debian packages)
-FAMILIES = {"openmpi": ("mpicc.openmpi", "mpirun.openmpi", "openmpi-bin libopenmpi-dev"),
-            "mpich": ("mpicc.mpich", "mpiexec.mpich", "mpich libmpich-dev")}
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -31,12 +30,6 @@ def mpi(request, tmp_path_factory):
     return fam, launcher, out
 
 
-def _probes(stdout: str) -> list[dict]:
-    """The probe's lines: one per rank of the job."""
-    return [dict(zip(m[0::2], m[1::2])) for m in
-            (line.split()[1:] for line in stdout.splitlines() if line.startswith("probe "))]
-
-
 def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
     out = str(tmp_path / "res")
     done = run_cli("run", plan_file(text), "-o", out, timeout=600)
@@ -48,27 +41,6 @@ def _by_task(recs: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in recs:
         out.setdefault(r["task"], []).append(r)
-    return out
-
-
-def _by_phase(recs: list[dict]) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in recs:
-        out.setdefault(r["phase"], []).append(r)
-    return out
-
-
-def _alive(path: str) -> list[str]:
-    """Processes still running whose command line names `path` or whose working directory is
-    under it (the run's scratch: ranks, launchers and their daemons all work there)."""
-    out = []
-    for p in psutil.process_iter(["pid", "cmdline", "cwd"]):
-        try:
-            if any(path in a for a in p.info["cmdline"] or ()) or \
-                    (p.info["cwd"] or "").startswith(path):
-                out.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'] or ())}")
-        except psutil.Error:
-            pass
     return out
 
 

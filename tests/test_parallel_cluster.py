@@ -20,7 +20,9 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from test_parallel import FAMILIES, PROBE, _alive, _by_phase, _probes
+from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+
+pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 

@@ -2,11 +2,15 @@
 ranks as one step of the allocation, each rank held until T0 and placed on its slot's cpu."""
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
 from conftest import export_json
 from slurm_fixture import slurm  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
 
 def test_srun_starts_the_ranks_inside_the_allocation(slurm, plan_file, tmp_path):  # noqa: F811

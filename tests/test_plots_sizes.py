@@ -2,13 +2,19 @@
 report, one line per series and variant, median over repetitions."""
 from __future__ import annotations
 
+import os
+
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.parsers import parse_output
 from manybench.record import Record
 from manybench.report.plots import figures
 from manybench.report.html import html_page
 from manybench.results.store import Store
-from test_parsers_mpi import _read
+
+
+def _read(kind: str, name: str) -> str:
+    with open(os.path.join(os.path.dirname(__file__), "fixtures", kind, name)) as f:
+        return f.read()
 
 T = 1_700_000_000_000_000_000
 

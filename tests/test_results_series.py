@@ -3,6 +3,8 @@ extra["series"] (what a parser's tables() read), readable through manybench.resu
 and `manybench export --table series`; a version 4 file migrated."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import sqlite3
@@ -14,7 +16,8 @@ from manybench.parsers import parse_output
 from manybench.results import schema
 from manybench.results.contract import RunNotes
 from manybench.results.store import Store
-from test_store import SRC, T0, phase, plan, recs
+from builders import T0, phase, plan, recs
+SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -87,6 +90,7 @@ def test_a_v4_file_gains_an_empty_series_table(tmp_path):
     db.close()
 
 
+@pytest.mark.e2e
 def test_export_series_table(tmp_path):
     st = Store(tmp_path)
     st.begin_run("r1", plan(), ["manybench"], {}, RunNotes())
