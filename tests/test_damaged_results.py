@@ -18,8 +18,6 @@ from click.testing import CliRunner
 from manybench.cli import main
 from manybench.results import store as store_mod
 
-from conftest import run_cli
-
 PLAN = 'name = "n"\nrepeat = 3\n[[task]]\nname = "n"\nkernel = "null"\n'
 READERS = ["report", "export", "diff", "compare", "history", "resume"]
 
@@ -30,8 +28,8 @@ def results(tmp_path_factory):
     d = tmp_path_factory.mktemp("res")
     (d / "p.toml").write_text(PLAN)
     out = d / "res"
-    r = run_cli("run", str(d / "p.toml"), "-o", str(out), "-q")
-    assert r.returncode == 0, r.stderr
+    r = CliRunner().invoke(main, ["run", str(d / "p.toml"), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
     con = sqlite3.connect(out / "results.db")
     con.execute("UPDATE runs SET status='interrupted'")
     con.commit()

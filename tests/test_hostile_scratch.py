@@ -66,6 +66,7 @@ CASES = [("io.write", what, wrap) for what in PLANTS for wrap in (False, True)] 
         [("io.read", what, wrap) for what in ("fifo", "hard link") for wrap in (False, True)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kernel, what, wrap", CASES)
 def test_an_object_planted_in_scratch_is_a_phase_error_never_a_write(tmp_path, what, wrap,
                                                                      kernel):

@@ -92,6 +92,7 @@ def test_a_plan_name_that_would_escape_the_results_directory_is_refused(tmp_path
         """, "name", "directory name")
 
 
+@pytest.mark.e2e
 def test_a_refused_name_creates_nothing_outside(tmp_path):
     plan = tmp_path / "p.toml"
     plan.write_text('name = "../escaped"\n[[task]]\nname = "n"\nkernel = "null"\n')
@@ -342,6 +343,7 @@ def test_a_name_is_bounded_in_bytes_not_characters(tmp_path, table, prefix):
     assert code == 2 and "bytes" in out and "300" in out, out
 
 
+@pytest.mark.e2e
 def test_a_multibyte_name_within_the_byte_limit_runs(tmp_path):
     name = "é" * 100     # 200 bytes
     res = run_cli("run", "-o", str(tmp_path / "out"), "--set", f'name="{name}"',

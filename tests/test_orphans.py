@@ -14,33 +14,14 @@ import uuid
 import psutil
 import pytest
 
+from builders import survivors, tagged
 from manybench.node.reaper import SlotCgroup, cgroup2_dir
 
-SETTLE_S = 10.0     # "a few seconds": how long the survivors are given to go
+pytestmark = pytest.mark.e2e   # runs of the command line, killed
+
 # the command exits at once, leaving a background child behind: the window in which the
 # slot has reaped the command but not yet its orphan is where one used to escape
 COMMAND = 'sleep 0.{n}; (sleep 300 &); echo done'
-
-
-def tagged(tag: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("MB_ORPHAN_TAG") == tag:
-                out.append(p)
-        except psutil.Error:
-            pass
-    return out
-
-
-def survivors(tag: str) -> list[psutil.Process]:
-    """The tagged processes still alive once they had SETTLE_S to go (a zombie is gone)."""
-    end = time.monotonic() + SETTLE_S
-    while True:
-        alive = [p for p in tagged(tag) if p.status() != psutil.STATUS_ZOMBIE]
-        if not alive or time.monotonic() > end:
-            return alive
-        time.sleep(0.2)
 
 
 def _plan(tmp_path, tag: str) -> str:

@@ -8,8 +8,10 @@ import uuid
 
 import pytest
 
+from builders import survivors, tagged
 from conftest import export_json, run_cli
-from test_orphans import survivors, tagged
+
+pytestmark = pytest.mark.e2e   # runs of the command line
 
 
 @pytest.mark.parametrize("cgroup", ["1", "0"])

@@ -68,6 +68,7 @@ def _wait_phase(out: str, proc: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("delay", [0.5, 2.0])
 def test_an_interrupt_at_start_up_ends_with_130(tmp_path, sig, delay):
@@ -79,6 +80,7 @@ def test_an_interrupt_at_start_up_ends_with_130(tmp_path, sig, delay):
     _interrupted(proc, out)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_mid_phase_ends_with_130_and_the_run_interrupted(tmp_path, sig):
     (tmp_path / "p.toml").write_text(PLAN)
@@ -90,6 +92,7 @@ def test_an_interrupt_mid_phase_ends_with_130_and_the_run_interrupted(tmp_path, 
     assert _rows(out) == ["interrupted"]
 
 
+@pytest.mark.e2e
 def test_a_coordinator_started_with_sigint_ignored_still_takes_ctrl_c(tmp_path):
     (tmp_path / "p.toml").write_text(PLAN)
     out = str(tmp_path / "out")
@@ -101,6 +104,7 @@ def test_a_coordinator_started_with_sigint_ignored_still_takes_ctrl_c(tmp_path):
     assert _phases(out) < 40     # it stopped: the run did not go on to its end
 
 
+@pytest.mark.e2e
 def test_ctrl_c_while_a_big_plan_expands_is_130_not_aborted(tmp_path):
     plan = tmp_path / "big.toml"
     plan.write_text('repeat = 100000\n[[task]]\nname = "a"\nkernel = "null"\n'
