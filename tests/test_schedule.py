@@ -1,6 +1,8 @@
 """The T0 lead adapts to the dispatch times of earlier phases (run/schedule.py)."""
 from __future__ import annotations
 
+import pytest
+
 from manybench.run import schedule as S
 from manybench.run.schedule import Scheduler
 
@@ -42,17 +44,64 @@ def test_lead_is_clamped():
     assert s.lead_ns() == S.MAX_LEAD_NS
 
 
-def test_a_late_slot_doubles_the_next_lead_once_and_on_time_phases_undo_it():
-    s = Scheduler()
+def test_late_arming_doubles_the_lead_and_on_time_phases_undo_it_slowly():
+    s = Scheduler(late_target=0.01)
     phase(s, 4 * MS)
     base = s.lead_ns()
     phase(s, 4 * MS, late=True)
     assert s.lead_ns() == int(S.SAFETY * 4 * MS * 2) + S.MARGIN_NS
-    phase(s, 4 * MS)                                # on time: the boost halves back to 1
+    phase(s, 4 * MS, late=True)                     # late again: doubled again
+    assert s.lead_ns() == int(S.SAFETY * 4 * MS * 4) + S.MARGIN_NS
+    for _ in range(199):                            # 2 / late_target on-time phases undo
+        phase(s, 4 * MS)                            # one doubling, not sooner
+    assert s.lead_ns() > int(S.SAFETY * 4 * MS * 2) + S.MARGIN_NS
+    phase(s, 4 * MS)
+    assert s.lead_ns() == pytest.approx(int(S.SAFETY * 4 * MS * 2) + S.MARGIN_NS, abs=2)
+    for _ in range(2000):
+        phase(s, 4 * MS)
     assert s.lead_ns() == base
-    phase(s, 4 * MS, late=True)
-    phase(s, 4 * MS, late=True)                     # late again: still doubled, not 4x
-    assert s.lead_ns() == int(S.SAFETY * 4 * MS * 2) + S.MARGIN_NS
+    assert (s.phases, s.armed_late, s.late) == (2203, 2, 2)
+
+
+def simulate(s: Scheduler, phases: int, stall_every: int, stall_ns: int,
+             dispatch_ns: int = MS // 2) -> int:
+    """Phases whose go reached the last slot after `dispatch_ns`, every `stall_every`-th after
+    `stall_ns` instead; how many armed after T0."""
+    late = 0
+    for i in range(phases):
+        sent = 1_000 * MS * (i + 1)
+        t0 = sent + s.lead_ns()
+        took = stall_ns if stall_every and i % stall_every == stall_every - 1 else dispatch_ns
+        late += sent + took > t0
+        s.observe(sent, t0, [sent + took], [max(t0, sent + took)])
+    return late
+
+
+def test_the_lead_keeps_late_phases_under_the_target_on_a_machine_that_stalls():
+    # every 50th dispatch stalls 10 ms: a lead that only followed the recent dispatch times
+    # would be late at each (2% of phases); the adaptive lead stays under its target
+    for target in (0.01, 0.05):
+        s = Scheduler(late_target=target)
+        late = simulate(s, 5000, 50, 10 * MS)
+        assert late == s.armed_late == s.late
+        assert 0 < late <= target * 5000
+    s = Scheduler(late_target=0.5)    # a lax target lets more phases be late
+    assert simulate(s, 5000, 50, 10 * MS) > 0.01 * 5000
+
+
+def test_a_quiet_machine_keeps_its_short_lead():
+    s = Scheduler()
+    simulate(s, 1000, 0, 0)
+    assert s.late == 0 and s.lead_ns() == int(S.SAFETY * MS // 2) + S.MARGIN_NS
+
+
+def test_slots_armed_in_time_but_started_late_are_counted_and_leave_the_lead_alone():
+    s = Scheduler()
+    phase(s, 3 * MS)
+    lead = s.lead_ns()
+    sent, t0 = 10_000 * MS, 10_000 * MS + lead
+    s.observe(sent, t0, [sent + 3 * MS], [t0 + 5 * MS])    # armed in time, woke 5 ms late
+    assert (s.late, s.armed_late) == (1, 0) and s.lead_ns() == lead
 
 
 def test_phases_without_armed_slots_change_nothing():

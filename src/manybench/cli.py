@@ -388,6 +388,10 @@ def info(plan_path: str | None, as_json: bool) -> None:
         plan_peaks = plan.peaks
     env = environment.collect()
     env["peaks"] = peaks.for_run(env, plan_peaks).as_dict()
+    from .inventory import noise        # the node's noise floor, as a run measures it
+    from .inventory.topology import topology
+    env["noise"] = noise.measure([c.id for c in topology()],
+                                 plan.noise if plan_path is not None else noise.DEFAULT_S)
     click.echo(json.dumps(env, indent=2, default=str) if as_json else
                info_text(env), nl=as_json)
 

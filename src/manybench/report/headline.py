@@ -243,6 +243,8 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency]) 
                 return DASH
             return f"{'memory' if f >= 0.5 else 'device'} ({f * 100:.0f}% cached)"
         out.append(Column("cached_fraction", "reads from\n(page cache)", cached, 2))
+    if any(p.late.late_phases for p in points):     # late starts, with their causes
+        out.append(Column("late", "late starts\n(phases)", lambda p: p.late.cell(), 14))
     if any(e.efficiency for e in effs.values()):
         def eff(p: PointSummary) -> str:
             e = effs.get(p.point)

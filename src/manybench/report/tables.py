@@ -214,6 +214,8 @@ def task_table(task: str, points: list[PointSummary],
         cols.append((k, lambda s, k=k: fmts[k](s.params[k]) if k in s.params else DASH))
     keys = len(cols)
     cols += [("phases", lambda s: str(s.phases)), ("ok", _ok_cell)]
+    if any(s.late.late_phases for s in points):
+        cols.append(("late starts\n(phases)", lambda s: s.late.cell()))
     cache_notes: list[str] = []
 
     if traits.sync_only:
@@ -297,7 +299,12 @@ def run_view(store: Store, run: RunInfo, figures: list[str] | None = None,
         tables = [headline_table(t, pts, spreads, effs, figures) for t, pts in by_task.items()]
     warnings = store.warnings(run.run_id)
     view = RunView(title=f"{run.name} - run {run.run_id}", header=head.header(run, nodes, peaks),
-                   notes=head.notes(run, nodes), warnings=head.warning_lines(warnings),
+                   notes=head.notes(run, nodes) + head.floor_notes(
+                       run, nodes, [f.skew_ns for s in summaries for f in s.phase_figures
+                                    if f.skew_ns is not None and s.workers > 1],
+                       [x for s in summaries for f in s.phase_figures for x in f.lateness_ns],
+                       records),
+                   warnings=head.warning_lines(warnings),
                    tables=tables + run_tables(run, summaries, records, phases),  # variants, [reference]
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
     attach_hints(view, store, run, summaries, records, nodes, effs, warnings)

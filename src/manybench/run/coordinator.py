@@ -62,6 +62,8 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
     extra = dict(res.extra)
     if res.armed_ns:
         extra["armed_ns"] = res.armed_ns
+        # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
+        metrics["armed_late_ns"] = max(0, res.armed_ns - t0)
     extra["rank"] = rank
     return Record(
         run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
@@ -79,7 +81,7 @@ class Coordinator:
         self.plan, self.phases, self.outdir, self.engine = plan, phases, outdir, engine
         self.resume = resume   # run --resume: the stored run it continues (run/resume.py)
         self.argv, self.slots, self.show_progress = argv, slots, progress
-        self.scheduler = Scheduler()
+        self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
         self.current: tuple | None = None
         self.lost: set[str] = set()
@@ -94,6 +96,7 @@ class Coordinator:
         os.makedirs(default_dir, exist_ok=True)
         largest = max((p.workers for p in self.phases), default=1)
         self.engine.telemetry_s = self.plan.telemetry
+        self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
         problems = check_nodes(self.phases, nodes)
@@ -282,10 +285,12 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        armed = [r.armed_ns for got in results.values() for r in got.values()
-                 if r.armed_ns and r.status == "ok"]
-        self.scheduler.observe(sent, t0, armed)
+        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
+        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
+                               [r.start_ns for r in ok if r.start_ns])
         records = self._records(run_id, phase, nodes, work, t0, results)
+        for r in records:    # the lead this T0 was given (run/schedule.py adapts it)
+            r.metrics["lead_ns"] = t0 - sent
         self.current = None
         return t0, records
 

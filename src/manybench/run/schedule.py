@@ -3,19 +3,28 @@
 The dispatch time of a phase is how long it took from sending "go" until the last slot
 was waiting for T0 (its `armed` stamp). The lead is a multiple of the worst recent
 dispatch, so a slow phase (many slots on few cores) lengthens the next lead at once and a
-quiet run shortens it again slowly. A slot that armed after T0 was late: the next lead
-doubles.
+quiet run shortens it again slowly.
+
+A slot that armed after T0 was late because of the lead: the boost doubles (up to MAX_BOOST)
+and decays by 2^-(late_target / 2) per on-time phase, so a doubling is undone only after
+2 / late_target on-time phases (200 at the default 1%): a machine whose dispatch stalls now
+and then settles at a lead that leaves about half of late_target of its phases late, and a
+quiet one, never late, keeps today's lead. Slots that armed in time but started late (a stall, a shared
+cpu: analysis/late.py) are counted; no lead prevents them.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
 
+from ..analysis.late import LATE_NS
+
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
 SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN
 MARGIN_NS = 200_000
 WINDOW = 8                     # phases of history
+MAX_BOOST = 64.0
 
 
 def now_ns() -> int:
@@ -25,10 +34,15 @@ def now_ns() -> int:
 class Scheduler:
     """Chooses T0 for each phase from the dispatch times observed in earlier ones."""
 
-    def __init__(self, min_lead_ns: int = MIN_LEAD_NS) -> None:
+    def __init__(self, min_lead_ns: int = MIN_LEAD_NS, late_target: float = 0.01) -> None:
         self.min_lead_ns = min_lead_ns
         self.samples: deque[int] = deque(maxlen=WINDOW)
         self.late_boost = 1.0
+        self.decay = 2.0 ** -(max(late_target, 1e-6) / 2)
+        self.phases = 0           # phases observed
+        self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
+        self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
+        self.longest_ns = 0       # the longest lead used
 
     def lead_ns(self) -> int:
         worst = max(self.samples, default=5_000_000)   # before any sample: a safe 5 ms
@@ -36,13 +50,21 @@ class Scheduler:
         return max(self.min_lead_ns, min(MAX_LEAD_NS, lead))
 
     def next_t0(self, now: int | None = None) -> int:
-        return (now_ns() if now is None else now) + self.lead_ns()
+        lead = self.lead_ns()
+        self.longest_ns = max(self.longest_ns, lead)
+        return (now_ns() if now is None else now) + lead
 
-    def observe(self, sent_ns: int, t0_ns: int, armed_ns: list[int]) -> None:
-        """Record one phase: when go was sent, its T0, and when each slot armed."""
+    def observe(self, sent_ns: int, t0_ns: int, armed_ns: list[int],
+                start_ns: list[int] | None = None) -> None:
+        """Record one phase: when go was sent, its T0, when each slot armed and started."""
         if not armed_ns:
             return
         last = max(armed_ns)
         self.samples.append(max(0, last - sent_ns))
-        # a late slot doubles the next lead once; on-time phases bring it back quickly
-        self.late_boost = 2.0 if last > t0_ns else max(1.0, self.late_boost * 0.5)
+        self.phases += 1
+        late_arming = last > t0_ns
+        self.armed_late += late_arming
+        self.late += late_arming or any(s - t0_ns > LATE_NS for s in start_ns or ())
+        # late arming: the lead was too short; it doubles and on-time phases undo it slowly
+        self.late_boost = (min(MAX_BOOST, self.late_boost * 2.0) if late_arming
+                           else max(1.0, self.late_boost * self.decay))

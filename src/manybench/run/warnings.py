@@ -9,6 +9,7 @@ import time
 from typing import Callable, Iterable
 
 from ..engines.base import Node
+from ..inventory import noise
 from ..model import Phase
 from ..results.contract import Warning, warning_text
 from ..results.store import Store
@@ -44,6 +45,9 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
     withheld from manybench by a cpuset or taskset."""
     out: list[tuple[str, str, str]] = []
     for n in nodes:
+        text = noise.stalls(n.name, (n.inventory or {}).get("noise"))
+        if text:
+            out.append(("stalls", n.name, text))
         if oversubscribed(n.slots, n.cpus):
             out.append(("oversubscribed", n.name, f"node {n.name}: {n.slots} slots on "
                         f"{len(n.cpus)} cpus: oversubscribed, slots sleep until T0 without "
