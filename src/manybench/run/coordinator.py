@@ -261,6 +261,8 @@ class Coordinator:
 
     def _metric_warnings(self, phase: Phase, records: list[Record]) -> None:
         for r in records:
+            for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
+                self.warnings.add(kind, text, node=r.node, task=phase.task.name)
             for name in r.extra.get("missing_metrics", ()):
                 self.warnings.add("missing-metric", f"task {phase.task.name}: metric {name!r} "
                                   "matched nothing in the command's output", task=phase.task.name,
