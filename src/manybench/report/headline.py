@@ -251,6 +251,8 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency]) 
             if e is None or e.efficiency is None:
                 return DASH
             x = e.efficiency
+            if x.above_peak:     # not a result: the peak is wrong
+                return f"wrong peak (> {count(x.peak)} {unit(x.metric)})"
             return f"{x.ratio * 100:.0f}% of {count(x.peak)} {unit(x.metric)}"
         out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
     if any(e.share for e in effs.values()):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..analysis import PointSummary, summarize
-from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate, unit
+from ..analysis.efficiency import WRONG_PEAK, NodePeaks, PointEfficiency, evaluate, unit
 from ..inventory.peaks import Peaks
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
@@ -98,9 +98,13 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
             if e is None or e.efficiency is None:
                 return DASH
             x = e.efficiency
+            if x.above_peak:
+                return f"wrong peak ({count(x.measured)} > {count(x.peak)} {unit(x.metric)})"
             return f"{_pct(x.ratio)} ({count(x.measured)} of {count(x.peak)} {unit(x.metric)})"
         cols.append(("efficiency\nof peak", eff_cell))
         notes += [f"efficiency = {r}" for r in rules]
+        if any(e.efficiency.above_peak for e in pe if e.efficiency):
+            notes.append(WRONG_PEAK)
     shares = list(dict.fromkeys(e.share.metric for e in pe if e.share))
     if shares:
         def share_cell(s: PointSummary) -> str:
