@@ -181,13 +181,14 @@ def _dry_run(plan, phases, slots: int | None) -> None:
     from .inventory.topology import topology
     from .plan.expand import describe
     from .run.placement import oversubscribed, place
-    n = slots or plan.slots or max((p.workers for p in phases), default=1)
+    from .plan.expand import distinct
+    n = slots or plan.slots or max((p.workers for p in distinct(phases)), default=1)
     cpus = topology()
     click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
                + (" (oversubscribed)" if oversubscribed(n) else ""))
     click.echo(describe(phases))
     seen = set()
-    for p in phases:
+    for p in distinct(phases):
         key = (p.workers, p.order, p.pin)
         if key not in seen:
             seen.add(key)

@@ -14,12 +14,14 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..engines.base import Engine, Node, Work
 from ..inventory.environment import collect
 from ..kernels import Result
 from ..model import Phase, Plan
 from ..plan import PlanError
+from ..plan.expand import distinct
 from ..record import Record
 from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
@@ -94,12 +96,12 @@ class Coordinator:
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
-        largest = max((p.workers for p in self.phases), default=1)
+        largest = max((p.workers for p in distinct(self.phases)), default=1)
         self.engine.telemetry_s = self.plan.telemetry
         self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
-        problems = check_nodes(self.phases, nodes)
+        problems = check_nodes(distinct(self.phases), nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
             self.engine.close()
             raise PlanError(problems)
@@ -346,7 +348,7 @@ def capacity(phase: Phase, nodes: list[Node]) -> dict[str, int]:
     return {n: slots[n] for n in names if n in slots}
 
 
-def check_nodes(phases: list[Phase], nodes: list[Node]) -> list[str]:
+def check_nodes(phases: Iterable[Phase], nodes: list[Node]) -> list[str]:
     """Problems of a plan on these nodes: unknown node names, more workers than slots."""
     known = {n.name for n in nodes}
     problems: list[str] = []
