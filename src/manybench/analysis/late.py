@@ -105,9 +105,9 @@ def verdict(c: LateCount, target: float, floor_ns: int | None = None) -> str | N
             f"start late, above the plan's late_target {target:.1%} ({why}; latest "
             f"{c.worst_ns / 1e6:.3g} ms after T0)")
     if c.by_cause.get("lead"):
-        text += ("; the lead grew after each late arming but could not keep up"
-                 if c.by_cause["lead"] > target * c.phases else
-                 "; the lead grew after each late arming and kept those under the target")
+        text += ("; the lead, grown to cover the dispatch times seen, could not keep late "
+                 "armings under the target" if c.by_cause["lead"] > target * c.phases else
+                 "; the lead kept late armings under the target")
     if c.by_cause.get("stall"):
         text += ("; stalls are the machine's" + (f" (its noise floor: stalls up to "
                                                  f"{floor_ns / 1e6:.3g} ms)" if floor_ns else "")

@@ -1,30 +1,31 @@
 """Scheduled starts: T0 = now + a lead longer than the dispatch time measured so far.
 
 The dispatch time of a phase is how long it took from sending "go" until the last slot
-was waiting for T0 (its `armed` stamp). The lead is a multiple of the worst recent
-dispatch, so a slow phase (many slots on few cores) lengthens the next lead at once and a
-quiet run shortens it again slowly.
-
-A slot that armed after T0 was late because of the lead: the boost doubles (up to MAX_BOOST)
-and decays by 2^-(late_target / 2) per on-time phase, so a doubling is undone only after
-2 / late_target on-time phases (200 at the default 1%): a machine whose dispatch stalls now
-and then settles at a lead that leaves about half of late_target of its phases late, and a
-quiet one, never late, keeps today's lead. Slots that armed in time but started late (a stall, a shared
-cpu: analysis/late.py) are counted; no lead prevents them.
+was waiting for T0 (its `armed` stamp). The lead is the longer of:
+  - a multiple of the worst recent dispatch (the last WINDOW phases), so a slow phase (many
+    slots on few cores) lengthens the next lead at once and a quiet run shortens it again;
+  - the (1 - late_target / 2) quantile of the dispatch times of the last 2 / late_target
+    phases (200 at the default 1%), so a machine whose dispatch stalls now and then keeps a
+    lead covering all but about half of late_target of its phases: the share of phases whose
+    slots arm after T0 stays under the plan's `late_target`.
+A quiet machine, never late, keeps its short lead. Slots that armed in time but started late
+(a stall, a shared cpu: analysis/late.py) are counted; no lead prevents them.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
 from ..analysis.late import LATE_NS
+from ..analysis.stats import nearest_rank
 
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
 SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN
 MARGIN_NS = 200_000
-WINDOW = 8                     # phases of history
-MAX_BOOST = 64.0
+WINDOW = 8                     # phases of recent history
+HISTORY = (50, 2_000)          # phases of long history: 2 / late_target, within these bounds
 
 
 def now_ns() -> int:
@@ -37,8 +38,10 @@ class Scheduler:
     def __init__(self, min_lead_ns: int = MIN_LEAD_NS, late_target: float = 0.01) -> None:
         self.min_lead_ns = min_lead_ns
         self.samples: deque[int] = deque(maxlen=WINDOW)
-        self.late_boost = 1.0
-        self.decay = 2.0 ** -(max(late_target, 1e-6) / 2)
+        target = min(max(late_target, 1e-6), 1.0)
+        self.history: deque[int] = deque(maxlen=min(max(HISTORY[0], math.ceil(2 / target)),
+                                                    HISTORY[1]))
+        self.quantile = 100.0 * (1.0 - target / 2)
         self.phases = 0           # phases observed
         self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
         self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
@@ -46,7 +49,9 @@ class Scheduler:
 
     def lead_ns(self) -> int:
         worst = max(self.samples, default=5_000_000)   # before any sample: a safe 5 ms
-        lead = int(SAFETY * worst * self.late_boost) + MARGIN_NS
+        lead = int(SAFETY * worst) + MARGIN_NS
+        if self.history:
+            lead = max(lead, nearest_rank(self.history, self.quantile) + MARGIN_NS)
         return max(self.min_lead_ns, min(MAX_LEAD_NS, lead))
 
     def next_t0(self, now: int | None = None) -> int:
@@ -60,11 +65,10 @@ class Scheduler:
         if not armed_ns:
             return
         last = max(armed_ns)
-        self.samples.append(max(0, last - sent_ns))
+        took = max(0, last - sent_ns)
+        self.samples.append(took)
+        self.history.append(took)
         self.phases += 1
         late_arming = last > t0_ns
         self.armed_late += late_arming
         self.late += late_arming or any(s - t0_ns > LATE_NS for s in start_ns or ())
-        # late arming: the lead was too short; it doubles and on-time phases undo it slowly
-        self.late_boost = (min(MAX_BOOST, self.late_boost * 2.0) if late_arming
-                           else max(1.0, self.late_boost * self.decay))
