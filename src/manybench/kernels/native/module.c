@@ -164,6 +164,22 @@ static PyObject *py_run_io(PyObject *self, PyObject *args)
     return result_dict(&r, 1);
 }
 
+static PyObject *py_preallocate(PyObject *self, PyObject *args)
+{
+    int fd, e;
+    long long size;
+    if (!PyArg_ParseTuple(args, "iL", &fd, &size))
+        return NULL;
+    if (!nonneg(size, "size"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_preallocate(fd, (uint64_t)size);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "fallocate failed");
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_layout(PyObject *self, PyObject *args)
 {
     PyObject *path;
@@ -460,6 +476,9 @@ static PyMethodDef methods[] = {
     {"run_io", py_run_io, METH_VARARGS,
      "run_io(fd, write, block, size, deadline_ns, fsync_end, direct, t0_ns, spin_ns) -> dict"},
     {"layout", py_layout, METH_VARARGS, "layout(path, size, block)"},
+    {"preallocate", py_preallocate, METH_VARARGS,
+     "preallocate(fd, size): fallocate mode 0 as fio's fallocate=native (none where the file "
+     "system has no fallocate)"},
     {"resident", py_resident, METH_VARARGS,
      "resident(fd, size) -> (pages in the page cache, pages) of the file's first size bytes"},
     {"spawn", py_spawn, METH_VARARGS,

@@ -86,6 +86,9 @@ typedef struct {
 
 int nb_run_io(const nb_io_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
 int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen);
+/* Preallocate [0, size) of the open file (fallocate mode 0, as fio); 0, or an errno other
+ * than "not supported here" (then nothing is preallocated and 0 is returned). */
+int nb_preallocate(int fd, uint64_t size);
 void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
 /* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
 int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
