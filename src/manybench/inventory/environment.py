@@ -146,9 +146,10 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
     measured = _safe(lambda: _probe(unknown_fma)) if unknown_fma or weak_clock else None
     if measured and unknown_fma:
         flops = core_flops(info, sve_bits, measured)
+    # to 0.1 GHz, as clocks are rated: runs on one machine keep the same peaks
     base, bsrc, mx, msrc = frequencies(
         info["model_name"], info["mhz"], **freq,
-        measured_ghz=measured.ghz if measured and weak_clock else None)
+        measured_ghz=round(measured.ghz, 1) if measured and weak_clock else None)
     channels, rate, msource = memory_channels(_safe(_dimms) or [])
     cpu = {"vendor": info["vendor"], "family": info["family"], "model": info["model"],
            "probe": ({"ghz": round(measured.ghz, 3), "gflops": {str(k): round(v, 2) for k, v

@@ -43,10 +43,16 @@ def peaks_summary(p: peaks_mod.Peaks, env: dict | None = None) -> str:
     """One line: the node's peaks and any metric peaks of [peaks], each with its basis."""
     parts = []
     cpu = (env or {}).get("cpu") or {}
+    given = {k for layer in p.overrides.values() for k in layer}
+    source = str(cpu.get("base_source", ""))
     clock = ("base clock read as the current cpu MHz, not the rated base"
-             if str(cpu.get("base_source", "")).startswith("/proc/cpuinfo")
-             and p.basis.get("base_ghz") == "detected" and "dp_gflops" not in
-             {k for layer in p.overrides.values() for k in layer} else "")
+             if source.startswith("/proc/cpuinfo") else
+             "clock measured on one busy core (no cpufreq here), not the rated base"
+             if source.startswith("measured") else "")
+    if p.basis.get("base_ghz") != "detected" or "dp_gflops" in given:
+        clock = ""
+    if str(cpu.get("flops_assumption") or "").startswith("measured") and not given:
+        clock = "; ".join(filter(None, [clock, "flops per cycle " + cpu["flops_assumption"]]))
     for name in peaks_mod.OUTPUTS:
         v = p.get(name)
         parts.append(f"{name} {count(v)} {peaks_mod.UNITS[name]} ({p.basis.get(name, '')})"
