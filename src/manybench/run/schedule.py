@@ -4,21 +4,22 @@ The dispatch time of a phase is how long it took from sending "go" until the las
 was waiting for T0 (its `armed` stamp). The lead is the longer of:
   - a multiple of the worst recent dispatch (the last WINDOW phases), so a slow phase (many
     slots on few cores) lengthens the next lead at once and a quiet run shortens it again;
-  - the (1 - late_target / 2) quantile of the dispatch times of the last 2 / late_target
-    phases (200 at the default 1%), so a machine whose dispatch stalls now and then keeps a
-    lead covering all but about half of late_target of its phases: the share of phases whose
-    slots arm after T0 stays under the plan's `late_target`.
+  - the dispatch time of the last 2 / late_target phases (200 at the default 1%) that all
+    but late_target / 2 of them (1 of 200) stayed under, so a machine whose dispatch stalls
+    now and then keeps a lead covering the stalls that recur: the share of phases whose slots
+    arm after T0 stays under the plan's `late_target`, and one outlier (a slot stopped for
+    seconds) does not lengthen the next 200 leads.
 A quiet machine, never late, keeps its short lead. Slots that armed in time but started late
 (a stall, a shared cpu: analysis/late.py) are counted; no lead prevents them.
 """
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections import deque
 
 from ..analysis.late import LATE_NS
-from ..analysis.stats import nearest_rank
 
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
@@ -41,7 +42,7 @@ class Scheduler:
         target = min(max(late_target, 1e-6), 1.0)
         self.history: deque[int] = deque(maxlen=min(max(HISTORY[0], math.ceil(2 / target)),
                                                     HISTORY[1]))
-        self.quantile = 100.0 * (1.0 - target / 2)
+        self.spare = int(target / 2 * self.history.maxlen)   # samples the lead may leave out
         self.phases = 0           # phases observed
         self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
         self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
@@ -50,8 +51,9 @@ class Scheduler:
     def lead_ns(self) -> int:
         worst = max(self.samples, default=5_000_000)   # before any sample: a safe 5 ms
         lead = int(SAFETY * worst) + MARGIN_NS
-        if self.history:
-            lead = max(lead, nearest_rank(self.history, self.quantile) + MARGIN_NS)
+        if len(self.history) > self.spare:
+            covered = heapq.nlargest(self.spare + 1, self.history)[-1]
+            lead = max(lead, covered + MARGIN_NS)
         return max(self.min_lead_ns, min(MAX_LEAD_NS, lead))
 
     def next_t0(self, now: int | None = None) -> int:
