@@ -79,7 +79,7 @@ def _c_string(text: str) -> str:
 native = Extension(
     "manybench._native",
     sources=[NATIVE + s for s in SOURCES],
-    depends=sorted(glob.glob(NATIVE + "*.h")) + [NATIVE + "mbkernel.c"],
+    depends=sorted(glob.glob(NATIVE + "*.h")) + [NATIVE + "mbkernel.c", NATIVE + "mbrank.c"],
     extra_compile_args=CFLAGS,
     extra_link_args=LINK_FLAGS,
     libraries=["dl", "pthread"],
@@ -104,14 +104,31 @@ def build_mbkernel(out: str) -> None:
     raise RuntimeError(f"building mbkernel failed: {' '.join(cmd)}\n{done.stderr}")
 
 
+# libmbrank.so: preloaded into the ranks of parallel tasks (ranks = N) so they start at T0
+# with MPI_Init behind them (kernels/mpi_job.py). It needs no MPI to build: the calls it
+# interposes have no MPI types, and it finds the real ones (PMPI_*) at run time, so one
+# build serves every MPI. Portable flags: it runs inside other programs, on every node.
+MBRANK_SOURCES = ["mbrank.c", "timing.c", "numa.c"]
+
+
+def build_mbrank(out: str) -> None:
+    cmd = [*shlex.split(CC), "-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared",
+           "-fvisibility=hidden", "-o", out, *[NATIVE + s for s in MBRANK_SOURCES], "-ldl"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"building libmbrank.so failed: {' '.join(cmd)}\n{done.stderr}")
+
+
 class BuildExt(build_ext):
-    """The extension, then mbkernel beside it (in the source tree with --inplace)."""
+    """The extension, then mbkernel and libmbrank.so beside it (in the source tree with
+    --inplace)."""
 
     def run(self) -> None:
         super().run()
         kernels = os.path.dirname(self.get_ext_fullpath("manybench.kernels.mbkernel"))
         os.makedirs(kernels, exist_ok=True)
         build_mbkernel(os.path.join(kernels, "mbkernel"))
+        build_mbrank(os.path.join(kernels, "libmbrank.so"))
 
 
 setup(ext_modules=[native], cmdclass={"build_ext": BuildExt})

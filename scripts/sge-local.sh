@@ -158,6 +158,12 @@ h_vmem INFINITY
 EOF
   if qconf -sql 2>/dev/null | grep -qx all.q; then qconf -Mq "$t/q" >/dev/null
   else qconf -Aq "$t/q" >/dev/null; fi
+  # the scheduler runs every second and at once when a job is submitted or ends (the defaults,
+  # every 15 s, kept each test job waiting up to 15 s for its turn)
+  qconf -ssconf | sed -e 's/^schedule_interval .*/schedule_interval 0:0:1/' \
+      -e 's/^flush_submit_sec .*/flush_submit_sec 1/' \
+      -e 's/^flush_finish_sec .*/flush_finish_sec 1/' >"$t/sched"
+  qconf -Msconf "$t/sched" >/dev/null
   rm -rf "$t"
 }
 

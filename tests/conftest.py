@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+import fastpass
+
 pytest_plugins = ["pytester"]     # test_require.py tests the hook below in a child pytest
 
 # MANYBENCH_REQUIRE=all (set by .ci/run): a test that skips because something it needs is
@@ -81,6 +83,20 @@ def pytest_make_collect_report(collector: pytest.Collector):
         outcome.force_result(pytest.CollectReport(rep.nodeid, "passed", None, [item],
                                                   sections=rep.sections))
 
+# The everyday pass is `pytest -m "not e2e"`: a test that goes through the real command line or
+# starts a cluster while not marked e2e fails (tests/fastpass.py), so that pass stays fast.
+fastpass.install()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    fastpass.current = item
+    try:
+        yield
+    finally:
+        fastpass.current = None
+
+
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
 # the developer's shell (PYTHONPATH=src) must still find the package there.
 if os.environ.get("PYTHONPATH"):
@@ -89,6 +105,7 @@ if os.environ.get("PYTHONPATH"):
 
 
 def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    fastpass.require_e2e("runs the command line in a subprocess (run_cli)")
     return subprocess.run([sys.executable, "-m", "manybench", *args], capture_output=True,
                           text=True, timeout=timeout, **kw)
 

@@ -38,6 +38,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from fastpass import require_e2e
+
 __all__ = ["Lab", "SshHost", "NetnsUnavailable", "netns_available", "require_netns",
            "require_sshd"]
 
@@ -212,6 +214,7 @@ class Lab:
     """
 
     def __init__(self, n: int = 2, *, term_timeout: float = 5.0):
+        require_e2e("starts network-namespace nodes")
         if not 1 <= n <= MAX_HOSTS:
             raise ValueError(f"a lab has 1..{MAX_HOSTS} namespaces, not {n}")
         ok, reason = netns_available()

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from fastpass import require_e2e
+
 __all__ = ["SgeInfo", "sge", "probe_sge"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "sge-local.sh"
@@ -81,6 +83,7 @@ def _available() -> tuple[SgeInfo | None, str]:
 @pytest.fixture(scope="session")
 def sge():
     """SgeInfo(queue, node) of a usable Grid Engine (SGE_ROOT/SGE_CELL exported), else skip."""
+    require_e2e("uses a real Grid Engine")
     info, why = _available()
     if info is None:
         pytest.skip(f"Grid Engine (gridengine-master) not available: {why}")

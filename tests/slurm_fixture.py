@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from fastpass import require_e2e
+
 __all__ = ["SlurmInfo", "slurm", "probe_slurm"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-local.sh"
@@ -134,6 +136,7 @@ def _stop_if_started_here() -> None:
 @pytest.fixture(scope="session")
 def slurm():
     """SlurmInfo(partition, node) of a usable Slurm, else the test is skipped."""
+    require_e2e("uses a real Slurm")
     info, why = _available()
     if info is None:
         pytest.skip(f"Slurm not available: {why}")

@@ -5,24 +5,9 @@ import pytest
 
 from manybench.analysis import Dist, Spread, median, nearest_rank, phase_figures, summarize
 from manybench.model import Phase, TaskSpec
-from manybench.record import Record
 from manybench.results.contract import StoredPhase
 
-T = 1_700_000_000_000_000_000
-S = 1_000_000_000  # ns per second
-
-
-def rec(phase: int, slot: int, t0: int, start: int, end: int, *, task="t", kernel="null",
-        workers=4, params=None, status="ok", **kw) -> Record:
-    return Record(run="r", phase=phase, task=task, kernel=kernel, variant=kw.pop("variant", ""),
-                  rep=0, workers=workers, node="n", slot=slot, cpu=slot, t0_ns=t0,
-                  start_ns=start, end_ns=end, status=status, params=params or {}, **kw)
-
-
-def pinfo(index: int, point: str, *, task="t", kernel="null", workers=4, params=None, t0=None):
-    """A phase as Store.phases() returns it."""
-    return StoredPhase(run="r", index=index, task=task, kernel=kernel, variant="", rep=0,
-                       workers=workers, point=point, params=params or {}, t0_ns=t0)
+from builders import S, T, io_data, pinfo, rec
 
 
 def test_nearest_rank():
@@ -93,18 +78,6 @@ def test_failed_records_counted_not_timed():
     all_bad = [rec(0, 0, T, 0, 0, status="lost")]
     [s] = summarize(all_bad, [pinfo(0, "x")])
     assert (s.phases, s.ok, s.lost, s.skew, s.lateness, s.sync_overhead) == (1, 0, 1, None, None, None)
-
-
-def io_data():
-    p = {"block": 1 << 20, "size": 4 << 20}
-    mk = lambda i, s, t0, a, b, el: rec(i, s, t0, t0 + a, t0 + b, kernel="io.write", workers=2,
-                                         params=p, ops=4, bytes=4 << 20, elapsed_s=el)
-    t1 = T + 10 * S
-    records = [mk(0, 0, T, 0, S, 1.0), mk(0, 1, T, 1000, 2 * S, 2.0),   # window 2 s
-               mk(1, 0, t1, 0, S, 1.0), mk(1, 1, t1, 0, S, 1.0)]        # window 1 s
-    phases = [pinfo(0, "w", kernel="io.write", workers=2, params=p, t0=T),
-              pinfo(1, "w", kernel="io.write", workers=2, params=p, t0=t1)]
-    return records, phases
 
 
 def test_aggregate_bandwidth():

@@ -14,7 +14,7 @@ from conftest import run_cli
 from netns import IP, require_netns
 
 # Slow (builds manybench's wheel and fetches every dependency once): one module-scoped bundle.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 PLAN = """
 repeat = 2

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import run_cli
 
+pytestmark = pytest.mark.e2e
+
 NULL_PLAN = 'name = "n"\nrepeat = 2\n[[task]]\nname = "n"\nkernel = "null"\n'
 
 

@@ -13,6 +13,8 @@ import pytest
 from conftest import export_json, run_cli
 from netns import Lab, require_netns, require_sshd
 
+pytestmark = pytest.mark.e2e
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -8,6 +8,8 @@ from cluster_lab import DaskLab
 from conftest import run_cli
 from manybench.results.store import Store
 
+pytestmark = pytest.mark.e2e
+
 INTERVAL = 0.1
 
 

@@ -5,8 +5,11 @@ import os
 import time
 
 import psutil
+import pytest
 
 from conftest import export_json, run_cli
+
+pytestmark = pytest.mark.e2e
 
 
 def test_command_templating_metrics_and_tails(plan_file, tmp_path):

@@ -214,6 +214,7 @@ def _comparisons(directory: str) -> dict[str, Comparison]:
     return {c.other.label: c for c in tc.rows}
 
 
+@pytest.mark.e2e
 def test_a_variant_ten_percent_slower_is_significant_and_an_identical_one_is_not(
         plan_file, tmp_path):
     """sleep 0.30 s against 0.33 s: about +9% (the exec is in both), against a scatter of a
@@ -256,6 +257,7 @@ env = { NAP = "0.20" }
 """
 
 
+@pytest.mark.e2e
 def test_compare_across_runs(plan_file, tmp_path):
     """The same plan run again 10% slower (its env is not part of the point): compare finds
     it significantly worse with Welch's t (runs do not pair) and fails on regression when
@@ -282,6 +284,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     assert "1.000" in row and NOT_SIGNIFICANT in row
 
 
+@pytest.mark.e2e
 def test_compare_bad_input_exits_2_with_a_message(tmp_path, plan_file):
     plan = plan_file("""
         [[task]]

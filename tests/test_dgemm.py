@@ -136,6 +136,7 @@ def test_numpy_bundled_openblas_ilp64():
     assert r.extra["blas"] == os.path.realpath(path)
 
 
+@pytest.mark.e2e
 def test_cli_run_export_and_kernel_doc(blas, plan_file, tmp_path):
     plan = plan_file("""
         name = "dg"
@@ -162,6 +163,7 @@ def test_cli_run_export_and_kernel_doc(blas, plan_file, tmp_path):
         assert name in doc.stdout
 
 
+@pytest.mark.e2e
 def test_plan_with_too_small_n_is_refused(plan_file, tmp_path):
     plan = plan_file("""
         [[task]]
@@ -214,6 +216,7 @@ def test_a_core_narrower_than_the_processors_pipes_is_a_mismatch():
     assert core_mismatch("NEOVERSEN1", "", zen4) is None            # not judged here
 
 
+@pytest.mark.e2e
 def test_a_forced_old_core_gives_the_library_warning(plan_file, tmp_path):
     """OPENBLAS_CORETYPE=Prescott makes the system OpenBLAS run its SSE3 kernels: the
     constructed mismatch of a library that does not know the processor."""

@@ -14,6 +14,8 @@ from manybench.inventory.provenance import snapshot
 from manybench.results.contract import START
 from manybench.results.store import Store
 
+pytestmark = pytest.mark.e2e
+
 PLAN = """
     name = "diffed"
     [[task]]

@@ -12,7 +12,7 @@ from manybench.analysis import summarize
 from manybench.analysis.efficiency import NodePeaks, cores_used, evaluate, threads_per_slot
 from manybench.report import render_text
 from manybench.results.store import Store
-from test_analysis import S, T, pinfo, rec
+from builders import S, T, pinfo, rec
 
 
 def cpuinfo(vendor: str, family: int, model: int, name: str, flags: str, cpus: int = 2,

@@ -93,6 +93,7 @@ def _needs(expect: Expect) -> None:
             pytest.skip(f"{prog} not installed (Debian package {pkg})")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", [n for n, e in EXPECT.items() if e.nodes == 0])
 def test_example_runs_at_smoke_size(name, tmp_path):
     expect = EXPECT[name]
@@ -123,6 +124,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert figure in report, (figure, report[-3000:])
 
 
+@pytest.mark.e2e
 def test_interconnects_example_over_two_nodes(tmp_path):
     expect = EXPECT["interconnects-001"]
     _needs(expect)
@@ -157,6 +159,7 @@ def _wait_phases_stored(db: str, n: int, proc: subprocess.Popen, timeout: float 
     raise AssertionError(f"{n} phases not stored in {timeout}s (run exit {proc.poll()})")
 
 
+@pytest.mark.e2e
 def test_ha_example_loses_a_node_and_goes_on(tmp_path):
     from cluster_lab import DaskLab
     sets = smoke_overrides(EXAMPLES / "ha-004" / "README.md")

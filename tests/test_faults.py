@@ -13,6 +13,8 @@ import pytest
 
 from conftest import export_json, run_cli
 
+pytestmark = pytest.mark.e2e
+
 
 def _db(out_dir: str) -> sqlite3.Connection:
     return sqlite3.connect(os.path.join(out_dir, "results.db"))

@@ -352,6 +352,7 @@ def test_mutated_plans_exit_0_or_2_naming_the_problem(tmp_path):
     assert seen[0] > CASES // 20 and seen[2] > CASES // 4, seen
 
 
+@pytest.mark.e2e
 def test_a_few_mutated_plans_through_the_real_command_line(tmp_path):
     """As a user runs it: a separate process, its stderr, its exit status."""
     for n, (text, args) in enumerate(cases(6, SEED + 1)):

@@ -45,6 +45,7 @@ def test_a_group_runs_its_tasks_in_one_phase_on_their_own_ranks(tmp_path):
     assert all(m.index == g.index for m in g.members)   # records carry the group's phase
 
 
+@pytest.mark.e2e
 def test_a_group_phase_starts_every_task_at_one_t0_and_reports_each_and_the_whole(
         plan_file, tmp_path):
     plan = plan_file(MIXED)

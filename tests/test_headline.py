@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import run_cli
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
@@ -72,6 +74,7 @@ def test_six_metric_command_task_fits_80_columns_in_one_table(tmp_path):
     assert "123k" in table                                   # reads_per_s: a count
 
 
+@pytest.mark.e2e
 def test_demo_report_fits_80_columns_one_table_per_task(tmp_path):
     out = str(tmp_path / "demo")
     res = run_cli("demo", "-o", out)
@@ -88,6 +91,7 @@ def test_demo_report_fits_80_columns_one_table_per_task(tmp_path):
     assert "lateness" in full and "per-slot time" in full
 
 
+@pytest.mark.e2e
 def test_metrics_option_picks_figures_and_refuses_unknown_names(tmp_path):
     _cmd_store(tmp_path)
     text = render_text(tmp_path, width=80, figures=["gflops", "skew"])

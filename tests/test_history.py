@@ -13,7 +13,7 @@ from manybench.analysis import history as H
 from manybench.cli import main
 from manybench.results.contract import RunNotes
 from manybench.results.store import Store, db_path
-from test_store import T0, phase, plan, recs
+from builders import T0, phase, plan, recs
 
 NOV, DEC = 1_795_000_000 * 10**9, 1_797_000_000 * 10**9     # 2026-11-18, 2026-12-11
 

@@ -5,6 +5,8 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from conftest import run_cli
 from manybench.inventory import environment, peaks
 from manybench.inventory.info import info_text
@@ -14,6 +16,7 @@ SECTIONS = ("node", "os", "kernel", "cpu", "cores", "threads", "numa", "node dis
             "dp_gflops", "dp_gflops_max", "mem_bw_mb_s")
 
 
+@pytest.mark.e2e
 def test_info_prints_sections_and_peaks():
     out = run_cli("info")
     assert out.returncode == 0, out.stderr
@@ -31,6 +34,7 @@ def test_info_prints_sections_and_peaks():
         assert "cores x" in line and "flops/cycle" in line
 
 
+@pytest.mark.e2e
 def test_info_json_parses():
     out = run_cli("info", "--json")
     assert out.returncode == 0, out.stderr
@@ -46,6 +50,7 @@ def test_info_json_parses():
         assert node["distances"][d["numa"].index(node)] == 10
 
 
+@pytest.mark.e2e
 def test_plan_peaks_win(plan_file):
     plan = plan_file("""
         [peaks]
@@ -67,6 +72,7 @@ def test_plan_peaks_win(plan_file):
     assert d["peaks"]["basis"]["dp_gflops"] == "[peaks]"
 
 
+@pytest.mark.e2e
 def test_env_override_and_inputs_feed_formulas(plan_file):
     plan = plan_file("""
         [peaks]
@@ -85,6 +91,7 @@ def test_env_override_and_inputs_feed_formulas(plan_file):
     assert d["peaks"]["basis"]["mem_bw_mb_s"] == "8 channels x 3200 MT/s x 8 bytes"
 
 
+@pytest.mark.e2e
 def test_bad_plan_is_a_usage_error(plan_file):
     plan = plan_file("""
         [peaks]
@@ -118,6 +125,7 @@ def test_info_text_of_a_two_node_machine():
     assert "channels unknown" in text and "unknown" in text.split("mem_bw_mb_s")[1]
 
 
+@pytest.mark.e2e
 def test_runs_store_the_peaks_of_their_machine(plan_file, tmp_path):
     plan = plan_file("""
         [[task]]
@@ -133,6 +141,7 @@ def test_runs_store_the_peaks_of_their_machine(plan_file, tmp_path):
     assert env["cpu"]["dp_flops_per_cycle"] > 0
 
 
+@pytest.mark.e2e
 def test_the_kernels_build_is_recorded_and_shown():
     """How the C kernels were compiled (setup.py's flags, -march=native unless the build was
     portable) is in every environment and in `manybench info`."""

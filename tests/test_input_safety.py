@@ -92,6 +92,7 @@ def test_a_plan_name_that_would_escape_the_results_directory_is_refused(tmp_path
         """, "name", "directory name")
 
 
+@pytest.mark.e2e
 def test_a_refused_name_creates_nothing_outside(tmp_path):
     plan = tmp_path / "p.toml"
     plan.write_text('name = "../escaped"\n[[task]]\nname = "n"\nkernel = "null"\n')

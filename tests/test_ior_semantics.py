@@ -10,6 +10,8 @@ pytest.importorskip("manybench._native",
 from conftest import run_cli  # noqa: E402
 from manybench.results.store import Store  # noqa: E402
 
+pytestmark = pytest.mark.e2e
+
 BLOCK = 64 * 1024
 
 

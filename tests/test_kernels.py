@@ -10,43 +10,14 @@ import pytest
 
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
+from builders import LAT_KEYS, check_latency, ctx_for, run_kernel  # noqa: E402
 from odirect import in_private_ramfs, odirect_refused  # noqa: E402
 from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, Result, SlotContext  # noqa: E402
+from manybench.kernels import KERNELS, SlotContext  # noqa: E402
 from manybench.kernels import hist  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
 
 KiB, MiB = 1024, 1024 * 1024
-LAT_KEYS = ("lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us")
-
-
-def ctx_for(tmp_path, rank: int = 0, workers: int = 1, slot: int | None = None) -> SlotContext:
-    slot = rank if slot is None else slot
-    return SlotContext(run="r1", node="n1", slot=slot, rank=rank, workers=workers, cpu=-1,
-                       scratch=str(tmp_path / "r1" / str(slot)),
-                       shared=str(tmp_path / "r1" / "shared"))
-
-
-def run_kernel(name: str, ctx: SlotContext, params: dict, lead_ms: float = 2) -> Result:
-    k = KERNELS[name]
-    state = k.prepare(ctx, params)
-    try:
-        t0 = _native.now_ns() + int(lead_ms * 1e6)
-        r = k.run(state, t0, 0)
-        assert r.start_ns >= t0
-        assert r.end_ns >= r.start_ns and r.elapsed_ns >= 0
-        return r
-    finally:
-        if k.cleanup:
-            k.cleanup(state)
-
-
-def check_latency(r: Result) -> None:
-    assert sum(r.hist.values()) == r.ops
-    m = r.metrics
-    assert set(LAT_KEYS) <= set(m)
-    assert 0 < m["lat_p50_us"] <= m["lat_p90_us"] <= m["lat_p99_us"] <= m["lat_max_us"]
-    assert m["lat_mean_us"] <= m["lat_max_us"]
 
 
 # ---- null ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from conftest import run_cli
 from manybench.analysis import late, summarize
 from manybench.inventory.topology import topology
 from manybench.results.store import Store
-from test_analysis import T, pinfo, rec
+from builders import T, pinfo, rec
 
 US, MS = 1_000, 1_000_000
 
@@ -74,6 +74,7 @@ def _rt_spinner(cpu: int, on_s: float, off_s: float) -> subprocess.Popen | None:
     return p
 
 
+@pytest.mark.e2e
 def test_a_competing_spinner_makes_late_starts_counted_and_the_lead_grow(plan_file, tmp_path):
     cpu = topology()[-1]
     spin = _rt_spinner(cpu.id, 0.005, 0.015)

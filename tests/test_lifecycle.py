@@ -42,6 +42,7 @@ def _phases_done(out_dir: str) -> int:
         return 0
 
 
+@pytest.mark.e2e
 def test_slot_dying_while_idle_is_replaced_and_warned(plan_file, tmp_path):
     # slot 1 idles through the 3 s command phase (workers = 1); killed then, the null
     # phase after it needs it
@@ -82,6 +83,7 @@ def test_slot_dying_while_idle_is_replaced_and_warned(plan_file, tmp_path):
     assert "slot-replaced" in kinds
 
 
+@pytest.mark.e2e
 def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_file, tmp_path):
     # the variant's teardown makes the abort slow; every further Ctrl-C or SIGTERM lands in it
     plan = plan_file("""
@@ -112,6 +114,7 @@ def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_fil
     assert _phases_done(out_dir) >= 2
 
 
+@pytest.mark.e2e
 def test_a_killed_coordinator_is_reported_killed_not_running(plan_file, tmp_path):
     plan = plan_file("""
         name = "victim"
@@ -147,6 +150,7 @@ def test_a_run_whose_heartbeat_stopped_is_killed(tmp_path):
     assert status_of(ended, now + int(HEARTBEAT_STALE_S * 2e9)) == "finished"
 
 
+@pytest.mark.e2e
 def test_scratch_is_fresh_for_every_phase(plan_file, tmp_path):
     # a tool that appends to its output file (hpcc) must find none left by an earlier phase
     plan = plan_file("""
@@ -220,12 +224,14 @@ def _no_leftovers(plan: str, tmp_path, marker: str, first_status: str = "ok") ->
             p.kill()
 
 
+@pytest.mark.e2e
 def test_a_commands_background_children_die_with_its_phase(plan_file, tmp_path):
     m = _marker()
     plan = _leftover_plan(plan_file, f'["sh", "-c", "sleep {m} & echo hi"]', m)
     _no_leftovers(plan, tmp_path, m)
 
 
+@pytest.mark.e2e
 def test_a_setsid_grandchild_dies_after_a_timeout(plan_file, tmp_path):
     m = _marker()
     plan = _leftover_plan(plan_file, f'["sh", "-c", "setsid sleep {m} & sleep 30"]', m,
@@ -233,6 +239,7 @@ def test_a_setsid_grandchild_dies_after_a_timeout(plan_file, tmp_path):
     _no_leftovers(plan, tmp_path, m, "timeout")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("cgroup", ["1", "0"])
 def test_the_command_of_a_killed_slot_dies_with_it(plan_file, tmp_path, monkeypatch, cgroup):
     # the command's parent is its slot: it kills the slot and lives on (until reaped).
@@ -277,6 +284,7 @@ def _resumed_in_full(out_dir: str) -> None:
     assert len({r["run"] for r in rows}) == 1
 
 
+@pytest.mark.e2e
 def test_resume_continues_an_interrupted_run_into_the_same_run(plan_file, tmp_path):
     plan, out_dir = _interrupted_run(plan_file, tmp_path)
     res = run_cli("run", plan, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
@@ -284,6 +292,7 @@ def test_resume_continues_an_interrupted_run_into_the_same_run(plan_file, tmp_pa
     _resumed_in_full(out_dir)
 
 
+@pytest.mark.e2e
 def test_resume_of_a_killed_run_needs_no_plan_and_refuses_a_finished_one(plan_file, tmp_path):
     plan, out_dir = _interrupted_run(plan_file, tmp_path, kill=True)
     res = run_cli("run", "--resume", out_dir, "-q")     # the stored plan and its --set
@@ -294,6 +303,7 @@ def test_resume_of_a_killed_run_needs_no_plan_and_refuses_a_finished_one(plan_fi
     assert again.returncode == 2 and "finished" in again.stderr and "Traceback" not in again.stderr
 
 
+@pytest.mark.e2e
 def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
     plan, out_dir = _interrupted_run(plan_file, tmp_path)
     changed = plan_file(RESUMABLE.replace("0.4", "0.5"), "changed.toml")
@@ -305,6 +315,7 @@ def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
     assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
 
 
+@pytest.mark.e2e
 def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     plan = plan_file("""
         name = "stall"
@@ -351,6 +362,7 @@ def test_stall_peers_are_the_same_tasks_slots():
     assert stalled[2].metrics["stall_s"] == pytest.approx(1.9)
 
 
+@pytest.mark.e2e
 def test_a_killed_agents_cgroups_are_swept_by_the_next_run(plan_file, tmp_path):
     from manybench.node.reaper import cgroup2_dir, sweep_stale
     base = cgroup2_dir()

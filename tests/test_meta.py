@@ -12,7 +12,7 @@ from manybench import _native  # noqa: E402
 from manybench.kernels import KERNELS  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
 from manybench.kernels.meta import tree_dirs, tree_size  # noqa: E402
-from test_kernels import check_latency, ctx_for, run_kernel  # noqa: E402
+from builders import check_latency, ctx_for, run_kernel  # noqa: E402
 
 TREES = os.path.join(os.path.dirname(__file__), "fixtures", "meta", "mdtest_4.1_trees.txt")
 

@@ -18,6 +18,8 @@ import pytest
 
 from netns import Lab, require_netns, require_sshd
 
+pytestmark = pytest.mark.e2e
+
 NO_PROXY_ENV = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
 
 

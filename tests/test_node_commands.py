@@ -150,6 +150,7 @@ def shifted_worker():
                 p.wait()
 
 
+@pytest.mark.e2e
 def test_dask_carries_them_and_stamps_come_back_in_our_clock(shifted_worker, tmp_path):
     from distributed import Client
     from manybench.engines.dask import DaskEngine

@@ -72,6 +72,7 @@ def test_a_competing_pinned_spinner_is_seen_in_the_floor():
     assert noise.stalls("n", floor) is not None
 
 
+@pytest.mark.e2e
 def test_each_run_stores_its_nodes_floor_and_warns_of_stalls(plan_file, tmp_path):
     out = str(tmp_path / "res")
     cpu = topology()[-1].id
@@ -95,6 +96,7 @@ def test_each_run_stores_its_nodes_floor_and_warns_of_stalls(plan_file, tmp_path
     assert "stalls up to" in res.stderr          # told once while the run goes
 
 
+@pytest.mark.e2e
 def test_noise_0_measures_nothing(plan_file, tmp_path):
     out = str(tmp_path / "res")
     res = run_cli("run", plan_file('noise = 0\n[[task]]\nname = "s"\nkernel = "null"\n'),
@@ -105,6 +107,7 @@ def test_noise_0_measures_nothing(plan_file, tmp_path):
     assert node.inventory["noise"] is None
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("value, field", [("late_target = 2", "late_target"),
                                           ('noise = "soon"', "noise")])
 def test_bad_noise_and_late_target_name_the_field(plan_file, value, field):
@@ -113,6 +116,7 @@ def test_bad_noise_and_late_target_name_the_field(plan_file, value, field):
     assert res.returncode == 2 and field in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.e2e
 def test_info_measures_the_floor():
     res = run_cli("info", "--json")
     assert res.returncode == 0, res.stderr

@@ -10,7 +10,7 @@ pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from conftest import export_json, run_cli  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
-from test_randio import ctx_for, run_kernel  # noqa: E402
+from builders import ctx_for, run_kernel  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -62,6 +62,7 @@ def test_auto_engine_is_psync_at_depth_one_and_queues_deeper(tmp_path):
                                                       "engine": "psync"})
 
 
+@pytest.mark.e2e
 def test_report_says_where_reads_came_from(plan_file, tmp_path):
     plan = plan_file("""
         scratch = "{tmp}"

@@ -42,7 +42,8 @@ OWNERS = {
 
 
 def test_registry_lists_every_parser():
-    assert set(PARSERS) == {"fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime"}
+    assert set(PARSERS) == {"fio", "ior", "mdtest", "stream", "himeno", "hpl", "gnutime",
+                            "osu", "imb"}
     assert len(MODULES) == len(PARSERS)
     assert sorted(p.name for p in FIX.iterdir() if p.suffix != ".md") == sorted(OWNERS)
 
@@ -390,6 +391,7 @@ def test_gnu_time_exit_status_hours_and_unknown_cpu():
 
 # ------------------------------------------------------------------- through the CLI
 
+@pytest.mark.e2e
 def test_unknown_parser_is_a_plan_error(plan_file):
     plan = plan_file("""
         [[task]]
@@ -402,6 +404,7 @@ def test_unknown_parser_is_a_plan_error(plan_file):
     assert "parse" in res.stderr and "fioo" in res.stderr and "fio" in res.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_fio_command_task_end_to_end(plan_file, tmp_path):
     plan = plan_file("""
@@ -436,6 +439,7 @@ def test_fio_command_task_end_to_end(plan_file, tmp_path):
         assert r["status"] == "error" and "fio output not understood" in r["error"]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
 def test_gnu_time_command_task_end_to_end(plan_file, tmp_path):
     plan = plan_file("""

@@ -1,9 +1,13 @@
 """End to end: each slot really runs on the cpu its record names (read back from /proc)."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import run_cli
 from manybench.inventory.topology import parse_cpulist, topology
 from manybench.results.store import Store
+
+pytestmark = pytest.mark.e2e
 
 # the command's own view: the cpus it may use, and the cpu it is running on (stat field 39)
 PROBE = ("grep Cpus_allowed_list /proc/self/status; "

@@ -25,7 +25,9 @@ from manybench.results.store import Store
 T = 1_700_000_000_000_000_000
 S = 1_000_000_000
 MiB = 1 << 20
-ALL = [m.__name__.rsplit(".", 1)[1] for m in MODULES]
+# every figure a task with samples and telemetry has (`sizes` needs OSU/IMB tables:
+# tests/test_plots_sizes.py)
+ALL = [m.__name__.rsplit(".", 1)[1] for m in MODULES if not m.__name__.endswith(".sizes")]
 
 
 def _samples(phase: int, workers: int) -> list[Sample]:
@@ -130,6 +132,7 @@ def test_html_is_self_contained_with_every_figure(tmp_path):
     assert 'data-plot="gantt"' in plain
 
 
+@pytest.mark.e2e
 def test_plots_dir_png_and_svg(tmp_path):
     make_store(tmp_path / "res")
     out = tmp_path / "figs"
@@ -160,6 +163,7 @@ def _console_errors(stderr: str) -> list[str]:
             if "CONSOLE" in line or "Uncaught" in line or "ERR_" in line]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
                     reason="needs chromium (Debian package chromium) to render the HTML report")
 def test_html_renders_offline_in_headless_chromium(tmp_path):

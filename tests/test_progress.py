@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from manybench.run.progress import RunProgress, rate_text
-from test_analysis import io_data, rec, S, T
+from builders import S, T, io_data, rec
 
 
 def test_rate_text_is_the_phases_aggregate_rate():

@@ -3,9 +3,9 @@ the clock or the skew, a machine that was not quiet."""
 from __future__ import annotations
 
 from manybench.analysis import summarize
-from manybench.results.contract import WARNING_KINDS, TelemetryRow
+from manybench.results.contract import WARNING_KINDS
 from manybench.run import quality
-from test_analysis import S, T, pinfo, rec
+from builders import S, T, busy_row, pinfo, rec
 
 
 def _io_point(durations_s: list[float], start_skew_ns: int = 0, workers: int = 2):
@@ -55,18 +55,11 @@ def test_governor_and_turbo_from_the_start_snapshot():
     assert "powersave" in got[0][3] and "turbo" in got[1][3]
 
 
-def _row(node: str, phase: int | None, busy: float) -> TelemetryRow:
-    return TelemetryRow(run="r", node=node, t_ns=T, interval_s=1.0, phase_id=phase,
-                        cpu_user_pct=busy, cpu_system_pct=0.0, cpu_iowait_pct=0.0,
-                        mem_used_bytes=0, mem_cached_bytes=0, disk_read_bps=0, disk_write_bps=0,
-                        disk_busy_pct=0, net_rx_bps=0, net_tx_bps=0)
-
-
 def test_other_load_seen_by_telemetry():
     records, _ = _io_point([1.0, 1.0], workers=2)   # 2 slots with one cpu each, on node "n"
     cpus = {"n": 4}                                   # their share: 50% of the node
-    quiet = [_row("n", 0, 55.0), _row("n", 1, 50.0), _row("n", None, 100.0)]
-    busy = [_row("n", 0, 95.0), _row("n", 1, 90.0)]
+    quiet = [busy_row("n", 0, 55.0), busy_row("n", 1, 50.0), busy_row("n", None, 100.0)]
+    busy = [busy_row("n", 0, 95.0), busy_row("n", 1, 90.0)]
     assert quality.other_load(quiet, records, cpus) == []
     [(kind, node, _, msg)] = quality.other_load(busy, records, cpus)
     assert (kind, node) == ("not-quiet", "n") and "other load" in msg

@@ -9,32 +9,15 @@ import pytest
 
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
+from builders import ctx_for, run_kernel  # noqa: E402
 from conftest import export_json, run_cli  # noqa: E402
 from odirect import in_private_ramfs, odirect_refused  # noqa: E402
 from manybench import _native  # noqa: E402
-from manybench.kernels import KERNELS, Result, SlotContext  # noqa: E402
+from manybench.kernels import KERNELS, Result  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
 
 KiB, MiB = 1024, 1024 * 1024
 ENGINES = ("io_uring", "aio", "threads")
-
-
-def ctx_for(d, rank: int = 0) -> SlotContext:
-    return SlotContext(run="r", node="n", slot=rank, rank=rank, workers=1, cpu=-1,
-                       scratch=os.path.join(str(d), "r", str(rank)),
-                       shared=os.path.join(str(d), "r", "shared"))
-
-
-def run_kernel(name: str, ctx: SlotContext, params: dict) -> Result:
-    k = KERNELS[name]
-    state = k.prepare(ctx, params)
-    try:
-        t0 = _native.now_ns() + 2_000_000
-        r = k.run(state, t0, 0)
-        assert r.start_ns >= t0 and r.end_ns >= r.start_ns and r.elapsed_ns >= 0
-        return r
-    finally:
-        k.cleanup(state)
 
 
 def engine_or_skip(engine: str, iodepth: int) -> None:
@@ -191,6 +174,7 @@ def test_direct_on_a_file_system_without_odirect_is_a_clear_error(tmp_path):
     assert "refuses O_DIRECT" in msg and "direct = false" in msg
 
 
+@pytest.mark.e2e
 def test_cli_end_to_end(plan_file, tmp_path):
     plan = plan_file("""
         name = "rio"
@@ -232,6 +216,7 @@ def test_cli_end_to_end(plan_file, tmp_path):
         assert r["params"]["fsync"] == "never"
 
 
+@pytest.mark.e2e
 def test_kernel_doc_lists_params():
     res = run_cli("kernels", "io.randread")
     assert res.returncode == 0
@@ -242,6 +227,7 @@ def test_kernel_doc_lists_params():
     assert res.returncode == 0 and "fsync" in res.stdout and "end|never" in res.stdout
 
 
+@pytest.mark.e2e
 def test_plan_errors_name_the_field(plan_file, tmp_path):
     plan = plan_file("""
         [[task]]

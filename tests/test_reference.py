@@ -111,6 +111,7 @@ command = ["sleep", "0.05"]
 """
 
 
+@pytest.mark.e2e
 def test_run_exits_0_when_every_reference_passes(plan_file, tmp_path):
     out = str(tmp_path / "ok")
     done = run_cli("run", plan_file(PLAN), "-o", out, env=WIDE)
@@ -122,6 +123,7 @@ def test_run_exits_0_when_every_reference_passes(plan_file, tmp_path):
     assert "reference failed" not in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_failing_reference_makes_run_and_compare_exit_1(plan_file, tmp_path):
     # 123.5 is above 100 x 1.05; the nap is far below 5 x (1 - 0.5)
     plan = plan_file(PLAN.replace("value = 120,", "value = 100,")
@@ -141,6 +143,7 @@ def test_a_failing_reference_makes_run_and_compare_exit_1(plan_file, tmp_path):
     assert cmp.returncode == 1 and cmp.stderr.count("reference failed: ") == 2, cmp.stderr
 
 
+@pytest.mark.e2e
 def test_a_reference_to_an_unknown_task_is_refused(plan_file, tmp_path):
     plan = plan_file(PLAN.replace('"nap.elapsed_s"', '"napp.elapsed_s"'))
     done = run_cli("run", plan, "-o", str(tmp_path / "x"))

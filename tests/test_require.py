@@ -6,6 +6,7 @@ import os
 import pytest
 
 CONFTEST = os.path.join(os.path.dirname(__file__), "conftest.py")
+FASTPASS = os.path.join(os.path.dirname(__file__), "fastpass.py")    # conftest.py imports it
 SKIPPING = """
 import pytest
 
@@ -37,6 +38,8 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
          require: str | None) -> pytest.RunResult:
     with open(CONFTEST) as f:
         pytester.makeconftest(f.read())
+    with open(FASTPASS) as f:
+        pytester.makepyfile(fastpass=f.read())
     pytester.makepyfile(test_child=SKIPPING, test_unbuilt=UNBUILT)
     if require is None:
         monkeypatch.delenv("MANYBENCH_REQUIRE", raising=False)

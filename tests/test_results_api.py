@@ -16,8 +16,7 @@ from manybench.cli import main
 from manybench.record import COLUMNS, Record
 from manybench.results.contract import RunNotes, Sample, StoredNode
 from manybench.results.store import Store
-from test_results_v4 import _telemetry
-from test_store import T0, phase, plan, recs
+from builders import T0, phase, plan, recs, telemetry
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def results(tmp_path) -> str:
     rs[0].extra.update(rank=1, stdout="out tail", stderr="err tail", missing_metrics=["rate"])
     rs[0].metrics.update(size_mb=7.5)
     st.write_phase("r1", phase(0), T0, rs, samples=[Sample("r1", 0, 1, "n1", 0.1, 5.0, "ops")])
-    st.write_telemetry("r1", [_telemetry("r1", T0 + 1, 0)])
+    st.write_telemetry("r1", [telemetry("r1", T0 + 1, 0)])
     st.write_nodes("r1", [StoredNode("r1", "n1", "h", 2, 4, inventory={"kernel": "6.1",
                                                                        "numa": [0]})])
     st.begin_run("r2", plan(), ["manybench"], {}, RunNotes())
@@ -84,6 +83,7 @@ def test_export_every_table_as_json(results, table, key):
     assert data and key in data[0]
 
 
+@pytest.mark.e2e
 def test_export_parquet_round_trips(results, tmp_path):
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow", reason="pyarrow (the test extra) not installed")

@@ -14,7 +14,7 @@ from manybench.node.protocol import CommandOutput, CommandsDone
 from manybench.results import schema
 from manybench.results.contract import START, NodeCommand, RunNotes, Snapshot
 from manybench.results.store import Store
-from test_store import plan
+from builders import plan
 
 V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
 T = 1_700_000_000_000_000_000

@@ -59,6 +59,7 @@ def test_a_read_only_open_migrates_a_copy_and_never_the_file(tmp_path):
         os.path.join(d, "results.db")) == 1
 
 
+@pytest.mark.e2e
 def test_report_and_export_read_a_v1_directory(tmp_path):
     d = _copy(tmp_path)
     rep = run_cli("report", d)
@@ -84,6 +85,7 @@ def test_a_writer_migrates_in_place_and_keeps_every_row(tmp_path):
     assert {"runs", "phases", "records", "nodes", "warnings"} <= tables
 
 
+@pytest.mark.e2e
 def test_v1_notes_become_nodes_and_warnings(tmp_path):
     d = _copy(tmp_path)
     path = os.path.join(d, "results.db")
@@ -106,6 +108,7 @@ def test_v1_notes_become_nodes_and_warnings(tmp_path):
     assert "CLOCK WARNING: node b" in rep.stdout and "NODE LOST: node a lost" in rep.stdout
 
 
+@pytest.mark.e2e
 def test_a_newer_file_is_refused_with_a_clear_error(tmp_path):
     d = _copy(tmp_path)
     path = os.path.join(d, "results.db")

@@ -10,9 +10,9 @@ import shutil
 import sqlite3
 
 from manybench.results import schema
-from manybench.results.contract import RunNotes, Sample, TelemetryRow
+from manybench.results.contract import RunNotes, Sample
 from manybench.results.store import Store
-from test_store import T0, phase, plan, recs
+from builders import T0, phase, plan, recs, telemetry
 
 V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
 
@@ -42,15 +42,8 @@ def _digest(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def _telemetry(run: str, t_ns: int, phase_id: int | None) -> TelemetryRow:
-    return TelemetryRow(run=run, node="n1", t_ns=t_ns, interval_s=1.0, phase_id=phase_id,
-                        cpu_user_pct=12.5, cpu_system_pct=3.0, cpu_iowait_pct=0.5,
-                        mem_used_bytes=2 << 30, mem_cached_bytes=1 << 30, disk_read_bps=0.0,
-                        disk_write_bps=1e8, disk_busy_pct=40.0, net_rx_bps=10.0, net_tx_bps=20.0)
-
-
 def test_a_v3_file_reads_unchanged_and_a_writer_migrates_it_to_v4(tmp_path):
-    assert schema.SCHEMA_VERSION == 4
+    assert schema.SCHEMA_VERSION >= 4
     d = _v3_dir(tmp_path)
     path = os.path.join(d, "results.db")
     before = _digest(path)
@@ -62,8 +55,8 @@ def test_a_v3_file_reads_unchanged_and_a_writer_migrates_it_to_v4(tmp_path):
     assert _digest(path) == before and _version(path) == 3
     with Store(d) as st:
         assert (st.runs(), st.phases(run.run_id), st.records(), st.nodes(run.run_id)) == old
-        st.write_telemetry(run.run_id, [_telemetry(run.run_id, T0, None)])
-    assert _version(path) == 4
+        st.write_telemetry(run.run_id, [telemetry(run.run_id, T0, None)])
+    assert _version(path) == schema.SCHEMA_VERSION
     with Store(d, readonly=True) as ro:
         assert len(ro.telemetry(run.run_id)) == 1
 
@@ -77,7 +70,7 @@ def test_samples_telemetry_and_warmup_round_trip(tmp_path):
     st.write_phase("r1", warm, T0, recs("r1", 0), samples=s0)
     st.write_phase("r1", phase(1), T0 + 5, recs("r1", 1),
                    samples=[Sample("r1", 1, 0, "n1", 0.1, 7.0, "ops")])
-    rows = [_telemetry("r1", T0 + 2, 1), _telemetry("r1", T0 + 1, None)]
+    rows = [telemetry("r1", T0 + 2, 1), telemetry("r1", T0 + 1, None)]
     st.write_telemetry("r1", rows)
     st.close()
     with Store(tmp_path, readonly=True) as ro:

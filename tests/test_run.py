@@ -5,8 +5,12 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from conftest import export_json, run_cli
 from manybench.record import COLUMNS
+
+pytestmark = pytest.mark.e2e
 
 
 def test_null_io_meta_plan_records(plan_file, tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from conftest import run_cli
 from manybench import _native
 from manybench.engines.base import Node, to_coordinator
@@ -55,6 +57,7 @@ def test_samples_move_into_the_coordinators_clock():
     assert moved.samples == [(5_000, 1.0), (8_000, 2.0)] and moved.start_ns == 4_000
 
 
+@pytest.mark.e2e
 def test_a_run_stores_each_slots_samples_and_commands_have_none(plan_file, tmp_path):
     plan = plan_file("""
         name = "samples"
@@ -100,6 +103,7 @@ def test_a_run_stores_each_slots_samples_and_commands_have_none(plan_file, tmp_p
         assert st.samples(run, phases["off"]) == [] and st.samples(run, phases["cmd"]) == []
 
 
+@pytest.mark.e2e
 def test_compute_kernels_sample_their_loops(plan_file, tmp_path):
     plan = plan_file("""
         name = "compute"

@@ -140,6 +140,7 @@ def test_an_interrupt_keeps_the_finished_phase_not_yet_committed(tmp_path):
     assert got == {0: "ok", 1: "ok", 2: "ok", 3: "interrupted"}
 
 
+@pytest.mark.e2e
 def test_dask_worker_keeps_a_fresh_agent_ready_for_the_next_run(tmp_path):
     pytest.importorskip("distributed")
     from manybench.node.dask_plugin import AgentPlugin

@@ -2,8 +2,12 @@
 stored, and a failing setup stopping only its own variant."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import export_json, run_cli
 from manybench.results.store import Store
+
+pytestmark = pytest.mark.e2e
 
 
 def test_setup_runs_before_its_variant_and_teardown_after_and_a_failure_stops_only_its_own(

@@ -10,7 +10,7 @@ import pytest
 from conftest import export_json, run_cli
 from sge_fixture import sge  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def _cluster(sge, tmp_path, extra: str = "") -> str:  # noqa: F811

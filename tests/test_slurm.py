@@ -11,7 +11,7 @@ import pytest
 from conftest import export_json, run_cli
 from slurm_fixture import slurm  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 NULL_PLAN = """
 repeat = 3

@@ -8,7 +8,7 @@ import pytest
 from slurm_fixture import slurm  # noqa: F401  (pytest fixture)
 
 # The first test may pay for installing and starting Slurm (apt-get) in the fixture's setup.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def test_sbatch_wait_job_writes_a_file(slurm, tmp_path):  # noqa: F811

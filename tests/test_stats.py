@@ -11,7 +11,7 @@ from manybench.analysis import summarize
 from manybench.analysis.stats import Stats
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
-from test_analysis import S, T, pinfo, rec
+from builders import S, T, pinfo, rec
 
 
 def test_stats_known_answers():

@@ -10,38 +10,12 @@ import textwrap
 
 import pytest
 
-from manybench.model import Phase, Plan, TaskSpec
-from manybench.record import Record
 from manybench.results.contract import RunNotes, StoredNode, Warning
 from manybench.results.store import DB_NAME, Store
 
-T0 = 1_700_000_000_000_000_000
+from builders import T0, phase, plan, recs
+
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
-
-
-def plan() -> Plan:
-    spec = TaskSpec("w", "io.write", {"size": "1MiB"})
-    return Plan(name="store-test", tasks=[spec], source='name = "store-test"\n',
-                raw={"name": "store-test", "task": [{"name": "w"}]})
-
-
-def phase(i: int, workers: int = 2) -> Phase:
-    return Phase(index=i, task=plan().tasks[0], kernel="io.write", variant="", rep=i,
-                 workers=workers, order="spread", pin="core", params={"size": 1048576},
-                 point="w|1MiB|2", label=f"w size=1MiB workers={workers}")
-
-
-def recs(run: str, i: int, nodes=("n1",), slots=(1, 0)) -> list[Record]:
-    out = []
-    for node in nodes:
-        for s in slots:
-            out.append(Record(run=run, phase=i, task="w", kernel="io.write", variant="", rep=i,
-                              workers=len(nodes) * len(slots), node=node, slot=s, cpu=s,
-                              t0_ns=T0, start_ns=T0 + 10 + s, end_ns=T0 + 1000 + s,
-                              elapsed_s=1e-6, ops=4, bytes=1048576,
-                              params={"size": 1048576}, metrics={"lat_p50_us": 2.5},
-                              hist={3: 7, 70: 1}, extra={"armed_ns": T0 - 5}))
-    return out
 
 
 def test_round_trip(tmp_path):

@@ -11,8 +11,7 @@ from conftest import run_cli
 from manybench.analysis import summarize
 from manybench.node import telemetry as T
 from manybench.results.store import Store
-from test_analysis import S, pinfo, rec
-from test_quality import _row
+from builders import S, busy_row, pinfo, rec
 
 Cpu = namedtuple("Cpu", "user nice system idle iowait")
 
@@ -55,14 +54,15 @@ def test_telemetry_is_summarised_per_point_without_warmup_phases():
     recs = [rec(i, 0, i * 10 * S, i * 10 * S, i * 10 * S + S) for i in range(3)]
     phases = [pinfo(i, "p", t0=i * 10 * S) for i in range(3)]
     phases[0].warmup = True
-    rows = [_row("n", 0, 99.0), _row("n", 1, 10.0), _row("n", 2, 30.0), _row("n", 2, 20.0),
-            _row("m", 2, 40.0), _row("n", None, 90.0)]
+    rows = [busy_row("n", 0, 99.0), busy_row("n", 1, 10.0), busy_row("n", 2, 30.0),
+            busy_row("n", 2, 20.0), busy_row("m", 2, 40.0), busy_row("n", None, 90.0)]
     [s] = summarize(recs, phases, rows)
     assert (s.telemetry.rows, s.telemetry.nodes) == (4, 2)
     assert s.telemetry.cpu_user_pct == 20.0           # nearest-rank median of 10, 20, 30, 40
     assert summarize(recs, phases)[0].telemetry is None
 
 
+@pytest.mark.e2e
 def test_a_run_stores_its_nodes_telemetry_marked_with_phases(plan_file, tmp_path):
     plan = plan_file("""
         name = "tel"

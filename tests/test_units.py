@@ -34,6 +34,7 @@ def test_never_silently_decimal():
     assert parse_size("1MB") == 2**20
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("text", ["4k", "4kb", "4KB", "64kB", "1m", "1MB"])
 def test_sizes_agree_with_fio(tmp_path, text):
     """fio (kb_base = 1024, its default) moves exactly as many bytes as we read."""

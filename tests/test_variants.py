@@ -120,6 +120,7 @@ def test_bind_sets_cpus_and_memory_nodes_as_numactl_would():
     assert all(s.mems is None for s in place(2, "spread", "core", cpus))   # pin alone
 
 
+@pytest.mark.e2e
 @needs_numactl
 def test_a_bound_slot_runs_with_what_it_asked_read_back_and_seen_by_numactl(plan_file,
                                                                             tmp_path):
@@ -167,6 +168,7 @@ def _ids(text: str) -> list[int]:
     return parse_cpulist(str(text))
 
 
+@pytest.mark.e2e
 def test_a_multithreaded_task_held_to_one_cpu_is_flagged_cpu_bound(plan_file, tmp_path):
     """Two busy processes on a slot pinned to one cpu cannot use more than that cpu; the
     report says the pin is what holds the task back (the bwa -t 2 story)."""
@@ -187,6 +189,7 @@ def test_a_multithreaded_task_held_to_one_cpu_is_flagged_cpu_bound(plan_file, tm
         "CPU-BOUND" in rep.stdout, rep.stdout
 
 
+@pytest.mark.e2e
 def test_each_concurrent_slot_gets_its_own_resource_id_and_nearest_scratch(plan_file,
                                                                            tmp_path):
     near = tmp_path / "near"
@@ -216,6 +219,7 @@ def test_each_concurrent_slot_gets_its_own_resource_id_and_nearest_scratch(plan_
     assert all(r["metrics"]["cwd"].startswith(str(near)) for r in rows)
 
 
+@pytest.mark.e2e
 def test_more_concurrent_slots_than_resource_ids_is_refused_before_running(plan_file,
                                                                           tmp_path):
     plan = plan_file("""

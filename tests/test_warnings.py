@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from conftest import run_cli
 from manybench.inventory.topology import topology
 from manybench.results.store import Store
+
+pytestmark = pytest.mark.e2e
 
 
 def _run(plan_file, tmp_path, text: str):

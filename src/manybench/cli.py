@@ -265,7 +265,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
               show_default=True)
 @click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
-                                            "nodes"]), default="records", show_default=True)
+                                            "nodes", "series"]), default="records", show_default=True)
 @click.option("--nested", is_flag=True,
               help="Keep params, metrics and inventory as JSON objects, not flattened into "
                    "param.*, metric.*, inventory.* columns (csv, parquet).")
@@ -274,7 +274,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
            run_id: str | None) -> None:
     """Export a table, one row each: records (the contract's columns first), phases, samples,
-    telemetry or nodes (docs/results-api.md)."""
+    telemetry, nodes or series (docs/results-api.md)."""
     from .results.export_cli import export_table
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
@@ -395,6 +395,22 @@ def info(plan_path: str | None, as_json: bool) -> None:
                                  plan.noise if plan_path is not None else noise.DEFAULT_S)
     click.echo(json.dumps(env, indent=2, default=str) if as_json else
                info_text(env), nl=as_json)
+
+
+@main.command("mpi-build")
+@click.option("--family", type=click.Choice(["auto", "openmpi", "mpich"]), default="auto",
+              show_default=True, help="Whose compiler wrapper: mpicc.openmpi, mpicc.mpich, "
+                                      "or the mpicc on PATH.")
+@click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")
+@click.option("--force", is_flag=True, help="Build again even when a cached build exists.")
+def mpi_build(family: str, mpicc: str | None, force: bool) -> None:
+    """Build mbmpi, the project's MPI test program (ping-pong, bandwidth, collectives over
+    message sizes; `parse = "osu"` reads its output), and print its path (docs/mpi.md)."""
+    from .kernels.mpi_program import MpiBuildError, build
+    try:
+        click.echo(build(family, mpicc, force))
+    except MpiBuildError as e:
+        raise _fail(str(e))
 
 
 @main.command()

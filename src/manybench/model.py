@@ -28,6 +28,9 @@ class TaskSpec:
     line: int | None = None           # line of its [[task]] header, for messages
     warmup: int | None = None         # warm-up repetitions per point (None: the plan's)
     sample: float | None = None       # s between progress samples (None: the plan's; 0: off)
+    # a parallel task (`ranks` in params): its MPI launcher and the plan's extra arguments
+    launcher: str | None = None       # "auto" | "mpirun" | "mpiexec" | "srun" | a program
+    launcher_args: list[str] = field(default_factory=list)
 
 
 Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/placement_fields.py)

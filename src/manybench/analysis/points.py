@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from ..kernels import hist as H
 from ..kernels import kernel
 from ..kernels.binding import cpu_bound
+from ..kernels.mpi_record import FRAMEWORK_METRICS
 from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
@@ -29,7 +30,7 @@ _LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
 # metrics the framework adds, not figures a command's output gave (lat_* are matched apart)
 _NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns", "cpu_time_s", "cpu_util",
                   "cpus_used_share", "wrap_startup_s", "wrap_exit_s", "armed_late_ns",
-                  "lead_ns"}
+                  "lead_ns"} | FRAMEWORK_METRICS
 LATENCY_QUANTILES = (50.0, 90.0, 99.0, 99.9)
 
 

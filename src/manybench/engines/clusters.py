@@ -35,8 +35,10 @@ def security(plan: Plan) -> Any:
 
 def _client(address: Any, sec: Any) -> Any:
     from distributed import Client
+    # how long to try: Dask's distributed.comm.timeouts.connect (30 s unless configured, e.g.
+    # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s)
     try:
-        return Client(address, security=sec, timeout="30s") if sec else Client(address, timeout="30s")
+        return Client(address, security=sec) if sec else Client(address)
     except (OSError, TimeoutError) as e:
         raise EngineError(f"cannot reach the Dask scheduler at {address}: {e}") from None
 

@@ -10,7 +10,8 @@ from importlib import import_module
 
 from .base import REQUIRED, Kernel, Param, Result, SlotContext
 
-MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net", "command")
+MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net", "command",
+           "mpi_job")
 
 KERNELS: dict[str, Kernel] = {
     k.name: k for m in MODULES for k in import_module(f"{__name__}.{m}").KERNELS}

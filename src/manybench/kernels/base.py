@@ -168,6 +168,8 @@ class Kernel:
     uses_dir: bool = False       # works under the task's `dir` and needs scratch directories
     light_prepare: bool = False  # prepare touches nothing: prepare and go may travel together
     runs_child: bool = False     # runs a child process: exit statuses, output tails
+    takes_wrap: bool = False     # puts a variant's `wrap` into its own command line (a
+                                 # parallel task: between the launcher and the program)
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
     # The figures a report shows first (report/headline.py): "bandwidth", "ops_rate",

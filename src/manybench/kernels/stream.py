@@ -141,15 +141,16 @@ def figures(times_ns: list | tuple, elements: int) -> dict[str, float]:
     rate in MB/s over iterations 2..ntimes, and their average, minimum and maximum time."""
     out: dict[str, float] = {}
     for name, per_elem, times in zip(NAMES, BYTES_PER_ELEMENT, times_ns):
-        counted = [t / 1e9 for t in list(times)[1:]]   # the first iteration is not counted
+        counted = list(times)[1:]   # the first iteration is not counted
         if not counted:
             continue
-        best = min(counted)
+        # averaged in ns, then scaled: a sum of seconds can round below the minimum
+        best = min(counted) / 1e9
         nbytes = per_elem * elements
         out[f"{name}_mb_s"] = 1.0e-6 * nbytes / best if best > 0 else float("inf")
-        out[f"{name}_avg_s"] = sum(counted) / len(counted)
+        out[f"{name}_avg_s"] = sum(counted) / len(counted) / 1e9
         out[f"{name}_min_s"] = best
-        out[f"{name}_max_s"] = max(counted)
+        out[f"{name}_max_s"] = max(counted) / 1e9
     return out
 
 

@@ -75,7 +75,7 @@ class SlotLoop:
         failed = self._bind(place)
         if failed is not None:
             return failed
-        if ctx.wrap:
+        if ctx.wrap and not KERNELS[phase.kernel].takes_wrap:
             from ..kernels.wrapped import WRAPPED   # noqa: PLC0415 (only wrapped phases)
             kernel = WRAPPED
         else:

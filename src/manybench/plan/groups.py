@@ -67,7 +67,12 @@ def _check_members(loc: tuple, name: str, members: list[TaskSpec], plan_workers:
                                         "differ)"))
     for m in members:
         k = KERNELS.get(m.kernel)
-        if k is not None and k.connects and not k.from_command and any(
+        if k is not None and k.connects and k.from_command:   # a parallel task (ranks)
+            probs.append((loc + ("tasks",), f"task {m.name!r} runs as MPI jobs (ranks), whose "
+                                            "slots connect to each other, which a group does "
+                                            "not do: give it workers that make several jobs "
+                                            "instead (they start together)"))
+        elif k is not None and k.connects and not k.from_command and any(
                 _wants_peers(k, p) for p in sweep_points(m.params)):
             probs.append((loc + ("tasks",), f"task {m.name!r}: kernel {k.name} connects its "
                                             "slots to each other, which a group does not do"))

@@ -10,6 +10,7 @@ import shutil
 from ..kernels import kernel
 from ..model import Phase, Plan
 from .expand import distinct
+from .parallel import parallel_problems
 
 
 def slot_cpus(phase: Phase) -> int | None:
@@ -57,6 +58,11 @@ def preflight(plan: Plan, phases: list[Phase], distributed: bool = False
             if k.check_placement is not None:
                 for fld, msg in k.check_placement(part.params, part.workers, slot_cpus(part)):
                     errors.setdefault(f"{plan.path}: {_field(part, fld)}: {msg}", None)
+            errs, warns = parallel_problems(part, distributed)
+            for msg in errs:
+                errors.setdefault(f"{plan.path}: {msg}", None)
+            for msg in warns:
+                warnings.setdefault(f"{plan.path}: {msg} (the nodes may have it)", None)
             if k.from_command:
                 msg = _command_problem(plan, part)
                 if msg:

@@ -26,6 +26,13 @@ def _workers_schema() -> dict:
                          "e.g. 4 or [1, 2, 4]"}
 
 
+def _ranks_schema() -> dict:
+    one = {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}],
+            "x-message": "expected ranks per job (1 or more) or a list of them, e.g. 4 or "
+                         "[1, 2, 4]"}
+
+
 def _choice_schema(choices: tuple) -> dict:
     return {"anyOf": [{"type": "string", "enum": list(choices)},
                       {"type": "array", "minItems": 1, "items": {"enum": list(choices)}}],
@@ -139,6 +146,13 @@ _SCHEMA = {
                 "shell": {"type": "boolean"},
                 "parse": {"type": "string"},
                 "workers": _workers_schema(),
+                "ranks": _ranks_schema(),
+                "launcher": {"type": "string", "minLength": 1,
+                             "x-message": 'expected "auto", "mpirun", "mpiexec", "srun" or a '
+                                          "launcher program's name or path"},
+                "launcher_args": {"type": "array", "items": {"type": "string"},
+                                  "x-message": 'expected a list of strings, e.g. ["--mca", '
+                                               '"btl", "self,tcp"]'},
                 "nodes": {"type": "array", "minItems": 1, "items": {"type": "string"},
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},

@@ -19,7 +19,10 @@ from .schema import known_names
 
 
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
-               "nodes", "parse", "warmup", "sample")
+               "nodes", "parse", "warmup", "sample", "ranks", "launcher", "launcher_args")
+PARALLEL_KERNEL = "mpi"   # kernels/mpi_job.py: what a command task with `ranks` runs as
+# fields of a parallel task: `ranks` is a sweep axis (in the points' params), the others not
+MPI_FIELDS = ("launcher", "launcher_args")
 
 
 def as_workers(value: Any) -> list[int] | None:
@@ -99,6 +102,8 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     except ValueError:
         pass  # reported by the schema's duration format
     params = {k: v for k, v in t.items() if k not in TASK_FIELDS}
+    if "ranks" in t and "kernel" not in t and t["ranks"] != []:   # [] : the schema says
+        params["ranks"] = t["ranks"]     # a sweep axis like a parameter; {ranks} in templates
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
                     timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
                     nodes=t.get("nodes"), parse=t.get("parse"))
@@ -108,11 +113,33 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
         _kernel_task(loc, t, params, tdir or ctx["scratch"], probs)
     elif isinstance(command, list) and all(isinstance(c, str) for c in command):
         spec.command, spec.shell = command, t.get("shell") is True
+        _parallel(loc, t, spec, probs)
         metrics = t.get("metrics") if isinstance(t.get("metrics"), dict) else {}  # else: schema
         spec.metrics = {k: v for k, v in metrics.items() if isinstance(v, str)}
         _command_task(loc, command, params, spec.metrics, probs, ctx.get("extra_names", ()))
     _check_parse(loc, t, probs)
+    if "kernel" in t:
+        for f in ("ranks",) + MPI_FIELDS:
+            if f in t:
+                probs.append((loc + (f,), "only a command task runs as MPI jobs (ranks = N)"))
     return spec
+
+
+def _parallel(loc: Loc, t: dict, spec: TaskSpec, probs: list) -> None:
+    """A command task with `ranks` is a parallel task (kernels/mpi_job.py)."""
+    if "ranks" not in t:
+        for f in MPI_FIELDS:
+            if f in t:
+                probs.append((loc + (f,), "only for a parallel task: give ranks = N too"))
+        return
+    spec.kernel = PARALLEL_KERNEL
+    if isinstance(t.get("launcher"), str):
+        spec.launcher = t["launcher"]
+    else:
+        spec.launcher = "auto"
+    args = t.get("launcher_args")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        spec.launcher_args = list(args)
 
 
 def _check_parse(loc: Loc, t: dict, probs: list) -> None:
@@ -198,7 +225,7 @@ def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
     # more often than a wish: refuse it rather than run without the timeout or parser.
     told = {p[0][-1] for p in probs[n_before:]}
     for name in params:
-        if name not in used and name not in told:
+        if name not in used and name not in told and name != "ranks":
             probs.append((loc + (name,), f"unknown field {name!r} "
                                          f"{known_names(TASK_FIELDS, name)} (a template "
                                          f"parameter must appear in the command as {{{name}}})"))

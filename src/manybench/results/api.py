@@ -46,6 +46,10 @@ class Results:
     def samples(self, run: str | None = None) -> Any:
         return frame(self.store, "samples", run)
 
+    def series(self, run: str | None = None) -> Any:
+        """Size-indexed tables (OSU, IMB): one row per point, x the message size."""
+        return frame(self.store, "series", run)
+
     def telemetry(self, run: str | None = None) -> Any:
         return frame(self.store, "telemetry", run)
 

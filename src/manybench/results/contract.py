@@ -182,6 +182,22 @@ class NodeCommand:
 
 
 @dataclass
+class SeriesPoint:
+    """One point of a size-indexed table a parser read from a record's output (OSU, IMB):
+    y (in `unit`) at message size x (in `x_unit`), of the record (node, slot) with `rank`."""
+    run: str
+    phase_id: int
+    node: str
+    slot: int
+    rank: int | None
+    name: str
+    x: float
+    y: float
+    unit: str
+    x_unit: str = "bytes"
+
+
+@dataclass
 class Sample:
     """A slot's cumulative progress at one instant inside a phase (fio's bw log, aligned).
 

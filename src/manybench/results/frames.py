@@ -9,6 +9,7 @@ Columns (docs/results-api.md):
              warmup, params (dict), then unless nested "param.<name>"
   samples    contract.Sample's fields
   telemetry  contract.TelemetryRow's fields
+  series     contract.SeriesPoint's fields: size-indexed tables parsers read (OSU, IMB)
   nodes      contract.StoredNode's fields but inventory (dict), then unless nested each
              scalar of the inventory as "inventory.<key>"
   runs       run_id, name, status, started_ns, ended_ns, phases, slots, cpus, argv, plan_source
@@ -21,10 +22,10 @@ from dataclasses import asdict, fields
 from typing import Any, Iterable
 
 from ..record import COLUMNS, Record
-from .contract import Sample, StoredNode, StoredPhase, TelemetryRow
+from .contract import Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
 from .store import Store
 
-TABLES = ("records", "phases", "samples", "telemetry", "nodes")
+TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")
 PARAM, METRIC, INVENTORY = "param.", "metric.", "inventory."
 EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
 PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
@@ -88,7 +89,8 @@ def _columns(table: str, nested: bool) -> list[str]:
     return {"records": list(COLUMNS) + list(EXTRA_COLUMNS), "phases": list(PHASE_COLUMNS),
             "samples": [f.name for f in fields(Sample)],
             "telemetry": [f.name for f in fields(TelemetryRow)],
-            "nodes": [f.name for f in fields(StoredNode)]}[table]
+            "nodes": [f.name for f in fields(StoredNode)],
+            "series": [f.name for f in fields(SeriesPoint)]}[table]
 
 
 def table_rows(store: Store, table: str, run: str | None = None, nested: bool = False
@@ -105,6 +107,8 @@ def table_rows(store: Store, table: str, run: str | None = None, nested: bool = 
         return node_rows((n for r in runs for n in store.nodes(r)), nested)
     if table == "samples":
         return [asdict(s) for r in runs for s in store.samples(r)]
+    if table == "series":
+        return [asdict(s) for r in runs for s in store.series(r)]
     return [asdict(t) for r in runs for t in store.telemetry(r)]
 
 

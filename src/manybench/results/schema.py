@@ -11,6 +11,7 @@ change a file).
        teardown) and node_commands (the setup and teardown commands run, with their output)
   4  + samples (each slot's progress inside a phase), telemetry (each node's cpu, memory,
        disk and network over the run) and phases.warmup (warm-up repetitions, not analysed)
+  5  + series (size-indexed tables a parser read from a record's output: OSU's, IMB's)
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class SchemaError(Exception):
@@ -145,6 +146,21 @@ CREATE TABLE IF NOT EXISTS telemetry (
 );
 CREATE INDEX IF NOT EXISTS telemetry_run ON telemetry (run, t_ns);
 """
+_V5 = """
+CREATE TABLE IF NOT EXISTS series (
+    run    TEXT NOT NULL REFERENCES runs(id),
+    phase  INTEGER NOT NULL,
+    node   TEXT NOT NULL,               -- the record (node, slot) whose output it was
+    slot   INTEGER NOT NULL,
+    rank   INTEGER,                     -- that record's rank
+    name   TEXT NOT NULL,               -- osu_latency, Allreduce.t_avg, ...
+    x      REAL NOT NULL,               -- message size
+    y      REAL NOT NULL,
+    unit   TEXT NOT NULL,               -- of y: us, MB/s, count
+    x_unit TEXT NOT NULL                -- of x: bytes
+);
+CREATE INDEX IF NOT EXISTS series_phase ON series (run, phase, name, x);
+"""
 # a new file's phases get the column in _V1's table through this same statement
 _V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
 
@@ -195,8 +211,13 @@ def _v3_to_v4(db: sqlite3.Connection) -> None:
     _script(db, _V4_TABLES)
 
 
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    """Add series, empty: runs before version 5 kept no tables."""
+    _script(db, _V5)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                              3: _v3_to_v4}
+                                                              3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -225,6 +246,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
         if v == 0:
             _script(db, _V1 + _V2 + _V3)
             _v3_to_v4(db)
+            _v4_to_v5(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

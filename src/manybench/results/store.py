@@ -26,8 +26,8 @@ from urllib.parse import quote
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
 from .liveness import status_of
-from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample, Snapshot,
-                       StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
+from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
+                       SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
 from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
 
 DB_NAME = "results.db"
@@ -58,6 +58,14 @@ def _hist_out(hist: dict[int, int] | None) -> str | None:
 def _hist_in(text: str | None) -> dict[int, int] | None:
     # JSON object keys are strings; the histogram's buckets are ints
     return None if text is None else {int(k): v for k, v in _decode(text).items()}
+
+
+def _series_rows(run_id: str, phase_index: int, r: Record) -> list[tuple]:
+    """A record's extra["series"] (parsers' Series.to_json()) as series rows."""
+    rank = r.extra.get("rank")
+    return [(run_id, phase_index, r.node, r.slot, rank, str(s["name"]), float(x), float(y),
+             str(s.get("unit", "")), str(s.get("x_unit", "bytes")))
+            for s in r.extra.get("series") or () for x, y in s.get("points", ())]
 
 
 def db_path(directory: str | os.PathLike) -> str:
@@ -212,9 +220,12 @@ class Store:
                 _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        rrows = []
+        rrows, xrows = [], []
         for r in records:
             d = {f: getattr(r, f) for f in _REC_FIELDS}
+            if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
+                d["extra"] = {k: v for k, v in r.extra.items() if k != "series"}
+                xrows += _series_rows(run_id, phase.index, r)
             for f in _REC_JSON:
                 d[f] = _dumps(d[f])
             d["hist"] = _hist_out(r.hist)
@@ -222,12 +233,14 @@ class Store:
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
+            ("DELETE FROM series WHERE run=? AND phase=?", (run_id, phase.index)),
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
              "point, params, t0_ns, status, label, warmup) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
              prow),
             (_INSERT_RECORD, rrows),
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
              "VALUES (?,?,?,?,?,?,?)", srows),
+            (f"INSERT INTO series VALUES ({','.join('?' * 10)})", xrows),
         ])
 
     def write_telemetry(self, run_id: str, rows: Iterable[TelemetryRow]) -> None:
@@ -303,6 +316,15 @@ class Store:
                            "ORDER BY phase, rank, t_s", (run_id, phase_id, phase_id))
         return [Sample(run=r["run"], phase_id=r["phase"], rank=r["rank"], node=r["node"],
                        t_s=r["t_s"], done=r["done"], unit=r["unit"]) for r in rows]
+
+    def series(self, run_id: str, phase_id: int | None = None) -> list[SeriesPoint]:
+        """The run's size-indexed tables (of one phase if given), by phase, node, slot, name
+        and x."""
+        rows = self._query("SELECT * FROM series WHERE run=? AND (? IS NULL OR phase=?) "
+                           "ORDER BY phase, node, slot, name, x", (run_id, phase_id, phase_id))
+        for r in rows:
+            r["phase_id"] = r.pop("phase")
+        return [SeriesPoint(**r) for r in rows]
 
     def telemetry(self, run_id: str) -> list[TelemetryRow]:
         """The run's telemetry rows, by time then node."""

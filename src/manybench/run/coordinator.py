@@ -32,6 +32,7 @@ from .samples import samples_of
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
+from .jobs import finish_jobs, layout_problems
 from .resume import Resume
 from .stalls import flag_stalls, stall_text
 from .setups import Setups, provenance
@@ -312,6 +313,7 @@ class Coordinator:
                 out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
                 self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
+        finish_jobs(out)    # a parallel task's ranks, job by job (run/jobs.py)
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:
@@ -364,7 +366,17 @@ def check_nodes(phases: Iterable[Phase], nodes: list[Node]) -> list[str]:
             problems.append(msg)
             continue
         problems += [m for m in _resource_problems(p, nodes) if m not in problems]
+        problems += [m for m in _layout_problems(p, nodes) if m not in problems]
     return problems
+
+
+def _layout_problems(p: Phase, nodes: list[Node]) -> list[str]:
+    """A parallel task's launcher must be able to say where its ranks go (run/jobs.py)."""
+    if not isinstance(p.params.get("ranks"), int) or len(nodes) < 2:
+        return []
+    work = assign(p.workers, p.order, p.pin, capacity(p, nodes), {n.name: n.cpus for n in nodes},
+                  {n.name: n.machine for n in nodes}, p.cpus, p.bind)
+    return layout_problems(p, work, f"task.{p.task.name}.launcher")
 
 
 def _resource_problems(p: Phase, nodes: list[Node]) -> list[str]:

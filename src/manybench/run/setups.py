@@ -44,12 +44,25 @@ def provenance(plan: Plan, phases: list[Phase], default_dir: str
                 programs.append(p.task.command[0])
             if p.wrap:
                 programs.append(p.wrap[0])
+            if p.task.launcher:    # a parallel task's MPI: its package and version on record
+                programs.append(_launcher_program(p.task.launcher))
     for v in plan.variants:
         programs += [argv[0] for argv in v.setup + v.teardown if argv]
     for numa, d in plan.resources.get("scratch", {}).items():
         dirs[f"scratch numa{numa}"] = d
     # a template ({image}) cannot be looked up before it is filled in
     return dirs, [p for p in dict.fromkeys(programs) if "{" not in p]
+
+
+def _launcher_program(name: str) -> str:
+    """The program a plan's `launcher` names ("auto": the one found here, if any)."""
+    if name != "auto":
+        return name
+    from ..launchers import LauncherError, program   # noqa: PLC0415
+    try:
+        return program(name)
+    except LauncherError:
+        return "{auto}"      # nothing to look up: dropped with the templates below
 
 
 class Setups:

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import elapsed, gantt, latency, per_slot, scaling, telemetry, throughput, timeline
+from . import (elapsed, gantt, latency, per_slot, scaling, sizes, telemetry, throughput,
+               timeline)
 from .data import TaskData, optional, split, tasks
 from .style import save, svg
 
-MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry]
+MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry, sizes]
 
 
 @dataclass
@@ -44,7 +45,8 @@ def figures(store: Any, run_id: str | None = None, data: tuple = ()) -> dict[str
     run = store.run(run_id) if run_id else store.runs()[-1]
     if data:
         found = split(*data, optional(store, "samples", run.run_id),
-                      optional(store, "telemetry", run.run_id))
+                      optional(store, "telemetry", run.run_id),
+                      optional(store, "series", run.run_id))
     else:
         found = tasks(store, run)
     return {d.task: task_plots(d) for d in found}

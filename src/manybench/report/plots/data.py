@@ -27,6 +27,7 @@ class TaskData:
     effs: dict[str, PointEfficiency] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     telemetry: list[TelemetryRow] = field(default_factory=list)
+    series: list = field(default_factory=list)    # results.contract.SeriesPoint (OSU, IMB)
 
     def ok(self) -> list[Record]:
         return [r for r in self.records if r.status == "ok"]
@@ -62,12 +63,13 @@ def tasks(store: Any, run: RunInfo) -> list[TaskData]:
     summaries = summarize(records, phases)
     effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
     return split(summaries, records, phases, effs, optional(store, "samples", run.run_id),
-                 optional(store, "telemetry", run.run_id))
+                 optional(store, "telemetry", run.run_id), optional(store, "series", run.run_id))
 
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
           effs: dict[str, PointEfficiency] | None = None, samples: list[Sample] | None = None,
-          telemetry: list[TelemetryRow] | None = None) -> list[TaskData]:
+          telemetry: list[TelemetryRow] | None = None, series: list | None = None
+          ) -> list[TaskData]:
     """Group a run's data by task (also for tests that build the lists themselves)."""
     out: dict[str, TaskData] = {}
     for s in summaries:
@@ -87,6 +89,10 @@ def split(summaries: list[PointSummary], records: list[Record], phases: list[Sto
         t = task_of.get(s.phase_id)
         if t in out:
             out[t].samples.append(s)
+    for pt in series or []:
+        t = task_of.get(pt.phase_id)
+        if t in out:
+            out[t].series.append(pt)
     for row in telemetry or []:
         t = task_of.get(row.phase_id) if row.phase_id is not None else None
         if t in out:

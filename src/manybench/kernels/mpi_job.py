@@ -1,0 +1,322 @@
+"""Parallel tasks: a command task with `ranks = N` runs its phase's workers as workers / N
+jobs of N ranks, every rank of every job starting its work at T0.
+
+Each slot of the phase is one rank: phase rank r is rank r % N of job r // N, and the rank
+runs on the slot's node and cpus. The steps (kernels/rank_link.py is the slot's channel to
+its rank, native/mbrank.c the rank's side):
+  prepare  every slot listens for its rank and publishes its node and cpus
+  connect  (every rank's node known) the job's first slot writes the launcher's command line
+           (launchers/: the family's host list) and starts it; every slot waits until its
+           rank is held: in MPI_Init after the real one returned, or before main() for a
+           program that is not MPI-linked. Launcher start-up, wire-up and MPI_Init happen
+           here, outside the window, bounded by the task's timeout (else START_TIMEOUT_S).
+  run      every slot sends its rank T0 in its node's clock; the rank waits for T0, stamps
+           its start and returns from MPI_Init; its MPI_Finalize (or exit) stamps its end.
+           The job's first slot also waits for the launcher: its exit status and output are
+           the job's, parsed onto that slot's record.
+The ranks bind themselves to their slots' cpus and memory nodes (the launcher's binding is
+turned off) and start in their slots' {scratch}.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import IO
+
+from ..launchers import Job, Launcher, LauncherError, resolve
+from .base import Kernel, KernelError, Param, Result, SlotContext
+from .binding import cpulist
+from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
+from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
+                        tell_abort_remote)
+
+START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task has no timeout
+LIBRARY = "libmbrank.so"
+# programs that exec or start the real program: let through, so that one is the rank
+PASS = ("env", "numactl", "taskset", "nice", "chrt", "time", "sh", "bash", "dash", "ch-run",
+        "apptainer", "singularity", "podman", "docker", "srun")
+MPOL_BIND = 2
+
+
+def library() -> str:
+    """The installed libmbrank.so (package data beside this module)."""
+    path = resources.files(__package__) / LIBRARY
+    if not path.is_file():
+        raise KernelError(f"the rank synchronizer {LIBRARY} is not built: run `pip install .` "
+                          "(or `python setup.py build_ext --inplace`) in the source tree")
+    return str(path)
+
+
+def job_prefix(ctx: SlotContext, job: int) -> str:
+    """The job's socket prefix: unique on a node per run, phase and job."""
+    run = hashlib.sha1(ctx.run.encode()).hexdigest()[:12]
+    return f"manybench.{run}.{ctx.phase}.{job}"
+
+
+@dataclass
+class Launch:
+    """The job's launcher, started by its first slot."""
+    launcher: Launcher
+    argv: list[str]
+    proc: subprocess.Popen
+    out: IO[bytes]
+    err: IO[bytes]
+    started_mono: int
+    status: int | None = None
+    exited_mono: int = 0
+    timed_out: bool = False
+
+    def poll(self) -> int | None:
+        if self.status is None:
+            self.status = self.proc.poll()
+            if self.status is not None:
+                self.exited_mono = time.monotonic_ns()
+        return self.status
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def text(self) -> tuple[str, str]:
+        return _tail(self.out, SCAN_BYTES), _tail(self.err, SCAN_BYTES)
+
+
+def _tail(f: IO[bytes], limit: int) -> str:
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - limit))
+    return f.read().decode(errors="replace")
+
+
+@dataclass
+class JobSlot:
+    ctx: SlotContext
+    params: dict
+    ranks: int
+    job: int
+    jrank: int
+    prefix: str
+    link: RankLink
+    place: str                       # "CPUS MEMS CWD" for the rank
+    cpus: tuple[int, ...]
+    launcher: Launcher | None = None    # the job's first slot: resolved at prepare
+    launch: Launch | None = None        # ... started at connect
+    connect_mono: int = 0
+    abort: AbortChannel | None = None   # the other slots: told when the job will not start
+
+    @property
+    def pid(self) -> int:
+        """The launcher's process group, for the agent to kill should this slot die."""
+        return self.launch.proc.pid if self.launch is not None else 0
+
+
+def _memory_nodes() -> str:
+    from .. import _native   # noqa: PLC0415
+    try:
+        mode, nodes = _native.get_mempolicy()
+    except OSError:
+        return "-"
+    return cpulist(nodes) if (mode & 0xFF) == MPOL_BIND and nodes else "-"
+
+
+def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
+    n = int(params["ranks"])
+    job, jrank = divmod(ctx.rank, n)
+    if " " in ctx.scratch or "\n" in ctx.scratch:
+        raise KernelError(f"scratch directory {ctx.scratch!r}: a parallel task's directory "
+                          "may not hold spaces")
+    os.makedirs(ctx.scratch, exist_ok=True)
+    cpus = tuple(sorted(os.sched_getaffinity(0)))
+    prefix = job_prefix(ctx, job)
+    st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),
+                 f"{cpulist(cpus)} {_memory_nodes()} {ctx.scratch}", cpus)
+    try:
+        if jrank == 0:
+            st.launcher = resolve(ctx.spec.launcher or "auto", {**os.environ, **ctx.env})
+            library()
+        else:
+            st.abort = AbortChannel()
+    except (LauncherError, KernelError, OSError) as e:
+        _cleanup(st)
+        raise KernelError(f"launcher: {e}" if isinstance(e, LauncherError) else str(e)) \
+            from None
+    return st
+
+
+def _publish(st: JobSlot) -> dict:
+    return {"node": st.ctx.node, "cpus": cpulist(st.cpus),
+            "abort_port": st.abort.port if st.abort is not None else 0}
+
+
+def _job_env(st: JobSlot) -> dict[str, str]:
+    """What every rank of the job gets through the launcher (remote ranks do not inherit the
+    launcher's environment): the phase's variables, OMP_NUM_THREADS for ranks of several
+    cpus, and the synchronizer."""
+    ctx = st.ctx
+    env = dict(ctx.env)
+    if len(st.cpus) > 1 and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(len(st.cpus))
+    pre = os.environ.get("LD_PRELOAD", "") if "LD_PRELOAD" not in env else env["LD_PRELOAD"]
+    env["LD_PRELOAD"] = library() + (f":{pre}" if pre else "")
+    env["MANYBENCH_MPI_SOCK"] = st.prefix
+    passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
+    env["MANYBENCH_MPI_PASS"] = ":".join(passed)    # no comma: srun --export splits on them
+    return env
+
+
+def _start(st: JobSlot, peers: dict[int, dict]) -> None:
+    """The job's first slot: the launcher, started with the job's ranks' hosts."""
+    ctx, n = st.ctx, st.ranks
+    mine = [peers.get(st.job * n + r) for r in range(n)]
+    if any(p is None for p in mine):
+        missing = [st.job * n + r for r, p in enumerate(mine) if p is None]
+        raise KernelError(f"ranks {missing} of job {st.job} failed before the launch")
+    program = list(ctx.wrap or []) + build_argv(ctx.spec, template_values(ctx, st.params))
+    path = shutil.which(program[0]) if "/" not in program[0] else program[0]
+    if not path or not os.access(path, os.X_OK):
+        raise KernelError(f"command not found or not executable: {program[0]}")
+    if statically_linked(path):
+        raise KernelError(f"{path} is statically linked: {LIBRARY} cannot be preloaded "
+                          "into it, so its ranks cannot be held until T0 (a parallel task "
+                          "needs a dynamically linked program or script)")
+    nodes = [p["node"] for p in mine]
+    why = st.launcher.family.check(nodes)
+    if why:
+        raise KernelError(f"launcher: {why}")
+    job = Job(program=program, hosts=[p["host"] for p in mine],
+              local=all(nd == ctx.node for nd in nodes), env=_job_env(st),
+              args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch,
+              here=tuple(nd == ctx.node for nd in nodes), nodes=tuple(nodes))
+    try:
+        argv, extra = st.launcher.family.argv(st.launcher.path, job)
+    except LauncherError as e:
+        raise KernelError(f"launcher: {e}") from None
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    env = {**os.environ, **ctx.env, **extra}
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                cwd=ctx.scratch, env=env, start_new_session=True)
+    except OSError as e:
+        out.close()
+        err.close()
+        raise KernelError(f"cannot start {argv[0]}: {e.strerror}") from None
+    st.launch = Launch(st.launcher, argv, proc, out, err, time.monotonic_ns())
+
+
+def _launcher_gone(st: JobSlot) -> str | None:
+    """Why the job cannot start any more: its launcher exited (its output's tail)."""
+    if st.launch is None or st.launch.poll() is None:
+        return None
+    out, err = st.launch.text()
+    tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    return (f"the launcher {os.path.basename(st.launch.argv[0])} exited with status "
+            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready"
+            + (f": {tail}" if tail else ""))
+
+
+def _told(st: JobSlot) -> str | None:
+    """Why the job cannot start: its launcher exited (the first slot), or the first slot
+    said so (the others)."""
+    if st.abort is not None:
+        return st.abort.told()
+    return _launcher_gone(st)
+
+
+def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
+    st.connect_mono = time.monotonic_ns()
+    timeout = st.ctx.spec.timeout or START_TIMEOUT_S
+    deadline = time.monotonic() + timeout
+    try:
+        if st.jrank == 0:
+            _start(st, peers)
+        st.link.wait_ready(st.place, deadline, lambda: _told(st))
+    except (KernelError, RankGone, TimeoutError) as e:
+        if isinstance(e, TimeoutError):
+            msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
+                   "launch (launcher start-up, wire-up and MPI_Init)")
+        elif isinstance(e, RankGone):
+            msg = f"rank {st.jrank} of job {st.job} {e}"
+        else:
+            msg = str(e)
+        if st.jrank == 0:   # the job's other slots stop waiting
+            why = f"job {st.job} did not start: see the record of its rank 0 ({msg[:200]})"
+            tell_abort(st.prefix, range(1, st.ranks), why)
+            tell_abort_remote([p for r in range(1, st.ranks)
+                               if (p := peers.get(st.job * st.ranks + r)) is not None
+                               and p.get("node") != st.ctx.node], why)
+        raise KernelError(msg) from None
+
+
+def statically_linked(path: str) -> bool:
+    """An ELF executable without an interpreter (PT_INTERP): LD_PRELOAD cannot reach it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2:    # not a 64-bit ELF: a script
+                return False
+            order = "little" if head[5] == 1 else "big"
+            phoff = int.from_bytes(head[32:40], order)
+            phentsize = int.from_bytes(head[54:56], order)
+            phnum = int.from_bytes(head[56:58], order)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return False
+    types = [int.from_bytes(table[i:i + 4], order) for i in range(0, len(table), phentsize)]
+    return 3 not in types
+
+
+def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
+    from .mpi_record import job_result   # noqa: PLC0415
+    armed_ns = time.time_ns()
+    spec = st.ctx.spec
+    deadline = None
+    if spec.timeout is not None:
+        deadline = time.monotonic() + max(0.0, (t0_ns - time.time_ns()) / 1e9) + spec.timeout
+    how = st.link.wait_end(deadline) if st.link.go(t0_ns, spin_ns) else "exited"
+    gone_ns = time.time_ns()
+    if st.launch is not None:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            st.launch.proc.wait(left)
+        except subprocess.TimeoutExpired:
+            st.launch.timed_out = True
+            st.launch.kill()
+            st.launch.proc.wait()
+        st.launch.poll()
+    return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+def _cleanup(st: JobSlot) -> None:
+    if st.link.alive():      # nothing of the phase outlives it: the rank too
+        st.link.kill()
+    st.link.close()
+    if st.abort is not None:
+        st.abort.close()
+    if st.launch is not None:
+        if st.launch.poll() is None:
+            st.launch.kill()
+            st.launch.proc.wait()
+        st.launch.out.close()
+        st.launch.err.close()
+
+
+MPI_JOB = Kernel(
+    name="mpi",
+    doc="A parallel task: a command task with `ranks = N` runs its workers as workers / N "
+        "jobs of N ranks, started by an MPI launcher (`launcher`), every rank starting at "
+        "T0 with the launcher's start-up and MPI_Init behind it; one record per rank.",
+    params={"ranks": Param("int", "ranks per job", minimum=1)},
+    prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
+    uses_dir=True, runs_child=True, from_command=True, takes_wrap=True,
+)
+
+KERNELS = [MPI_JOB]

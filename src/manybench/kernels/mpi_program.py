@@ -1,0 +1,90 @@
+"""mbmpi, the project's own MPI test program (kernels/native/mpi/mbmpi.c: ping-pong,
+bandwidth and collectives over message sizes, OSU-like tables for `parse = "osu"`), built on
+demand with an MPI family's compiler wrapper: the package's own build needs no MPI.
+
+    from manybench.kernels.mpi_program import build
+    path = build("openmpi")          # or "mpich", or "auto" (the `mpicc` on PATH)
+
+The executable is cached in CACHE_DIR/mpi/<family>-<key>/mbmpi, where CACHE_DIR is
+$MANYBENCH_CACHE_DIR, else $XDG_CACHE_HOME/manybench, else ~/.cache/manybench; <key> hashes
+the source, the wrapper's path and what it compiles with (`-show` / `--showme`, the
+compiler's version), so a changed MPI gets its own build and a cached one is reused. On a
+cluster, put the cache on a shared file system or build on every node.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+SOURCE = os.path.join(os.path.dirname(__file__), "native", "mpi", "mbmpi.c")
+# the wrapper each family's Debian package installs (mpicc alone is whichever is the default)
+COMPILERS = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich", "auto": "mpicc"}
+PACKAGES = {"openmpi": "libopenmpi-dev", "mpich": "libmpich-dev", "auto": "an MPI -dev package"}
+CFLAGS = ["-O2", "-std=gnu11"]
+
+
+class MpiBuildError(RuntimeError):
+    """The program cannot be built: no compiler wrapper, or it failed (the message says)."""
+
+
+def cache_dir() -> str:
+    base = os.environ.get("MANYBENCH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "manybench")
+    return os.path.join(base, "mpi")
+
+
+def compiler(family: str, mpicc: str | None = None) -> str:
+    """The wrapper's absolute path; MpiBuildError naming the package when it is missing."""
+    if family not in COMPILERS:
+        raise MpiBuildError(f"unknown MPI family {family!r} (known: {', '.join(COMPILERS)})")
+    name = mpicc or COMPILERS[family]
+    path = shutil.which(name)
+    if path is None:
+        raise MpiBuildError(f"no {name} for MPI family {family!r}: install {PACKAGES[family]}"
+                            " (or give the compiler wrapper's path)")
+    return path
+
+
+def _describe(cc: str) -> str:
+    """What the wrapper compiles with: its link line and the compiler's version."""
+    out = []
+    for args in (["-show"], ["--showme"], ["--version"]):
+        try:
+            done = subprocess.run([cc, *args], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            out.append(done.stdout)
+    return "\n".join(out)
+
+
+def build(family: str = "auto", mpicc: str | None = None, force: bool = False) -> str:
+    """The path of mbmpi built with that family's wrapper (`mpicc` overrides the wrapper),
+    reusing a cached build unless `force`."""
+    cc = compiler(family, mpicc)
+    with open(SOURCE, "rb") as f:
+        src = f.read()
+    key = hashlib.sha256(src + cc.encode() + _describe(cc).encode()
+                         + " ".join(CFLAGS).encode()).hexdigest()[:16]
+    out_dir = os.path.join(cache_dir(), f"{family}-{key}")
+    exe = os.path.join(out_dir, "mbmpi")
+    if os.access(exe, os.X_OK) and not force:
+        return exe
+    os.makedirs(out_dir, exist_ok=True)
+    # built under a temporary name, then renamed: concurrent builds never see half a file
+    fd, tmp = tempfile.mkstemp(prefix=".mbmpi-", dir=out_dir)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *CFLAGS, "-o", tmp, SOURCE], capture_output=True,
+                              text=True, timeout=600)
+        if done.returncode != 0:
+            raise MpiBuildError(f"{cc} failed to build {SOURCE}:\n{done.stderr.strip()}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, exe)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return exe

@@ -1,0 +1,123 @@
+"""What one rank of a parallel task measured, as its slot's Result (kernels/mpi_job.py).
+
+Every rank's record: its start and end stamps (taken in the rank, libmbrank.so), where it
+ran (its pid, host, the cpus it started and ended on, its binding read from /proc), its
+cpu use, how it was held (`mpi_sync`), its MPI_Init and the job's start-up. The job's
+first rank's record also holds the launcher: its family and version, exit status, output
+tails, the figures parsed from the job's output, and which ranks the launcher said failed.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from .base import Result
+from .binding import allowed_count, cpu_figures
+from .command import TAIL_BYTES, extract_metrics
+
+if TYPE_CHECKING:
+    from .mpi_job import JobSlot
+
+# what every rank's record carries besides the job's own figures: bookkeeping, not results
+# (analysis/points.py leaves them out of a command's extracted figures); the job figures
+# run/jobs.py adds (job_skew_s, job_startup_s) are figures
+FRAMEWORK_METRICS = frozenset({
+    "job", "job_rank", "rank_pid", "rank_host", "mpi_sync", "mpi_init_s", "mpi_startup_s",
+    "cpu_start", "cpu_end", "finalize_s", "launcher", "mpi_family", "mpi_version",
+    "launcher_exit_s"})
+
+ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
+                     "crashed or stopped by its launcher",
+           "unfinalized": "exited without calling MPI_Finalize",
+           "timeout": "killed after the task's timeout"}
+
+
+def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
+    s = st.link.st
+    res = Result(armed_ns=armed_ns)
+    if s.start_ns:
+        elapsed = s.end_mono - s.start_mono if s.end_mono else max(0, gone_ns - s.start_ns)
+        elapsed = max(0, elapsed)
+        res.start_ns, res.elapsed_ns = s.start_ns, elapsed
+        res.end_ns = s.start_ns + elapsed
+    else:
+        res.start_ns, res.end_ns = t0_ns, gone_ns
+    m = res.metrics
+    m.update(job=st.job, job_rank=st.jrank, rank_pid=s.pid, rank_host=s.host,
+             mpi_sync="MPI_Init" if s.mpi else "main")
+    if s.init_return_ns:
+        m["mpi_init_s"] = round((s.init_return_ns - s.init_enter_ns) / 1e9, 6)
+    if s.ready_mono and st.connect_mono:
+        m["mpi_startup_s"] = round((s.ready_mono - st.connect_mono) / 1e9, 6)
+    if s.start_cpu >= 0:
+        m["cpu_start"] = s.start_cpu
+    if s.end_cpu >= 0:
+        m["cpu_end"] = s.end_cpu
+    if s.finalized_ns and s.end_ns:
+        m["finalize_s"] = round((s.finalized_ns - s.end_ns) / 1e9, 6)
+    m.update(s.binding)
+    from ..node.slot import MIN_CPU_NS   # noqa: PLC0415 (the slot's rule for cpu figures)
+    if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and res.elapsed_ns >= MIN_CPU_NS:
+        m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, res.elapsed_ns / 1e9,
+                             allowed_count(s.binding) if s.binding else len(st.cpus)))
+    res.extra["job"] = st.job
+    if how == "timeout":
+        res.status, res.error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
+    elif how in ("exited", "unfinalized"):
+        res.status = "error"
+        res.error = (f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns
+                                             else ENDINGS[how]))
+    else:
+        res.ops = 1
+    if st.launch is not None:
+        _launcher(st, res)
+    return res
+
+
+def _launcher(st: JobSlot, res: Result) -> None:
+    """The job's first rank: the launcher's figures, output and verdict."""
+    launch = st.launch
+    m = res.metrics
+    stdout, stderr = launch.text()
+    m.update(launcher=launch.launcher.path, mpi_family=launch.launcher.family.name,
+             mpi_version=launch.launcher.version, exit_status=launch.status)
+    if launch.exited_mono and st.link.st.end_mono:
+        m["launcher_exit_s"] = round(max(0, launch.exited_mono - st.link.st.end_mono) / 1e9, 6)
+    res.extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:],
+                     argv=launch.argv)
+    failures = launch.launcher.family.failures(stdout + "\n" + stderr)
+    if failures:
+        res.extra["rank_failures"] = failures
+    spec = st.ctx.spec
+    m.update(extract_metrics(spec.metrics, [stdout, stderr])[0])
+    ok = launch.status == 0 and not launch.timed_out
+    if spec.parse and ok:
+        from .. import parsers   # noqa: PLC0415
+        try:
+            # parsers that read size-indexed tables (OSU, IMB) give them too, where this
+            # build has them: stored as rows of their own from the record's extra["series"]
+            both = getattr(parsers, "parse_output", None)
+            if both is not None:
+                found, tables = both(spec.parse, stdout, stderr)
+                if tables:
+                    res.extra["series"] = [t.to_json() for t in tables]
+            else:
+                found = parsers.PARSERS[spec.parse](stdout, stderr)
+            m.update(found)
+        except parsers.ParseError as e:
+            if res.status == "ok":
+                res.status, res.error = "error", f"{spec.parse} output not understood: {e}"
+    missing = [n for n in spec.metrics if n not in m]
+    if missing:
+        res.extra["missing_metrics"] = missing
+    if launch.timed_out:
+        res.status = "timeout"
+        res.error = f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+    elif launch.status != 0:
+        code = launch.status
+        said = "; ".join(f"{k}: {v}" for k, v in failures.items())
+        why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        res.status = "error"
+        res.error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
+                     + (f" ({said})" if said else "")
+                     + (f"; {res.error}" if res.error else ""))

@@ -1,0 +1,317 @@
+/* libmbrank.so: preloaded (LD_PRELOAD) into every rank of a parallel task (kernels/mpi_job.py)
+ * so that each rank starts its work at T0 with the launcher's start-up, the wire-up and
+ * MPI_Init behind it, and tells its slot where it ran and when it started and ended.
+ *
+ * Built by the package's own build with a plain C compiler: no MPI header is needed, because
+ * the three calls it interposes have no MPI types in their signatures (MPI_Init(int *,
+ * char ***), MPI_Init_thread(int *, char ***, int, int *), MPI_Finalize(void)); the real
+ * ones are found at run time as PMPI_Init, PMPI_Init_thread and PMPI_Finalize (the MPI
+ * standard's profiling interface) with dlsym(RTLD_NEXT). So one build serves Open MPI,
+ * MPICH, Intel MPI and any other MPI, on every node.
+ *
+ * Protocol: one line each way over a Unix stream socket in the abstract namespace,
+ * "\0" $MANYBENCH_MPI_SOCK "." RANK, where the rank's slot listens (RANK from the launcher's
+ * environment: OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID):
+ *   rank -> slot  hello PID MPI HOST     MPI: 1 when the program is MPI-linked
+ *   slot -> rank  place CPUS MEMS CWD    cpu and memory-node lists ("-": leave as is)
+ *   rank -> slot  ready ENTER_NS RETURN_NS   MPI: PMPI_Init's entry and return; else 0 0
+ *   slot -> rank  go T0_NS SPIN_NS       T0 in this node's clock
+ *   rank -> slot  start REALTIME_NS MONOTONIC_NS CPU
+ *   rank -> slot  end REALTIME_NS MONOTONIC_NS CPU   MPI_Finalize's entry, or exit()
+ *   rank -> slot  finalized REALTIME_NS               after PMPI_Finalize
+ *   rank -> slot  unfinalized REALTIME_NS MONOTONIC_NS CPU   an MPI program's exit() without
+ *                                                     MPI_Finalize
+ * A program that is not MPI-linked is held in this library's constructor, before its main(),
+ * and answers ready at once. Only the rank's first process takes part: the constructor
+ * removes MANYBENCH_MPI_SOCK from the environment, so what the rank starts runs untouched.
+ * Wrappers named in $MANYBENCH_MPI_PASS (colon-separated program names: env, numactl, a
+ * shell, a container launcher ...) are let through, marking MANYBENCH_MPI_INNER=<their pid>:
+ * behind a wrapper, the program it execs (same pid) is the rank, and of the programs it
+ * starts (other pids: `sh -c "cp in . && prog"`) only an MPI-linked one is, so the helpers
+ * around the real program are let through too.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "native.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LINE 4096
+
+static int sock = -1;     /* the connection to the slot; -1: not taking part */
+static int started = 0;   /* released at T0 */
+static int ended = 0;     /* the end stamp was sent */
+
+static const char *RANK_VARS[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                  "SLURM_PROCID", NULL};
+
+/* Whether this program is a wrapper to let through ($MANYBENCH_MPI_PASS). */
+static int passed(void)
+{
+    const char *list = getenv("MANYBENCH_MPI_PASS");
+    const char *me = program_invocation_short_name;
+    if (!list || !me || !*me)
+        return 0;
+    size_t n = strlen(me);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, me, n) == 0)
+            return 1;
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    if (sock < 0)
+        return;
+    char buf[LINE];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n <= 0 || n >= (int)sizeof buf)
+        return;
+    for (int off = 0; off < n;) {
+        ssize_t w = send(sock, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += (int)w;
+    }
+}
+
+/* One line from the slot into buf (no newline); 0 at EOF or on an error. */
+static int hear(char *buf, size_t len)
+{
+    size_t n = 0;
+    while (n + 1 < len) {
+        ssize_t r = recv(sock, buf + n, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        if (buf[n] == '\n')
+            break;
+        n++;
+    }
+    buf[n] = '\0';
+    return 1;
+}
+
+static void die(const char *why)
+{
+    fprintf(stderr, "manybench rank synchronizer: %s\n", why);
+    _exit(126);
+}
+
+/* "0-3,8" -> a cpu set; 0 when empty or malformed. */
+static int parse_cpus(const char *s, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    int any = 0;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s)
+            return 0;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s)
+                return 0;
+        }
+        for (long c = a; c <= b && c < CPU_SETSIZE; c++) {
+            CPU_SET((int)c, set);
+            any = 1;
+        }
+        s = *end == ',' ? end + 1 : end;
+    }
+    return any;
+}
+
+static void apply_place(char *line)
+{
+    /* place CPUS MEMS CWD */
+    char *save = NULL, *word = strtok_r(line, " ", &save);
+    char *cpus = strtok_r(NULL, " ", &save), *mems = strtok_r(NULL, " ", &save);
+    char *cwd = save && *save ? save : NULL;
+    if (!word || strcmp(word, "place") != 0 || !cpus || !mems)
+        die("the slot's placement was not understood");
+    cpu_set_t set;
+    if (strcmp(cpus, "-") != 0) {
+        if (!parse_cpus(cpus, &set) || sched_setaffinity(0, sizeof set, &set) != 0)
+            die("cannot bind to the slot's cpus");
+    }
+    if (strcmp(mems, "-") != 0) {
+        cpu_set_t nodes; /* the same list syntax; at most CPU_SETSIZE memory nodes */
+        if (!parse_cpus(mems, &nodes))
+            die("the slot's memory nodes were not understood");
+        unsigned long mask[CPU_SETSIZE / (8 * sizeof(unsigned long))] = {0};
+        for (int n = 0; n < CPU_SETSIZE; n++)
+            if (CPU_ISSET(n, &nodes))
+                mask[n / (8 * sizeof(unsigned long))] |= 1UL << (n % (8 * sizeof(unsigned long)));
+        if (nb_set_mempolicy(2 /* MPOL_BIND */, mask, CPU_SETSIZE) != 0)
+            die("cannot bind memory to the slot's nodes");
+    }
+    if (cwd && chdir(cwd) != 0)
+        die("cannot enter the slot's scratch directory");
+}
+
+/* Wait for the go, then for T0; stamp the start. */
+static void hold(void)
+{
+    char line[LINE];
+    if (!hear(line, sizeof line))
+        die("the slot went away before T0 (phase cancelled)");
+    long long t0 = 0, spin = 0;
+    if (sscanf(line, "go %lld %lld", &t0, &spin) != 2)
+        die("the slot's go was not understood");
+    int64_t start = nb_wait_until(t0, spin);
+    int64_t mono = nb_mono();
+    started = 1;
+    say("start %lld %lld %d\n", (long long)start, (long long)mono, sched_getcpu());
+}
+
+static void stamp_end(void)
+{
+    if (sock < 0 || !started || ended)
+        return;
+    int64_t rt = nb_now(), mono = nb_mono();
+    ended = 1;
+    say("end %lld %lld %d\n", (long long)rt, (long long)mono, sched_getcpu());
+}
+
+static int mpi_linked = 0;
+static int finalized = 0;
+
+static void at_exit(void)
+{
+    /* a program that is not MPI-linked ends here; an MPI program that exits without
+     * MPI_Finalize is a rank that failed, and says so */
+    if (sock < 0 || !started || ended)
+        return;
+    if (!mpi_linked) {
+        stamp_end();
+        return;
+    }
+    ended = 1;
+    say("unfinalized %lld %lld %d\n", (long long)nb_now(), (long long)nb_mono(), sched_getcpu());
+}
+
+__attribute__((constructor)) static void mbrank_init(void)
+{
+    const char *prefix = getenv("MANYBENCH_MPI_SOCK");
+    if (!prefix || !*prefix)
+        return;
+    const char *rank = NULL;
+    for (const char **v = RANK_VARS; *v && !rank; v++)
+        rank = getenv(*v);
+    if (!rank)
+        return; /* not a rank: a launcher's own process */
+    int mpi = dlsym(RTLD_DEFAULT, "PMPI_Init") != NULL;
+    const char *inner = getenv("MANYBENCH_MPI_INNER");
+    if (inner && atoi(inner) != (int)getpid() && !mpi)
+        return; /* a helper a wrapper started: not the rank's program */
+    if (passed()) {
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        setenv("MANYBENCH_MPI_INNER", pid, 1);
+        return;
+    }
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    int n = snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "%s.%s", prefix, rank);
+    if (n <= 0 || n >= (int)sizeof addr.sun_path - 1)
+        die("MANYBENCH_MPI_SOCK too long");
+    unsetenv("MANYBENCH_MPI_SOCK"); /* what this rank starts runs untouched */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        die("cannot make a socket");
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (connect(fd, (struct sockaddr *)&addr, len) != 0) {
+        char why[LINE];
+        snprintf(why, sizeof why, "rank %s: no slot of this phase waits for it on this node "
+                 "(the launcher placed it elsewhere than the plan's placement): %s", rank,
+                 strerror(errno));
+        die(why);
+    }
+    sock = fd;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    mpi_linked = mpi;
+    say("hello %d %d %s\n", (int)getpid(), mpi, host[0] ? host : "-");
+    char line[LINE];
+    if (!hear(line, sizeof line))
+        die("the slot closed the connection");
+    apply_place(line);
+    atexit(at_exit);
+    if (!mpi) { /* nothing to wire up: held here, before main */
+        say("ready 0 0\n");
+        hold();
+    }
+}
+
+typedef int (*init_fn)(int *, char ***);
+typedef int (*init_thread_fn)(int *, char ***, int, int *);
+typedef int (*finalize_fn)(void);
+
+static void *real(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        char why[LINE];
+        snprintf(why, sizeof why, "%s not found in the MPI library", name);
+        die(why);
+    }
+    return f;
+}
+
+/* After the real MPI_Init: ready, then held until T0. */
+static void after_init(int64_t enter)
+{
+    if (sock < 0 || started)
+        return;
+    say("ready %lld %lld\n", (long long)enter, (long long)nb_now());
+    hold();
+}
+
+EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    int64_t enter = nb_now();
+    int rc = ((init_fn)real("PMPI_Init"))(argc, argv);
+    after_init(enter);
+    return rc;
+}
+
+EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int64_t enter = nb_now();
+    int rc = ((init_thread_fn)real("PMPI_Init_thread"))(argc, argv, required, provided);
+    after_init(enter);
+    return rc;
+}
+
+EXPORT int MPI_Finalize(void)
+{
+    stamp_end();
+    int rc = ((finalize_fn)real("PMPI_Finalize"))();
+    finalized = 1;
+    if (sock >= 0)
+        say("finalized %lld\n", (long long)nb_now());
+    return rc;
+}

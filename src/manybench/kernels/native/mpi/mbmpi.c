@@ -1,0 +1,260 @@
+/* mbmpi: manybench's own small MPI test program, for ping-pong and collectives.
+ * Built on demand with an MPI family's mpicc (`manybench mpi-build`, kernels/mpi_program.py),
+ * never by the package's own build. Prints OSU-like tables that `parse = "osu"` reads:
+ *
+ *   # manybench MPI Latency Test v1
+ *   # Size       Avg Latency(us)
+ *   1                       0.18
+ *
+ *   mbmpi TEST [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f]
+ *   TEST: latency bw bibw bcast allgather allreduce alltoall barrier release all
+ *
+ * latency: ranks 0 and 1 ping-pong (half the round trip, as OSU); bw/bibw: a window of 64
+ * non-blocking sends (one way / both ways) then an ack, MB = 10^6 B; collectives: the time of
+ * one call, averaged over iterations, then avg (min, max with -f) over ranks. Reductions use
+ * MPI_FLOAT and MPI_SUM, so their sizes start at 4 bytes. `release` times how far apart the
+ * ranks leave an MPI_Barrier (max - min of CLOCK_REALTIME stamps taken right after it, per
+ * trial): the peer of a start released at T0 (benchmarks/bench_mpi_sync.py).
+ * Latencies print with 3 decimals (OSU prints 2): a 0.15 us ping-pong needs them to show 1%.
+ * Sizes: powers of 2 from MIN (default 1) to MAX (default 1 MiB). Iterations: -i (default
+ * 1000, 100 above 8 KiB), warm-up -x (default 100, 10 above 8 KiB), as OSU.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WINDOW 64
+#define LARGE 8192
+
+static int rank, nranks, full;
+static long min_size = 1, max_size = 1 << 20, iters_opt = -1, warm_opt = -1;
+
+static long iters_for(long size) { return iters_opt > 0 ? iters_opt : size > LARGE ? 100 : 1000; }
+static long warm_for(long size) { return warm_opt >= 0 ? warm_opt : size > LARGE ? 10 : 100; }
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "mbmpi: out of memory (%zu bytes)\n", n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    memset(p, 'a', n ? n : 1);
+    return p;
+}
+
+static void title(const char *name, const char *columns)
+{
+    if (rank == 0) {
+        printf("\n# manybench MPI %s Test v1\n# Size%s\n", name, columns);
+        fflush(stdout);
+    }
+}
+
+static void latency(void)
+{
+    title("Latency", "       Avg Latency(us)");
+    char *buf = xmalloc(max_size);
+    for (long size = min_size; size <= max_size; size = size ? size * 2 : 1) {
+        long n = iters_for(size), w = warm_for(size);
+        double t0 = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long i = 0; i < n + w; i++) {
+            if (i == w)
+                t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+            }
+        }
+        if (rank == 0)
+            printf("%-10ld%18.3f\n", size, (MPI_Wtime() - t0) * 1e6 / (2.0 * n));
+    }
+    free(buf);
+}
+
+static void bandwidth(int both)
+{
+    title(both ? "Bi-Directional Bandwidth" : "Bandwidth", "      Bandwidth (MB/s)");
+    char *sbuf = xmalloc(max_size * WINDOW), *rbuf = xmalloc(max_size * WINDOW), ack = 0;
+    MPI_Request req[2 * WINDOW];
+    MPI_Status st[2 * WINDOW];      /* not MPI_STATUSES_IGNORE: gcc misreads its size */
+    for (long size = min_size ? min_size : 1; size <= max_size; size *= 2) {
+        long n = iters_for(size) / 10 + 1, w = warm_for(size) / 10 + 1;
+        double t0 = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long i = 0; i < n + w; i++) {
+            if (i == w)
+                t0 = MPI_Wtime();
+            if (rank > 1)
+                continue;
+            int peer = 1 - rank, k = 0;
+            if (rank == 1 || both)
+                for (int j = 0; j < WINDOW; j++)
+                    MPI_Irecv(rbuf + j * size, (int)size, MPI_CHAR, peer, 2, MPI_COMM_WORLD,
+                              &req[k++]);
+            if (rank == 0 || both)
+                for (int j = 0; j < WINDOW; j++)
+                    MPI_Isend(sbuf + j * size, (int)size, MPI_CHAR, peer, 2, MPI_COMM_WORLD,
+                              &req[k++]);
+            MPI_Waitall(k, req, st);
+            if (rank == 0)
+                MPI_Recv(&ack, 1, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+        }
+        if (rank == 0) {
+            double s = MPI_Wtime() - t0;
+            printf("%-10ld%18.2f\n", size, size / 1e6 * WINDOW * n * (both ? 2 : 1) / s);
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
+enum coll { BCAST, ALLGATHER, ALLREDUCE, ALLTOALL, BARRIER };
+
+static void collective(enum coll c)
+{
+    static const char *names[] = {"Broadcast Latency", "Allgather Latency",
+                                  "Allreduce Latency", "Alltoall Latency", "Barrier Latency"};
+    title(names[c], full ? "       Avg Latency(us)   Min Latency(us)   Max Latency(us)  "
+                           "Iterations"
+                         : "       Avg Latency(us)");
+    long per = c == ALLGATHER || c == ALLTOALL ? nranks : 1;
+    char *sbuf = xmalloc(max_size * per), *rbuf = xmalloc(max_size * per);
+    long lo = c == ALLREDUCE && min_size < 4 ? 4 : min_size;
+    for (long size = c == BARRIER ? 0 : lo; size <= max_size; size = size ? size * 2 : 1) {
+        long n = iters_for(size), w = warm_for(size);
+        double t0 = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long i = 0; i < n + w; i++) {
+            if (i == w)
+                t0 = MPI_Wtime();
+            switch (c) {
+            case BCAST: MPI_Bcast(sbuf, (int)size, MPI_CHAR, 0, MPI_COMM_WORLD); break;
+            case ALLGATHER:
+                MPI_Allgather(sbuf, (int)size, MPI_CHAR, rbuf, (int)size, MPI_CHAR,
+                              MPI_COMM_WORLD);
+                break;
+            case ALLREDUCE:
+                MPI_Allreduce(sbuf, rbuf, (int)(size / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                break;
+            case ALLTOALL:
+                MPI_Alltoall(sbuf, (int)size, MPI_CHAR, rbuf, (int)size, MPI_CHAR,
+                             MPI_COMM_WORLD);
+                break;
+            case BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
+            }
+        }
+        double mine = (MPI_Wtime() - t0) * 1e6 / n, sum = 0, lo_t = 0, hi_t = 0;
+        MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&mine, &lo_t, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&mine, &hi_t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("%-10ld%18.2f", size, sum / nranks);
+            if (full)
+                printf("%18.2f%18.2f%12ld", lo_t, hi_t, n);
+            printf("\n");
+        }
+        if (c == BARRIER)
+            break;
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void release(void)
+{
+    /* per trial: every rank stamps right after leaving the barrier; max - min over ranks */
+    long n = iters_opt > 0 ? iters_opt : 100;
+    if (rank == 0)
+        printf("\n# manybench MPI Barrier Release Test v1\n# Trial      Skew(us)\n");
+    for (long i = 0; i < warm_for(0); i++)
+        MPI_Barrier(MPI_COMM_WORLD);
+    for (long i = 0; i < n; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        int64_t t = now_ns(), lo_t = 0, hi_t = 0;
+        MPI_Reduce(&t, &lo_t, 1, MPI_INT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&t, &hi_t, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            printf("%-10ld%14.3f\n", i, (hi_t - lo_t) / 1e3);
+    }
+}
+
+static int usage(void)
+{
+    if (rank == 0)
+        fprintf(stderr, "usage: mbmpi latency|bw|bibw|bcast|allgather|allreduce|alltoall|"
+                        "barrier|release|all [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f]\n");
+    MPI_Finalize();
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (argc < 2)
+        return usage();
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-f")) {
+            full = 1;
+        } else if (i + 1 < argc && !strcmp(argv[i], "-m")) {
+            char *colon = strchr(argv[++i], ':');
+            if (colon) {
+                min_size = atol(argv[i]);
+                max_size = atol(colon + 1);
+            } else {
+                max_size = atol(argv[i]);
+            }
+        } else if (i + 1 < argc && !strcmp(argv[i], "-i")) {
+            iters_opt = atol(argv[++i]);
+        } else if (i + 1 < argc && !strcmp(argv[i], "-x")) {
+            warm_opt = atol(argv[++i]);
+        } else {
+            return usage();
+        }
+    }
+    if (min_size < 0 || max_size < 1 || min_size > max_size || max_size > (1L << 26))
+        return usage();
+    const char *t = argv[1];
+    int all = !strcmp(t, "all"), pt2pt = all || !strcmp(t, "latency") || !strcmp(t, "bw") ||
+                                         !strcmp(t, "bibw");
+    if (pt2pt && nranks < 2) {
+        if (rank == 0)
+            fprintf(stderr, "mbmpi: %s needs at least 2 ranks\n", t);
+        MPI_Finalize();
+        return 2;
+    }
+    int known = 0;
+    if (all || !strcmp(t, "latency")) known = 1, latency();
+    if (all || !strcmp(t, "bw")) known = 1, bandwidth(0);
+    if (all || !strcmp(t, "bibw")) known = 1, bandwidth(1);
+    if (all || !strcmp(t, "bcast")) known = 1, collective(BCAST);
+    if (all || !strcmp(t, "allgather")) known = 1, collective(ALLGATHER);
+    if (all || !strcmp(t, "allreduce")) known = 1, collective(ALLREDUCE);
+    if (all || !strcmp(t, "alltoall")) known = 1, collective(ALLTOALL);
+    if (all || !strcmp(t, "barrier")) known = 1, collective(BARRIER);
+    if (!strcmp(t, "release")) known = 1, release();
+    if (!known)
+        return usage();
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,81 @@
+"""What a launcher family is: how it is recognised, how one job's ranks are put into its
+command line, which placements it can express, and how it says that a rank failed.
+
+A job is the ranks of one parallel task's job (kernels/mpi_job.py) in rank order, each with
+the host its node is reached at. Every family leaves cpu binding to manybench (its own
+binding is turned off): each rank binds itself to its slot's cpus in libmbrank.so, so every
+family expresses every cpu placement; what differs is which rank-to-node layouts a family's
+command line can say.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+class LauncherError(Exception):
+    """A launcher that cannot be used as the plan asks (the message names why)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job's ranks, as a launcher is asked to start them."""
+    program: list[str]          # every rank's argv
+    hosts: list[str]            # per rank, in rank order: the host its node is reached at
+    local: bool                 # every rank is on the launching node: no host list at all
+    env: dict[str, str]         # for every rank (through the launcher's own option)
+    args: list[str] = field(default_factory=list)   # the plan's launcher_args
+    workdir: str = "."          # where a host file the launcher reads is written
+    here: tuple[bool, ...] = ()  # per rank: on the launching node itself
+    nodes: tuple[str, ...] = ()  # per rank: its node's manybench name (Slurm's node name)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str                   # openmpi | mpich | intel | slurm: stored in the records
+    title: str                  # for messages: "Open MPI", "MPICH (Hydra)", ...
+    # recognises the family in the launcher's `--version` output
+    matches: Callable[[str], bool]
+    # (launcher path, job) -> (argv, extra environment of the launcher itself)
+    argv: Callable[[str, Job], tuple[list[str], dict[str, str]]]
+    # (node name per rank, in rank order) -> why this family cannot express it, or ""
+    check: Callable[[list[str]], str] = lambda layout: ""
+    # the launcher's output -> {"rank N" or "pid N": why that process failed}
+    failures: Callable[[str], dict[str, str]] = lambda text: {}
+    # the version line worth recording, from the `--version` output
+    version: Callable[[str], str] = lambda text: first_line(text)
+
+
+def first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def runs(items: list[str]) -> list[tuple[str, int]]:
+    """Consecutive runs: [a, a, b, a] -> [(a, 2), (b, 1), (a, 1)]."""
+    out: list[tuple[str, int]] = []
+    for x in items:
+        if out and out[-1][0] == x:
+            out[-1] = (x, out[-1][1] + 1)
+        else:
+            out.append((x, 1))
+    return out
+
+
+def write_hostfile(job: Job, name: str, lines: list[str]) -> str:
+    """A file the launcher reads, in the launching slot's scratch directory."""
+    path = os.path.join(job.workdir, name)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def found(pattern: str, text: str, why: Callable[[re.Match], tuple[str, str]]
+          ) -> dict[str, str]:
+    """{key: why} for every match of a failure message (the first one of each key kept)."""
+    out: dict[str, str] = {}
+    for m in re.finditer(pattern, text, re.MULTILINE):
+        key, msg = why(m)
+        out.setdefault(key, msg)
+    return out

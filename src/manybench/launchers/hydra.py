@@ -1,0 +1,80 @@
+"""MPICH's Hydra mpiexec, and Intel MPI's (a Hydra too, placed with -ppn).
+
+MPICH:  -n N -bind-to none -genv NAME VALUE ... -hosts h1:c1,h2:c2,...
+        the host list is the layout's runs of consecutive ranks per node, in rank order,
+        so any layout is expressible (spread: a:1,b:1,a:1,b:1).
+Intel:  -n N -ppn P -hosts h1,h2 ... -genv NAME VALUE
+        -ppn puts P consecutive ranks on each host in turn: only layouts made of equal
+        blocks on distinct nodes (order = "pack" with the same count per node, or one rank
+        per node) can be said; others are refused at plan check.
+Failures: MPICH prints "BAD TERMINATION ... PID 123 RUNNING AT host / EXIT CODE: 9" (a pid,
+which the records map to its rank) and "application called MPI_Abort(..., 2) - process 1".
+"""
+from __future__ import annotations
+
+from .base import Family, Job, found, runs
+
+
+def _env(job: Job) -> list[str]:
+    out: list[str] = []
+    for k, v in job.env.items():
+        out += ["-genv", k, v]
+    return out
+
+
+def _mpich_argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
+    argv = [path, "-n", str(len(job.hosts)), "-bind-to", "none", *_env(job)]
+    if not job.local:
+        argv += ["-hosts", ",".join(f"{h}:{n}" for h, n in runs(job.hosts))]
+    return argv + list(job.args) + list(job.program), {}
+
+
+def _blocks(layout: list[str]) -> list[tuple[str, int]]:
+    return runs(layout)
+
+
+def _intel_check(layout: list[str]) -> str:
+    blocks = _blocks(layout)
+    if len(blocks) == 1:
+        return ""
+    names = [n for n, _ in blocks]
+    sizes = {c for _, c in blocks[:-1]}
+    if len(set(names)) != len(names) or len(sizes) != 1 or blocks[-1][1] > min(sizes):
+        return ("Intel-MPI-style -ppn puts the same number of consecutive ranks on each node "
+                "in turn; this placement puts ranks " + ", ".join(
+                    f"{n}x{c}" for n, c in blocks) + ' (order = "spread" interleaves nodes: '
+                'use order = "pack" with workers a multiple of the node count, or another '
+                "launcher)")
+    return ""
+
+
+def _intel_argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
+    argv = [path, "-n", str(len(job.hosts))]
+    if not job.local:
+        blocks = runs(job.hosts)
+        argv += ["-ppn", str(blocks[0][1]), "-hosts", ",".join(h for h, _ in blocks)]
+    return argv + _env(job) + list(job.args) + list(job.program), {}
+
+
+def _failures(text: str) -> dict[str, str]:
+    out = found(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s*\n=\s*(?:RANK \d+ )?"
+                r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*(EXIT (?:CODE|STATUS)|KILLED BY SIGNAL):"
+                r"\s*(-?\d+)", text,
+                lambda m: (f"pid {m[1]}", f"{m[3].lower()} {m[4]} on {m[2]}"))
+    out.update(found(r"application called MPI_Abort\([^,]*, (-?\d+)\) - process (\d+)", text,
+                     lambda m: (f"rank {m[2]}", f"called MPI_Abort (error code {m[1]})")))
+    return out
+
+
+def _mpich_version(text: str) -> str:
+    return next((" ".join(ln.split()) for ln in text.splitlines() if "Version:" in ln), "")
+
+
+FAMILIES = [
+    Family(name="intel", title="Intel MPI (-ppn)",
+           matches=lambda text: "Intel(R) MPI" in text, argv=_intel_argv, check=_intel_check,
+           failures=_failures),
+    Family(name="mpich", title="MPICH (Hydra)",
+           matches=lambda text: "HYDRA" in text or "MPICH" in text, argv=_mpich_argv,
+           failures=_failures, version=_mpich_version),
+]

@@ -1,0 +1,96 @@
+"""mbmpi, the project's own MPI test program: built on demand with Open MPI's and MPICH's
+compiler wrappers (Debian's openmpi-bin/libopenmpi-dev, mpich/libmpich-dev) into the cache,
+run with 2 ranks, its output read by the osu parser."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from manybench.kernels import mpi_program
+from manybench.parsers import parse_output
+
+LAUNCH = {"openmpi": ["mpirun.openmpi", "--oversubscribe", "-np", "2"],
+          "mpich": ["mpiexec.mpich", "-n", "2"]}
+PACKAGES = {"openmpi": "openmpi-bin libopenmpi-dev", "mpich": "mpich libmpich-dev"}
+# Open MPI refuses root without these (CI containers run as root)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def _need(family: str) -> None:
+    for tool in (mpi_program.COMPILERS[family], LAUNCH[family][0]):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not installed (Debian {PACKAGES[family]})")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MANYBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _run(family: str, exe: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*LAUNCH[family], exe, *args], capture_output=True, text=True,
+                          env=ENV, timeout=300)
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_build_run_two_ranks_and_parse(family, cache):
+    _need(family)
+    exe = mpi_program.build(family)
+    assert exe.startswith(str(cache / "mpi" / f"{family}-")) and os.access(exe, os.X_OK)
+    assert mpi_program.build(family) == exe                       # cached: same file
+    done = _run(family, exe, "all", "-m", "1:4096", "-i", "20", "-x", "2", "-f")
+    assert done.returncode == 0, done.stderr
+    metrics, tables = parse_output("osu", done.stdout, done.stderr)
+    names = [s.name for s in tables]
+    for test in ("latency", "bw", "bibw", "bcast", "allgather", "allreduce", "alltoall"):
+        assert f"mbmpi_{test}" in names
+    assert "mbmpi_allreduce.max" in names and "mbmpi_barrier" in names
+    lat = dict(next(s for s in tables if s.name == "mbmpi_latency").points)
+    assert sorted(lat) == [2 ** k for k in range(13)] and all(v > 0 for v in lat.values())
+    bw = next(s for s in tables if s.name == "mbmpi_bw")
+    assert bw.unit == "MB/s" and len(bw.points) == 13
+    red = dict(next(s for s in tables if s.name == "mbmpi_allreduce").points)
+    assert min(red) == 4                                          # MPI_FLOAT: from 4 bytes
+    iters = dict(next(s for s in tables if s.name == "mbmpi_allreduce.iterations").points)
+    assert set(iters.values()) == {20}
+    assert metrics["latency_us"] == lat[1] and metrics["min_size_bytes"] == 1
+
+
+def test_release_prints_one_skew_per_trial(cache):
+    _need("mpich")
+    done = _run("mpich", mpi_program.build("mpich"), "release", "-i", "5")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.split("# Trial")[1].splitlines()[1:]
+    assert [int(r.split()[0]) for r in rows] == [0, 1, 2, 3, 4]
+    assert all(float(r.split()[1]) >= 0 for r in rows)
+
+
+def test_bad_arguments_exit_2_with_usage(cache):
+    _need("mpich")
+    done = _run("mpich", mpi_program.build("mpich"), "nosuchtest")
+    assert done.returncode != 0 and "usage: mbmpi" in done.stderr
+
+
+def test_a_changed_source_builds_again(cache, tmp_path, monkeypatch):
+    _need("mpich")
+    first = mpi_program.build("mpich")
+    src = tmp_path / "mbmpi.c"
+    src.write_text(open(mpi_program.SOURCE).read() + "\n/* changed */\n")
+    monkeypatch.setattr(mpi_program, "SOURCE", str(src))
+    assert mpi_program.build("mpich") != first
+
+
+def test_cli_prints_the_path_and_names_a_missing_wrapper(cache, tmp_path):
+    _need("openmpi")
+    env = dict(os.environ, MANYBENCH_CACHE_DIR=str(cache))
+    out = run_cli("mpi-build", "--family", "openmpi", env=env)
+    assert out.returncode == 0, out.stderr
+    assert os.access(out.stdout.strip(), os.X_OK)
+    out = run_cli("mpi-build", "--mpicc", str(tmp_path / "no-such-mpicc"), env=env)
+    assert out.returncode == 2 and "no-such-mpicc" in out.stderr
+    assert "Traceback" not in out.stderr

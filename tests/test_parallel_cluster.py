@@ -1,0 +1,242 @@
+"""Parallel tasks across namespace nodes under Dask, with real Open MPI and real MPICH: jobs
+whose ranks span nodes (spread and pack), each rank's record on the node it really ran on;
+a node lost in the middle of a job.
+
+The launchers reach the other nodes through an rsh agent made here (as ssh would be on a
+cluster): it enters the node's network namespace and, in a UTS namespace of its own, names
+the host after the node, so the ranks started there say where they run (and Open MPI's
+session directories, named after the host, do not collide on this one machine)."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from cluster_lab import DaskLab
+from conftest import export_json, run_cli
+from test_parallel import FAMILIES, PROBE, _alive, _by_phase, _probes
+
+IP = shutil.which("ip") or "/usr/sbin/ip"
+
+
+def rsh_agent(lab: DaskLab, path: str) -> str:
+    """An ssh-like agent: `agent [-opts] HOST COMMAND...` runs COMMAND in HOST's node."""
+    cases = "\n".join(f"  {lab.lab.ip(i)}) ns={lab.lab.names[i]}; name={node};;"
+                      for i, node in enumerate(lab.workers, start=1))
+    with open(path, "w") as f:
+        f.write(f"""#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "rsh agent: unknown host $host" >&2; exit 255;;
+esac
+exec {IP} netns exec "$ns" unshare --uts sh -c "hostname $name && $*"
+""")
+    os.chmod(path, 0o755)
+    return path
+
+
+def launcher_args(fam: str, agent: str) -> str:
+    if fam == "openmpi":
+        return f'["--mca", "plm_rsh_agent", "{agent}"]'
+    return f'["-launcher", "ssh", "-launcher-exec", "{agent}", "-iface", "eth0"]'
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    if not shutil.which("unshare"):
+        pytest.skip("unshare not installed (Debian util-linux)")
+    with DaskLab(2, slots=2) as lab:
+        yield lab
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def mpi(request, tmp_path_factory):
+    fam = request.param
+    cc, launcher, pkgs = FAMILIES[fam]
+    if not shutil.which(cc) or not shutil.which(launcher):
+        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
+    out = str(tmp_path_factory.mktemp(fam) / "probe")
+    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
+    return fam, launcher, out
+
+
+def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi, plan_file,
+                                                                   tmp_path):
+    fam, launcher, probe = mpi
+    agent = rsh_agent(two_nodes, str(tmp_path / "rsh-agent"))
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "span"
+        [placement]
+        workers = 4
+        order = ["spread", "pack"]
+        [[task]]
+        name = "probe"
+        command = ["{probe}"]
+        ranks = [2, 4]
+        timeout = "120s"
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        """)
+    done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    phases = _by_phase(export_json(out))
+    assert len(phases) == 4
+    for rs in phases.values():
+        assert len(rs) == 4 and all(r["status"] == "ok" for r in rs), rs
+        n, order = rs[0]["params"]["ranks"], rs[0]["params"]["order"]
+        by_rank = {r["metrics"]["job"] * n + r["metrics"]["job_rank"]: r for r in rs}
+        # spread hands ranks to the nodes in turn, pack fills n1 first
+        want = ["n1", "n2", "n1", "n2"] if order == "spread" else ["n1", "n1", "n2", "n2"]
+        assert [by_rank[i]["node"] for i in range(4)] == want
+        for r in rs:
+            first = by_rank[r["metrics"]["job"] * n]
+            if r["node"] != first["node"]:   # started on another node by the launcher
+                assert r["metrics"]["rank_host"] == r["node"]
+            assert r["start_ns"] >= r["t0_ns"]
+        for first in (r for r in rs if r["metrics"]["job_rank"] == 0):
+            lines = _probes(first["stdout"])
+            assert sorted(int(p["rank"]) for p in lines) == list(range(n))
+            assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)
+
+
+def test_a_layout_the_launcher_cannot_say_is_refused_before_anything_runs(two_nodes, plan_file,
+                                                                        tmp_path):
+    """Intel-MPI-style -ppn cannot interleave nodes: spread over two nodes is refused, exit 2
+    naming the field; pack is run (no MPI needed: a launcher that says it is Intel MPI and
+    starts nothing, so the run fails at the launch, exit 1)."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'Intel(R) MPI Library for Linux* OS, Version 2021.9'\n")
+    fake.chmod(0o755)
+    for order, code in (("spread", 2), ("pack", 1)):
+        plan = plan_file(f"""
+            name = "ppn"
+            [placement]
+            workers = 4
+            order = "{order}"
+            [[task]]
+            name = "p"
+            command = ["hostname"]
+            ranks = 4
+            timeout = "60s"
+            launcher = "{fake}"
+            """)
+        out = str(tmp_path / order)
+        done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=300)
+        assert done.returncode == code, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+        if order == "spread":
+            assert "task.p.launcher: Intel MPI (-ppn) cannot place job 0" in done.stderr
+        else:
+            first = next(r for r in export_json(out) if r["slot"] == 0 and r["node"] == "n1")
+            assert "the launcher" in first["error"] and "exited" in first["error"]
+
+
+def test_a_launch_that_fails_is_told_to_the_job_on_other_nodes(two_nodes, mpi, plan_file,
+                                                                tmp_path):
+    """The job's first slot tells its slots on other nodes at once that the job will not
+    start: their records say so, not that they waited out the start-up bound."""
+    fam, launcher, probe = mpi
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "nolaunch"
+        [placement]
+        workers = 2
+        order = "spread"
+        [[task]]
+        name = "probe"
+        command = ["{probe}"]
+        ranks = 2
+        timeout = "600s"
+        launcher = "{launcher}"
+        launcher_args = ["--no-such-option-of-any-launcher"]
+        """)
+    done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    recs = {r["node"]: r for r in export_json(out)}
+    assert recs["n1"]["status"] == "error" and "the launcher" in recs["n1"]["error"]
+    assert recs["n2"]["status"] == "error"
+    assert "did not start: see the record of its rank 0" in recs["n2"]["error"]
+
+
+def test_a_node_lost_mid_job_is_told_and_the_next_phase_runs(mpi, plan_file, tmp_path):
+    """Everything in node n2's namespace is killed while a job spanning n1 and n2 runs (a
+    node lost): the records say which ranks were lost and what the launcher said; the next
+    phase runs on the node left; nothing of the job outlives the run."""
+    fam, launcher, probe = mpi
+    if not shutil.which("unshare"):
+        pytest.skip("unshare not installed (Debian util-linux)")
+    slow = str(tmp_path / "slow-probe")
+    shutil.copy(probe, slow)
+    out = str(tmp_path / "res")
+    with DaskLab(2, slots=1) as lab:
+        agent = rsh_agent(lab, str(tmp_path / "rsh-agent"))
+        plan = plan_file(f"""
+            name = "loss"
+            on_node_loss = "continue"
+            [placement]
+            workers = 2
+            [[task]]
+            name = "long"
+            command = ["{slow}", "hang"]
+            ranks = 2
+            timeout = "60s"
+            launcher = "{launcher}"
+            launcher_args = {launcher_args(fam, agent)}
+            [[task]]
+            name = "after"
+            workers = 1
+            command = ["{probe}"]
+            ranks = 1
+            launcher = "{launcher}"
+            """)
+        proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out,
+                                 "-q", "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _running(slow, 2):
+            time.sleep(0.2)
+        assert _running(slow, 2), "the job's ranks never ran"
+        time.sleep(1.0)
+        _kill_namespace(lab, 2)
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    rows = export_json(out)
+    long = {r["node"]: r for r in rows if r["task"] == "long"}
+    assert long["n2"]["status"] == "lost"
+    assert long["n1"]["status"] in ("error", "timeout")
+    assert long["n1"]["stderr"] or long["n1"]["stdout"]      # the launcher's account kept
+    after = [r for r in rows if r["task"] == "after"]
+    assert len(after) == 1 and after[0]["status"] == "ok" and after[0]["node"] == "n1"
+    assert not _running(slow, 1) and _alive(out) == []
+
+
+def _running(path: str, n: int) -> bool:
+    """Whether at least n processes run the program at `path`."""
+    count = 0
+    for p in psutil.process_iter(["exe"]):
+        try:
+            if p.info["exe"] == path:
+                count += 1
+        except psutil.Error:
+            pass
+    return count >= n
+
+
+def _kill_namespace(lab: DaskLab, i: int) -> None:
+    """Node i lost: SIGKILL every process inside its network namespace (the lab's own)."""
+    ns = lab.lab.names[i]
+    pids = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True).stdout
+    for pid in pids.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
