@@ -106,3 +106,41 @@ def test_the_run_root_is_fresh_and_owner_only(tmp_path):
     assert os.path.isdir(os.path.join(root, "shared"))
     # a second node of the run on a shared file system finds it marked and uses it
     assert Scratch("r1", "other").run_dir(str(tmp_path)) == root
+
+
+# ---- the kernels' own opens, driven directly (the fast pass) --------------------------------
+
+def _victim_file(tmp_path):
+    v = tmp_path / "victim.dat"
+    v.write_bytes(VICTIM)
+    return v
+
+
+@pytest.mark.parametrize("kernel", ["io.randwrite", "io.randread", "io.write", "io.read"])
+def test_every_io_kernel_refuses_a_hard_link_at_its_file(tmp_path, kernel):
+    from builders import ctx_for
+    from manybench.kernels import KERNELS
+    from manybench.kernels.base import KernelError
+    ctx = ctx_for(tmp_path)
+    os.makedirs(ctx.scratch)
+    victim = _victim_file(tmp_path)
+    os.link(victim, os.path.join(ctx.scratch, "io.dat"))
+    params = {"size": 1 << 20, "block": 4096, "file": "io.dat"}
+    if kernel.startswith("io.rand"):
+        params["ops"] = 10
+    with pytest.raises(KernelError, match="has 2 links"):
+        KERNELS[kernel].prepare(ctx, params)
+    assert victim.read_bytes() == VICTIM
+
+
+def test_a_link_planted_in_meta_trees_place_is_refused(tmp_path):
+    from builders import ctx_for
+    from manybench.kernels import KERNELS
+    from manybench.kernels.base import KernelError
+    ctx = ctx_for(tmp_path)
+    os.makedirs(ctx.shared)
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", os.path.join(ctx.shared, "mdtest_tree.0"))
+    with pytest.raises(KernelError, match="mdtest_tree.0 is a symbolic link"):
+        KERNELS["meta.mkdir"].prepare(ctx, {"total": 10})
+    assert os.listdir(tmp_path / "elsewhere") == []
