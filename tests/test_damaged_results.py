@@ -61,6 +61,12 @@ def _garbage_last_page(db: str) -> None:
         f.write(bytes(range(256)) * 16)
 
 
+def _overwrite(db: str, offset: int, data: bytes) -> None:
+    with open(db, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
 def _sql(db: str, *statements: str) -> None:
     con = sqlite3.connect(db)
     for s in statements:
@@ -77,6 +83,7 @@ DAMAGE = {
     "bad JSON in a run": (lambda db: _sql(db, "UPDATE runs SET environment='[1,'"),
                           "runs.environment"),
     "truncated": (lambda db: os.truncate(db, os.path.getsize(db) // 2), "damaged"),
+    "bad header": (lambda db: _overwrite(db, 0, b"not the SQLite format 3 header"), "damaged"),
 }
 
 
