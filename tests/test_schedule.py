@@ -30,18 +30,41 @@ def test_lead_follows_the_worst_recent_dispatch():
     for _ in range(S.WINDOW - 2):          # the 7 ms phase is still one of the last WINDOW
         phase(s, 2 * MS)
     assert s.lead_ns() == int(S.SAFETY * 7 * MS) + S.MARGIN_NS
-    phase(s, 2 * MS)         # aged out of the window; one outlier is not a stall that recurs
+    phase(s, 2 * MS)                                             # and now it has aged out
     assert s.lead_ns() == int(S.SAFETY * 2 * MS) + S.MARGIN_NS
 
 
-def test_stalls_that_recur_are_covered_by_the_long_history():
+def late(s: Scheduler, dispatch_ns: int, short_ns: int) -> None:
+    """A phase whose last slot armed `short_ns` after T0 (the lead was that much short)."""
+    sent = 10_000 * MS
+    s.observe(sent, sent + dispatch_ns - short_ns, [sent + dispatch_ns])
+
+
+def test_a_rare_late_arming_lengthens_the_next_lead_once():
     s = Scheduler(late_target=0.01)
-    for i in range(40):
-        phase(s, 9 * MS if i in (3, 20) else 1 * MS)    # twice in the last 200: it recurs
-    assert s.lead_ns() == 9 * MS + S.MARGIN_NS
-    for _ in range(200):     # 2 / late_target phases later neither is in the history
-        phase(s, 1 * MS)
-    assert s.lead_ns() == int(S.SAFETY * 1 * MS) + S.MARGIN_NS
+    phase(s, 4 * MS)
+    base = s.lead_ns()
+    late(s, 4 * MS, 1 * MS)
+    assert s.lead_ns() == base + int(S.SAFETY * 1 * MS)     # what it lacked, with SAFETY
+    phase(s, 4 * MS)                                # rare (1 in the window): back at once
+    assert s.lead_ns() == base
+    assert (s.phases, s.armed_late, s.late) == (3, 1, 1)
+
+
+def test_late_armings_that_are_not_rare_keep_the_lead_long():
+    s = Scheduler(late_target=0.01)
+    phase(s, 4 * MS)
+    base = s.lead_ns()
+    late(s, 4 * MS, 1 * MS)
+    late(s, 4 * MS, 2 * MS)                         # 2 in the window of 200: not rare
+    gain = int(S.SAFETY * 3 * MS)
+    assert s.lead_ns() == base + gain
+    for _ in range(150):          # it shrinks slowly: halved over 2 / late_target phases
+        phase(s, 4 * MS)
+    assert s.lead_ns() == pytest.approx(base + gain * 2 ** -0.75, abs=2)
+    for _ in range(50):           # the late armings leave the window: rare again, forgotten
+        phase(s, 4 * MS)
+    assert s.lead_ns() == base
 
 
 def test_lead_is_clamped():

@@ -1,20 +1,24 @@
 """Scheduled starts: T0 = now + a lead longer than the dispatch time measured so far.
 
 The dispatch time of a phase is how long it took from sending "go" until the last slot
-was waiting for T0 (its `armed` stamp). The lead is the longer of:
-  - a multiple of the worst recent dispatch (the last WINDOW phases), so a slow phase (many
-    slots on few cores) lengthens the next lead at once and a quiet run shortens it again;
-  - the dispatch time of the last 2 / late_target phases (200 at the default 1%) that all
-    but late_target / 2 of them (1 of 200) stayed under, so a machine whose dispatch stalls
-    now and then keeps a lead covering the stalls that recur: the share of phases whose slots
-    arm after T0 stays under the plan's `late_target`, and one outlier (a slot stopped for
-    seconds) does not lengthen the next 200 leads.
-A quiet machine, never late, keeps its short lead. Slots that armed in time but started late
-(a stall, a shared cpu: analysis/late.py) are counted; no lead prevents them.
+was waiting for T0 (its `armed` stamp). The lead is a multiple of the worst recent
+dispatch, so a slow phase (many slots on few cores) lengthens the next lead at once and a
+quiet run shortens it again.
+
+A slot that armed after T0 was late because of the lead: the lead gains SAFETY x what it
+lacked (how long after T0 the last slot armed), on top of what it had gained. A rare late
+arming (no more than late_target / 2 of the last 2 / late_target phases: one in 200 at the
+default 1%) is forgotten at the next phase in time, so a machine late now and then keeps
+leads as short as it can; late armings that are not rare make the gain last: it shrinks by
+2^-(late_target / 2) per on-time phase (halved after 2 / late_target phases), so the share
+of phases whose slots arm after T0 settles under the plan's `late_target`.
+
+A longer lead is no cure for slots that armed in time and started late (a stall, a shared
+cpu: analysis/late.py): measured on a VM, long sleeps wake later. They are counted, never
+a reason to lengthen the lead.
 """
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections import deque
@@ -23,10 +27,10 @@ from ..analysis.late import LATE_NS
 
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
-SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN
+SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN + gain
 MARGIN_NS = 200_000
 WINDOW = 8                     # phases of recent history
-HISTORY = (50, 2_000)          # phases of long history: 2 / late_target, within these bounds
+HISTORY = (50, 2_000)          # phases the late share is counted over: 2 / late_target, bounded
 
 
 def now_ns() -> int:
@@ -40,9 +44,11 @@ class Scheduler:
         self.min_lead_ns = min_lead_ns
         self.samples: deque[int] = deque(maxlen=WINDOW)
         target = min(max(late_target, 1e-6), 1.0)
-        self.history: deque[int] = deque(maxlen=min(max(HISTORY[0], math.ceil(2 / target)),
-                                                    HISTORY[1]))
-        self.spare = int(target / 2 * self.history.maxlen)   # samples the lead may leave out
+        self.recent: deque[bool] = deque(maxlen=min(max(HISTORY[0], math.ceil(2 / target)),
+                                                    HISTORY[1]))   # armed late, per phase
+        self.rare = target / 2 * self.recent.maxlen   # late armings the window may hold
+        self.decay = 2.0 ** -(target / 2)
+        self.gain_ns = 0.0        # what late armings added to the lead
         self.phases = 0           # phases observed
         self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
         self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
@@ -50,10 +56,7 @@ class Scheduler:
 
     def lead_ns(self) -> int:
         worst = max(self.samples, default=5_000_000)   # before any sample: a safe 5 ms
-        lead = int(SAFETY * worst) + MARGIN_NS
-        if len(self.history) > self.spare:
-            covered = heapq.nlargest(self.spare + 1, self.history)[-1]
-            lead = max(lead, covered + MARGIN_NS)
+        lead = int(SAFETY * worst + self.gain_ns) + MARGIN_NS
         return max(self.min_lead_ns, min(MAX_LEAD_NS, lead))
 
     def next_t0(self, now: int | None = None) -> int:
@@ -67,10 +70,15 @@ class Scheduler:
         if not armed_ns:
             return
         last = max(armed_ns)
-        took = max(0, last - sent_ns)
-        self.samples.append(took)
-        self.history.append(took)
+        self.samples.append(max(0, last - sent_ns))
         self.phases += 1
         late_arming = last > t0_ns
+        self.recent.append(late_arming)
         self.armed_late += late_arming
         self.late += late_arming or any(s - t0_ns > LATE_NS for s in start_ns or ())
+        if late_arming:                          # the lead lacked last - t0: add it
+            self.gain_ns = min(MAX_LEAD_NS, self.gain_ns + SAFETY * (last - t0_ns))
+        elif sum(self.recent) <= self.rare:
+            self.gain_ns = 0.0                   # rare late armings: back at once
+        else:                                    # not rare: the gain lasts
+            self.gain_ns *= self.decay
