@@ -77,9 +77,13 @@ def test_welch_on_the_textbook_sample():
 def test_unequal_sample_sizes_and_constant_samples():
     e = welch([1.0, 1.1, 0.9], [1.2, 1.3, 1.25, 1.15, 1.22, 1.28])
     assert (e.n_base, e.n_other) == (3, 6) and e.low < e.ratio < e.high
-    same = welch([2.0, 2.0], [2.0, 2.0])          # nothing varied: no difference at all
-    assert same.ratio == 1.0 and not same.significant
+    same = welch([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])    # nothing varied: no difference at all
+    assert same.ratio == 1.0 and not same.significant and not same.n_too_small
     assert paired([1.0], [2.0]).n_too_small and welch([1.0], [1.0, 2.0]).n_too_small
+    # two repetitions a side give no interval: t(0.975, 1) = 12.7 spans orders of magnitude
+    two = paired([1.0, 1.1], [2.0, 2.3])
+    assert two.n_too_small and two.low is None and two.ratio == pytest.approx(2.0, rel=0.05)
+    assert welch([1.0, 1.1, 1.05], [2.0, 2.2]).n_too_small
 
 
 # -- verdicts and directions ------------------------------------------------------------------
@@ -181,11 +185,11 @@ def test_old_runs_without_pair_match_keys_without_the_variant():
 
 def test_a_missing_repetition_falls_back_to_welch_and_blocks_are_flagged():
     raw = {"variant": [{"name": "a"}, {"name": "b"}]}
-    rows = [("a", 0, {}, 1.0), ("a", 1, {}, 1.01), ("a", 2, {}, 0.99),
-            ("b", 0, {}, 1.2), ("b", 1, {}, 1.21)]          # b ran after a, one rep short
+    rows = [("a", 0, {}, 1.0), ("a", 1, {}, 1.01), ("a", 2, {}, 0.99), ("a", 3, {}, 1.0),
+            ("b", 0, {}, 1.2), ("b", 1, {}, 1.21), ("b", 2, {}, 1.19)]   # b after a, one short
     (tc,) = within_run(_run(rows, raw))
     c = tc.rows[0]
-    assert c.estimate.method == "welch" and (c.estimate.n_base, c.estimate.n_other) == (3, 2)
+    assert c.estimate.method == "welch" and (c.estimate.n_base, c.estimate.n_other) == (4, 3)
     assert not c.interleaved
 
 
@@ -281,7 +285,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     itself = run_cli("compare", a, f"{a}:{run_id}", "--fail-on-regression", env=WIDE)
     assert itself.returncode == 0, itself.stderr
     row = next(ln for ln in itself.stdout.splitlines() if "5+5 welch" in ln)
-    assert "1.000" in row and NOT_SIGNIFICANT in row
+    assert "1.00 times" in row and NOT_SIGNIFICANT in row
 
 
 @pytest.mark.e2e

@@ -44,7 +44,7 @@ EXPECT = {
                                   "randread: ramdisk against disk", "ops/s"]),
     "vendor-000-tuned": Expect(["sync (null)"]),      # + the tuned branch below
     "containers-003": Expect(["io: container against host", "net: container against host",
-                              "overhead"],
+                              "times"],
                              tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static")]),
     "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak"],
                                 tools=[("hpcc", "hpcc"), ("mpirun", "hpcc")], nodes=2),

@@ -17,7 +17,7 @@ from manybench.record import Record
 from manybench.report.html import html_page
 from manybench.report.plots import MODULES, task_plots
 from manybench.report.plots.data import split
-from manybench.report.plots.throughput import aggregate
+from manybench.analysis.throughput import aggregate
 from manybench.report.plots.timeline import busy_steps
 from manybench.results.contract import Sample, StoredNode, TelemetryRow
 from manybench.results.store import Store

@@ -5,6 +5,7 @@ arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import resources
@@ -228,12 +229,15 @@ def _open_results(directory: str):
 @click.option("--run", "run_id", help="Which run of the directory (default: the latest).")
 @click.option("--metrics", "metrics", metavar="A,B",
               help="Show these figures instead of each task's headline (bandwidth, ops_rate, "
-                   "latency, skew, lateness, elapsed, sync_overhead, stonewall, or a metric).")
+                   "latency, skew, lateness, cycle, elapsed, sync_overhead, stonewall, or a "
+                   "metric).")
 @click.option("--all", "all_columns", is_flag=True, help="Show every figure of every task.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report's numbers as JSON instead of tables: every figure of "
+                   "every point with n, median, interval and unit, and the throughput series.")
 def report(directory: str, html_path: str | None, plots_dir: str | None, run_id: str | None,
-           metrics: str | None, all_columns: bool) -> None:
+           metrics: str | None, all_columns: bool, as_json: bool) -> None:
     """Print the report of a results directory."""
-    from .report.terminal import render
     figures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     if metrics is not None and not figures:
         raise _fail("--metrics: give figure names separated by commas, e.g. bandwidth,latency")
@@ -243,19 +247,30 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
             errs.output_file(html_path, option="--html").close()
-        try:
-            render(store, run_id=run_id, figures=figures, all_columns=all_columns)
+        from .report.build import chosen_runs, read_run, views_of
+        from .report.terminal import render_views
+        try:    # each run read and summarised once: tables, JSON, page and figures from it
+            data = [read_run(store, r) for r in chosen_runs(store, run_id, False)]
+            views = views_of(store, data, figures, all_columns, keep=bool(html_path or plots_dir)) \
+                if not as_json or html_path or plots_dir else []
         except (KeyError, ValueError) as e:
             raise _fail(str(e).strip("'\""))
+        if as_json:      # the numbers by machine on stdout, instead of the tables
+            from .report.summary import summary_of
+            click.echo(json.dumps(summary_of(store, data), indent=1))
+        else:
+            render_views(views)
         if html_path:
-            from .report.html import write_html
-            with errs.writing(html_path, "--html"):
-                write_html(store, html_path, run_id=run_id)
+            from .report.html import page_of_views
+            with errs.writing(html_path, "--html"), \
+                    open(html_path, "w", encoding="utf-8") as f:
+                f.write(page_of_views(store, views))
             click.echo(f"wrote {html_path}", err=True)
         if plots_dir:
             from .report.plots import write_plots
             with errs.writing(plots_dir, "--plots"):
-                written = write_plots(store, plots_dir, run_id=run_id)
+                written = write_plots(store, plots_dir, run_id=views[-1].run_id,
+                                      data=views[-1].data)
             click.echo(f"wrote {len(written)} files in {plots_dir}", err=True)
 
 
@@ -331,8 +346,9 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a run is significantly worse than DIR_A at some point.")
 def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
-    """Compare runs point by point against DIR_A (the baseline): ratio, overhead % with its
-    95% confidence interval, and whether it is significant (DIR: a results directory, its
+    """Compare runs point by point against DIR_A (the baseline): geometric means, their ratio,
+    how many times faster or slower with its 95% confidence interval, and whether it is
+    significant (DIR: a results directory, its
     latest run, or DIR:RUN_ID). Exit status 1 when a [reference] of the newest run fails, or
     with --fail-on-regression a significant regression; 2 for bad input."""
     from .analysis import compare as cmp

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..templates import render
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
+from .figures import COUNT, Figure
 from .native import native
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each s
 # Names every command template may use besides the task's own parameters: SlotContext fields.
 BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
                  "task")
+
+# a command's figure of its own; what it extracts from its output is named by the plan
+EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
+                     note="exit statuses: status x records, failed records too")
 
 
 @dataclass
@@ -156,7 +161,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
     res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
     code = os.waitstatus_to_exitcode(status)
-    res.metrics["exit_status"] = code
+    res.metrics[EXIT_STATUS.name] = code
     res.metrics.update(ended.binding)
     res.metrics.update(cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)))
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
@@ -214,7 +219,7 @@ COMMAND = Kernel(
         "with a (?P<value>...) group extract figures; `timeout` kills the process group.",
     params={},
     prepare=_prepare, run=_run, cleanup=_cleanup,
-    uses_dir=True, runs_child=True, from_command=True,
+    uses_dir=True, runs_child=True, from_command=True, figures=(EXIT_STATUS,),
 )
 
 KERNELS = [COMMAND]

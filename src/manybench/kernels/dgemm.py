@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .figures import GFLOPS
 from .native import native, result_from_native
 
 NAME = "cpu.dgemm"
@@ -159,7 +160,7 @@ def _cleanup(st: _State) -> None:
 
 DGEMM = Kernel(
     name=NAME,
-    headline=("gflops",),
+    figures=(GFLOPS.first(),),
     doc="Double-precision C = alpha*A*B + beta*C on n x n row-major matrices through the "
         "node's CBLAS (dlopen at run time: `blas`, else " + ", ".join(SYSTEM_LIBS) + ", else "
         "numpy's bundled OpenBLAS; 32- and 64-bit-integer ABIs). Matrices are filled and one "

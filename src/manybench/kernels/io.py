@@ -19,6 +19,9 @@ from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
 from .iofile import ALIGN, IoState, check_direct, explain, file_problems, open_file, slot_file
 from .native import native, result_from_native, user_message
+from .figures import (BANDWIDTH, ELAPSED, FSYNC, LATENCY, OPS_RATE, READS_CACHE, REORDER_SHIFT,
+                      STONEWALL, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
+                      WEAR_OUT_BLOCKS)
 from .pagecache import CACHE, prepare_cache
 from .peers import Group
 
@@ -210,9 +213,13 @@ def _cleanup(st: IoState) -> None:
                                            f"closing the file: {e.strerror}")) from None
 
 
+_FIGURES = (BANDWIDTH.first(), LATENCY.first(), OPS_RATE, STONEWALL, ELAPSED, FSYNC)
+WRITE_FIGURES = _FIGURES + (STONEWALL_S, STONEWALL_BYTES, STONEWALL_BLOCKS, WEAR_OUT_BLOCKS)
+READ_FIGURES = _FIGURES + READS_CACHE + (REORDER_SHIFT,)
+
 WRITE = Kernel(
     name="io.write",
-    headline=("bandwidth", "latency"),
+    figures=WRITE_FIGURES,
     doc="Sequential writes of `block` bytes to one file per slot until `size` or `duration`. "
         "Reports bytes, ops and per-operation latency percentiles.",
     params={**_COMMON,
@@ -231,7 +238,7 @@ WRITE = Kernel(
 
 READ = Kernel(
     name="io.read",
-    headline=("bandwidth", "latency"),
+    figures=READ_FIGURES,
     doc="Sequential reads of `block` bytes from one file per slot. A missing file is laid out "
         "before T0 (never inside the timed window), as fio does; a file an io.write task of the "
         "same run left is read as it is (extended first if shorter than `size`). Its cached "

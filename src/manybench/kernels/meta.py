@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .figures import ELAPSED, LATENCY, OPS_RATE
 from .native import native, result_from_native, user_message
 
 MAX_DIRS = 100_000   # tree directories a plan may ask for
@@ -198,7 +199,7 @@ _DOCS = {
 KERNELS = [
     Kernel(name=f"meta.{op}", doc=doc + " Ops = items; latency percentiles per operation.",
            params=PARAMS, prepare=functools.partial(_prepare, op),
-           headline=("ops_rate", "latency"), run=_run, check=_check,
+           figures=(OPS_RATE.first(), LATENCY.first(), ELAPSED), run=_run, check=_check,
            uses_dir=True, progress="ops")
     for op, doc in _DOCS.items()
 ]

@@ -27,7 +27,8 @@ from importlib import resources
 from typing import IO, Any
 
 from .base import Kernel, KernelError, Result, SlotContext
-from .binding import allowed_count, cpu_figures
+from .binding import MIN_CPU_NS, allowed_count, cpu_figures
+from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
@@ -249,7 +250,6 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
 def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     """What the slot reads back for a plain run, as mbkernel read it inside the wrap, and the
     wrap's own costs."""
-    from ..node.slot import MIN_CPU_NS   # noqa: PLC0415 (the slot's rule for cpu figures)
     m = res.metrics
     for k in ("cpus_allowed", "mems_allowed", "mempolicy"):
         if k in d:
@@ -257,8 +257,8 @@ def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     if not st.kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
         m.update(cpu_figures(d.get("cpu_ns", 0) / 1e9, res.elapsed_ns / 1e9,
                              allowed_count(m)))
-    m["wrap_startup_s"] = round(st.startup_s, 6)
-    m["wrap_exit_s"] = round(exit_s, 6)
+    m[WRAP_STARTUP.name] = round(st.startup_s, 6)
+    m[WRAP_EXIT.name] = round(exit_s, 6)
 
 
 def _close(st: State) -> None:

@@ -12,7 +12,9 @@ from typing import Any
 from .. import _native
 from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
-from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding, self_cpu
+from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
+                               self_cpu)
+from ..kernels.figures import CPUS_ALLOWED
 from ..model import Phase
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
@@ -21,7 +23,6 @@ from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
-MIN_CPU_NS = 100 * SPIN_NS   # cpu use is reported for windows at least this long
 
 
 def _error(msg: str) -> Result:
@@ -143,7 +144,7 @@ class SlotLoop:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
         m = res.metrics
-        if "cpus_allowed" not in m:
+        if CPUS_ALLOWED.name not in m:
             binding = proc_binding("self")
             m.update(binding)
             # the slot's own cpu time holds its last stretch of spinning before T0: only a

@@ -105,14 +105,15 @@ class StoredPhase:
     status: str = "ok"          # one of PHASE_STATUSES
     label: str = ""
     warmup: bool = False        # a warm-up repetition (plan `warmup`): stored, not analysed
+    go_ns: int | None = None    # when the coordinator sent the go (None: stored before v6)
 
     @classmethod
-    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok"
-           ) -> StoredPhase:
+    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok",
+           go_ns: int | None = None) -> StoredPhase:
         return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
                    variant=phase.variant, rep=phase.rep, workers=phase.workers,
                    point=phase.point, params=phase.record_params(), t0_ns=t0_ns, status=status,
-                   label=phase.label, warmup=phase.warmup)
+                   label=phase.label, warmup=phase.warmup, go_ns=go_ns)
 
 
 @dataclass

@@ -12,6 +12,8 @@ change a file).
   4  + samples (each slot's progress inside a phase), telemetry (each node's cpu, memory,
        disk and network over the run) and phases.warmup (warm-up repetitions, not analysed)
   5  + series (size-indexed tables a parser read from a record's output: OSU's, IMB's)
+  6  + phases.go_ns (when the coordinator sent the phase's go: the phase cycle, SMTEF's
+       figure; NULL for phases stored before)
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class SchemaError(Exception):
@@ -165,6 +167,9 @@ CREATE INDEX IF NOT EXISTS series_phase ON series (run, phase, name, x);
 _V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
 
 
+_V6_GO = "ALTER TABLE phases ADD COLUMN go_ns INTEGER"
+
+
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
     for stmt in sql.split(";"):
@@ -216,8 +221,14 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
     _script(db, _V5)
 
 
+def _v5_to_v6(db: sqlite3.Connection) -> None:
+    """Add phases.go_ns, NULL: runs before version 6 did not store when the go was sent."""
+    db.execute(_V6_GO)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                              3: _v3_to_v4, 4: _v4_to_v5}
+                                                              3: _v3_to_v4, 4: _v4_to_v5,
+                                                              5: _v5_to_v6}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -247,6 +258,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
             _script(db, _V1 + _V2 + _V3)
             _v3_to_v4(db)
             _v4_to_v5(db)
+            _v5_to_v6(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

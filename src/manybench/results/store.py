@@ -209,7 +209,8 @@ class Store:
         ])
 
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
-                    status: str = "ok", samples: Iterable[Sample] = ()) -> None:
+                    status: str = "ok", samples: Iterable[Sample] = (),
+                    go_ns: int | None = None) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
         transaction.
 
@@ -217,7 +218,8 @@ class Store:
         """
         p = StoredPhase.of(run_id, phase, t0_ns, status)
         prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
-                _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup))
+                _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup),
+                None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
         rrows, xrows = [], []
@@ -235,7 +237,8 @@ class Store:
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM series WHERE run=? AND phase=?", (run_id, phase.index)),
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
-             "point, params, t0_ns, status, label, warmup) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "point, params, t0_ns, status, label, warmup, go_ns) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              prow),
             (_INSERT_RECORD, rrows),
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
@@ -308,7 +311,7 @@ class Store:
                             variant=r["variant"], rep=r["rep"], workers=r["workers"],
                             point=r["point"], params=json.loads(r["params"]), t0_ns=r["t0_ns"],
                             status=r["status"], label=r["label"],
-                            warmup=bool(r["warmup"])) for r in rows]
+                            warmup=bool(r["warmup"]), go_ns=r["go_ns"]) for r in rows]
 
     def samples(self, run_id: str, phase_id: int | None = None) -> list[Sample]:
         """The run's progress samples (of one phase if given), by phase, rank and time."""

@@ -87,6 +87,7 @@ class Coordinator:
         self.worst_error: dict[str, int] = {}
         self.unsaved: tuple | None = None   # the last finished phase, until it is committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
+        self.go_ns: dict[int, int] = {}     # phase index -> when its go was sent (cycle)
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -212,7 +213,8 @@ class Coordinator:
             phase, t0, records, samples, telemetry = self.unsaved
             self.unsaved = None
             t = time.monotonic_ns()
-            self.store.write_phase(self.run_id, phase, t0, records, samples=samples)
+            self.store.write_phase(self.run_id, phase, t0, records, samples=samples,
+                                   go_ns=self.go_ns.pop(phase.index, None))
             self.store.write_telemetry(self.run_id, telemetry)
             self.commit_ns = time.monotonic_ns() - t
 
@@ -277,7 +279,7 @@ class Coordinator:
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
         t0 = self.scheduler.next_t0()
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
-        sent = now_ns()
+        sent = self.go_ns[phase.index] = now_ns()
         self.engine.go(t0)
         self._flush()     # the previous phase, while this one waits for its (long) lead
         while not self.engine.poll(0.2):
@@ -318,7 +320,7 @@ class Coordinator:
             results = {}
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
         store.write_phase(run_id, phase, t0, records, status="interrupted",
-                          samples=self.samples)
+                          samples=self.samples, go_ns=self.go_ns.pop(phase.index, None))
         self.failed += sum(r.status != "ok" for r in records)
 
 
