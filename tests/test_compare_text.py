@@ -9,12 +9,12 @@ import re
 
 from rich.console import Console
 
+from builders import compare_run, comparison
 from manybench.analysis.compare import ELAPSED, N_TOO_SMALL, WORSE, within_run, times_text
 from manybench.analysis.reference import PASS, FAIL, RefCheck
 from manybench.report.comparison import DEFINITIONS, comparison_table, reference_table
 from manybench.report.terminal import render_views
 from manybench.report.view import RunView
-from test_compare import _comparison, _run
 
 VARIANTS = {"variant": [{"name": "container-with-a-long-name"}, {"name": "host"}]}
 
@@ -30,14 +30,14 @@ def test_speed_ups_read_as_times_faster_or_slower():
     assert times_text(1 / 17.6, (1 / 17.9, 1 / 17.3)) == "17.6 times faster [17.3, 17.9]"
     assert times_text(1.1, (1.08, 1.12)) == "1.10 times slower [1.08, 1.12]"
     assert times_text(1.1, None) == f"1.10 times slower [{N_TOO_SMALL}]"
-    c = _comparison(ELAPSED, [1.0, 1.01, 0.99], [0.1, 0.101, 0.099])   # 10 x faster
+    c = comparison(ELAPSED, [1.0, 1.01, 0.99], [0.1, 0.101, 0.099])   # 10 x faster
     assert c.times().startswith("10.0 times faster [") and "%" not in c.line()
-    slow = _comparison(ELAPSED, [1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    slow = comparison(ELAPSED, [1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
     assert slow.verdict == WORSE and slow.times().startswith("1.10 times slower [")
 
 
 def test_two_repetitions_give_no_interval():
-    c = _comparison(ELAPSED, [1.0, 1.4], [1.1, 9.0])
+    c = comparison(ELAPSED, [1.0, 1.4], [1.1, 9.0])
     assert c.verdict == N_TOO_SMALL and c.times().endswith(f"[{N_TOO_SMALL}]")
     assert "%" not in c.times()
 
@@ -45,7 +45,7 @@ def test_two_repetitions_give_no_interval():
 def test_comparison_and_reference_tables_fit_80_columns_whole():
     rows = [(v, rep, {"block": "1MiB"}, (1.3 if v == "host" else 1.0) + rep * 0.001)
             for rep in range(3) for v in ("container-with-a-long-name", "host")]
-    (tc,) = within_run(_run(rows, VARIANTS))
+    (tc,) = within_run(compare_run(rows, VARIANTS))
     table = comparison_table(tc)
     assert "geo mean" in table.columns[2] and "faster or" in " ".join(table.columns)
     assert "container-with-a-long-name" in table.title     # the baseline, named once

@@ -3,6 +3,7 @@ coordinator sent the go) and lateness shown with sync overhead in the null task'
 known answers on constructed records, and a real run that stores when each go was sent."""
 from __future__ import annotations
 
+import pytest
 import json
 
 from conftest import run_cli
@@ -61,6 +62,7 @@ def test_stored_go_gives_each_point_its_cycle_in_the_null_table(tmp_path):
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
+@pytest.mark.e2e
 def test_a_real_run_stores_when_each_go_was_sent(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text('name = "cyc"\nrepeat = 3\n[placement]\nworkers = [1, 2]\n'

@@ -6,44 +6,17 @@ import re
 
 import pytest
 
+from builders import cmd_store
 from conftest import run_cli
-from manybench.model import Phase, Plan, TaskSpec
-from manybench.record import Record
 from manybench.report import render_text
 from manybench.analysis.values import metric_unit
 from manybench.report.colunits import column_unit, num, rate_unit
-from manybench.results.contract import StoredNode
-from manybench.results.store import Store
 
 T = 1_700_000_000_000_000_000
 S = 1_000_000_000
 MiB = 1 << 20
 SIX = {"reads_per_s": "a", "bw_mib_s": "b", "fsync_us": "c", "wall_s": "d",
        "mapped_pct": "e", "gflops": "f"}
-
-
-def _cmd_store(path) -> None:
-    """A command task with six metrics at workers 1, 2, 4 (two reps each)."""
-    spec = TaskSpec("bwa", "command", {}, command=["bwa"], metrics=dict(SIX))
-    st = Store(path)
-    st.begin_run("r1", Plan(name="six", tasks=[spec], raw={}), [], {"hostname": "n1"})
-    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
-    i = 0
-    for w in (1, 2, 4):
-        for rep in range(2):
-            t0 = T + i * 10 * S
-            recs = [Record(run="r1", phase=i, task="bwa", kernel="command", variant="", rep=rep,
-                           workers=w, node="n1", slot=s, cpu=s, t0_ns=t0, start_ns=t0 + 1000 * s,
-                           end_ns=t0 + 2 * S, elapsed_s=2.0,
-                           metrics={"exit_status": 0, "reads_per_s": 123456.0 / w,
-                                    "bw_mib_s": 900.0 + 300 * w + rep, "fsync_us": 133000.0 + s,
-                                    "wall_s": 2.0 + 0.1 * s, "mapped_pct": 99.1, "gflops": 3.5})
-                    for s in range(w)]
-            st.write_phase("r1", Phase(i, spec, "command", "", rep, w, "spread", "core", {},
-                                       f"bwa-{w}"), t0, recs)
-            i += 1
-    st.end_run("r1", "finished")
-    st.close()
 
 
 def _tables(text: str) -> list[str]:
@@ -57,7 +30,7 @@ def _fits(text: str, width: int = 80) -> None:
 
 
 def test_six_metric_command_task_fits_80_columns_in_one_table(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=80)
     _fits(text)
     assert _tables(text) == ["bwa (command), 2 phases a row"]
@@ -98,7 +71,7 @@ def test_demo_report_fits_80_columns_one_table_per_task(tmp_path):
 
 @pytest.mark.e2e
 def test_metrics_option_picks_figures_and_refuses_unknown_names(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=80, figures=["gflops", "skew"])
     table = text.split("bwa (command)")[1].split("lateness =")[0]
     assert "gflops" in table and "skew" in table and "mapped_pct" not in table
@@ -110,7 +83,7 @@ def test_metrics_option_picks_figures_and_refuses_unknown_names(tmp_path):
 
 
 def test_narrow_terminal_drops_least_important_columns_and_says_so(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=60)
     _fits(text, 60)
     assert "not shown at this width:" in text and "--all" in text

@@ -8,12 +8,11 @@ import json
 import pytest
 
 import manybench.results
+from builders import StoreWithSamples, cmd_store, make_store
 from conftest import run_cli
 from manybench.report import render_text
 from manybench.report.colunits import column_unit, value_spread
 from manybench.report.summary import summary
-from test_headline import _cmd_store
-from test_plots import StoreWithSamples, make_store
 
 FIELDS = {"figure", "label", "unit", "scope", "over", "n", "median", "min", "max", "p99",
           "ci_low", "ci_high", "interval_note", "direction"}
@@ -33,7 +32,7 @@ def _rows(text: str, task: str) -> dict[str, str]:
 
 
 def test_every_figure_of_every_point_with_n_median_interval_and_unit(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     data = manybench.results.summary(tmp_path)
     assert data["format"] == 1
     (run,) = data["runs"]
@@ -56,8 +55,9 @@ def test_every_figure_of_every_point_with_n_median_interval_and_unit(tmp_path):
     assert p4["throughput"] == []            # this store has no samples
 
 
+@pytest.mark.e2e
 def test_the_json_agrees_with_the_terminal(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     data = json.loads(run_cli("report", str(tmp_path), "--json").stdout)
     assert data == manybench.results.summary(tmp_path)
     points = data["runs"][0]["tasks"][0]["points"]

@@ -117,6 +117,7 @@ def _run_once(tmp_path, attempt: int) -> tuple[dict, float, str]:
     return series, bw["median"], str(out)
 
 
+@pytest.mark.e2e
 def test_real_four_worker_write_stays_within_its_aggregate_bandwidth(tmp_path):
     """A real run: the aggregate series never exceeds 1.2 x the phase's aggregate
     bandwidth (sum(bytes) / window), where summing unaligned samples gave 1000x spikes in

@@ -167,6 +167,9 @@ class Kernel:
     connect: Callable[[Any, dict[int, dict]], None] | None = None
     # which phases' slots connect (io.* only with wear_out or reorder); None: every phase
     peers_when: Callable[[dict], bool] | None = None
+    # figures across a phase's slots, added to its records (list[record.Record]) in place once
+    # they are made, in the coordinator's clock (a parallel task's jobs: kernels/mpi_phase.py)
+    finish_phase: Callable[[list], None] | None = None
     # Traits: what the rest of manybench may know about a kernel. Nothing outside kernels/
     # tests a kernel's name; it reads these.
     uses_dir: bool = False       # works under the task's `dir` and needs scratch directories

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..engines.base import Engine, Node, Work
 from ..inventory.environment import collect
-from ..kernels import Result
+from ..kernels import Result, kernel
 from ..model import Phase, Plan
 from ..plan import PlanError
 from ..record import Record
@@ -30,7 +30,7 @@ from .samples import samples_of
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
-from .jobs import finish_jobs, layout_problems
+from .jobs import layout_problems
 from .resume import Resume
 from .stalls import flag_stalls, stall_text
 from .setups import Setups, provenance
@@ -53,6 +53,14 @@ class Outcome:
     status: str          # finished | failed | interrupted | aborted
     exit_code: int
     failed: int          # records whose status is not ok
+
+
+def finish_phase(records: list[Record]) -> None:
+    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place."""
+    for name in dict.fromkeys(r.kernel for r in records):
+        finish = kernel(name).finish_phase
+        if finish is not None:
+            finish([r for r in records if r.kernel == name])
 
 
 def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
@@ -306,7 +314,7 @@ class Coordinator:
                 out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
                 self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
-        finish_jobs(out)    # a parallel task's ranks, job by job (run/jobs.py)
+        finish_phase(out)
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:
