@@ -255,3 +255,41 @@ def make_store(path) -> tuple[list[Sample], list[TelemetryRow]]:
     st.end_run("r1", "finished")
     st.close()
     return samples, telemetry
+
+
+# ---- processes a run left behind: found by a tag in their environment ------------------------
+
+ORPHAN_TAG = "MB_ORPHAN_TAG"   # a test's commands (or wraps) export it; their children inherit
+SETTLE_S = 10.0                # "a few seconds": how long leftovers are given to go
+
+
+def tagged(tag: str) -> list:
+    """The live processes whose environment holds ORPHAN_TAG=tag (psutil.Process)."""
+    import psutil
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get(ORPHAN_TAG) == tag:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def survivors(tag: str) -> list:
+    """The tagged processes still alive once they had SETTLE_S to go (a zombie is gone)."""
+    import time
+
+    import psutil
+    end = time.monotonic() + SETTLE_S
+    while True:
+        alive = []
+        for p in tagged(tag):
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() > end:
+            return alive
+        time.sleep(0.2)

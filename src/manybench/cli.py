@@ -74,9 +74,11 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
     except EngineError as e:
         raise _fail(str(e))
     except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
-        engine.abort()
-        click.echo("interrupted before the first phase", err=True)
-        raise click.exceptions.Exit(130)
+        from .run.interrupts import ignored
+        with ignored():          # a second Ctrl-C must not cut the abort short
+            engine.abort()
+            click.echo("interrupted before the first phase", err=True)
+            raise click.exceptions.Exit(130) from None
     except OSError as e:   # not left to click, which takes a BrokenPipeError for its stdout
         click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
                    f"finished is kept in {outdir})", err=True)
@@ -103,7 +105,21 @@ def _reference_exit(directory: str, run_id: str, code: int) -> int:
     return 1 if failed and code == 0 else code
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """Any interrupt inside a command that the command did not turn into its own exit (a
+    big plan's expansion, start-up, a report) is exit 130, not click's "Aborted!" (1)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from .run.interrupts import ignored
+            with ignored():
+                click.echo("interrupted", err=True)
+                raise click.exceptions.Exit(130) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="manybench")
 def main() -> None:
     """Synchronized many-task benchmarks: many slots start at the same instant, phase after
@@ -152,6 +168,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         return
     outdir = outdir or os.path.join("manybench-results", the_plan.name)
     errs.writable_results_dir(outdir)      # before any node or slot starts
+    errs.own_results(outdir)
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine)
@@ -174,8 +191,10 @@ def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
         for problem in e.problems:
             click.echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
+    errs.own_results(directory)        # locked by another process: exit 2, nothing started
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    _run(the_plan, phases, directory, slots, quiet, engine, resume)
+    with errs.storing_results(directory):
+        _run(the_plan, phases, directory, slots, quiet, engine, resume)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
@@ -309,14 +328,11 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
     import json
     from .analysis.history import history as gather
     from .report import history as hrep
-    from .results.store import SchemaError
     missing = [d for d in directories if not os.path.isfile(os.path.join(d, "results.db"))]
     if missing:
         raise _fail(f"no results.db in {', '.join(missing)}")
-    try:
+    with errs.reading_runs(list(directories)):
         h = gather(directories)
-    except SchemaError as e:
-        raise _fail(str(e))
     click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
 
 

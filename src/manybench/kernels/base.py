@@ -115,6 +115,8 @@ class SlotContext:
                                     # runs inside it (kernels/wrapped.py)
     vars: dict = field(default_factory=dict)   # the variant's template values
     settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
+    root: str = ""      # the run's scratch root ({dir}/<run>): files below it are reached by
+                        # descriptor from it (kernels/scratchfs.py)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
 from .figures import COUNT, Figure
 from .native import native
+from .scratchfs import make_dir, root_of
 
 if TYPE_CHECKING:
     from ..model import TaskSpec
@@ -63,12 +64,12 @@ def build_argv(spec: TaskSpec, values: dict) -> list[str]:
 def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     lib = native()
     spec: TaskSpec = ctx.spec
-    os.makedirs(ctx.scratch, exist_ok=True)
+    make_dir(root_of(ctx), ctx.scratch, "command")   # made fresh by the agent, or here
     # under a variant's wrap the launcher execs at T0 with the command: its start-up is in
     # the window (kernels/wrapped.py runs built-in kernels with theirs outside it)
     argv = list(ctx.wrap or []) + build_argv(spec, template_values(ctx, params))
     path = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if not path or not os.access(path, os.X_OK):
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise KernelError(f"command not found or not executable: {argv[0]}")
     env = {**os.environ, **spec.env, **ctx.env}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
@@ -186,9 +187,9 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
 
 
 def _reaped(p: Prepared) -> None:
-    # its process-group id may be reused now: the slot's SIGTERM handler must not kill it
+    # its group stays listed for the slot's SIGTERM handler until the slot has killed the
+    # command's orphans (slot.py: forget_children after kill_descendants)
     p.reaped = True
-    p.lib.forget_child(p.pid)
 
 
 def _close_fds(p: Prepared) -> None:

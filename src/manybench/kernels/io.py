@@ -17,13 +17,15 @@ from types import ModuleType
 
 from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
-from .iofile import ALIGN, IoState, check_direct, explain, file_problems, open_file, slot_file
+from .iofile import (ALIGN, IoState, check_direct, explain, file_problems, laid_out, open_file,
+                     slot_file)
 from .native import native, result_from_native, user_message
 from .figures import (BANDWIDTH, ELAPSED, FSYNC, LATENCY, OPS_RATE, READS_CACHE, REORDER_SHIFT,
                       STONEWALL, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
                       WEAR_OUT_BLOCKS)
 from .pagecache import CACHE, prepare_cache
 from .peers import Group
+from .scratchfs import make_dir, root_of
 
 PEER_TIMEOUT_S = 300.0   # wear_out: how long the slots wait for each other
 
@@ -97,7 +99,8 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     for fld, msg in _check_amount(params):
         raise KernelError(f"io.write: {fld}: {msg}")
     path = slot_file(ctx, params, "io.write")
-    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, params["direct"], "io.write")
+    fd = open_file(root_of(ctx), path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                   params["direct"], "io.write")
     st = _state(params, True, fd, path, lib)
     st.rank, st.workers = ctx.rank, ctx.workers
     if params.get("wear_out"):
@@ -112,17 +115,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
     check_direct("io.read", params)
     path = slot_file(ctx, params, "io.read")
     size = params.get("size") or 0
-    try:
-        have = os.stat(path).st_size
-    except FileNotFoundError:
-        have = -1
-    if have < size:  # lay out what is missing, never inside the timed window
-        try:
-            lib.layout(path, size, params["block"])
-        except OSError as e:
-            raise KernelError(user_message("io.read", e.errno or 0, e.strerror or str(e))) \
-                from None
-    fd = open_file(path, os.O_RDONLY, params["direct"], "io.read")
+    fd = laid_out(root_of(ctx), path, size, params["block"], params["direct"], "io.read", lib)
     try:
         cache = prepare_cache(lib, fd, size or os.fstat(fd).st_size,
                               params.get("cache") or CACHE.default, f"io.read {path}")
@@ -137,6 +130,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
     st = _state(params, False, fd, path, lib)
     st.metrics.update(cache)
     st.rank, st.workers, st.cache = ctx.rank, ctx.workers, params.get("cache") or "drop"
+    st.root = root_of(ctx)
     st.reorder = bool(params.get("reorder")) and ctx.workers > 1
     return st
 
@@ -174,7 +168,11 @@ def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
     if params.get("wear_out") or (params.get("reorder") and ctx.workers > 1):
         raise KernelError(f"{label}: wear_out and reorder cannot run inside a wrap (their "
                           "slots talk to each other)")
-    out = {"path": slot_file(ctx, params, label), "block": params["block"],
+    slot_file(ctx, params, label)     # the file name's checks
+    # mbkernel opens root/path by descriptor itself (the wrap may bind the slot's directory
+    # alone, so that is its root); the directory is made and checked here first
+    make_dir(root_of(ctx), ctx.scratch, label)
+    out = {"root": ctx.scratch, "path": params["file"], "block": params["block"],
            "size": params.get("size") or 0,
            "duration_ns": round((params.get("duration") or 0) * 1e9),
            "direct": int(bool(params["direct"]))}
@@ -187,7 +185,8 @@ def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
 
 def _standalone_finish(d: dict, args: dict, write: bool) -> Result:
     size = 0 if not write and args["duration_ns"] else args["size"]
-    st = IoState(lib=None, fd=-1, path=args["path"], write=write,   # type: ignore[arg-type]
+    st = IoState(lib=None, fd=-1, path=os.path.join(args["root"], args["path"]),  # type: ignore[arg-type]
+                 write=write,
                  block=args["block"], size=size, duration=args["duration_ns"] / 1e9 or None,
                  fsync_end=bool(args.get("fsync")), direct=bool(args["direct"]))
     if not write:

@@ -29,7 +29,7 @@ def connect(st: IoState, peers: dict[int, dict]) -> None:
         other = peers.get((st.rank + shift) % st.workers, {}).get("path")
         if not other:
             raise KernelError("io.read (reorder): the next rank published no file")
-        fd = open_file(other, os.O_RDONLY, st.direct, "io.read (reorder)")
+        fd = open_file(st.root, other, os.O_RDONLY, st.direct, "io.read (reorder)")
         try:
             size = st.size or os.fstat(fd).st_size
             st.metrics.update(prepare_cache(st.lib, fd, size, st.cache, f"io.read {other}"))

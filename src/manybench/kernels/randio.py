@@ -18,7 +18,8 @@ from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
-from .iofile import ALIGN, explain, file_problems, open_file, slot_file
+from .iofile import ALIGN, explain, file_problems, laid_out, slot_file
+from .scratchfs import root_of
 from .figures import (BANDWIDTH, FSYNC, LATENCY, OPS_RATE, READS_CACHE, SLOT, ELAPSED,
                       Figure)
 from .pagecache import CACHE, prepare_cache
@@ -143,17 +144,8 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
     size, block, iodepth = p["size"], p["block"], p["iodepth"]
     engine = _probe(lib, kernel, p["engine"], iodepth)
     path = slot_file(ctx, p, kernel)
-    try:
-        have = os.stat(path).st_size
-    except FileNotFoundError:
-        have = -1
-    if have < size:  # lay out what is missing, never inside the timed window
-        try:
-            lib.layout(path, size, max(block, LAYOUT_BLOCK))
-        except OSError as e:
-            raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
-                from None
-    fd = open_file(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
+    fd = laid_out(root_of(ctx), path, size, max(block, LAYOUT_BLOCK), p["direct"], kernel, lib,
+                  os.O_RDWR if write else os.O_RDONLY)
     cache: dict[str, float] = {}
     try:
         if not write:

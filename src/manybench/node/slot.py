@@ -132,6 +132,7 @@ class SlotLoop:
             self._cleanup(kernel, state)
             if kernel.runs_child:   # nothing the command started outlives its phase
                 kill_descendants()
+            _native.forget_children()   # their group ids may be reused from now on
             if sampler is not None:
                 sampler.stop()
         if sampler is not None and res.status == "ok" and res.end_ns:
@@ -160,6 +161,7 @@ class SlotLoop:
             self._cleanup(kernel, state)
             if kernel.runs_child:
                 kill_descendants()
+            _native.forget_children()
 
     @staticmethod
     def _cleanup(kernel: Kernel, state: Any) -> None:
@@ -210,14 +212,26 @@ class SlotLoop:
                     return
 
 
-def slot_main(conn: Any) -> None:
+def arm_term_handler(cgroup: str | None) -> None:
+    """SIGTERM (the agent's, or the parent-death signal when the agent dies, even by
+    SIGKILL) kills the commands' groups and, where the slot has a cgroup, everything in it:
+    a command's orphan outlives neither the phase nor the slot."""
+    _native.install_term_handler()
+    if cgroup is not None:
+        try:
+            _native.set_kill_file(os.path.join(cgroup, "cgroup.kill"))
+        except OSError:
+            pass    # a kernel before 5.14: the groups and the agent's sweep remain
+
+
+def slot_main(conn: Any, cgroup: str | None = None) -> None:
     """Entry point in the forked child. Never returns: the process ends with os._exit."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the coordinator handles Ctrl-C
+        arm_term_handler(cgroup)   # before the parent-death signal can come
         die_with_parent()   # a slot must not outlive its agent, even one killed with SIGKILL
         become_subreaper()  # orphans of its commands come back to it (reaper.py)
-        _native.install_term_handler()
         _native.set_timerslack(1)
         SlotLoop(conn).serve()
     except BaseException:

@@ -30,6 +30,16 @@ class SchemaError(Exception):
     """A results.db this version cannot read; the message says why and what to do."""
 
 
+class DamagedError(SchemaError):
+    """A results.db that cannot be trusted: pages SQLite finds broken, a table missing, a row
+    whose JSON does not decode. Readers stop (exit 2) rather than print wrong figures."""
+
+
+# the tables each version has (a file of that version missing one is damaged)
+TABLES = {1: ("runs", "phases", "records"), 2: ("nodes", "warnings"),
+          3: ("snapshots", "node_commands"), 4: ("samples", "telemetry"), 5: ("series",)}
+
+
 _RECORDS = ("CREATE TABLE IF NOT EXISTS records (\n    "
             + ",\n    ".join(f"{f.name} {f.metadata['sql']}" for f in FIELDS)
             + ",\n    PRIMARY KEY (run, phase, node, slot)\n);\n")
@@ -239,12 +249,35 @@ def version(db: sqlite3.Connection) -> int:
 
 
 def check(db: sqlite3.Connection, path: str) -> int:
-    """The file's version; SchemaError when this manybench is too old to read it."""
+    """The file's version (0: a new, empty file); SchemaError when this manybench is too old
+    to read it or another program made it, DamagedError when one of its tables is gone."""
     v = version(db)
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if names and "runs" not in names:
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise SchemaError(f"{path} is not a manybench results database (another program's "
+                          f"SQLite file, holding tables {shown}): give another directory")
     if v > SCHEMA_VERSION:
         raise SchemaError(f"{path} was written by a newer manybench (results schema {v}; this "
                           f"one reads up to {SCHEMA_VERSION}): upgrade manybench to read it")
+    missing = [t for k in range(1, v + 1) for t in TABLES.get(k, ()) if t not in names]
+    if missing:
+        raise DamagedError(f"{path} is damaged: table {', '.join(missing)} is missing")
     return v
+
+
+def integrity(db: sqlite3.Connection, path: str) -> None:
+    """DamagedError when SQLite's quick_check finds broken pages (read on, they would give
+    wrong rows or none without an error)."""
+    try:
+        rows = db.execute("PRAGMA quick_check(3)").fetchall()
+    except sqlite3.DatabaseError as e:
+        if "locked" in str(e):
+            raise
+        raise DamagedError(f"{path} is damaged: {e}") from None
+    problems = [r[0] for r in rows if r[0] != "ok"]
+    if problems:
+        raise DamagedError(f"{path} is damaged: {'; '.join(problems)} (SQLite's quick_check)")
 
 
 def upgrade(db: sqlite3.Connection, path: str) -> None:

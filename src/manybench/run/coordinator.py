@@ -114,24 +114,7 @@ class Coordinator:
         notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
                          cpus=sum(len(n.cpus) for n in nodes),
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
-        if self.resume:   # the same run goes on: its phases so far are kept
-            notes.phases = self.resume.info.notes.phases or notes.phases
-            store.resume_run(run_id, stamp(notes))
-            self.failed = self.resume.failed
-        else:
-            store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
-        beat = Heartbeat(store, run_id).start()
-        self.store, self.run_id, self.nodes = store, run_id, nodes
-        self.warnings = Warnings(store, run_id)
-        for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
-            self.warnings.add(kind, msg, node=node)   # a resumed run has them already
-        self._store_nodes()
-        dirs, programs = provenance(self.plan, self.phases, default_dir)
-        store.write_snapshots(run_id, "resume" if self.resume else START,
-                              self.engine.snapshot(dirs, programs))
-        self.setups = Setups(self.plan, self.engine, run_id,
-                             lambda v, step, done: store.write_step(run_id, v, step, done),
-                             dirs, programs)
+        beat = self._begin(store, run_id, nodes, notes, default_dir)
         status, code = "aborted", EXIT_FAILED
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -163,6 +146,39 @@ class Coordinator:
         store.end_run(run_id, status)
         store.close()
         return Outcome(run_id, status, code, self.failed)
+
+    def _begin(self, store: Store, run_id: str, nodes: list[Node], notes: RunNotes,
+               default_dir: str) -> Heartbeat:
+        """The run row, its heartbeat, warnings, nodes and snapshots. An interrupt in here
+        (the snapshots take a while) leaves the row `interrupted`, never `running`."""
+        beat = None
+        try:
+            if self.resume:   # the same run goes on: its phases so far are kept
+                notes.phases = self.resume.info.notes.phases or notes.phases
+                store.resume_run(run_id, stamp(notes))
+                self.failed = self.resume.failed
+            else:
+                store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
+            beat = Heartbeat(store, run_id).start()
+            self.store, self.run_id, self.nodes = store, run_id, nodes
+            self.warnings = Warnings(store, run_id)
+            for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
+                self.warnings.add(kind, msg, node=node)   # a resumed run has them already
+            self._store_nodes()
+            dirs, programs = provenance(self.plan, self.phases, default_dir)
+            store.write_snapshots(run_id, "resume" if self.resume else START,
+                                  self.engine.snapshot(dirs, programs))
+            self.setups = Setups(self.plan, self.engine, run_id,
+                                 lambda v, step, done: store.write_step(run_id, v, step, done),
+                                 dirs, programs)
+            return beat
+        except KeyboardInterrupt:
+            with interrupts.ignored():   # no row yet: the update changes nothing
+                if beat is not None:
+                    beat.stop()
+                store.end_run(run_id, "interrupted")
+                store.close()
+            raise
 
     def _phases(self, nodes: list[Node]) -> str:
         """Run every phase, committing each; the run's status."""
