@@ -276,3 +276,25 @@ def test_native_histogram_matches_result(tmp_path):
     r = run_kernel("meta.create", ctx_for(tmp_path), {"items": 40})
     assert hist.count(r.hist) == 40
     assert r.metrics == hist.latency_metrics(json.loads(json.dumps(r.hist)))
+
+
+@pytest.mark.parametrize("params, preallocated", [
+    ({"size": 8 * MiB}, True),                        # fio's default fallocate=native
+    ({"size": 8 * MiB, "fallocate": False}, False),   # as IOR and dd
+    ({"size": 8 * MiB, "duration": 0.05}, False),     # a stonewall may stop short of size
+])
+def test_io_write_preallocates_before_t0_as_fio_does(tmp_path, params, preallocated):
+    ctx = ctx_for(tmp_path)
+    k = KERNELS["io.write"]
+    state = k.prepare(ctx, params)
+    try:
+        st = os.stat(state.path)
+        if preallocated and st.st_blocks == 0:
+            pytest.skip("this file system has no fallocate: fio preallocates nothing either")
+        # before T0: the file holds its blocks already (fallocate mode 0 sets its size too)
+        assert (st.st_blocks * 512 >= 8 * MiB) is preallocated
+        assert (st.st_size == 8 * MiB) is preallocated
+        r = k.run(state, _native.now_ns() + 2_000_000, 0)
+        assert r.status == "ok", r.error
+    finally:
+        k.cleanup(state)

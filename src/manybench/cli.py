@@ -201,13 +201,14 @@ def _dry_run(plan, phases, slots: int | None) -> None:
     from .inventory.topology import topology
     from .plan.expand import describe
     from .run.placement import oversubscribed, place
-    n = slots or plan.slots or max((p.workers for p in phases), default=1)
+    from .plan.expand import distinct
+    n = slots or plan.slots or max((p.workers for p in distinct(phases)), default=1)
     cpus = topology()
     click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
                + (" (oversubscribed)" if oversubscribed(n) else ""))
     click.echo(describe(phases))
     seen = set()
-    for p in phases:
+    for p in distinct(phases):
         key = (p.workers, p.order, p.pin)
         if key not in seen:
             seen.add(key)
@@ -420,6 +421,10 @@ def info(plan_path: str | None, as_json: bool) -> None:
         plan_peaks = plan.peaks
     env = environment.collect()
     env["peaks"] = peaks.for_run(env, plan_peaks).as_dict()
+    from .inventory import noise        # the node's noise floor, as a run measures it
+    from .inventory.topology import topology
+    env["noise"] = noise.measure([c.id for c in topology()],
+                                 plan.noise if plan_path is not None else noise.DEFAULT_S)
     click.echo(json.dumps(env, indent=2, default=str) if as_json else
                info_text(env), nl=as_json)
 

@@ -89,6 +89,8 @@ class Plan:
     warmup: int = 0                   # warm-up repetitions per point, before `repeat`
     sample: float = 0.1               # s between progress samples inside phases; 0: off
     telemetry: float = 1.0            # s between node telemetry readings; 0: off
+    noise: float = 0.4                # s each node measures its noise floor at start; 0: off
+    late_target: float = 0.01         # share of phases allowed a late start (the lead adapts)
 
 
 @dataclass

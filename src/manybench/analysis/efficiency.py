@@ -72,6 +72,10 @@ class NodePeaks:
         return list(self.by_node.values()) or [self.default]
 
 
+WRONG_PEAK = ("wrong peak: the figure exceeds the theoretical peak, so the peak is too low "
+              "(a clock or flops per cycle underestimated): fix it in [peaks]")
+
+
 @dataclass(frozen=True)
 class Efficiency:
     metric: str        # the measured figure: a metric name, bandwidth_mb_s or ops_per_s
@@ -80,6 +84,12 @@ class Efficiency:
     ratio: float       # median over phases of phase figure / phase peak
     phases: int        # phases that had both
     peak_name: str     # dp_gflops, mem_bw_mb_s, or the [peaks] key
+
+    @property
+    def above_peak(self) -> bool:
+        """Above 100%: the peak is wrong (nothing runs faster than its peak), and the share
+        is not a result."""
+        return self.ratio > 1.0
     rule: str          # how the peak was reckoned, in words
 
 

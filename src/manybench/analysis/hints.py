@@ -116,6 +116,12 @@ def at_peak(points: Sequence[PointSummary], effs: Mapping[str, PointEfficiency])
         e = effs.get(p.point)
         if e is not None and e.efficiency is not None and e.efficiency.ratio >= AT_PEAK:
             x = e.efficiency
+            if x.above_peak:     # beyond the peak: the peak is wrong, not the device at it
+                out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) measured more than "
+                                "its theoretical peak: the peak is wrong (set it in [peaks])",
+                                f"{x.metric} {x.measured:.4g} > a peak of {x.peak:.4g} "
+                                f"({x.peak_name})"))
+                continue
             out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) reached the device's peak: "
                             "more workers cannot go faster", f"{x.metric} {x.measured:.4g} of a "
                             f"peak of {x.peak:.4g} ({x.ratio * 100:.0f}%)"))

@@ -18,6 +18,7 @@ from ..kernels.binding import cpu_bound
 from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
+from . import late as late_mod
 from .phase_figures import NS, PhaseFigures, phase_figures
 from .rates import summed
 from .stats import Dist, Spread, Stats, median
@@ -66,6 +67,7 @@ class PointSummary:
     cpu_bound: int = 0                        # ok records that kept about all their cpus busy
     wrap_startup_s: float | None = None       # median start-up of the wrap (outside the window)
     phase_figures: list[PhaseFigures] = field(default_factory=list)
+    late: late_mod.LateCount = field(default_factory=late_mod.LateCount)   # late starts
     # issue 10: each extracted metric over repetitions (per phase: the median of its ok
     # records), warm-up phases left out, and the nodes' telemetry during the point's phases
     metric_stats: dict[str, Stats] = field(default_factory=dict)
@@ -258,6 +260,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     if spreads:
         s.stonewall_blocks = (min(a for a, _ in spreads), max(b for _, b in spreads))
     s.skew = Dist.of([f.skew_ns for f in timed])
+    s.late = late_mod.count(recs for _, recs in phases)
     s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
     if kernel(s.kernel).sync_only:
         s.sync_overhead = Dist.of([f.sync_overhead_ns for f in timed])

@@ -91,8 +91,13 @@ WRAP_STARTUP = Figure("wrap_startup_s", "s", "wrap\nstart-up", "", role=CONTEXT,
                       "starting inside it, median per slot; outside the timed window, never "
                       "in the figures")
 WRAP_EXIT = Figure("wrap_exit_s", "s", "wrap exit", "", role=CONTEXT)
+ARMED_LATE = Figure("armed_late_ns", "ns", "armed late", "", role=CONTEXT,
+                    note="armed late = how long after T0 the slot began waiting for it (0: "
+                    "armed in time); a late start (analysis/late.py)")
+LEAD = Figure("lead_ns", "ns", "lead", "", role=CONTEXT,
+              note="lead = T0 - when the coordinator sent the go (run/schedule.py adapts it)")
 EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
-              WRAP_STARTUP, WRAP_EXIT)
+              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD)
 
 # per-slot latency percentiles from a histogram (kernels/hist.py): lat_p50_us, lat_max_us ...
 LATENCY_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")

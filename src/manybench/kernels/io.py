@@ -101,6 +101,14 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     path = slot_file(ctx, params, "io.write")
     fd = open_file(root_of(ctx), path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                    params["direct"], "io.write")
+    try:   # before T0, as fio does: fallocate=native (its default), fadvise_hint
+        if params.get("fallocate", True) and params.get("size") and not params.get("duration"):
+            lib.preallocate(fd, params["size"])
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    except OSError as e:
+        os.close(fd)
+        raise KernelError(user_message("io.write", e.errno or 0,
+                                       f"before the writes: {e.strerror}")) from None
     st = _state(params, True, fd, path, lib)
     st.rank, st.workers = ctx.rank, ctx.workers
     if params.get("wear_out"):
@@ -178,6 +186,7 @@ def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
            "direct": int(bool(params["direct"]))}
     if write:
         out["fsync"] = int((params.get("fsync") or "end") == "end")
+        out["fallocate"] = int(bool(params.get("fallocate", True)))
     else:
         out["cache"] = params.get("cache") or CACHE.default
     return out
@@ -228,7 +237,12 @@ WRITE = Kernel(
             "wear_out": Param("bool", "With duration: after the stonewall every slot writes on "
                                       "until it has written as many blocks as the fastest "
                                       "had (IOR's stoneWallingWearOut); records carry the "
-                                      "stonewall figures too.", default=False)},
+                                      "stonewall figures too.", default=False),
+            "fallocate": Param("bool", "Preallocate the file to `size` before T0 "
+                                       "(fallocate, as fio's default fallocate=native; none "
+                                       "where the file system has no fallocate, and none with "
+                                       "`duration`); false: no preallocation, as IOR and dd.",
+                               default=True)},
     prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
     progress="bytes",
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("wear_out")),

@@ -109,6 +109,10 @@ _SCHEMA = {
         "warmup": {"type": "integer", "minimum": 0, "maximum": MAX_REPEAT},
         "sample": {"type": ["string", "number"], "format": "duration"},
         "telemetry": {"type": ["string", "number"], "format": "duration"},
+        "noise": {"type": ["string", "number"], "format": "duration"},
+        "late_target": {"type": "number", "minimum": 0, "maximum": 1,
+                        "x-message": "expected the share of phases allowed a late start, "
+                                     "0 to 1, e.g. 0.01"},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},

@@ -66,7 +66,8 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
     warnings = store.warnings(run.run_id)
     view = RunView(title=f"{run.name} - run {run.run_id}",
                    header=head.header(run, data.nodes, data.peaks),
-                   notes=head.notes(run, data.nodes), warnings=head.warning_lines(warnings),
+                   notes=head.notes(run, data.nodes) + _floor_notes(data),
+                   warnings=head.warning_lines(warnings),
                    tables=tables + run_tables(run, data.summaries, data.records, data.phases),
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
     attach_hints(view, store, run, data.summaries, data.records, data.nodes, data.effs,
@@ -76,6 +77,14 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
                      for t, pts in by_task.items()}
         view.data = (data.summaries, data.records, data.phases, data.effs)
     return view
+
+
+def _floor_notes(data: RunData) -> list[str]:
+    """Skew and lateness judged against the nodes' noise floor; late starts counted."""
+    figs = [(s, f) for s in data.summaries for f in s.phase_figures]
+    return head.floor_notes(data.info, data.nodes,
+                            [f.skew_ns for s, f in figs if f.skew_ns is not None and s.workers > 1],
+                            [x for _, f in figs for x in f.lateness_ns], data.records)
 
 
 def check_figures(runs: list[RunData], figures: list[str]) -> None:

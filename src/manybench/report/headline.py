@@ -233,6 +233,8 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
                           if p.metrics.get(fig.name) is None else fig.cell(p.metrics[fig.name]),
                           2))
         notes += [fig.note] if fig.note else []
+    if any(p.late.late_phases for p in points):     # late starts, with their causes
+        out.append(Column("late", "late starts\n(phases)", lambda p: p.late.cell(), 14))
     if any(e.efficiency for e in effs.values()):
         def eff(p: PointSummary) -> str:
             e = effs.get(p.point)
@@ -240,6 +242,8 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
                 return DASH
             x = e.efficiency
             unit, div = figure_unit(x.metric, units, p)
+            if x.above_peak:     # not a result: the peak is wrong
+                return f"wrong peak (> {num(x.peak * div)}" + (f" {unit})" if unit else ")")
             return f"{x.ratio * 100:.0f}% of {num(x.peak * div)}" + (f" {unit}" if unit else "")
         out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
     if any(e.share for e in effs.values()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..analysis import PointSummary
-from ..analysis.efficiency import PointEfficiency, unit
+from ..analysis.efficiency import WRONG_PEAK, PointEfficiency, unit
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
@@ -44,9 +44,13 @@ def _efficiency_columns(points: list[PointSummary], effs: dict[str, PointEfficie
             if e is None or e.efficiency is None:
                 return DASH
             x = e.efficiency
+            if x.above_peak:
+                return f"wrong peak ({count(x.measured)} > {count(x.peak)} {unit(x.metric)})"
             return f"{_pct(x.ratio)} ({count(x.measured)} of {count(x.peak)} {unit(x.metric)})"
         cols.append(("efficiency\nof peak", eff_cell))
         notes += [f"efficiency = {r}" for r in rules]
+        if any(e.efficiency.above_peak for e in pe if e.efficiency):
+            notes.append(WRONG_PEAK)
     shares = list(dict.fromkeys(e.share.metric for e in pe if e.share))
     if shares:
         def share_cell(s: PointSummary) -> str:
@@ -146,6 +150,8 @@ def task_table(task: str, points: list[PointSummary], values: Values,
         cols.append((k, lambda s, k=k: fmts[k](s.params[k]) if k in s.params else DASH))
     keys = len(cols)
     cols += [("phases", lambda s: str(s.phases)), ("ok", _ok_cell)]
+    if any(s.late.late_phases for s in points):
+        cols.append(("late starts\n(phases)", lambda s: s.late.cell()))
     notes: list[str] = []
     if any(s.ops for s in points) and not kernel(kernel_name).sync_only:
         cols.append(("ops/phase", lambda s: count(s.ops)))

@@ -39,6 +39,9 @@ WARNING_KINDS = {
     "unstable": "a point's repetitions vary by more than 10% (coefficient of variation)",
     "short": "a phase was too short against the clock's resolution or the start skew",
     "not-quiet": "the machine was not quiet: cpufreq governor, turbo, or other load",
+    # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
+    "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
+    "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
 }
 
 

@@ -14,12 +14,15 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..engines.base import Engine, Node, Work
 from ..inventory.environment import collect
 from ..kernels import Result, kernel
+from ..kernels import figures as F
 from ..model import Phase, Plan
 from ..plan import PlanError
+from ..plan.expand import distinct
 from ..record import Record
 from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
@@ -71,6 +74,8 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
     extra = dict(res.extra)
     if res.armed_ns:
         extra["armed_ns"] = res.armed_ns
+        # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
+        metrics[F.ARMED_LATE.name] = max(0, res.armed_ns - t0)
     extra["rank"] = rank
     return Record(
         run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
@@ -88,7 +93,7 @@ class Coordinator:
         self.plan, self.phases, self.outdir, self.engine = plan, phases, outdir, engine
         self.resume = resume   # run --resume: the stored run it continues (run/resume.py)
         self.argv, self.slots, self.show_progress = argv, slots, progress
-        self.scheduler = Scheduler()
+        self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
         self.current: tuple | None = None
         self.lost: set[str] = set()
@@ -102,11 +107,12 @@ class Coordinator:
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
-        largest = max((p.workers for p in self.phases), default=1)
+        largest = max((p.workers for p in distinct(self.phases)), default=1)
         self.engine.telemetry_s = self.plan.telemetry
+        self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
-        problems = check_nodes(self.phases, nodes)
+        problems = check_nodes(distinct(self.phases), nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
             self.engine.close()
             raise PlanError(problems)
@@ -285,6 +291,8 @@ class Coordinator:
 
     def _metric_warnings(self, phase: Phase, records: list[Record]) -> None:
         for r in records:
+            for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
+                self.warnings.add(kind, text, node=r.node, task=phase.task.name)
             for name in r.extra.get("missing_metrics", ()):
                 self.warnings.add("missing-metric", f"task {phase.task.name}: metric {name!r} "
                                   "matched nothing in the command's output", task=phase.task.name,
@@ -309,10 +317,12 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        armed = [r.armed_ns for got in results.values() for r in got.values()
-                 if r.armed_ns and r.status == "ok"]
-        self.scheduler.observe(sent, t0, armed)
+        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
+        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
+                               [r.start_ns for r in ok if r.start_ns])
         records = self._records(run_id, phase, nodes, work, t0, results)
+        for r in records:    # the lead this T0 was given (run/schedule.py adapts it)
+            r.metrics[F.LEAD.name] = t0 - sent
         self.current = None
         return t0, records
 
@@ -367,7 +377,7 @@ def capacity(phase: Phase, nodes: list[Node]) -> dict[str, int]:
     return {n: slots[n] for n in names if n in slots}
 
 
-def check_nodes(phases: list[Phase], nodes: list[Node]) -> list[str]:
+def check_nodes(phases: Iterable[Phase], nodes: list[Node]) -> list[str]:
     """Problems of a plan on these nodes: unknown node names, more workers than slots."""
     known = {n.name for n in nodes}
     problems: list[str] = []

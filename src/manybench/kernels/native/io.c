@@ -131,6 +131,18 @@ static int write_all(int fd, const char *buf, size_t n, uint64_t off)
     return 0;
 }
 
+int nb_preallocate(int fd, uint64_t size)
+{
+    /* fio's default fallocate=native: fallocate(fd, 0, 0, size); a file system without it
+     * (EOPNOTSUPP) gets no preallocation, as fio goes on without, never glibc's emulation
+     * (posix_fallocate writing zeros would be work fio does not do) */
+    struct stat st; /* regular files only, as fio (a device has nothing to allocate) */
+    if (!size || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        fallocate(fd, 0, 0, (off_t)size) == 0)
+        return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : errno;
+}
+
 int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *msg,
               size_t msglen)
 {

@@ -135,6 +135,16 @@ static void prepare_io(state *s, int write)
             fail(EPERM, "the file was replaced while it was laid out");
         close(laid);
     }
+    if (write) { /* as io.py: fio's fallocate=native and fadvise_hint, before T0 */
+        int e = num("fallocate", 0) && !s->duration_ns ? nb_preallocate(s->io.fd, s->io.size)
+                                                       : 0;
+        if (!e)
+            e = posix_fadvise(s->io.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        if (e) {
+            nb_fail_msg(msg, sizeof msg, e, "before the writes (fallocate, fadvise)");
+            fail(e, msg);
+        }
+    }
     if (!write) { /* as pagecache.py: drop (fsync + DONTNEED) unless keep, then count */
         uint64_t size = s->io.size, res = 0, pages = 0;
         if (!size) {

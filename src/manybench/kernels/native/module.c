@@ -164,6 +164,22 @@ static PyObject *py_run_io(PyObject *self, PyObject *args)
     return result_dict(&r, 1);
 }
 
+static PyObject *py_preallocate(PyObject *self, PyObject *args)
+{
+    int fd, e;
+    long long size;
+    if (!PyArg_ParseTuple(args, "iL", &fd, &size))
+        return NULL;
+    if (!nonneg(size, "size"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_preallocate(fd, (uint64_t)size);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "fallocate failed");
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_layout(PyObject *self, PyObject *args)
 {
     int fd;
@@ -512,6 +528,9 @@ static PyMethodDef methods[] = {
      "layout(fd, label, size, block): extend the open file to size bytes, fsync'd"},
     {"scratch_open", py_scratch_open, METH_VARARGS,
      "scratch_open(root, rel, flags, mode) -> fd: by descriptor from root, checked (scratch.c)"},
+    {"preallocate", py_preallocate, METH_VARARGS,
+     "preallocate(fd, size): fallocate mode 0 as fio's fallocate=native (none where the file "
+     "system has no fallocate)"},
     {"resident", py_resident, METH_VARARGS,
      "resident(fd, size) -> (pages in the page cache, pages) of the file's first size bytes"},
     {"spawn", py_spawn, METH_VARARGS,

@@ -96,6 +96,9 @@ int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *ms
  * the others. 0 or an errno, msg saying what was found. */
 int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
                     char *msg, size_t len);
+/* Preallocate [0, size) of the open file (fallocate mode 0, as fio); 0, or an errno other
+ * than "not supported here" (then nothing is preallocated and 0 is returned). */
+int nb_preallocate(int fd, uint64_t size);
 void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
 /* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
 int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
