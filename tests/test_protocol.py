@@ -166,8 +166,9 @@ def _metric_names(path: str, names: set[str]) -> list[str]:
 
 # the same word meaning something else: a [reference] figure of the plan (aggregate bandwidth
 # in MB/s, which a kernel metric of that name yields to), a column of the node_commands table,
-# a parallel task's `launcher` field (its metric of that name: the launcher's path on the node)
-NOT_METRICS = {("analysis/reference.py", "mb_s"), ("plan/reference.py", "mb_s"),
+# a parallel task's `launcher` field (its metric of that name: the launcher's path on the node),
+# the FMA probe's figures in a node's inventory
+NOT_METRICS = {("inventory/environment.py", "gflops"), ("analysis/reference.py", "mb_s"), ("plan/reference.py", "mb_s"),
                ("results/store.py", "exit_status"), ("plan/schema.py", "launcher"),
                ("plan/tasks.py", "launcher")}
 

@@ -12,6 +12,7 @@ IOR's semantics where IOR defines them (its -D, stoneWallingWearOut and -C):
 """
 from __future__ import annotations
 
+import errno
 import os
 from types import ModuleType
 
@@ -92,6 +93,17 @@ def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> Io
                   direct=bool(params["direct"]))
 
 
+def _preallocate(lib: ModuleType, fd: int, size: int) -> None:
+    """fio's fallocate=native: a file system too full for the whole file is told by the
+    writes themselves, at the offset where space ran out (fio logs the failed fallocate and
+    writes on), never as a failed prepare."""
+    try:
+        lib.preallocate(fd, size)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+
+
 def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     lib = native()
     params = _params(params)
@@ -103,7 +115,7 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
                    params["direct"], "io.write")
     try:   # before T0, as fio does: fallocate=native (its default), fadvise_hint
         if params.get("fallocate", True) and params.get("size") and not params.get("duration"):
-            lib.preallocate(fd, params["size"])
+            _preallocate(lib, fd, params["size"])
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
     except OSError as e:
         os.close(fd)
