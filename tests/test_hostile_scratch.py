@@ -108,6 +108,24 @@ def test_the_run_root_is_fresh_and_owner_only(tmp_path):
     assert Scratch("r1", "other").run_dir(str(tmp_path)) == root
 
 
+def test_a_node_leaving_a_shared_scratch_removes_only_its_own(tmp_path):
+    """On a shared file system every node of the run works under one root: a node that ends
+    (lost, aborted or closed) removes its own slot directories only; the root and shared/ go
+    with the last node out."""
+    from manybench.node.scratch import Scratch
+    a, b = Scratch("r1", "a"), Scratch("r1", "b")
+    root = a.run_dir(str(tmp_path))
+    dirs = [s.slot_dir(str(tmp_path), 0) for s in (a, b)]
+    for d in dirs:
+        os.makedirs(d)
+        open(os.path.join(d, "io.dat"), "w").close()
+    a.cleanup()
+    assert os.path.isfile(os.path.join(dirs[1], "io.dat"))
+    assert os.path.isdir(os.path.join(root, "shared")) and not os.path.exists(dirs[0])
+    b.cleanup()
+    assert not os.path.exists(root)
+
+
 # ---- the kernels' own opens, driven directly (the fast pass) --------------------------------
 
 def _victim_file(tmp_path):

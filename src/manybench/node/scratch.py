@@ -10,7 +10,11 @@ id and writable by its owner alone (another node of the run on a shared file sys
 killed coordinator's for --resume). Below the root every directory is reached by
 descriptor (kernels/scratchfs.py), so a link planted there is refused, never followed.
 
-A run deletes only what it created: a directory it made and marked with its run id.
+A run deletes only what it created: a directory it made and marked with its run id. On a
+shared file system every node of the run works under the same root, each node's slot
+directories named by the node, and each node present says so by a file of its own there
+(.manybench-node.<node>): a node that ends removes its own directories and that file, and
+the root (shared/ with it) goes with the last node out, never from under another.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from ..kernels.base import KernelError
 from ..kernels.scratchfs import open_below, remove_below
 
 MARKER = ".manybench-run"
+PRESENT = ".manybench-node."    # + node name: this node works under the root
 
 
 class ScratchError(Exception):
@@ -43,8 +48,17 @@ class Scratch:
         path = os.path.join(os.path.abspath(base), self.run)
         if path not in self.created:
             self._make_root(path)
+            self._say_present(path)
             self.created.add(path)
         return path
+
+    def _say_present(self, path: str) -> None:
+        try:
+            fd = open_below(path, os.path.join(path, PRESENT + self.node),
+                            os.O_WRONLY | os.O_CREAT, "scratch")
+        except KernelError as e:
+            raise ScratchError(str(e)) from None
+        os.close(fd)
 
     def _make_root(self, path: str) -> None:
         tmp = f"{path}.{self.node}.{os.getpid()}.tmp"
@@ -134,12 +148,35 @@ class Scratch:
             return False
 
     def cleanup(self) -> list[str]:
-        """Remove the run directories this process created; returns what it removed."""
+        """Remove this node's directories from the run directories it used, and each run
+        directory itself when no other node is present there; returns those removed."""
         removed = []
         for path in sorted(self.created):
             if os.path.islink(path) or not self._ours(path):
                 continue
-            shutil.rmtree(path, ignore_errors=True)   # by descriptor: links not followed
-            removed.append(path)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                if self._leave(fd):
+                    os.rmdir(path)
+                    removed.append(path)
+            except OSError:
+                pass      # another node came back in meanwhile: the root stays for it
+            finally:
+                os.close(fd)
         self.created.clear()
         return removed
+
+    def _leave(self, fd: int) -> bool:
+        """Remove this node's entries below the open root; True when it was the last node
+        there (then the marker and shared/ are gone too and the root is empty)."""
+        for name in os.listdir(fd):
+            if name.startswith(f"{self.node}.") or name == PRESENT + self.node:
+                remove_below(fd, name)
+        if any(n.startswith(PRESENT) for n in os.listdir(fd)):
+            return False
+        remove_below(fd, "shared")
+        os.unlink(MARKER, dir_fd=fd)
+        return True
