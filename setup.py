@@ -18,8 +18,8 @@ from setuptools.command.build_ext import build_ext
 
 NATIVE = "src/manybench/kernels/native/"
 # core (timing, io, meta, spawn) and the kernel families, each a kernel file plus a bind file
-CORE = ["module.c", "timing.c", "io.c", "spawn.c", "numa.c", "families.c"]
-FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net"]
+CORE = ["module.c", "timing.c", "io.c", "scratch.c", "spawn.c", "numa.c", "families.c"]
+FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net", "probe"]
 SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES]
 
 # the compiler command setuptools runs: $CC when set, else Python's own (sysconfig's CC); it
@@ -90,7 +90,8 @@ native = Extension(
 # mbkernel: the built-in kernels as a standalone executable, for slots whose work runs inside
 # a variant's `wrap` (a container sees no Python of ours). Static when it links, so it runs
 # in any image; installed beside the kernels' modules as package data.
-MBKERNEL_SOURCES = ["mbkernel.c", "timing.c", "io.c", "stream.c", "himeno.c", "numa.c"]
+MBKERNEL_SOURCES = ["mbkernel.c", "timing.c", "io.c", "scratch.c", "stream.c", "himeno.c",
+                    "numa.c"]
 
 
 def build_mbkernel(out: str) -> None:

@@ -20,7 +20,10 @@ end - first start). Against:
 After an uncounted warm-up round, rounds alternate which tool goes first, with a sync before
 each run; a round runs both the write and the read of each tool. Gate: the median of the
 paired ratios (manybench / peer) within 0.95-1.05 for each operation, slot count and peer;
-best-of-N beside it. Exit status 1 when a goal is missed, 2 when fio is missing.
+best-of-N beside it. Then the work counters (work.py: device bytes from /proc/diskstats,
+file system calls by size from strace -f), manybench beside fio, gated on the same calls per
+item and the same device bytes (within 5%): noise moves the ratios, not these. Exit status 1
+when a goal is missed, 2 when fio is missing.
 """
 from __future__ import annotations
 
@@ -31,8 +34,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 
 import harness
+import work
 from harness import Goal, alternate, verdict
 
 from manybench.parsers import PARSERS
@@ -42,11 +47,12 @@ LOW, HIGH = 0.95, 1.05
 MIB = 2**20
 
 
-def manybench(d: str, slots: int, size: int, block: int, for_ior: bool) -> dict[str, float]:
-    """MiB/s of the write task and the read task of one run."""
+def plan_text(d: str, slots: int, size: int, block: int, for_ior: bool) -> str:
     read = 'cache = "keep"\nreorder = true\n' if for_ior else ""
-    rows = harness.run_plan(f"""
+    write = "fallocate = false\n" if for_ior else ""     # IOR preallocates nothing
+    return f"""
 scratch = "{d}"
+noise = 0
 [placement]
 workers = {slots}
 [[task]]
@@ -54,27 +60,35 @@ name = "write"
 kernel = "io.write"
 size = {size}
 block = {block}
+{write}
 [[task]]
 name = "read"
 kernel = "io.read"
 size = {size}
 block = {block}
-{read}""")
+{read}"""
+
+
+def manybench(d: str, slots: int, size: int, block: int, for_ior: bool) -> dict[str, float]:
+    """MiB/s of the write task and the read task of one run."""
+    rows = harness.run_plan(plan_text(d, slots, size, block, for_ior))
     return {k: harness.aggregate_rate(rows, k) / MIB for k in ("write", "read")}
+
+
+def fio_cmd(d: str, slots: int, size: int, block: int, kind: str) -> list[str]:
+    # job i on slot i's cpu (pin = core: one cpu each), as the slots are
+    cpus = ",".join(harness.cpulist(a) for a in harness.slot_affinity(slots))
+    cmd = ["fio", "--name=bench", f"--directory={d}", "--filename_format=fio.$jobnum",
+           f"--rw={kind}", f"--bs={block}", f"--size={size}", "--ioengine=psync",
+           f"--numjobs={slots}", "--group_reporting", "--output-format=json",
+           f"--cpus_allowed={cpus}", "--cpus_allowed_policy=split"]
+    return cmd + (["--end_fsync=1"] if kind == "write" else [])
 
 
 def fio(d: str, slots: int, size: int, block: int) -> dict[str, float]:
     out = {}
-    # job i on slot i's cpu (pin = core: one cpu each), as the slots are
-    cpus = ",".join(harness.cpulist(a) for a in harness.slot_affinity(slots))
     for kind in ("write", "read"):
-        cmd = ["fio", "--name=bench", f"--directory={d}", "--filename_format=fio.$jobnum",
-               f"--rw={kind}", f"--bs={block}", f"--size={size}", "--ioengine=psync",
-               f"--numjobs={slots}", "--group_reporting", "--output-format=json",
-               f"--cpus_allowed={cpus}", "--cpus_allowed_policy=split"]
-        if kind == "write":
-            cmd += ["--end_fsync=1"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(fio_cmd(d, slots, size, block, kind), capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"fio failed: {p.stderr.strip() or p.stdout.strip()}")
         job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0][kind]
@@ -91,6 +105,60 @@ def ior(exe: str, d: str, slots: int, size: int, block: int) -> dict[str, float]
         sys.exit(f"ior failed: {p.stderr.strip() or p.stdout.strip()}")
     m = PARSERS["ior"](p.stdout, p.stderr)
     return {"write": m["write_mean_mib_s"], "read": m["read_mean_mib_s"]}
+
+
+def work_pass(base: str, slots: int, size: int, block: int) -> bool:
+    """Each side once more under the work counters (work.py), side by side: manybench's
+    write task alone, then write and read (the read's work is the difference: it reads what
+    the write left, as fio's read job reads its write job's file), against fio's two jobs.
+    True when they did the same work."""
+    runs: dict[str, work.Work] = {}
+    for name, upto in (("write", '[[task]]\nname = "read"'), ("both", None)):
+        d, res = tempfile.mkdtemp(dir=base), tempfile.mkdtemp(dir=base)
+        text = plan_text(d, slots, size, block, False)
+        plan = os.path.join(res, "plan.toml")
+        with open(plan, "w") as f:
+            f.write(text[:text.index(upto)] if upto else text)
+        runs[name], _ = work.measure([sys.executable, "-m", "manybench", "run", plan, "-o",
+                                      res, "-q"], d, harness.ENV)
+    read = work.Work(max(0, runs["both"].device_read - runs["write"].device_read),
+                     max(0, runs["both"].device_write - runs["write"].device_write),
+                     runs["both"].calls - runs["write"].calls)
+    ours = {"write": runs["write"], "read": read}
+    fd = tempfile.mkdtemp(dir=base)
+    theirs = {kind: work.measure(fio_cmd(fd, slots, size, block, kind), fd)[0]
+              for kind in ("write", "read")}
+    same = True
+    for kind in ("write", "read"):
+        a, b = _folded(ours[kind]), _folded(theirs[kind])
+        print(f"  work of io.{kind}, {slots} slot(s): manybench {a.line()}")
+        print(f"  work of io.{kind}, {slots} slot(s): fio       {b.line()}")
+        diffs = work.agree(a, b, ITEM_CALLS[kind])
+        print(f"io.{kind}, {slots} slot(s): work " + (
+            f"agrees with fio: the same {', '.join(ITEM_CALLS[kind])} calls and sizes, the "
+            "same device bytes" if not diffs else "DIFFERS from fio: " + "; ".join(diffs)))
+        other = [d for d in work.agree(a, b) if d not in diffs and "device" not in d
+                 and not d.startswith(_BOOKKEEPING)]
+        if other:     # before T0 or bookkeeping: shown, not gated
+            print(f"  io.{kind}, {slots} slot(s): besides the items: " + "; ".join(other))
+        same &= not diffs
+    return same
+
+
+# the calls that are the work of each item (plain and positioned calls folded together);
+# the rest (fadvise, opens, stats) happens before T0 or around the run
+ITEM_CALLS = {"write": ("write", "fsync", "fdatasync", "fallocate"), "read": ("read",)}
+_BOOKKEEPING = ("close", "mkdir", "rmdir", "newfstatat", "openat", "unlink", "lseek",
+                "statx", "fstat")
+
+
+def _folded(w: work.Work) -> work.Work:
+    """read/pread64 and write/pwrite64 of one size are the same work: counted as one."""
+    fold = {"pread64": "read", "pwrite64": "write"}
+    calls: Counter = Counter()
+    for (name, arg), n in w.calls.items():
+        calls[(fold.get(name, name), arg)] += n
+    return work.Work(w.device_read, w.device_write, calls)
 
 
 def show(label: str):
@@ -112,6 +180,8 @@ def main() -> int:
     ap.add_argument("--slots", default="1,2")
     ap.add_argument("--rounds", default=5, type=int)
     ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
+    ap.add_argument("--no-work", dest="work", action="store_false",
+                    help="skip the work counters (device bytes, system calls per item)")
     args = ap.parse_args()
     if not shutil.which("fio"):
         print("fio is not installed (Debian package fio): nothing to compare with",
@@ -147,6 +217,10 @@ def main() -> int:
                     ok &= verdict(Goal(f"io.{kind}, {slots} slot(s) / {peer}", LOW, upper=HIGH),
                                   [r[kind] for r in runs["manybench"]],
                                   [r[kind] for r in runs[peer]], "MiB/s")
+            if args.work and work.strace():
+                ok &= work_pass(base, slots, args.size, args.block)
+            elif args.work:
+                print("work counters: strace is not installed (Debian package strace)")
     finally:
         shutil.rmtree(base, ignore_errors=True)    # our temp dir only, never DIR itself
     return 0 if ok else 1

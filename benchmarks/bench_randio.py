@@ -132,7 +132,11 @@ def main() -> int:
           f"{args.runtime:g} s per run, {args.repeat} runs per case", flush=True)
     ok = True
     try:
-        _native.layout(path, args.size, 1 << 20)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _native.layout(fd, path, args.size, 1 << 20)
+        finally:
+            os.close(fd)
         for engine in engines:
             for mode in args.modes.split(","):
                 for depth in (int(x) for x in args.depths.split(",")):

@@ -6,9 +6,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from manybench.analysis.compare import Comparison, Figure, RunData, Side
+from manybench.analysis.points import PointSummary, summarize
+from manybench.analysis.significance import paired, welch
 from manybench.model import Phase, Plan, TaskSpec
+from manybench.plan.expand import point_key
 from manybench.record import Record
-from manybench.results.contract import StoredPhase, TelemetryRow
+from manybench.results.contract import (RunInfo, RunNotes, Sample, StoredNode, StoredPhase,
+                                        TelemetryRow)
+from manybench.results.store import Store
 
 if TYPE_CHECKING:      # the kernels need the native build: imported when a kernel is run
     from manybench.kernels import Result, SlotContext
@@ -16,6 +22,10 @@ if TYPE_CHECKING:      # the kernels need the native build: imported when a kern
 T = 1_700_000_000_000_000_000    # a T0 in ns since the epoch (November 2023)
 T0 = T
 S = 1_000_000_000                # ns per second
+MiB = 1 << 20
+# a command task's six metrics (cmd_store)
+SIX = {"reads_per_s": "a", "bw_mib_s": "b", "fsync_us": "c", "wall_s": "d",
+       "mapped_pct": "e", "gflops": "f"}
 
 # ---- analysis: records and phases built by hand --------------------------------------------
 
@@ -129,3 +139,157 @@ def check_latency(r: Result) -> None:
     assert set(LAT_KEYS) <= set(m)
     assert 0 < m["lat_p50_us"] <= m["lat_p90_us"] <= m["lat_p99_us"] <= m["lat_max_us"]
     assert m["lat_mean_us"] <= m["lat_max_us"]
+
+
+# ---- comparisons: sides and runs built by hand ---------------------------------------------
+def side(label: str, values: list[float], start: int = 0) -> Side:
+    s = PointSummary(point=label, task="t", kernel="command", variant=label, workers=1,
+                     params={})
+    return Side(label, s, {start + 2 * i: v for i, v in enumerate(values)},
+                {start + 2 * i: i for i in range(len(values))})
+
+
+def comparison(fig: Figure, base: list[float], other: list[float]) -> Comparison:
+    return Comparison("t", fig, side("a", base), side("b", other, 1),
+                      paired(base, other) if len(base) == len(other) else welch(base, other))
+
+
+def compare_run(points: list[tuple[str, int, dict, float]], plan_raw: dict,
+         pair: bool = True) -> RunData:
+    """A fabricated run of one point of task "t": (variant, rep, params, elapsed) per phase,
+    in run order; keys with "pair" as runs store them now, or without as older runs did."""
+    records, phases = [], []
+    for i, (variant, rep, params, secs) in enumerate(points):
+        key = point_key("t", variant, 1, "spread", "core", params, pair=0 if pair else None)
+        t0 = 10**18 + i * 10**10
+        records.append(Record(run="r", phase=i, task="t", kernel="command", variant=variant,
+                              rep=rep, workers=1, node="n", slot=0, cpu=0, t0_ns=t0,
+                              start_ns=t0, end_ns=t0 + int(secs * 1e9), elapsed_s=secs,
+                              params=params))
+        phases.append(StoredPhase(run="r", index=i, task="t", kernel="command",
+                                  variant=variant, rep=rep, workers=1, point=key,
+                                  params=params, t0_ns=t0))
+    info = RunInfo("r", "p", "", plan_raw, [], 0, None, "finished", {}, RunNotes())
+    return RunData("r", info, summarize(records, phases), records, phases)
+
+
+# ---- stores: a command task with six metrics; a run with samples and telemetry -------------
+def cmd_store(path) -> None:
+    """A command task with six metrics at workers 1, 2, 4 (two reps each)."""
+    spec = TaskSpec("bwa", "command", {}, command=["bwa"], metrics=dict(SIX))
+    st = Store(path)
+    st.begin_run("r1", Plan(name="six", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
+    i = 0
+    for w in (1, 2, 4):
+        for rep in range(2):
+            t0 = T + i * 10 * S
+            recs = [Record(run="r1", phase=i, task="bwa", kernel="command", variant="", rep=rep,
+                           workers=w, node="n1", slot=s, cpu=s, t0_ns=t0, start_ns=t0 + 1000 * s,
+                           end_ns=t0 + 2 * S, elapsed_s=2.0,
+                           metrics={"exit_status": 0, "reads_per_s": 123456.0 / w,
+                                    "bw_mib_s": 900.0 + 300 * w + rep, "fsync_us": 133000.0 + s,
+                                    "wall_s": 2.0 + 0.1 * s, "mapped_pct": 99.1, "gflops": 3.5})
+                    for s in range(w)]
+            st.write_phase("r1", Phase(i, spec, "command", "", rep, w, "spread", "core", {},
+                                       f"bwa-{w}"), t0, recs)
+            i += 1
+    st.end_run("r1", "finished")
+    st.close()
+
+
+def write_samples(phase: int, workers: int) -> list[Sample]:
+    # each slot writes 100 MiB/s for 1 s, sampled every 100 ms
+    return [Sample("r1", phase, rank, "n1", k / 10, k * 10 * MiB, "bytes")
+            for rank in range(workers) for k in range(11)]
+
+
+def phase_telemetry(phase: int) -> list[TelemetryRow]:
+    return [TelemetryRow("r1", "n1", T + phase * S + k * S // 10, 0.1, phase, 20.0, 30.0, 5.0,
+                         1 << 30, 1 << 29, 0.0, 2e8, 80.0, 1e3, 1e3) for k in range(10)]
+
+
+class StoreWithSamples(Store):
+    """The store as it will be once samples and telemetry are stored (issue 10, items 3-4)."""
+    samples_by_run: list[Sample] = []
+    telemetry_by_run: list[TelemetryRow] = []
+
+    def samples(self, run_id):
+        return [s for s in self.samples_by_run if s.run == run_id]
+
+    def telemetry(self, run_id):
+        return [t for t in self.telemetry_by_run if t.run == run_id]
+
+
+def make_store(path) -> tuple[list[Sample], list[TelemetryRow]]:
+    null = TaskSpec("sync", "null", {})
+    wr = TaskSpec("write", "io.write", {})
+    st = Store(path)
+    st.begin_run("r1", Plan(name="plots", tasks=[null, wr], raw={}), [], {"hostname": "n1"})
+    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
+    samples, telemetry = [], []
+    i = 0
+    for w in (1, 2, 4):
+        for rep in range(2):
+            t0 = T + i * S
+            st.write_phase("r1", Phase(i, null, "null", "", rep, w, "spread", "core", {},
+                                       f"sync-{w}"), t0,
+                           [Record(run="r1", phase=i, task="sync", kernel="null", variant="",
+                                   rep=rep, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
+                                   start_ns=t0 + 1000 * s, end_ns=t0 + 1000 * s + 50)
+                            for s in range(w)])
+            i += 1
+    for w in (1, 2, 4):
+        t0 = T + i * S
+        p = {"size": 100 * MiB}
+        st.write_phase("r1", Phase(i, wr, "io.write", "", 0, w, "spread", "core", p,
+                                   f"write-{w}"), t0,
+                       [Record(run="r1", phase=i, task="write", kernel="io.write", variant="",
+                               rep=0, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
+                               start_ns=t0 + 10_000 * s, end_ns=t0 + S + 10_000 * s,
+                               elapsed_s=1.0, ops=100, bytes=100 * MiB, params=p,
+                               hist={10: 50, 20: 50}) for s in range(w)])
+        samples += write_samples(i, w)
+        telemetry += phase_telemetry(i)
+        i += 1
+    st.end_run("r1", "finished")
+    st.close()
+    return samples, telemetry
+
+
+# ---- processes a run left behind: found by a tag in their environment ------------------------
+
+ORPHAN_TAG = "MB_ORPHAN_TAG"   # a test's commands (or wraps) export it; their children inherit
+SETTLE_S = 10.0                # "a few seconds": how long leftovers are given to go
+
+
+def tagged(tag: str) -> list:
+    """The live processes whose environment holds ORPHAN_TAG=tag (psutil.Process)."""
+    import psutil
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get(ORPHAN_TAG) == tag:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def survivors(tag: str) -> list:
+    """The tagged processes still alive once they had SETTLE_S to go (a zombie is gone)."""
+    import time
+
+    import psutil
+    end = time.monotonic() + SETTLE_S
+    while True:
+        alive = []
+        for p in tagged(tag):
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() > end:
+            return alive
+        time.sleep(0.2)

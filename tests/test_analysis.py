@@ -144,7 +144,7 @@ def test_metrics_latency_clock_and_commands():
     assert s.latency_us == {"p50": 3.0, "p99": 8.0} and s.latency_source == "metrics"
     assert s.clock_error_ns == 900
     assert s.metrics == {"rate": 20.0}          # extracted figures only, ok records only
-    assert s.exit_statuses == {0: 3, 2: 1}      # every record's exit status
+    assert s.counts == {"exit_status": {0: 3, 2: 1}}   # every record's exit status
     assert s.error == 1
 
 

@@ -64,6 +64,13 @@ def test_spread_over_nodes_with_corrected_clocks(four_nodes, plan_file, tmp_path
              for g in _phases(rows).values()]
     assert statistics.median(skews) < FAKETIME_SHIFT_S * 1e9 / 2
     assert "clock n3: offset" in res.stdout
+    # each node measured its own noise floor, nodes on one machine one after another
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    floors = dict(db.execute("SELECT name, json_extract(inventory, '$.noise.seconds') "
+                             "FROM nodes").fetchall())
+    db.close()
+    assert floors == {n: 0.4 for n in ("n1", "n2", "n3", "n4")}
+    assert all(f"noise floor {n}: stalls up to" in res.stdout for n in floors)
 
 
 def test_pack_and_task_nodes(four_nodes, plan_file, tmp_path):

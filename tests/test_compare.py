@@ -4,21 +4,18 @@ and without "pair") and across runs; and real runs through the command line: a v
 slower is significantly worse, an identical one is not, `compare` across runs, bad input."""
 from __future__ import annotations
 
-import json
 import math
 import os
 
 import pytest
 
+from builders import compare_run, comparison, side
 from conftest import run_cli
 from manybench.analysis.compare import (BANDWIDTH, ELAPSED, SYNC, BETTER, N_TOO_SMALL, NO_DATA,
-                                        NOT_SIGNIFICANT, WORSE, Comparison, Figure, RunData,
-                                        Side, choose_figure, load, task_verdict, within_run)
-from manybench.analysis.points import PointSummary, summarize
+                                        NOT_SIGNIFICANT, WORSE, Comparison, choose_figure, load,
+                                        task_verdict, within_run)
+from manybench.analysis.points import PointSummary
 from manybench.analysis.significance import betainc, paired, t_cdf, t_quantile, welch
-from manybench.plan.expand import point_key
-from manybench.record import Record
-from manybench.results.contract import RunInfo, RunNotes, StoredPhase
 from manybench.results.store import Store
 
 WIDE = {**os.environ, "COLUMNS": "250"}     # report rows on one line each
@@ -77,37 +74,29 @@ def test_welch_on_the_textbook_sample():
 def test_unequal_sample_sizes_and_constant_samples():
     e = welch([1.0, 1.1, 0.9], [1.2, 1.3, 1.25, 1.15, 1.22, 1.28])
     assert (e.n_base, e.n_other) == (3, 6) and e.low < e.ratio < e.high
-    same = welch([2.0, 2.0], [2.0, 2.0])          # nothing varied: no difference at all
-    assert same.ratio == 1.0 and not same.significant
+    same = welch([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])    # nothing varied: no difference at all
+    assert same.ratio == 1.0 and not same.significant and not same.n_too_small
     assert paired([1.0], [2.0]).n_too_small and welch([1.0], [1.0, 2.0]).n_too_small
+    # two repetitions a side give no interval: t(0.975, 1) = 12.7 spans orders of magnitude
+    two = paired([1.0, 1.1], [2.0, 2.3])
+    assert two.n_too_small and two.low is None and two.ratio == pytest.approx(2.0, rel=0.05)
+    assert welch([1.0, 1.1, 1.05], [2.0, 2.2]).n_too_small
 
 
 # -- verdicts and directions ------------------------------------------------------------------
-def _side(label: str, values: list[float], start: int = 0) -> Side:
-    s = PointSummary(point=label, task="t", kernel="command", variant=label, workers=1,
-                     params={})
-    return Side(label, s, {start + 2 * i: v for i, v in enumerate(values)},
-                {start + 2 * i: i for i in range(len(values))})
-
-
-def _comparison(fig: Figure, base: list[float], other: list[float]) -> Comparison:
-    return Comparison("t", fig, _side("a", base), _side("b", other, 1),
-                      paired(base, other) if len(base) == len(other) else welch(base, other))
-
-
 def test_overhead_is_in_the_figures_own_direction():
-    slower = _comparison(ELAPSED, [1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
+    slower = comparison(ELAPSED, [1.0, 1.01, 0.99], [1.1, 1.11, 1.09])
     assert slower.verdict == WORSE and slower.overhead == pytest.approx(0.10, abs=0.001)
     # a rate 10% lower costs 1/0.9 - 1 = 11.1% more: worse, whatever the figure
-    lower_rate = _comparison(BANDWIDTH, [100, 101, 99], [90, 90.9, 89.1])
+    lower_rate = comparison(BANDWIDTH, [100, 101, 99], [90, 90.9, 89.1])
     assert lower_rate.verdict == WORSE
     assert lower_rate.overhead == pytest.approx(1 / 0.9 - 1, abs=0.001)
     lo, hi = lower_rate.overhead_interval
     assert lo <= lower_rate.overhead <= hi
-    assert _comparison(SYNC, [10, 11, 12], [5, 5.5, 6]).verdict == BETTER
-    assert _comparison(ELAPSED, [1.0, 1.2, 0.9], [1.1, 1.0, 1.0]).verdict == NOT_SIGNIFICANT
-    assert _comparison(ELAPSED, [1.0], [1.1]).verdict == N_TOO_SMALL
-    assert Comparison("t", ELAPSED, _side("a", [1.0]), _side("b", []), None).verdict == NO_DATA
+    assert comparison(SYNC, [10, 11, 12], [5, 5.5, 6]).verdict == BETTER
+    assert comparison(ELAPSED, [1.0, 1.2, 0.9], [1.1, 1.0, 1.0]).verdict == NOT_SIGNIFICANT
+    assert comparison(ELAPSED, [1.0], [1.1]).verdict == N_TOO_SMALL
+    assert Comparison("t", ELAPSED, side("a", [1.0]), side("b", []), None).verdict == NO_DATA
 
 
 def test_the_task_verdict_counts_its_points():
@@ -136,32 +125,13 @@ def test_the_figure_follows_the_kernel_traits():
 
 
 # -- matching points within a run ---------------------------------------------------------------
-def _run(points: list[tuple[str, int, dict, float]], plan_raw: dict,
-         pair: bool = True) -> RunData:
-    """A fabricated run of one point of task "t": (variant, rep, params, elapsed) per phase,
-    in run order; keys with "pair" as runs store them now, or without as older runs did."""
-    records, phases = [], []
-    for i, (variant, rep, params, secs) in enumerate(points):
-        key = point_key("t", variant, 1, "spread", "core", params, pair=0 if pair else None)
-        t0 = 10**18 + i * 10**10
-        records.append(Record(run="r", phase=i, task="t", kernel="command", variant=variant,
-                              rep=rep, workers=1, node="n", slot=0, cpu=0, t0_ns=t0,
-                              start_ns=t0, end_ns=t0 + int(secs * 1e9), elapsed_s=secs,
-                              params=params))
-        phases.append(StoredPhase(run="r", index=i, task="t", kernel="command",
-                                  variant=variant, rep=rep, workers=1, point=key,
-                                  params=params, t0_ns=t0))
-    info = RunInfo("r", "p", "", plan_raw, [], 0, None, "finished", {}, RunNotes())
-    return RunData("r", info, summarize(records, phases), records, phases)
-
-
 def test_variants_that_set_params_still_pair_by_position():
     raw = {"variant": [{"name": "fast"}, {"name": "slow"}], "baseline": "fast"}
     rows = []
     for rep in range(3):
         rows += [("fast", rep, {"secs": "1"}, 1.0 + rep * 0.01),
                  ("slow", rep, {"secs": "1.1"}, 1.1 + rep * 0.01)]
-    (tc,) = within_run(_run(rows, raw))
+    (tc,) = within_run(compare_run(rows, raw))
     (c,) = tc.rows
     assert tc.baseline == "fast" and c.other.label == "slow"
     assert c.estimate.method == "paired" and c.verdict == WORSE and c.interleaved
@@ -171,21 +141,21 @@ def test_old_runs_without_pair_match_keys_without_the_variant():
     raw = {"variant": [{"name": "a"}, {"name": "b"}]}
     rows = [(v, rep, {"secs": "1"}, 1.0 + (0.1 if v == "b" else 0) + rep * 0.001)
             for rep in range(3) for v in ("a", "b")]
-    (tc,) = within_run(_run(rows, raw, pair=False))
+    (tc,) = within_run(compare_run(rows, raw, pair=False))
     assert tc.baseline == "a" and tc.rows[0].verdict == WORSE
     # a variant that set params has no partner in such runs: nothing is compared wrongly
     rows = [(v, rep, {"secs": "1" if v == "a" else "2"}, 1.0) for rep in range(2)
             for v in ("a", "b")]
-    assert within_run(_run(rows, raw, pair=False)) == []
+    assert within_run(compare_run(rows, raw, pair=False)) == []
 
 
 def test_a_missing_repetition_falls_back_to_welch_and_blocks_are_flagged():
     raw = {"variant": [{"name": "a"}, {"name": "b"}]}
-    rows = [("a", 0, {}, 1.0), ("a", 1, {}, 1.01), ("a", 2, {}, 0.99),
-            ("b", 0, {}, 1.2), ("b", 1, {}, 1.21)]          # b ran after a, one rep short
-    (tc,) = within_run(_run(rows, raw))
+    rows = [("a", 0, {}, 1.0), ("a", 1, {}, 1.01), ("a", 2, {}, 0.99), ("a", 3, {}, 1.0),
+            ("b", 0, {}, 1.2), ("b", 1, {}, 1.21), ("b", 2, {}, 1.19)]   # b after a, one short
+    (tc,) = within_run(compare_run(rows, raw))
     c = tc.rows[0]
-    assert c.estimate.method == "welch" and (c.estimate.n_base, c.estimate.n_other) == (3, 2)
+    assert c.estimate.method == "welch" and (c.estimate.n_base, c.estimate.n_other) == (4, 3)
     assert not c.interleaved
 
 
@@ -281,7 +251,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     itself = run_cli("compare", a, f"{a}:{run_id}", "--fail-on-regression", env=WIDE)
     assert itself.returncode == 0, itself.stderr
     row = next(ln for ln in itself.stdout.splitlines() if "5+5 welch" in ln)
-    assert "1.000" in row and NOT_SIGNIFICANT in row
+    assert "1.00 times" in row and NOT_SIGNIFICANT in row
 
 
 @pytest.mark.e2e

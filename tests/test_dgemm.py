@@ -174,3 +174,97 @@ def test_plan_with_too_small_n_is_refused(plan_file, tmp_path):
     res = run_cli("run", plan, "-o", str(tmp_path / "res"))
     assert res.returncode == 2
     assert "task.mm.n" in res.stderr + res.stdout
+
+
+def _system_openblas_or_skip() -> dict:
+    try:
+        return _native.blas_load("libopenblas.so.0")
+    except OSError as e:
+        pytest.skip(f"needs the system OpenBLAS (Debian: libopenblas0): {e.strerror or e}")
+
+
+def test_the_record_names_the_library_its_version_core_and_threads(blas):
+    state = K.prepare(CTX, {"n": 64, "repeat": 2})
+    try:
+        r = _run(state)
+    finally:
+        K.cleanup(state)
+    x = r.extra
+    assert os.path.exists(x["blas"]) and x["blas_config"]
+    if "OpenBLAS" in x["blas_config"]:     # OpenBLAS says its version, core and threads
+        assert x["blas_version"] and x["blas_version"] in x["blas_config"]
+        assert x["blas_core"] and x["blas_core"].lower() in x["blas_config"].lower()
+        assert x["blas_threads_used"] == 1
+
+
+ZEN4 = ("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+        "flags\t\t: fpu sse sse2 avx fma avx2 avx512f\n")
+OLD = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 15\nflags\t\t: fpu sse sse2 sse3\n"
+
+
+def test_a_core_narrower_than_the_processors_pipes_is_a_mismatch():
+    from manybench.inventory.cpu_peak import parse_cpuinfo
+    from manybench.kernels.blas import core_mismatch
+    zen4, old = parse_cpuinfo(ZEN4), parse_cpuinfo(OLD)
+    text = core_mismatch("Prescott", "OpenBLAS 0.3.21 DYNAMIC_ARCH Prescott", zen4)
+    assert text.startswith("cpu.dgemm: OpenBLAS 0.3.21 runs its Prescott kernels (128-bit")
+    assert "Zen 4" in text and "blas = \"best\"" in text
+    assert core_mismatch("Sandybridge", "", zen4) is not None      # no FMA on an FMA cpu
+    for fits in ("Haswell", "Zen", "SkylakeX", "Cooperlake"):       # 256-bit pipes are fed
+        assert core_mismatch(fits, "", zen4) is None
+    assert core_mismatch("Prescott", "", old) is None               # nothing wider to use
+    assert core_mismatch("NEOVERSEN1", "", zen4) is None            # not judged here
+
+
+@pytest.mark.e2e
+def test_a_forced_old_core_gives_the_library_warning(plan_file, tmp_path):
+    """OPENBLAS_CORETYPE=Prescott makes the system OpenBLAS run its SSE3 kernels: the
+    constructed mismatch of a library that does not know the processor."""
+    from manybench.inventory.cpu_peak import core_flops, parse_cpuinfo
+    _system_openblas_or_skip()
+    with open("/proc/cpuinfo") as f:
+        cpu = parse_cpuinfo(f.read())
+    if cpu["arch"] != "x86" or core_flops(cpu).width_bits <= 128:
+        pytest.skip("this cpu is no wider than Prescott's kernels: nothing to mismatch")
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan_file("""
+        noise = 0
+        [[task]]
+        name = "mm"
+        kernel = "cpu.dgemm"
+        n = 64
+        repeat = 2
+        blas = "libopenblas.so.0"
+    """), "-o", out, env={**os.environ, "OPENBLAS_CORETYPE": "Prescott"})
+    assert res.returncode == 0, res.stderr
+    from manybench.results.store import Store
+    with Store(out, readonly=True) as st:
+        run = st.runs()[-1]
+        [rec] = st.records(run.run_id)
+        ws = [w for w in st.warnings(run.run_id) if w.kind == "library"]
+    assert rec.extra["blas_core"] == "Prescott"
+    assert len(ws) == 1 and "Prescott kernels" in ws[0].message and ws[0].task == "mm"
+    assert "Prescott kernels" in res.stdout      # the report shows it
+
+
+def test_blas_best_times_every_candidate_and_keeps_the_fastest(blas):
+    state = K.prepare(CTX, {"n": 96, "repeat": 2, "blas": "best"})
+    try:
+        r = _run(state)
+    finally:
+        K.cleanup(state)
+    trials = r.extra["blas_trials"]
+    assert trials and all(v > 0 for v in trials.values())
+    assert r.extra["blas"] == max(trials, key=trials.get)
+    # every library that loads was tried: the system's and numpy's, when both are here
+    files = {_native.blas_load(p)["file"] for p in dgemm.candidates(None)
+             if _loads(p)}
+    assert set(trials) == files
+
+
+def _loads(path: str) -> bool:
+    try:
+        _native.blas_load(path)
+        return True
+    except OSError:
+        return False

@@ -316,3 +316,53 @@ def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
     assert "share of" in hpl_part and "95.0% of 2 x 300" in hpl_part         # 570 / 600
     assert "efficiency" not in dd_part and "share of" not in dd_part         # no peak for it
     assert "peaks" in text and "dp_gflops 400 GFLOPS" in text and "mb_s 750 ([peaks])" in text
+
+
+def test_a_cpu_the_table_does_not_know_is_measured_and_says_so():
+    # one core measured: 58.7 GFLOPS of 256-bit FMA (512-bit no faster) at 3.66 GHz
+    m = C.Measured(3.66, {64: 0.0, 128: 29.3, 256: 58.7, 512: 58.6})
+    assert m.best() == (256, 58.7) and m.flops_per_cycle() == 16
+    gen = C.core_flops(GENERIC_FMA, measured=m)
+    assert (gen.units, gen.width_bits, gen.flops_per_cycle) == (2, 256, 16)
+    assert gen.assumption.startswith("measured on one core: 58.7 GFLOPS of 256-bit FMA")
+    assert C.core_flops(ZEN4, measured=C.Measured(3.0, {256: 12.0})).flops_per_cycle == 16
+    assert C.core_flops(GENERIC_FMA, measured=C.Measured(3.0, {})).assumption.startswith(
+        "assumed")      # nothing measured: the assumption, stated
+
+
+def test_a_measured_busy_clock_replaces_the_idle_cpu_mhz():
+    base, src, mx, msrc = C.frequencies("AMD EPYC", [2596.0], measured_ghz=3.66)
+    assert (base, mx) == (3.66, 3.66) and src.startswith("measured") and "not the rated" in src
+    # cpufreq's figures win over the measurement
+    base, src, mx, _ = C.frequencies("x", [1.0], 2_400_000, 3_700_000, "intel_pstate",
+                                     measured_ghz=3.0)
+    assert (base, mx, src) == (2.4, 3.7, "cpufreq base_frequency")
+
+
+def test_the_probe_agrees_with_the_table_on_a_known_cpu():
+    native = pytest.importorskip("manybench._native", reason="the C kernels are not built")
+    with open("/proc/cpuinfo") as f:
+        info = C.parse_cpuinfo(f.read())
+    table = C.core_flops(info)
+    if table.assumption or info["arch"] != "x86":
+        pytest.skip("this cpu is not in the table (or not x86): nothing to compare with")
+    m = C.Measured(native.probe_clock(1_000_000, 40),
+                   dict(zip((64, 128, 256, 512), native.probe_fma(1_000_000, 40))))
+    # the same flops per cycle, whatever the clock: both are measured on this core
+    assert m.flops_per_cycle() == table.flops_per_cycle
+
+
+def test_efficiency_above_100_percent_is_a_wrong_peak(tmp_path):
+    recs, phases = [], []
+    for i in range(3):
+        t0 = T + i * 10 * S
+        recs.append(rec(i, 0, t0, t0, t0 + S, kernel="cpu.dgemm", workers=1,
+                        metrics={"gflops": 55.0}))
+        phases.append(pinfo(i, "p", kernel="cpu.dgemm", workers=1, t0=t0))
+    pts = summarize(recs, phases)
+    low = NodePeaks(P.derive({"cores": 2, "base_ghz": 2.3, "dp_flops_per_cycle": 16}))
+    [e] = evaluate(pts, recs, low).values()
+    assert e.efficiency.ratio > 1 and e.efficiency.above_peak
+    right = NodePeaks(P.derive({"cores": 2, "base_ghz": 3.66, "dp_flops_per_cycle": 16}))
+    [e] = evaluate(pts, recs, right).values()
+    assert not e.efficiency.above_peak

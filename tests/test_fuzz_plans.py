@@ -145,6 +145,9 @@ ODD_STRINGS = ["", " ", "../../x", "/etc/passwd", "a/b", "..", ".", "{", "}", "{
                "1GiB", "10s", "99999999999PiB", "0-99999999", "1" + "0" * 400, "core", "true", "'", '"', "\\"]
 ODD_NUMBERS = [0, -1, 1, 2, 3, 10**30, 10**400, 2**63, -(2**63), 2**31, 100000000, 1.5, -0.0,
                float("nan"), float("inf"), float("-inf"), 1e308]
+# names over the byte limit in fewer characters than it (a file system counts bytes)
+MULTIBYTE = ["é" * 100, "é" * 101, "é" * 150, "😀" * 50, "😀" * 51, "名" * 67, "名" * 80]
+WARMUPS = [0, 1, 3, 1000, 100001, 100000000, 10**30, -1, 1.5, True, "2"]
 TYPOS = {"timeout": "timout", "parse": "parser", "workers": "worker", "kernel": "kernal",
          "command": "cmd", "block": "blok", "size": "sise", "name": "nmae", "repeat": "repeats"}
 
@@ -250,6 +253,20 @@ def mutate(raw: dict, rng: random.Random) -> dict:
     return raw
 
 
+def observe_or_name(raw: dict, rng: random.Random) -> dict:
+    """A warm-up count or a multibyte name, on the plan, a task or a variant: the fields that
+    escaped the limits once (a warm-up expanded before it was counted; a name bounded in
+    characters, not bytes)."""
+    tables = [raw] + [t for key in ("task", "variant") if isinstance(raw.get(key), list)
+                      for t in raw[key] if isinstance(t, dict)]
+    table = rng.choice(tables)
+    if rng.random() < 0.5 and (table is raw or table in raw.get("task", [])):
+        table["warmup"] = rng.choice(WARMUPS)
+    else:
+        table["name"] = rng.choice(MULTIBYTE)
+    return raw
+
+
 def text_mutate(text: str, rng: random.Random) -> str:
     """Broken TOML: truncated, a line doubled or dropped, a character flipped."""
     lines = text.splitlines(keepends=True)
@@ -281,6 +298,8 @@ def cases(n: int, seed: int) -> list[tuple[str, list[str]]]:
         base = rng.choice(SEEDS)
         if rng.random() < 0.15:
             text = text_mutate(base, rng)
+        elif rng.random() < 0.2:
+            text = dumps(observe_or_name(tomllib.loads(base), rng))
         else:
             text = dumps(mutate(tomllib.loads(base), rng))
         args: list[str] = []
@@ -362,3 +381,9 @@ def test_a_few_mutated_plans_through_the_real_command_line(tmp_path):
         where = f"seed {SEED + 1} case {n} {args}:\n{text[:3000]}\n---\n"
         check_outcome(res.returncode, res.stderr if res.returncode else res.stdout,
                       str(plan), where)
+
+
+def test_the_fuzzer_reaches_warmups_and_multibyte_names():
+    texts = [t for t, _ in cases(CASES, SEED)]
+    assert sum("warmup = " in t for t in texts) > CASES // 40
+    assert sum(any(json.dumps(n)[1:-1] in t for n in MULTIBYTE) for t in texts) > CASES // 40

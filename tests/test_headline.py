@@ -6,43 +6,17 @@ import re
 
 import pytest
 
+from builders import cmd_store
 from conftest import run_cli
-from manybench.model import Phase, Plan, TaskSpec
-from manybench.record import Record
 from manybench.report import render_text
-from manybench.report.colunits import human_time, metric_unit, rate_unit
-from manybench.results.contract import StoredNode
-from manybench.results.store import Store
+from manybench.analysis.values import metric_unit
+from manybench.report.colunits import column_unit, num, rate_unit
 
 T = 1_700_000_000_000_000_000
 S = 1_000_000_000
 MiB = 1 << 20
 SIX = {"reads_per_s": "a", "bw_mib_s": "b", "fsync_us": "c", "wall_s": "d",
        "mapped_pct": "e", "gflops": "f"}
-
-
-def _cmd_store(path) -> None:
-    """A command task with six metrics at workers 1, 2, 4 (two reps each)."""
-    spec = TaskSpec("bwa", "command", {}, command=["bwa"], metrics=dict(SIX))
-    st = Store(path)
-    st.begin_run("r1", Plan(name="six", tasks=[spec], raw={}), [], {"hostname": "n1"})
-    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
-    i = 0
-    for w in (1, 2, 4):
-        for rep in range(2):
-            t0 = T + i * 10 * S
-            recs = [Record(run="r1", phase=i, task="bwa", kernel="command", variant="", rep=rep,
-                           workers=w, node="n1", slot=s, cpu=s, t0_ns=t0, start_ns=t0 + 1000 * s,
-                           end_ns=t0 + 2 * S, elapsed_s=2.0,
-                           metrics={"exit_status": 0, "reads_per_s": 123456.0 / w,
-                                    "bw_mib_s": 900.0 + 300 * w + rep, "fsync_us": 133000.0 + s,
-                                    "wall_s": 2.0 + 0.1 * s, "mapped_pct": 99.1, "gflops": 3.5})
-                    for s in range(w)]
-            st.write_phase("r1", Phase(i, spec, "command", "", rep, w, "spread", "core", {},
-                                       f"bwa-{w}"), t0, recs)
-            i += 1
-    st.end_run("r1", "finished")
-    st.close()
 
 
 def _tables(text: str) -> list[str]:
@@ -56,22 +30,26 @@ def _fits(text: str, width: int = 80) -> None:
 
 
 def test_six_metric_command_task_fits_80_columns_in_one_table(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=80)
     _fits(text)
     assert _tables(text) == ["bwa (command), 2 phases a row"]
     table = text.split("bwa (command)")[1].split("lateness =")[0]
     for header in ("reads_per_s", "bw", "fsync", "wall", "mapped_pct", "gflops"):
         assert header in table, header
-    # bw_mib_s: 1200..2101 MiB/s, one unit for the column (GiB/s), median (min-max)
+    # bw_mib_s: 1200..2101 MiB/s per slot, summed over a phase's slots (a rate): the
+    # aggregate, one unit for the column (GiB/s), median (min-max) over phases
     assert "GiB/s" in table and "MiB/s" not in table
-    assert "1.17" in table and "2.05" in table        # 1200 and 2100 MiB/s in GiB/s
+    assert "1.17" in table and "8.20" in table        # 1200 and 4 x 2100 MiB/s in GiB/s
     assert "1.17 (" not in table                     # no range of one value (1201 rounds to it)
     wide = render_text(tmp_path, width=200).split("bwa (command)")[1]
-    assert "1.46 (1.46-1.47)" in wide                # the range where there is room
-    # times in human units: fsync_us 133000 -> "133 ms", never "133k"
-    assert "133 ms" in table and "133k" not in table
-    assert "123k" in table                                   # reads_per_s: a count
+    assert "8.20 (8.20-8.21)" in wide                # the range where there is room
+    # and per slot (aggregate / workers) in the aggregate's unit, labelled so
+    assert "2.05" in wide and "per slot, GiB/s" in wide and "aggregate, GiB/s" in wide
+    # times in one human unit per column, named in its header: fsync_us 133000 -> 133 ms,
+    # never "133k"
+    assert "per slot, ms" in table and " 133 " in table and "133k" not in table
+    assert "aggregate, k" in table and " 123 " in table      # reads_per_s: a count, in k
 
 
 @pytest.mark.e2e
@@ -93,7 +71,7 @@ def test_demo_report_fits_80_columns_one_table_per_task(tmp_path):
 
 @pytest.mark.e2e
 def test_metrics_option_picks_figures_and_refuses_unknown_names(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=80, figures=["gflops", "skew"])
     table = text.split("bwa (command)")[1].split("lateness =")[0]
     assert "gflops" in table and "skew" in table and "mapped_pct" not in table
@@ -105,17 +83,22 @@ def test_metrics_option_picks_figures_and_refuses_unknown_names(tmp_path):
 
 
 def test_narrow_terminal_drops_least_important_columns_and_says_so(tmp_path):
-    _cmd_store(tmp_path)
+    cmd_store(tmp_path)
     text = render_text(tmp_path, width=60)
     _fits(text, 60)
     assert "not shown at this width:" in text and "--all" in text
 
 
 def test_column_units():
-    assert metric_unit("triad_mb_s") == ("rate", 1e6, "triad")
-    assert metric_unit("fsync_us")[:2] == ("time", 1e-6)
-    assert metric_unit("ops_s")[0] == "count" and metric_unit("gflops")[0] == "count"
+    # a command's metric by its name's suffix; a declared one as its kernel declares it
+    assert metric_unit("command", "x_mb_s") == ("B/s", 1e6)
+    assert metric_unit("command", "fsync_us") == ("s", 1e-6)
+    assert metric_unit("command", "reads") == ("", 1.0)
+    assert metric_unit("mem.stream", "triad_mb_s") == ("MB/s", 1.0)
+    assert metric_unit("cpu.dgemm", "gflops") == ("GFLOPS", 1.0)
     assert rate_unit([900 * MiB, 1500 * MiB]) == ("GiB/s", 2.0**30)
     assert rate_unit([900 * MiB, 500 * MiB]) == ("MiB/s", 2.0**20)
-    assert human_time(0.133) == "133 ms" and human_time(6.1e-6) == "6.10 us"
-    assert human_time(2.5) == "2.50 s" and human_time(None) == "-"
+    assert column_unit("s", [0.133, 0.002]) == ("ms", 1e-3)
+    assert column_unit("ops/s", [12345.0]) == ("kops/s", 1e3)
+    assert column_unit("", [5.0]) == ("", 1.0) and column_unit("MB/s", [1e5]) == ("MB/s", 1.0)
+    assert num(133.4) == "133" and num(6.1) == "6.10" and num(0.0000123) == "<0.001"

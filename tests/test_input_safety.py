@@ -293,3 +293,65 @@ def test_set_into_an_entry_that_is_not_a_table_is_named(tmp_path):
         task = [{ name = "n", kernel = "null" }, true]
         """, "--set", "task[1].workers=2")
     assert code == 2 and "--set" in out and "task[1]" in out, out
+
+
+# -- issue 18 item 5: warm-up counted, names bounded in bytes ------------------------------
+
+def test_a_task_warmup_past_the_repeat_limit_is_refused_before_expanding(tmp_path):
+    # expanding 100,000,000 warm-up phases took minutes and gigabytes
+    refused(tmp_path, '[[task]]\nname = "n"\nkernel = "null"\nwarmup = 100000000\n',
+            "task.n.warmup")
+
+
+def test_warmup_counts_towards_the_phase_limit(tmp_path):
+    # 12 worker counts x (100,000 warm-up + 1) = 1,200,012 phases: over the 1,000,000 limit
+    out = refused(tmp_path, """
+        warmup = 100000
+        [placement]
+        workers = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        [[task]]
+        name = "n"
+        kernel = "null"
+        """, "warmup", "1,200,012 phases")
+    assert "1,000,000" in out
+
+
+def test_a_task_warmup_counts_for_that_task_alone(tmp_path):
+    code, out = dry_run(tmp_path, """
+        [[task]]
+        name = "a"
+        kernel = "null"
+        warmup = 2
+        [[task]]
+        name = "b"
+        kernel = "null"
+        """)
+    assert code == 0 and "4 phases" in out, out
+
+
+@pytest.mark.parametrize("table, prefix", [("", "name"), ("task", "task.0.name"),
+                                           ("variant", "variant.0.name")])
+def test_a_name_is_bounded_in_bytes_not_characters(tmp_path, table, prefix):
+    long = "é" * 150     # 150 characters, 300 bytes: a file name holds at most 255 bytes
+    if table == "":
+        text = f'name = "{long}"\n[[task]]\nname = "n"\nkernel = "null"\n'
+    elif table == "task":
+        text = f'[[task]]\nname = "{long}"\nkernel = "null"\n'
+    else:
+        text = f'[[task]]\nname = "n"\nkernel = "null"\n[[variant]]\nname = "{long}"\n'
+    code, out = dry_run(tmp_path, text)
+    assert code == 2 and "bytes" in out and "300" in out, out
+
+
+@pytest.mark.e2e
+def test_a_multibyte_name_within_the_byte_limit_runs(tmp_path):
+    name = "é" * 100     # 200 bytes
+    res = run_cli("run", "-o", str(tmp_path / "out"), "--set", f'name="{name}"',
+                  _null_plan(tmp_path))
+    assert res.returncode == 0, res.stderr
+
+
+def _null_plan(tmp_path) -> str:
+    p = tmp_path / "null.toml"
+    p.write_text('[[task]]\nname = "n"\nkernel = "null"\n')
+    return str(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -51,11 +52,9 @@ def test_write_truncates_and_defaults(tmp_path):
 
 
 def test_write_stonewall_stops_at_deadline(tmp_path):
-    ctx = ctx_for_dir("/dev")
-    ctx.scratch = "/dev"       # the slot's file is /dev/null: no disk in the way
+    ctx = ctx_for(tmp_path)
     k = KERNELS["io.write"]
-    st = k.prepare(ctx, {"file": "null", "duration": 0.03, "block": 4 * KiB,
-                         "fsync": "never"})
+    st = k.prepare(ctx, {"duration": 0.03, "block": 4 * KiB, "fsync": "never"})
     try:
         t0 = _native.now_ns() + 2_000_000
         r = k.run(st, t0, 0)
@@ -148,14 +147,27 @@ def ctx_for_dir(d: str) -> SlotContext:
                        scratch=os.path.join(d, "s0"), shared=os.path.join(d, "shared"))
 
 
-def test_no_space_left_is_a_clear_error(tmp_path):
-    # /dev/full fails every write with ENOSPC: the run's error, not an exception.
-    ctx = ctx_for(tmp_path)
-    ctx.scratch = "/dev"       # the slot's file is /dev/full
-    r = run_kernel("io.write", ctx, {"size": 2 * MiB, "file": "full"})
-    assert r.status == "error" and r.ops == 0 and r.bytes == 0
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 1 MiB tmpfs: writes past it fail with ENOSPC (the slot's file in scratch must be a
+    regular file, so /dev/full no longer serves)."""
+    d = tmp_path / "small"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"needs to mount a tmpfs (root): {r.stderr.strip()}")
+    yield d
+    subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_no_space_left_is_a_clear_error(full_disk):
+    # a write past the file system's end fails with ENOSPC: the run's error, not an exception
+    ctx = ctx_for(full_disk)
+    r = run_kernel("io.write", ctx, {"size": 2 * MiB, "block": 256 * KiB})
+    assert r.status == "error" and r.bytes < 2 * MiB
     assert "\n" not in r.error
-    assert r.error.startswith("io.write /dev/full: write at offset 0: ")
+    assert r.error.startswith(f"io.write {ctx.scratch}/io.dat: write at offset ")
     assert "file system is full" in r.error
 
 
@@ -184,7 +196,7 @@ def test_permission_denied_is_a_clear_error(tmp_path):
     os.waitpid(pid, 0)
     os.chmod(ctx.scratch, 0o755)
     # pytest's own tmp dirs are 0700, so an unprivileged user may fail one level up already
-    assert msg.startswith(f"io.write {ctx.scratch}"), msg
+    assert msg.startswith("io.write: cannot open ") and str(tmp_path) in msg, msg
     assert ": Permission denied (check the owner and mode of the directory" in msg
     assert "\n" not in msg
 
@@ -264,3 +276,25 @@ def test_native_histogram_matches_result(tmp_path):
     r = run_kernel("meta.create", ctx_for(tmp_path), {"items": 40})
     assert hist.count(r.hist) == 40
     assert r.metrics == hist.latency_metrics(json.loads(json.dumps(r.hist)))
+
+
+@pytest.mark.parametrize("params, preallocated", [
+    ({"size": 8 * MiB}, True),                        # fio's default fallocate=native
+    ({"size": 8 * MiB, "fallocate": False}, False),   # as IOR and dd
+    ({"size": 8 * MiB, "duration": 0.05}, False),     # a stonewall may stop short of size
+])
+def test_io_write_preallocates_before_t0_as_fio_does(tmp_path, params, preallocated):
+    ctx = ctx_for(tmp_path)
+    k = KERNELS["io.write"]
+    state = k.prepare(ctx, params)
+    try:
+        st = os.stat(state.path)
+        if preallocated and st.st_blocks == 0:
+            pytest.skip("this file system has no fallocate: fio preallocates nothing either")
+        # before T0: the file holds its blocks already (fallocate mode 0 sets its size too)
+        assert (st.st_blocks * 512 >= 8 * MiB) is preallocated
+        assert (st.st_size == 8 * MiB) is preallocated
+        r = k.run(state, _native.now_ns() + 2_000_000, 0)
+        assert r.status == "ok", r.error
+    finally:
+        k.cleanup(state)

@@ -116,7 +116,7 @@ def test_family_detected_from_version_output(tmp_path):
 def test_a_finished_phase_names_each_failed_rank(tmp_path):
     """run/jobs.py: the launcher's account (by rank or by pid) reaches each rank's record."""
     from manybench.record import Record
-    from manybench.run.jobs import finish_jobs
+    from manybench.kernels.mpi_phase import finish_jobs
 
     def rec(rank: int, status: str, error: str = "", **extra) -> Record:
         return Record(run="r", phase=0, task="t", kernel="mpi", variant="", rep=0, workers=3,

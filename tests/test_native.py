@@ -109,9 +109,17 @@ def test_run_io_write_stops_at_the_deadline():
     assert r["end_ns"] >= deadline
 
 
+def _layout(path: str, size: int, block: int) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        native.layout(fd, path, size, block)
+    finally:
+        os.close(fd)
+
+
 def test_run_io_read_wraps_at_eof_with_a_deadline(tmp_path):
     path = str(tmp_path / "r.dat")
-    native.layout(path, 64 * 1024, 4096)
+    _layout(path, 64 * 1024, 4096)
     fd = os.open(path, os.O_RDONLY)
     try:
         t0 = soon()
@@ -125,7 +133,7 @@ def test_run_io_read_wraps_at_eof_with_a_deadline(tmp_path):
 
 def test_run_io_read_to_eof_and_short_file(tmp_path):
     path = str(tmp_path / "r.dat")
-    native.layout(path, 40000, 4096)
+    _layout(path, 40000, 4096)
     fd = os.open(path, os.O_RDONLY)
     try:
         r = native.run_io(fd, False, 4096, 0, 0, False, False, soon(), 0)
@@ -179,24 +187,65 @@ def test_run_io_rejects_negative_sizes():
 
 def test_layout_makes_and_extends_never_shrinks(tmp_path):
     path = str(tmp_path / "l.dat")
-    native.layout(path, 10000, 4096)
+    _layout(path, 10000, 4096)
     assert os.path.getsize(path) == 10000
     with open(path, "rb") as f:
         head = f.read()
     assert 0 not in head and len(set(head)) > 100
-    native.layout(path, 20000, 4096)
+    _layout(path, 20000, 4096)
     assert os.path.getsize(path) == 20000
     with open(path, "rb") as f:
         assert f.read(10000) == head          # what was there stays
-    native.layout(path, 5000, 4096)
+    _layout(path, 5000, 4096)
     assert os.path.getsize(path) == 20000
 
 
 def test_layout_error_is_an_oserror_with_errno(tmp_path):
-    with pytest.raises(OSError) as ei:
-        native.layout(str(tmp_path / "missing" / "x"), 10, 4096)
-    assert ei.value.errno == errno.ENOENT
-    assert "cannot create" in ei.value.strerror
+    fd = os.open(tmp_path / "ro", os.O_RDONLY | os.O_CREAT, 0o600)   # not open for writing
+    try:
+        with pytest.raises(OSError) as ei:
+            native.layout(fd, "ro", 10, 4096)
+    finally:
+        os.close(fd)
+    assert ei.value.errno == errno.EBADF
+    assert "laying out ro" in ei.value.strerror
+
+
+# ---- scratch_open: by descriptor from a root, checked ------------------------------------
+
+def test_scratch_open_makes_the_directories_and_opens_a_regular_file(tmp_path):
+    fd = native.scratch_open(str(tmp_path), "a/b/f.dat", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, b"x")
+    os.close(fd)
+    assert (tmp_path / "a" / "b" / "f.dat").read_bytes() == b"x"
+    assert oct(os.stat(tmp_path / "a").st_mode & 0o777) == oct(0o700)
+
+
+@pytest.mark.parametrize("plant, found", [
+    (lambda p, v: os.symlink(v, p), "is a symbolic link"),
+    (lambda p, v: os.link(v, p), "has 2 links"),
+    (lambda p, v: os.mkfifo(p), "is a FIFO"),
+    (lambda p, v: os.mkdir(p), "is a directory"),
+])
+def test_scratch_open_refuses_what_is_not_a_regular_file_of_its_own(tmp_path, plant, found):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    (tmp_path / "root").mkdir()
+    plant(str(tmp_path / "root" / "f"), str(victim))
+    with pytest.raises(OSError) as ei:     # O_TRUNC: a hard link would empty the victim
+        native.scratch_open(str(tmp_path / "root"), "f", os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                            0o600)
+    assert ei.value.errno == errno.EPERM and found in ei.value.strerror
+    assert victim.read_bytes() == b"keep"
+
+
+def test_scratch_open_never_walks_through_a_linked_directory(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "root" / "slot")
+    with pytest.raises(OSError, match="slot is a symbolic link, not a directory"):
+        native.scratch_open(str(tmp_path / "root"), "slot/f", os.O_WRONLY | os.O_CREAT, 0o600)
+    assert os.listdir(tmp_path / "elsewhere") == []
 
 
 # ---- meta ----------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ def test_single_phase_with_defaults_filled_and_parsed():
     assert (ph.index, ph.kernel, ph.variant, ph.rep, ph.workers, ph.order, ph.pin) == (
         0, "io.write", "", 0, 1, "spread", "core")
     assert ph.params == {"size": 2**30, "duration": 2.0, "block": 2**20, "file": "io.dat",
-                         "direct": False, "fsync": "end", "wear_out": False, "dir": None}
+                         "direct": False, "fsync": "end", "wear_out": False,
+                         "fallocate": True, "dir": None}
     assert ph.env == {} and ph.task.name == "w"
 
 

@@ -10,16 +10,15 @@ import subprocess
 
 import pytest
 
+from builders import StoreWithSamples, make_store, write_samples
 from conftest import run_cli
 from manybench.analysis import summarize
-from manybench.model import Phase, Plan, TaskSpec
-from manybench.record import Record
 from manybench.report.html import html_page
 from manybench.report.plots import MODULES, task_plots
 from manybench.report.plots.data import split
-from manybench.report.plots.throughput import aggregate
+from manybench.analysis.throughput import aggregate
 from manybench.report.plots.timeline import busy_steps
-from manybench.results.contract import Sample, StoredNode, TelemetryRow
+from manybench.results.contract import Sample
 from manybench.results.store import Store
 
 T = 1_700_000_000_000_000_000
@@ -30,73 +29,14 @@ MiB = 1 << 20
 ALL = [m.__name__.rsplit(".", 1)[1] for m in MODULES if not m.__name__.endswith(".sizes")]
 
 
-def _samples(phase: int, workers: int) -> list[Sample]:
-    # each slot writes 100 MiB/s for 1 s, sampled every 100 ms
-    return [Sample("r1", phase, rank, "n1", k / 10, k * 10 * MiB, "bytes")
-            for rank in range(workers) for k in range(11)]
-
-
-def _telemetry(phase: int) -> list[TelemetryRow]:
-    return [TelemetryRow("r1", "n1", T + phase * S + k * S // 10, 0.1, phase, 20.0, 30.0, 5.0,
-                         1 << 30, 1 << 29, 0.0, 2e8, 80.0, 1e3, 1e3) for k in range(10)]
-
-
-class StoreWithSamples(Store):
-    """The store as it will be once samples and telemetry are stored (issue 10, items 3-4)."""
-    samples_by_run: list[Sample] = []
-    telemetry_by_run: list[TelemetryRow] = []
-
-    def samples(self, run_id):
-        return [s for s in self.samples_by_run if s.run == run_id]
-
-    def telemetry(self, run_id):
-        return [t for t in self.telemetry_by_run if t.run == run_id]
-
-
-def make_store(path) -> tuple[list[Sample], list[TelemetryRow]]:
-    null = TaskSpec("sync", "null", {})
-    wr = TaskSpec("write", "io.write", {})
-    st = Store(path)
-    st.begin_run("r1", Plan(name="plots", tasks=[null, wr], raw={}), [], {"hostname": "n1"})
-    st.write_nodes("r1", [StoredNode("r1", "n1", "127.0.0.1", 4, 4)])
-    samples, telemetry = [], []
-    i = 0
-    for w in (1, 2, 4):
-        for rep in range(2):
-            t0 = T + i * S
-            st.write_phase("r1", Phase(i, null, "null", "", rep, w, "spread", "core", {},
-                                       f"sync-{w}"), t0,
-                           [Record(run="r1", phase=i, task="sync", kernel="null", variant="",
-                                   rep=rep, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
-                                   start_ns=t0 + 1000 * s, end_ns=t0 + 1000 * s + 50)
-                            for s in range(w)])
-            i += 1
-    for w in (1, 2, 4):
-        t0 = T + i * S
-        p = {"size": 100 * MiB}
-        st.write_phase("r1", Phase(i, wr, "io.write", "", 0, w, "spread", "core", p,
-                                   f"write-{w}"), t0,
-                       [Record(run="r1", phase=i, task="write", kernel="io.write", variant="",
-                               rep=0, workers=w, node="n1", slot=s, cpu=s, t0_ns=t0,
-                               start_ns=t0 + 10_000 * s, end_ns=t0 + S + 10_000 * s,
-                               elapsed_s=1.0, ops=100, bytes=100 * MiB, params=p,
-                               hist={10: 50, 20: 50}) for s in range(w)])
-        samples += _samples(i, w)
-        telemetry += _telemetry(i)
-        i += 1
-    st.end_run("r1", "finished")
-    st.close()
-    return samples, telemetry
-
-
 def test_busy_steps_and_aggregate_throughput_known_answers():
     ts, ns = busy_steps([(0.0, 10.0), (2.0, 5.0), (3.0, 12.0)])
     assert list(zip(ts, ns)) == [(0.0, 1), (2.0, 2), (3.0, 3), (5.0, 2), (10.0, 1), (12.0, 0)]
-    t, rate = aggregate(_samples(0, 3))
+    t, rate = aggregate(write_samples(0, 3))
     assert len(t) == 10 and all(abs(r - 300 * MiB) < 1 for r in rate)   # 3 slots x 100 MiB/s
     # slots sampled at different instants still sum on one grid
     offset = [Sample("r", 0, 1, "n2", k / 10 + 0.05, k * 10 * MiB, "bytes") for k in range(11)]
-    t, rate = aggregate(_samples(0, 1) + offset)
+    t, rate = aggregate(write_samples(0, 1) + offset)
     assert abs(rate[len(rate) // 2] - 200 * MiB) < 1
 
 

@@ -8,7 +8,7 @@ import pickle
 import manybench
 from manybench.engines.base import Engine, Node, to_coordinator, to_node
 from manybench.inventory.topology import Cpu
-from manybench.kernels import KERNELS, Result, kernel
+from manybench.kernels import KERNELS, Result, declared_metrics, kernel
 from manybench.model import Phase, TaskSpec
 from manybench.node import protocol as P
 
@@ -142,6 +142,55 @@ def _kernel_name_tests(path: str) -> list[str]:
             if consts:
                 found.append(f"{os.path.relpath(path)}:{node.lineno}: {consts[0].value!r}")
     return found
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (they may name anything)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _metric_names(path: str, names: set[str]) -> list[str]:
+    """Every string constant (docstrings aside) equal to a metric a kernel declares."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    docs = _docstrings(tree)
+    return [f"{os.path.relpath(path)}:{c.lineno}: {c.value!r}" for c in ast.walk(tree)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in names
+            and id(c) not in docs]
+
+
+# the same word meaning something else: a [reference] figure of the plan (aggregate bandwidth
+# in MB/s, which a kernel metric of that name yields to), a column of the node_commands table,
+# a parallel task's `launcher` field (its metric of that name: the launcher's path on the node),
+# the FMA probe's figures in a node's inventory
+NOT_METRICS = {("inventory/environment.py", "gflops"), ("analysis/reference.py", "mb_s"), ("plan/reference.py", "mb_s"),
+               ("results/store.py", "exit_status"), ("plan/schema.py", "launcher"),
+               ("plan/tasks.py", "launcher")}
+
+
+def test_no_code_outside_kernels_names_a_kernel_metric():
+    """report/ and analysis/ iterate over the kernels' figure declarations
+    (kernels/figures.py): a kernel's metric is named in kernels/ only. Parsers of tools'
+    output name the metrics they make."""
+    root = os.path.dirname(manybench.__file__)
+    names = set(declared_metrics())
+    assert {"cached_fraction", "stonewall_s", "wear_out_blocks", "reorder_shift",
+            "wrap_startup_s", "exit_status", "gflops", "triad_mb_s"} <= names
+    found = []
+    for d, _, files in os.walk(root):
+        if os.path.relpath(d, root).split(os.sep)[0] in ("kernels", "parsers"):
+            continue
+        for f in files:
+            if f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(d, f), root)
+                found += [x for x in _metric_names(os.path.join(d, f), names)
+                          if (rel, x.rsplit(": ", 1)[1].strip("'")) not in NOT_METRICS]
+    assert found == []
 
 
 def test_no_code_outside_kernels_tests_a_kernel_name():

@@ -78,6 +78,7 @@ def test_a_v4_file_gains_an_empty_series_table(tmp_path):
     path = os.path.join(tmp_path, "results.db")
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("DROP TABLE series")
+    db.execute("ALTER TABLE phases DROP COLUMN go_ns")     # schema 6's, after series
     db.execute("PRAGMA user_version=4")
     db.close()
     with Store(tmp_path, readonly=True) as ro:      # read through a migrated copy
@@ -86,7 +87,7 @@ def test_a_v4_file_gains_an_empty_series_table(tmp_path):
         st.write_phase("r1", phase(1), T0, _osu_records("r1", 1))
         assert len(st.series("r1", 1)) == 4 * 17
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     db.close()
 
 

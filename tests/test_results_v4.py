@@ -52,6 +52,7 @@ def test_a_v3_file_reads_unchanged_and_a_writer_migrates_it_to_v4(tmp_path):
         old = (ro.runs(), ro.phases(run.run_id), ro.records(), ro.nodes(run.run_id))
         assert ro.samples(run.run_id) == [] and ro.telemetry(run.run_id) == []
         assert not any(p.warmup for p in old[1]) and len(old[1]) == 12
+        assert all(p.go_ns is None for p in old[1])    # not stored before schema 6
     assert _digest(path) == before and _version(path) == 3
     with Store(d) as st:
         assert (st.runs(), st.phases(run.run_id), st.records(), st.nodes(run.run_id)) == old

@@ -5,6 +5,7 @@ arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import resources
@@ -73,9 +74,11 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
     except EngineError as e:
         raise _fail(str(e))
     except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
-        engine.abort()
-        click.echo("interrupted before the first phase", err=True)
-        raise click.exceptions.Exit(130)
+        from .run.interrupts import ignored
+        with ignored():          # a second Ctrl-C must not cut the abort short
+            engine.abort()
+            click.echo("interrupted before the first phase", err=True)
+            raise click.exceptions.Exit(130) from None
     except OSError as e:   # not left to click, which takes a BrokenPipeError for its stdout
         click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
                    f"finished is kept in {outdir})", err=True)
@@ -102,7 +105,21 @@ def _reference_exit(directory: str, run_id: str, code: int) -> int:
     return 1 if failed and code == 0 else code
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """Any interrupt inside a command that the command did not turn into its own exit (a
+    big plan's expansion, start-up, a report) is exit 130, not click's "Aborted!" (1)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from .run.interrupts import ignored
+            with ignored():
+                click.echo("interrupted", err=True)
+                raise click.exceptions.Exit(130) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="manybench")
 def main() -> None:
     """Synchronized many-task benchmarks: many slots start at the same instant, phase after
@@ -151,6 +168,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         return
     outdir = outdir or os.path.join("manybench-results", the_plan.name)
     errs.writable_results_dir(outdir)      # before any node or slot starts
+    errs.own_results(outdir)
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine)
@@ -173,21 +191,24 @@ def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
         for problem in e.problems:
             click.echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
+    errs.own_results(directory)        # locked by another process: exit 2, nothing started
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    _run(the_plan, phases, directory, slots, quiet, engine, resume)
+    with errs.storing_results(directory):
+        _run(the_plan, phases, directory, slots, quiet, engine, resume)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
     from .inventory.topology import topology
     from .plan.expand import describe
     from .run.placement import oversubscribed, place
-    n = slots or plan.slots or max((p.workers for p in phases), default=1)
+    from .plan.expand import distinct
+    n = slots or plan.slots or max((p.workers for p in distinct(phases)), default=1)
     cpus = topology()
     click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
                + (" (oversubscribed)" if oversubscribed(n) else ""))
     click.echo(describe(phases))
     seen = set()
-    for p in phases:
+    for p in distinct(phases):
         key = (p.workers, p.order, p.pin)
         if key not in seen:
             seen.add(key)
@@ -228,12 +249,15 @@ def _open_results(directory: str):
 @click.option("--run", "run_id", help="Which run of the directory (default: the latest).")
 @click.option("--metrics", "metrics", metavar="A,B",
               help="Show these figures instead of each task's headline (bandwidth, ops_rate, "
-                   "latency, skew, lateness, elapsed, sync_overhead, stonewall, or a metric).")
+                   "latency, skew, lateness, cycle, elapsed, sync_overhead, stonewall, or a "
+                   "metric).")
 @click.option("--all", "all_columns", is_flag=True, help="Show every figure of every task.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report's numbers as JSON instead of tables: every figure of "
+                   "every point with n, median, interval and unit, and the throughput series.")
 def report(directory: str, html_path: str | None, plots_dir: str | None, run_id: str | None,
-           metrics: str | None, all_columns: bool) -> None:
+           metrics: str | None, all_columns: bool, as_json: bool) -> None:
     """Print the report of a results directory."""
-    from .report.terminal import render
     figures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     if metrics is not None and not figures:
         raise _fail("--metrics: give figure names separated by commas, e.g. bandwidth,latency")
@@ -243,19 +267,30 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
             errs.output_file(html_path, option="--html").close()
-        try:
-            render(store, run_id=run_id, figures=figures, all_columns=all_columns)
+        from .report.build import chosen_runs, read_run, views_of
+        from .report.terminal import render_views
+        try:    # each run read and summarised once: tables, JSON, page and figures from it
+            data = [read_run(store, r) for r in chosen_runs(store, run_id, False)]
+            views = views_of(store, data, figures, all_columns, keep=bool(html_path or plots_dir)) \
+                if not as_json or html_path or plots_dir else []
         except (KeyError, ValueError) as e:
             raise _fail(str(e).strip("'\""))
+        if as_json:      # the numbers by machine on stdout, instead of the tables
+            from .report.summary import summary_of
+            click.echo(json.dumps(summary_of(store, data), indent=1))
+        else:
+            render_views(views)
         if html_path:
-            from .report.html import write_html
-            with errs.writing(html_path, "--html"):
-                write_html(store, html_path, run_id=run_id)
+            from .report.html import page_of_views
+            with errs.writing(html_path, "--html"), \
+                    open(html_path, "w", encoding="utf-8") as f:
+                f.write(page_of_views(store, views))
             click.echo(f"wrote {html_path}", err=True)
         if plots_dir:
             from .report.plots import write_plots
             with errs.writing(plots_dir, "--plots"):
-                written = write_plots(store, plots_dir, run_id=run_id)
+                written = write_plots(store, plots_dir, run_id=views[-1].run_id,
+                                      data=views[-1].data)
             click.echo(f"wrote {len(written)} files in {plots_dir}", err=True)
 
 
@@ -294,14 +329,11 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
     import json
     from .analysis.history import history as gather
     from .report import history as hrep
-    from .results.store import SchemaError
     missing = [d for d in directories if not os.path.isfile(os.path.join(d, "results.db"))]
     if missing:
         raise _fail(f"no results.db in {', '.join(missing)}")
-    try:
+    with errs.reading_runs(list(directories)):
         h = gather(directories)
-    except SchemaError as e:
-        raise _fail(str(e))
     click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
 
 
@@ -331,8 +363,9 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a run is significantly worse than DIR_A at some point.")
 def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
-    """Compare runs point by point against DIR_A (the baseline): ratio, overhead % with its
-    95% confidence interval, and whether it is significant (DIR: a results directory, its
+    """Compare runs point by point against DIR_A (the baseline): geometric means, their ratio,
+    how many times faster or slower with its 95% confidence interval, and whether it is
+    significant (DIR: a results directory, its
     latest run, or DIR:RUN_ID). Exit status 1 when a [reference] of the newest run fails, or
     with --fail-on-regression a significant regression; 2 for bad input."""
     from .analysis import compare as cmp
@@ -388,6 +421,10 @@ def info(plan_path: str | None, as_json: bool) -> None:
         plan_peaks = plan.peaks
     env = environment.collect()
     env["peaks"] = peaks.for_run(env, plan_peaks).as_dict()
+    from .inventory import noise        # the node's noise floor, as a run measures it
+    from .inventory.topology import topology
+    env["noise"] = noise.measure([c.id for c in topology()],
+                                 plan.noise if plan_path is not None else noise.DEFAULT_S)
     click.echo(json.dumps(env, indent=2, default=str) if as_json else
                info_text(env), nl=as_json)
 

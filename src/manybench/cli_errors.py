@@ -33,9 +33,12 @@ def _reason(e: BaseException) -> str:
 
 def db_reason(e: sqlite3.Error) -> str:
     """SQLite's complaint in a user's words."""
+    from .results.store import LOCK_WAIT_S
     text = str(e)
     if is_disk_full(e):
         return "the disk is full"
+    if "locked" in text or "busy" in text:
+        return f"locked by another process (waited {LOCK_WAIT_S:g} s for it)"
     if "malformed" in text or "not a database" in text or "file is not a database" in text:
         return "the file is damaged or is not a manybench results database"
     return text
@@ -53,10 +56,13 @@ def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]
     """report/export: a damaged, truncated or empty results.db, or an unknown --run, is
     exit 2 naming it."""
     path = os.path.join(directory, "results.db")
+    from .results.schema import SchemaError
     if os.path.isfile(path) and os.path.getsize(path) == 0:
         raise UserError(f"{path} is empty: no run was ever recorded there")
     try:
         yield
+    except SchemaError as e:         # damaged, foreign or too new: the message names it
+        raise UserError(str(e)) from None
     except sqlite3.Error as e:
         raise UserError(f"{path}: cannot be read: {db_reason(e)}") from None
     except KeyError as e:            # Store.run: no such run (its message names the runs)
@@ -78,8 +84,11 @@ def _damaged(db: str) -> bool:
 @contextlib.contextmanager
 def reading_runs(args: list[str]) -> Iterator[None]:
     """diff/compare (DIR or DIR:RUN arguments): a damaged results.db is exit 2 naming it."""
+    from .results.schema import SchemaError
     try:
         yield
+    except SchemaError as e:
+        raise UserError(str(e)) from None
     except sqlite3.Error as e:
         dbs = [os.path.join(a if os.path.isdir(a) else a.rpartition(":")[0] or a, "results.db")
                for a in args]
@@ -121,6 +130,24 @@ def writable_results_dir(outdir: str) -> None:
     except OSError as e:
         raise UserError(f"-o {outdir}: results directory cannot be written: "
                         f"{_reason(e)}") from None
+
+
+def own_results(outdir: str) -> None:
+    """Before anything starts: a results.db already in the directory is manybench's, readable
+    and not locked by another process (its runs are kept and this one added); another
+    program's SQLite file is never written to. Else exit 2 naming it."""
+    from .results.schema import SchemaError
+    from .results.store import Store
+    if not os.path.isfile(os.path.join(outdir, "results.db")):
+        return
+    try:
+        with Store(outdir) as store:
+            store.check_writable()
+    except SchemaError as e:
+        raise UserError(str(e)) from None
+    except sqlite3.Error as e:
+        raise UserError(f"{os.path.join(outdir, 'results.db')}: cannot be written: "
+                        f"{db_reason(e)}") from None
 
 
 @contextlib.contextmanager

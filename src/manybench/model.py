@@ -6,7 +6,7 @@ slot measured is a Record (record.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -89,6 +89,8 @@ class Plan:
     warmup: int = 0                   # warm-up repetitions per point, before `repeat`
     sample: float = 0.1               # s between progress samples inside phases; 0: off
     telemetry: float = 1.0            # s between node telemetry readings; 0: off
+    noise: float = 0.4                # s each node measures its noise floor at start; 0: off
+    late_target: float = 0.01         # share of phases allowed a late start (the lead adapts)
 
 
 @dataclass
@@ -116,6 +118,16 @@ class Phase:
     members: list[Phase] = field(default_factory=list)
     warmup: bool = False              # a warm-up repetition (rep < 0): run, stored, not analysed
     sample: float = 0.0               # s between progress samples inside the phase; 0: none
+
+    # Pickled to the slots every phase. object's default __getstate__ reads __dict__, which
+    # makes each phase keep a dict of its own for the rest of the run (~140 bytes a phase,
+    # the whole plan's phases being alive): hand pickle the fields instead.
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
 
     def member_of(self, rank: int) -> tuple[Phase, int]:
         """The phase a rank of this phase runs and its rank within it."""

@@ -2,8 +2,8 @@
 
 The figure compared (one value per phase, i.e. per repetition), by what the task runs:
   sync-only kernels (null)   sync overhead (the phase's window), lower is better
-  commands                   a rate metric the task extracts (a name ending in
-                             efficiency.RATE_SUFFIXES: *_mb_s, gflops, *_iops ...) summed over
+  commands                   a rate metric the task extracts (rates.summed: declared so,
+                             or named *_mb_s, *_gflops, *_iops ...) summed over
                              the phase's slots, higher is better; else the phase's elapsed
                              (last end - first start), lower is better
   throughput kernels         the kernel's own main figure summed over the phase's slots
@@ -18,9 +18,11 @@ Ratio = variant / baseline of geometric means, with a 95% interval (significance
 when every repetition has both sides, as the A B A B expansion gives; Welch otherwise and
 always across runs). Overhead = how much more the variant costs in the figure's own
 direction: ratio - 1 for a time, baseline / variant - 1 for a rate, so a command 10% slower
-shows +10% whether its elapsed or its rate is compared. Verdicts: "n too small" (fewer than 2
-values on a side), "not significant" (the interval holds 1), else "significantly worse" or
-"significantly better".
+shows +10% whether its elapsed or its rate is compared. Reports word it as hyperfine does:
+"1.10 times slower [1.08, 1.12]", "17.6 times faster [16.9, 18.4]" (the cost ratio, or its
+inverse, with its interval). Verdicts: "n too small" (fewer than significance.MIN_N = 3
+values on a side: no interval worth reading), "not significant" (the interval holds 1),
+else "significantly worse" or "significantly better".
 
 Matching within a run: points with the same (task, "pair") in their key are the same point
 under different variants (a variant may `set` params, so params may differ); runs stored
@@ -39,7 +41,8 @@ from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..results.store import Store
-from .efficiency import RATE_SUFFIXES, RULE_ORDER
+from .efficiency import RULE_ORDER
+from .rates import summed
 from .phase_figures import NS, PhaseFigures
 from .points import PointSummary, summarize
 from .significance import Estimate, paired, welch
@@ -122,18 +125,45 @@ class Comparison:
         a, b = sorted((self.cost(e.low) - 1.0, self.cost(e.high) - 1.0))
         return a, b
 
+    def times(self) -> str:
+        """How many times faster or slower the variant is, with its 95% interval, as
+        hyperfine words it: "1.10 times slower [1.08, 1.12]"; "[n too small]" without one."""
+        if self.estimate is None:
+            return ""
+        cost = self.cost(self.estimate.ratio)
+        ci = self.overhead_interval
+        return times_text(cost, None if ci is None else (ci[0] + 1.0, ci[1] + 1.0))
+
     def line(self) -> str:
-        """One line for stderr: the point, the verdict, the overhead and its interval."""
+        """One line for stderr: the point, the verdict, how many times faster or slower."""
         b = self.base.point
         where = " ".join([f"workers={b.workers}"]
                          + [f"{k}={v}" for k, v in b.params.items() if k != "dir"]
                          + ([f"variant={b.variant}"] if b.variant and b.variant != self.base.label
                             else []))
-        ci = self.overhead_interval
-        over = "" if self.overhead is None else f", overhead {self.overhead * 100:+.1f}%" + (
-            f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if ci else "")
+        how = f", {self.times()}" if self.estimate is not None else ""
         return (f"{self.task} at {where}: {self.other.label} against {self.base.label}: "
-                f"{self.verdict} ({self.figure.name}{over})")
+                f"{self.verdict} ({self.figure.name}{how})")
+
+
+def _factor(x: float) -> str:
+    """Three significant digits, trailing zeros kept: 1.10, 17.6, 250."""
+    r = float(f"{x:.3g}")
+    return f"{r:.2f}" if r < 10 else f"{r:.1f}" if r < 100 else f"{r:.0f}"
+
+
+def times_text(cost: float, interval: tuple[float, float] | None, bare: bool = False) -> str:
+    """A cost ratio (above 1: worse) as "1.10 times slower [1.08, 1.12]" or "17.6 times faster
+    [16.9, 18.4]"; the interval on the same scale, "[n too small]" when there is none."""
+    slower = cost >= 1.0
+    f = cost if slower else 1.0 / cost
+    text = f"{_factor(f)} times {'slower' if slower else 'faster'}"
+    if bare:
+        return text
+    if interval is None:
+        return text + f" [{N_TOO_SMALL}]"
+    lo, hi = sorted(interval if slower else (1.0 / interval[1], 1.0 / interval[0]))
+    return text + f" [{_factor(lo)}, {_factor(hi)}]"
 
 
 @dataclass
@@ -169,7 +199,7 @@ def task_verdict(verdicts: list[str]) -> str:
 
 # -- the figure and its values ------------------------------------------------------------------
 def _rate_metrics(s: PointSummary) -> list[str]:
-    return sorted(m for m in s.metrics if m.endswith(RATE_SUFFIXES))
+    return sorted(m for m in s.metrics if summed(s.kernel, m))
 
 
 def choose_figure(a: PointSummary, b: PointSummary) -> Figure:

@@ -11,10 +11,12 @@ The measured figure of a point, for a metric m:
 The peak of a phase, for m: a sum over the phase's nodes, each with its OWN peaks (its
 inventory, collected on the node, with the plan's [peaks] over it; NodePeaks):
   "<task>.<m>" or m named in [peaks]      -> that number, as given (a device, a link: shared)
-  gflops  (cpu.dgemm, HPL's parser)        -> sum over nodes of dp_gflops / cores x cores used
-  mflops  (cpu.himeno, Himeno's parser)    -> the same x 1000
-  triad_mb_s, copy_mb_s, scale_mb_s, add_mb_s (mem.stream, STREAM's parser)
-                                           -> sum over nodes used of mem_bw_mb_s
+  a metric declared with a peak (kernels/figures.py: its `peak`, (inventory peak, scale)):
+    on dp_gflops (gflops of cpu.dgemm and HPL's parser; mflops of cpu.himeno and Himeno's,
+    scale 1000)                            -> sum over nodes of dp_gflops / cores x cores
+                                              used, x the scale
+    on mem_bw_mb_s (triad_mb_s, copy_mb_s, scale_mb_s, add_mb_s of mem.stream and STREAM's
+    parser)                                -> sum over nodes used of mem_bw_mb_s
   bandwidth_mb_s, ops_per_s                -> only when named in [peaks]
 where cores used on a node = min(slots on the node x threads per slot, the node's cores);
 threads per slot is the `threads` parameter (absent: 1; 0: the node's cores), so a command
@@ -24,8 +26,8 @@ efficiency of a point = the median over its phases of phase figure / phase peak;
 the median of the phase peaks.
 
 A point gets one efficiency: the first metric it has, in this order, whose peak is known:
-task-scoped [peaks] names, metric names in [peaks], gflops, mflops, triad/copy/scale/add_mb_s,
-then bandwidth_mb_s and ops_per_s when [peaks] names them.
+task-scoped [peaks] names, metric names in [peaks], the metrics declared with a peak (in
+declaration order: gflops, mflops, triad/copy/scale/add_mb_s), then bandwidth_mb_s and ops_per_s when [peaks] names them.
 
 Share (multi-node points only): share = figure at N nodes / (N x figure at one node), where
 the one-node figure is that of the same task, variant, parameters and pinning run on one node
@@ -42,19 +44,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..inventory.peaks import Peaks
-from ..kernels import kernel
+from ..kernels import declared_metrics, kernel
 from ..record import Record
 from .phase_figures import PhaseFigures
 from .points import PointSummary
+from .rates import summed
 from .stats import median
 
-DP_METRICS = {"gflops": 1.0, "mflops": 1000.0}   # metric -> its unit per GFLOPS
-STREAM_METRICS = ("triad_mb_s", "copy_mb_s", "scale_mb_s", "add_mb_s")
+DP_PEAK, MEM_PEAK = "dp_gflops", "mem_bw_mb_s"     # the inventory peaks declarations name
+_PEAKED = {n: f.peak for n, f in declared_metrics().items() if f.peak}
+DP_METRICS = {n: p[1] for n, p in _PEAKED.items() if p[0] == DP_PEAK}   # metric -> per GFLOPS
+STREAM_METRICS = tuple(n for n, p in _PEAKED.items() if p[0] == MEM_PEAK)
 AGGREGATES = ("bandwidth_mb_s", "ops_per_s")
 RULE_ORDER = tuple(DP_METRICS) + STREAM_METRICS
-# metric name endings of throughput figures (higher is better), candidates for the share
-RATE_SUFFIXES = ("gflops", "mflops", "_mb_s", "_gb_s", "_mib_s", "_gib_s", "_iops", "_ops_s",
-                 "_per_s")
 
 
 @dataclass
@@ -70,6 +72,10 @@ class NodePeaks:
         return list(self.by_node.values()) or [self.default]
 
 
+WRONG_PEAK = ("wrong peak: the figure exceeds the theoretical peak, so the peak is too low "
+              "(a clock or flops per cycle underestimated): fix it in [peaks]")
+
+
 @dataclass(frozen=True)
 class Efficiency:
     metric: str        # the measured figure: a metric name, bandwidth_mb_s or ops_per_s
@@ -78,6 +84,12 @@ class Efficiency:
     ratio: float       # median over phases of phase figure / phase peak
     phases: int        # phases that had both
     peak_name: str     # dp_gflops, mem_bw_mb_s, or the [peaks] key
+
+    @property
+    def above_peak(self) -> bool:
+        """Above 100%: the peak is wrong (nothing runs faster than its peak), and the share
+        is not a result."""
+        return self.ratio > 1.0
     rule: str          # how the peak was reckoned, in words
 
 
@@ -102,8 +114,9 @@ class PointEfficiency:
 
 def unit(metric: str) -> str:
     """How a figure's unit is written in reports."""
-    if metric in DP_METRICS:
-        return {"gflops": "GFLOPS", "mflops": "MFLOPS"}[metric]
+    declared = declared_metrics().get(metric)
+    if declared is not None and declared.unit and declared.unit != "share":
+        return declared.unit
     if metric.endswith("_mb_s"):
         return "MB/s"
     if metric == "ops_per_s":
@@ -292,7 +305,7 @@ def _share_metric(p: _Point, eff: Efficiency | None) -> str | None:
         if name in metrics:
             return name
     for name in sorted(metrics):
-        if name.endswith(RATE_SUFFIXES):
+        if summed(p.s.kernel, name):
             return name
     if p.s.bandwidth is not None:
         return "bandwidth_mb_s"

@@ -3,7 +3,8 @@
 Every finder takes already-summarized data and returns Hints; none reads the store, so each
 can be tested on constructed records with a known answer. The thresholds are stated here:
 
-  cached reads    a read point's median slot had >= 50% of its file in the page cache at T0
+  flags           a figure a kernel declares as a flag (kernels/figures.py) says what the
+                  point's figures mean: reads that came from the page cache, say
   memory          one node's bytes in one phase exceeded its free memory (else its total)
   at peak         a point's figure reached >= 90% of its peak (analysis/efficiency.py)
   system cpu      during a task's phases the nodes spent more time in the kernel than in
@@ -20,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
 from ..results.contract import TelemetryRow, Warning
@@ -28,7 +30,6 @@ from .points import PointSummary
 from ..units import format_duration, format_size
 from .stats import median
 
-CACHED = 0.5
 AT_PEAK = 0.9
 SYSTEM_SHARE = 20.0
 Z_LIMIT = 3.5
@@ -76,14 +77,18 @@ def _where(p: PointSummary) -> str:
     return ", ".join(parts)
 
 
-def cached_reads(points: Sequence[PointSummary]) -> list[Hint]:
+def flags(points: Sequence[PointSummary]) -> list[Hint]:
+    """What the kernels' flag figures find (reads from the page cache, say), per point."""
     out = []
     for p in points:
-        f = p.metrics.get("cached_fraction")
-        if f is not None and f >= CACHED:
-            out.append(Hint("cached", p.task, f"reads of {p.task} ({_where(p)}) came from the "
-                            "page cache, not the device: the figure is memory's",
-                            f"the median slot had {f * 100:.0f}% of its file cached at T0"))
+        for fig in kernel(p.kernel).figures:
+            v = p.metrics.get(fig.name)
+            if fig.role != F.FLAG or fig.finding is None or v is None:
+                continue
+            found = fig.finding(v)
+            if found is not None:
+                out.append(Hint(fig.name, p.task, f"{p.task} ({_where(p)}): {found[0]}",
+                                found[1]))
     return out
 
 
@@ -111,6 +116,12 @@ def at_peak(points: Sequence[PointSummary], effs: Mapping[str, PointEfficiency])
         e = effs.get(p.point)
         if e is not None and e.efficiency is not None and e.efficiency.ratio >= AT_PEAK:
             x = e.efficiency
+            if x.above_peak:     # beyond the peak: the peak is wrong, not the device at it
+                out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) measured more than "
+                                "its theoretical peak: the peak is wrong (set it in [peaks])",
+                                f"{x.metric} {x.measured:.4g} > a peak of {x.peak:.4g} "
+                                f"({x.peak_name})"))
+                continue
             out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) reached the device's peak: "
                             "more workers cannot go faster", f"{x.metric} {x.measured:.4g} of a "
                             f"peak of {x.peak:.4g} ({x.ratio * 100:.0f}%)"))
@@ -286,11 +297,12 @@ def stderr_failures(records: Iterable[Record]) -> list[Hint]:
     for task, rs in by_task.items():
         r = rs[0]
         last = str(r.extra["stderr"]).strip().splitlines()[-1:] or [""]
-        code = r.metrics.get("exit_status")
+        counted = [(f.name.replace("_", " "), r.metrics[f.name])
+                   for f in kernel(r.kernel).figures if f.role == F.COUNT and f.name in r.metrics]
         out.append(Hint("stderr", task, f"the command of {task} failed and wrote to stderr in "
                         f"{len(rs)} record(s): read its stderr (export) for the cause",
                         f"{r.node}/slot {r.slot}, phase {r.phase}"
-                        + (f", exit status {code}" if code is not None else "")
+                        + "".join(f", {what} {v}" for what, v in counted)
                         + f": {last[0][:160]}"))
     return out
 

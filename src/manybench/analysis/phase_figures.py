@@ -4,9 +4,11 @@ Over a phase's ok records:
   first start, last end; window = last end - first start
   lateness = start - t0 per record; skew = max(start) - min(start)
   sync overhead = last end - first start (kernels that do no work: trait sync_only)
+  phase cycle = last end - when the coordinator sent the go (SMTEF's per-phase figure: the
+  lead before T0, the lateness and the work; phases stored before the go was: none)
   aggregate bandwidth = sum(bytes) / window, aggregate ops/s = sum(ops) / window (as IOR)
-  stonewall, measured (io.write with wear_out: every record carries stonewall_bytes and
-  stonewall_s): the bytes every slot had written when the stonewall was agreed / the longest
+  stonewall, measured (io.write with wear_out: every record carries the stonewall's bytes and
+  time, kernels/figures.py): the bytes every slot had written when the stonewall was agreed / the longest
   stonewall time, as IOR's; and the spread of blocks written by then (IO500's "pairs
   accessed min / max").
   stonewall, estimated (other phases with a `duration` param): overlap = min(end) -
@@ -22,8 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
+
+SW_S, SW_BYTES, SW_BLOCKS = F.STONEWALL_S.name, F.STONEWALL_BYTES.name, F.STONEWALL_BLOCKS.name
 
 NS = 1e9
 
@@ -45,6 +50,8 @@ class PhaseFigures:
     bandwidth: float | None = None        # aggregate bandwidth, bytes/s
     ops_rate: float | None = None         # aggregate ops/s
     sync_overhead_ns: int | None = None   # null kernel only
+    go_ns: int | None = None              # when the coordinator sent the go (None: unknown)
+    cycle_ns: int | None = None           # last end - go sent
     stonewall_ns: int | None = None       # overlap window
     stonewall_bytes: float | None = None  # proportional estimate of bytes inside it
     stonewall_bandwidth: float | None = None
@@ -53,11 +60,13 @@ class PhaseFigures:
 
 
 def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
-                  params: dict | None = None, t0_ns: int | None = None) -> PhaseFigures:
+                  params: dict | None = None, t0_ns: int | None = None,
+                  go_ns: int | None = None) -> PhaseFigures:
     """The figures of one phase from its records (see the module docstring)."""
     ok = [r for r in records if r.status == "ok"]
     f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
-                     (records[0].t0_ns if records else None), records=len(records), ok=len(ok))
+                     (records[0].t0_ns if records else None), records=len(records), ok=len(ok),
+                     go_ns=go_ns)
     if not ok:
         return f
     starts = [r.start_ns for r in ok]
@@ -73,13 +82,15 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
         f.ops_rate = f.ops * NS / f.window_ns
     if kernel_name and kernel(kernel_name).sync_only:
         f.sync_overhead_ns = f.window_ns
+    if go_ns is not None:
+        f.cycle_ns = f.last_end_ns - go_ns
     params = params if params is not None else ok[0].params
-    if all("stonewall_bytes" in r.metrics and "stonewall_s" in r.metrics for r in ok):
-        sw = max(r.metrics["stonewall_s"] for r in ok)
+    if all(SW_BYTES in r.metrics and SW_S in r.metrics for r in ok):
+        sw = max(r.metrics[SW_S] for r in ok)
         f.stonewall_ns, f.stonewall_measured = round(sw * NS), True
-        f.stonewall_bytes = float(sum(r.metrics["stonewall_bytes"] for r in ok))
+        f.stonewall_bytes = float(sum(r.metrics[SW_BYTES] for r in ok))
         f.stonewall_bandwidth = f.stonewall_bytes / sw if sw > 0 else None
-        blocks = [int(r.metrics.get("stonewall_blocks", 0)) for r in ok]
+        blocks = [int(r.metrics.get(SW_BLOCKS, 0)) for r in ok]
         f.stonewall_blocks = (min(blocks), max(blocks))
     elif params.get("duration"):
         overlap = min(ends) - max(starts)

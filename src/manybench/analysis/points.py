@@ -7,28 +7,24 @@ timing figure, since their stamps are partial or absent.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels import kernel
 from ..kernels.binding import cpu_bound
-from ..kernels.mpi_record import FRAMEWORK_METRICS
 from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
+from . import late as late_mod
 from .phase_figures import NS, PhaseFigures, phase_figures
+from .rates import summed
 from .stats import Dist, Spread, Stats, median
 from .telemetry import TelemetrySummary
 from .telemetry import by_phase as telemetry_by_phase
 
-# per-slot latency figures kernels put in metrics: lat_p50_us, lat_p99_us, lat_max_us, ...
-_LAT_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
-# metrics the framework adds, not figures a command's output gave (lat_* are matched apart)
-_NOT_EXTRACTED = {"exit_status", "clock_error_ns", "clock_offset_ns", "cpu_time_s", "cpu_util",
-                  "cpus_used_share", "wrap_startup_s", "wrap_exit_s"} | FRAMEWORK_METRICS
 LATENCY_QUANTILES = (50.0, 90.0, 99.0, 99.9)
 
 
@@ -58,33 +54,52 @@ class PointSummary:
     lateness: Dist | None = None              # ns over records
     skew: Dist | None = None                  # ns over phases
     sync_overhead: Dist | None = None         # ns over phases, null kernel only
+    cycle: Dist | None = None                 # ns over phases: last end - go sent
     latency_us: dict[str, float] = field(default_factory=dict)   # "p50" -> microseconds
     latency_source: str = ""                  # "hist" (merged) or "metrics" (median of slots)
     clock_error_ns: float | None = None       # max clock-offset bound of the records
     metrics: dict[str, float] = field(default_factory=dict)      # extracted figures, median
-    exit_statuses: dict[int, int] = field(default_factory=dict)  # exit status -> records
+    # per COUNT figure of the kernel (a command's exit_status): value -> records, failed too
+    counts: dict[str, dict[int, int]] = field(default_factory=dict)
     failed: list[Record] = field(default_factory=list)           # records with status != ok
     cpu_util: float | None = None             # median over ok records: cpu time / wall time
     cpus_allowed: str = ""                    # the most common readback (kernels/binding.py)
     cpu_bound: int = 0                        # ok records that kept about all their cpus busy
     wrap_startup_s: float | None = None       # median start-up of the wrap (outside the window)
     phase_figures: list[PhaseFigures] = field(default_factory=list)
+    late: late_mod.LateCount = field(default_factory=late_mod.LateCount)   # late starts
     # issue 10: each extracted metric over repetitions (per phase: the median of its ok
     # records), warm-up phases left out, and the nodes' telemetry during the point's phases
     metric_stats: dict[str, Stats] = field(default_factory=dict)
+    # the metrics summed over a phase's slots (efficiency.summed): per phase the sum of its
+    # ok records, over repetitions; the aggregate the report shows beside the per-slot value
+    metric_sums: dict[str, Stats] = field(default_factory=dict)
     warmup: int = 0                           # warm-up phases run for the point, not analysed
     telemetry: TelemetrySummary | None = None  # during the point's phases
 
 
 def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
     """How much cpu the work used of what it was allowed (kernels/binding.py)."""
-    utils = [r.metrics["cpu_util"] for r in ok if _number(r.metrics.get("cpu_util"))]
-    s.cpu_util = median(utils) if utils else None
-    allowed = Counter(str(r.metrics["cpus_allowed"]) for r in ok if r.metrics.get("cpus_allowed"))
+    s.cpu_util = _median_of(ok, F.CPU_UTIL.name)
+    allowed = Counter(str(r.metrics[F.CPUS_ALLOWED.name]) for r in ok
+                      if r.metrics.get(F.CPUS_ALLOWED.name))
     s.cpus_allowed = allowed.most_common(1)[0][0] if allowed else ""
     s.cpu_bound = sum(cpu_bound(r.metrics) for r in ok)
-    starts = [r.metrics["wrap_startup_s"] for r in ok if _number(r.metrics.get("wrap_startup_s"))]
-    s.wrap_startup_s = median(starts) if starts else None
+    s.wrap_startup_s = _median_of(ok, F.WRAP_STARTUP.name)
+
+
+def _median_of(records: list[Record], name: str) -> float | None:
+    vals = [r.metrics[name] for r in records if _number(r.metrics.get(name))]
+    return median(vals) if vals else None
+
+
+def extracted(r: Record, name: str) -> bool:
+    """Whether a metric of the record is a figure of its own: not a latency percentile (those
+    are merged apart), nor what every slot adds or a kernel counts (context, counts)."""
+    if F.latency_metric(name):
+        return False
+    f = kernel(r.kernel).figure(name)
+    return f is None or f.role not in (F.CONTEXT, F.COUNT)
 
 
 def _fallback_point(r: Record) -> str:
@@ -104,9 +119,9 @@ def _latency(ok: list[Record]) -> tuple[dict[str, float], str]:
     by_q: dict[str, list[float]] = {}
     for r in ok:
         for name, v in r.metrics.items():
-            m = _LAT_METRIC.match(name)
-            if m and _number(v):
-                by_q.setdefault(m.group(1), []).append(v)
+            q = F.latency_metric(name)
+            if q and _number(v):
+                by_q.setdefault(q, []).append(v)
     out = {q: median(vs) for q, vs in sorted(by_q.items(), key=lambda kv: _qorder(kv[0]))}
     return out, "metrics" if out else ""
 
@@ -181,8 +196,25 @@ def _group_parts(info: StoredPhase, recs: list[Record]) -> list[tuple[StoredPhas
     return [(StoredPhase(run=info.run, index=info.index, task=task, kernel=rs[0].kernel,
                          variant=info.variant, rep=info.rep, workers=rs[0].workers,
                          point=f"{info.point}#{task}", params=rs[0].params, t0_ns=info.t0_ns,
-                         status=info.status, label=f"{task} in {info.task}"), rs)
+                         status=info.status, label=f"{task} in {info.task}",
+                         go_ns=info.go_ns), rs)
             for task, rs in by_task.items()]
+
+
+def _metric_sums(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, Stats]:
+    """Each summed metric over repetitions: per phase the sum over its ok records."""
+    per: dict[str, list[float]] = {}
+    for _, recs in phases:
+        mine: dict[str, float] = {}
+        for r in recs:
+            if r.status != "ok":
+                continue
+            for name, v in r.metrics.items():
+                if _number(v) and extracted(r, name) and summed(r.kernel, name):
+                    mine[name] = mine.get(name, 0.0) + v
+        for name, v in mine.items():
+            per.setdefault(name, []).append(v)
+    return {name: st for name, vs in per.items() if (st := Stats.of(vs)) is not None}
 
 
 def _metric_stats(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, Stats]:
@@ -194,7 +226,7 @@ def _metric_stats(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, S
             if r.status != "ok":
                 continue
             for name, v in r.metrics.items():
-                if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
+                if _number(v) and extracted(r, name):
                     mine.setdefault(name, []).append(v)
         for name, vs in mine.items():
             per.setdefault(name, []).append(median(vs))
@@ -210,7 +242,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     s.lost = sum(r.status == "lost" for r in all_recs)
     s.failed = [r for r in all_recs if r.status != "ok"]
 
-    figs = [phase_figures(info.index, recs, s.kernel, info.params, info.t0_ns)
+    figs = [phase_figures(info.index, recs, s.kernel, info.params, info.t0_ns, info.go_ns)
             for info, recs in phases]
     s.phase_figures = figs
     timed = [f for f in figs if f.ok]   # phases with at least one ok record
@@ -228,28 +260,35 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     if spreads:
         s.stonewall_blocks = (min(a for a, _ in spreads), max(b for _, b in spreads))
     s.skew = Dist.of([f.skew_ns for f in timed])
+    s.late = late_mod.count(recs for _, recs in phases)
     s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
     if kernel(s.kernel).sync_only:
         s.sync_overhead = Dist.of([f.sync_overhead_ns for f in timed])
+    s.cycle = Dist.of([f.cycle_ns for f in timed if f.cycle_ns is not None])
     s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
                                 for r in ok])
     s.latency_us, s.latency_source = _latency(ok)
 
-    clock = [r.metrics["clock_error_ns"] for r in all_recs
-             if _number(r.metrics.get("clock_error_ns"))]
+    clock = [r.metrics[F.CLOCK_ERROR.name] for r in all_recs
+             if _number(r.metrics.get(F.CLOCK_ERROR.name))]
     s.clock_error_ns = max(clock) if clock else None
-    extracted: dict[str, list[float]] = {}
+    values: dict[str, list[float]] = {}
     for r in ok:
         for name, v in r.metrics.items():
-            if name not in _NOT_EXTRACTED and not _LAT_METRIC.match(name) and _number(v):
-                extracted.setdefault(name, []).append(v)
-    s.metrics = {name: median(vs) for name, vs in extracted.items()}
+            if _number(v) and extracted(r, name):
+                values.setdefault(name, []).append(v)
+    s.metrics = {name: median(vs) for name, vs in values.items()}
     s.metric_stats = _metric_stats(phases)
+    s.metric_sums = _metric_sums(phases)
     _cpu_use(s, ok)
     if s.kernel == GROUP_KERNEL:   # the whole of several tasks: only totals mean something
         s.latency_us, s.latency_source, s.metrics, s.metric_stats = {}, "", {}, {}
+        s.metric_sums = {}
+    counted = [f.name for f in kernel(s.kernel).figures if f.role == F.COUNT]
     for r in all_recs:   # a command's exit status matters most on the records that failed
-        code = r.metrics.get("exit_status")
-        if _number(code):
-            s.exit_statuses[int(code)] = s.exit_statuses.get(int(code), 0) + 1
+        for name in counted:
+            code = r.metrics.get(name)
+            if _number(code):
+                per = s.counts.setdefault(name, {})
+                per[int(code)] = per.get(int(code), 0) + 1
 

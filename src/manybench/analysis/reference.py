@@ -14,9 +14,10 @@ of a per-phase figure:
   elapsed_s              the phase's window (last end - first start), seconds
   sync_overhead_us       sync overhead (the window of a sync-only phase: null), microseconds
   skew_us                skew (max start - min start), microseconds
-  any other name         a metric the records carry: a rate (a name ending in
-                         efficiency.RATE_SUFFIXES, or iops) summed over the phase's slots,
-                         which ran at the same instant; any other metric the median over them
+  any other name         a metric the records carry: summed over the phase's slots, which
+                         ran at the same instant, when its kernel declares it so (`sums`,
+                         kernels/figures.py) or, undeclared, its name ends as a rate's
+                         (rates.py); any other metric the median over them
 These names win over a metric of the same name (randio's and net.stream's per-slot mb_s:
 summed, it is about the aggregate anyway).
 
@@ -33,7 +34,7 @@ from typing import Any, Callable
 from ..kernels import kernel
 from ..record import Record
 from .compare import RunData, split_key
-from .efficiency import RATE_SUFFIXES
+from .rates import summed
 from .phase_figures import NS, PhaseFigures
 from .points import PointSummary
 from .stats import median
@@ -54,7 +55,6 @@ AGGREGATES: dict[str, tuple[str, Callable[[PhaseFigures], float | None]]] = {
 }
 ALIASES = {"bandwidth_mb_s": "mb_s", "ops_per_s": "ops_s"}   # the names [peaks] uses
 AT_AXES = ("workers", "variant", "order", "pin", "cpus", "bind")
-_SUMMED = RATE_SUFFIXES + ("iops",)
 
 
 def figure_names() -> list[str]:
@@ -150,7 +150,7 @@ def phase_value(figure: str, f: PhaseFigures, recs: list[Record]) -> float | Non
     vals = [r.metrics[figure] for r in recs if r.status == "ok" and _num(r.metrics.get(figure))]
     if not vals:
         return None
-    return float(sum(vals)) if figure.endswith(_SUMMED) else float(median(vals))
+    return float(sum(vals)) if summed(recs[0].kernel, figure) else float(median(vals))
 
 
 def measure(run: RunData, s: PointSummary, figure: str) -> float | None:

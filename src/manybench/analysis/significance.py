@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 CONFIDENCE = 0.95
+# fewer values on a side give no interval: from two, t(0.975, 1) = 12.7 makes it span orders
+# of magnitude ([-100%, +967253%]), which reads as a finding and is none
+MIN_N = 3
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -143,7 +146,7 @@ def paired(base: Sequence[float], other: Sequence[float], confidence: float = CO
     if n == 0:
         raise ValueError("no pairs")
     mean = sum(d) / n
-    if n < 2:
+    if n < MIN_N:
         return Estimate(math.exp(mean), None, None, n, n, "")
     _, var = _mean_var(d)
     low, high = _interval(mean, math.sqrt(var / n), n - 1, confidence)
@@ -158,7 +161,7 @@ def welch(base: Sequence[float], other: Sequence[float], confidence: float = CON
     if nb == 0 or no == 0:
         raise ValueError("a side has no values")
     mb, mo = sum(lb) / nb, sum(lo_) / no
-    if nb < 2 or no < 2:
+    if nb < MIN_N or no < MIN_N:
         return Estimate(math.exp(mo - mb), None, None, nb, no, "")
     (_, vb), (_, vo) = _mean_var(lb), _mean_var(lo_)
     sb, so = vb / nb, vo / no

@@ -8,7 +8,7 @@ rule: for an even count it is the lower of the two middle values.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence, TypeVar
 
 N = TypeVar("N", int, float)
@@ -32,16 +32,24 @@ def median(values: Iterable[N]) -> N:
 
 @dataclass(frozen=True)
 class Dist:
-    """Median, p99 and max of a distribution (nearest rank); n values."""
+    """Median, p99 and max of a distribution (nearest rank); n values; its min, and the 95%
+    confidence interval of its mean (Stats) when n > 1."""
     median: float
     p99: float
     max: float
     n: int
+    # derived from the same values: not part of what makes two distributions equal
+    min: float | None = field(default=None, compare=False)
+    ci_low: float | None = field(default=None, compare=False)
+    ci_high: float | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, values: Sequence[N]) -> Dist | None:
-        return cls(median(values), nearest_rank(values, 99), max(values), len(values)) \
-            if values else None
+        if not values:
+            return None
+        st = Stats.of(values)
+        return cls(median(values), nearest_rank(values, 99), max(values), len(values),
+                   min(values), st.ci_low if st else None, st.ci_high if st else None)
 
 
 @dataclass(frozen=True)

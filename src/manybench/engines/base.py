@@ -80,6 +80,8 @@ class Engine(ABC):
     dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
     t0_ns: int = 0              # the phase under way's T0, coordinator's clock
     telemetry_s: float = 0.0    # interval of each node's telemetry (set before start); 0: none
+    noise_s: float = 0.0        # each node's noise floor measurement (inventory/noise.py) at
+                                # start, before its slots run; 0: none (set before start)
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,

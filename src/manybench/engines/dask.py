@@ -110,6 +110,8 @@ class DaskEngine(Engine):
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
         self.nodes.sort(key=lambda n: n.name)
+        if self.noise_s > 0:
+            self._submit(self._noise()).result()
         self.sync_clocks()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
                                                 self.telemetry_s) for n in self.nodes})
@@ -127,6 +129,22 @@ class DaskEngine(Engine):
             self.addr[n.name] for n in self.nodes if n.name not in self.lost])
         self._submit(self.renewer.start()).result()
         return self.nodes
+
+    async def _noise(self) -> None:
+        """Each node's noise floor (inventory/noise.py) into its inventory: machines at once,
+        nodes sharing a machine one after another (they would measure each other)."""
+        by_machine: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            by_machine.setdefault(n.machine or n.name, []).append(n)
+
+        async def one_machine(nodes: list[Node]) -> None:
+            for n in nodes:
+                try:
+                    n.inventory["noise"] = await self.client.rpc(self.addr[n.name]).mb_noise(
+                        seconds=self.noise_s)
+                except Exception:   # an agent without the probe: no floor for that node
+                    n.inventory["noise"] = None
+        await asyncio.gather(*(one_machine(ns) for ns in by_machine.values()))
 
     async def _infos(self, addrs: list[str]) -> dict[str, NodeInfo | Exception]:
         async def one(a: str) -> NodeInfo | Exception:

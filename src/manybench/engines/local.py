@@ -4,6 +4,7 @@ from __future__ import annotations
 import socket
 from typing import Callable
 
+from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
 from ..kernels import kernel
@@ -26,6 +27,7 @@ class LocalEngine(Engine):
         n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
         inventory = collect()    # before the slots fork: nothing of theirs in the figures
+        inventory["noise"] = noise.measure([c.id for c in cpus], self.noise_s)
         self.agent = Agent(node, run, n, default_dir, keep, self.telemetry_s)
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, inventory=inventory)]

@@ -8,12 +8,15 @@ environment.py does the reading, peaks.py turns the figures into peaks (docs/pea
 SIMD bits is the narrower of what the instruction set offers (/proc/cpuinfo flags: avx512f 512,
 avx2/avx 256, sse2 128; aarch64 asimd 128, sve its vector length) and the width of the core's
 FMA pipes where the table below knows it (Zen 1 executes 256-bit AVX as 2 x 128; Zen 2/3/4
-as 2 x 256, Zen 4's AVX-512 included). A CPU the table does not know is assumed to have one
-FMA pipe of the instruction-set width when it has FMA, and one add plus one multiply pipe
-when it has none; the assumption is stated with the figure.
+as 2 x 256, Zen 4's AVX-512 included). For a CPU the table does not know, a short
+measurement on one core decides (probe.c: FMA throughput at each vector width over the
+core's clock, measured by dependent adds; `Measured`); without it, one FMA pipe of the
+instruction-set width is assumed when it has FMA, and one add plus one multiply pipe when it
+has none; the source is stated with the figure.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -166,8 +169,35 @@ def _table(cpu: Mapping[str, Any]) -> tuple[str, int, int, bool] | None:
     return None
 
 
-def core_flops(cpuinfo: str | Mapping[str, Any], sve_bits: int | None = None) -> CoreFlops:
-    """DP flops per cycle per core from /proc/cpuinfo text (or parse_cpuinfo's dict)."""
+@dataclass(frozen=True)
+class Measured:
+    """One busy core, measured (kernels/native/probe.c): its clock and its DP FMA GFLOPS at
+    each vector width (bits -> GFLOPS; 0 where the cpu or build has none)."""
+    ghz: float
+    gflops: Mapping[int, float]
+
+    def best(self) -> tuple[int, float]:
+        """(width, GFLOPS) of the fastest width; narrower wins a tie within 5% (AVX-512 on
+        256-bit pipes is no faster than AVX2)."""
+        widths = sorted((w for w, g in self.gflops.items() if g > 0))
+        if not widths:
+            return 0, 0.0
+        top = max(self.gflops[w] for w in widths)
+        w = next(w for w in widths if self.gflops[w] >= 0.95 * top)
+        return w, self.gflops[w]
+
+    def flops_per_cycle(self) -> float | None:
+        """Rounded to the nearest power of two (pipes x lanes x 2 always is one)."""
+        _, g = self.best()
+        if g <= 0 or self.ghz <= 0:
+            return None
+        return float(2 ** round(math.log2(g / self.ghz)))
+
+
+def core_flops(cpuinfo: str | Mapping[str, Any], sve_bits: int | None = None,
+               measured: Measured | None = None) -> CoreFlops:
+    """DP flops per cycle per core from /proc/cpuinfo text (or parse_cpuinfo's dict), the
+    table first, then `measured` (one core's probe), then the stated assumption."""
     cpu = parse_cpuinfo(cpuinfo) if isinstance(cpuinfo, str) else cpuinfo
     flags = set(cpu.get("flags") or ())
     bits, isa = simd(flags, sve_bits)
@@ -177,6 +207,14 @@ def core_flops(cpuinfo: str | Mapping[str, Any], sve_bits: int | None = None) ->
         width = min(width, bits)
         return CoreFlops(arch, isa, bits, units, width, fma, units * width / 64 * (2 if fma else 1))
     arm = cpu.get("arch") == "arm"
+    fpc = measured.flops_per_cycle() if measured else None
+    if fpc:
+        width, g = measured.best()
+        units = max(1, round(fpc / (width / 64 * 2)))
+        return CoreFlops(f"unknown {'aarch64' if arm else 'x86'} CPU", isa, bits, units, width,
+                         True, fpc, f"measured on one core: {g:.3g} GFLOPS of {width}-bit FMA "
+                         f"at {measured.ghz:.3g} GHz -> {fpc:g} flops/cycle "
+                         f"({units} x {width}-bit FMA pipes)")
     if not flags and not arm:
         return CoreFlops("unknown CPU", isa, bits, 0, bits, False, 0.0,
                          "no CPU flags readable: flops per cycle unknown (set dp_gflops or "
@@ -195,8 +233,12 @@ def core_flops(cpuinfo: str | Mapping[str, Any], sve_bits: int | None = None) ->
 _AT_GHZ = re.compile(r"@\s*(\d+(?:\.\d+)?)\s*GHz", re.IGNORECASE)
 
 
+MEASURED_CLOCK = "measured: one busy core's clock (chains of dependent adds)"
+
+
 def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int | None = None,
-                max_khz: int | None = None, driver: str | None = None
+                max_khz: int | None = None, driver: str | None = None,
+                measured_ghz: float | None = None
                 ) -> tuple[float | None, str, float | None, str]:
     """(base GHz, where from, max GHz, where from); None and the reason when unknown.
 
@@ -204,6 +246,8 @@ def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int
     the nominal clock, boost is not listed); else the model name's "@ 2.40GHz" (Intel's rated
     base); else the highest `cpu MHz` of /proc/cpuinfo (the current clock: below base on an
     idle power-saving core, the host's clock in a VM). Max: cpufreq cpuinfo_max_freq.
+    `measured_ghz` (a busy core's clock, probe.c) replaces the current `cpu MHz` as base (a
+    clock under load, not an idle one) and stands for the max where cpufreq does not say it.
     """
     base: float | None = None
     mx: float | None = None
@@ -215,10 +259,14 @@ def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int
         base, bsrc = max_khz / 1e6, "acpi-cpufreq cpuinfo_max_freq (nominal)"
     elif model_name and (m := _AT_GHZ.search(model_name)):
         base, bsrc = float(m.group(1)), "model name"
+    elif measured_ghz:
+        base, bsrc = measured_ghz, MEASURED_CLOCK + ", not the rated base"
     elif (mhz := [x for x in mhz if x > 0]):
         base, bsrc = max(mhz) / 1e3, "/proc/cpuinfo cpu MHz (current clock, not rated base)"
     if max_khz and not acpi:
         mx, msrc = max_khz / 1e6, "cpufreq cpuinfo_max_freq"
+    elif measured_ghz:
+        mx, msrc = measured_ghz, MEASURED_CLOCK
     elif acpi:
         msrc = "unknown (acpi-cpufreq does not list boost clocks)"
     else:

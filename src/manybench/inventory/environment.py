@@ -11,6 +11,7 @@ run's environment). `manybench info` prints it (info.py).
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import platform
@@ -21,8 +22,12 @@ import psutil
 
 from .. import __version__
 from . import peaks, tunables
-from .cpu_peak import core_flops, frequencies, parse_cpuinfo
+from .cpu_peak import Measured, core_flops, frequencies, parse_cpuinfo
 from .memory_peak import memory_channels, parse_dmi_memory_device
+
+# the one-core probes: the best of many short chunks (a chunk the core was not taken from:
+# the others are slowed by load), ~40 ms per probe
+PROBE_NS, PROBE_CHUNKS = 1_000_000, 40
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
@@ -114,15 +119,42 @@ def _dimms() -> list[dict]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _probe(fma: bool) -> Measured | None:
+    """One busy core's clock, and its FMA throughput when `fma` (kernels/native/probe.c;
+    about 40 ms, 160 ms with FMA; once per process)."""
+    try:
+        from .. import _native
+    except ImportError:
+        return None
+    ghz = _native.probe_clock(PROBE_NS, PROBE_CHUNKS)
+    g = _native.probe_fma(PROBE_NS, PROBE_CHUNKS) if fma else (0.0,) * 4
+    return Measured(ghz, dict(zip((64, 128, 256, 512), g))) if ghz > 0 else None
+
+
 def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
-    """The CPU's SIMD/FMA/clock facts and the node's peaks (peaks.py) for collect()."""
+    """The CPU's SIMD/FMA/clock facts and the node's peaks (peaks.py) for collect(). Where
+    the table does not know the CPU or cpufreq does not give its clocks, one core is measured
+    (the source says so)."""
     info = parse_cpuinfo(_read("/proc/cpuinfo") or "")
     sve = _read("/proc/sys/abi/sve_default_vector_length")
-    flops = core_flops(info, int(sve) * 8 if sve and sve.isdigit() else None)
+    sve_bits = int(sve) * 8 if sve and sve.isdigit() else None
+    flops = core_flops(info, sve_bits)
     freq = _safe(_cpufreq) or {}
-    base, bsrc, mx, msrc = frequencies(info["model_name"], info["mhz"], **freq)
+    unknown_fma = flops.assumption is not None
+    weak_clock = not (freq.get("base_khz") or freq.get("max_khz"))
+    measured = _safe(lambda: _probe(unknown_fma)) if unknown_fma or weak_clock else None
+    if measured and unknown_fma:
+        flops = core_flops(info, sve_bits, measured)
+    # to 0.1 GHz, as clocks are rated: runs on one machine keep the same peaks
+    base, bsrc, mx, msrc = frequencies(
+        info["model_name"], info["mhz"], **freq,
+        measured_ghz=round(measured.ghz, 1) if measured and weak_clock else None)
     channels, rate, msource = memory_channels(_safe(_dimms) or [])
     cpu = {"vendor": info["vendor"], "family": info["family"], "model": info["model"],
+           "probe": ({"ghz": round(measured.ghz, 3), "gflops": {str(k): round(v, 2) for k, v
+                                                                in measured.gflops.items()}}
+                     if measured else None),
            "microarch": flops.microarch, "simd": flops.isa, "simd_bits": flops.simd_bits,
            "fma": flops.fma, "fma_units": flops.units, "fma_width_bits": flops.width_bits,
            "dp_flops_per_cycle": flops.flops_per_cycle, "flops_assumption": flops.assumption,

@@ -1,7 +1,7 @@
 """This node's inventory and theoretical peaks as text, the way `manybench info` prints them."""
 from __future__ import annotations
 
-from . import peaks
+from . import noise, peaks
 
 
 def _gib(n: int | None) -> str:
@@ -68,6 +68,13 @@ def info_text(env: dict) -> str:
                      + (f" (for {build['march']})" if build.get("march") else " (portable)"))
     lines.append(f"governor  {g('governor') or 'unknown'}"
                  + (f", tuned {g('tuned_profile')}" if g("tuned_profile") else ""))
+    floor = g("noise")
+    if isinstance(floor, dict) and "stall_ns" in floor:
+        lines.append(f"noise     {noise.describe(floor)}")
+        lines.append(f"          measured: {floor.get('method')}")
+        warn = noise.stalls(g("hostname") or "this node", floor)
+        if warn:
+            lines.append(f"          STALLS: {warn}")
     p = g("peaks") or {}
     values, basis = p.get("values") or {}, p.get("basis") or {}
     lines += ["", "theoretical peaks (override any in the plan's [peaks])"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import REQUIRED, Kernel, Param, Result, SlotContext
+from .base import REQUIRED, SHARED, Kernel, Param, Result, SlotContext
+from .figures import Figure
 
 MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net", "command",
            "mpi_job")
@@ -17,6 +18,17 @@ KERNELS: dict[str, Kernel] = {
     k.name: k for m in MODULES for k in import_module(f"{__name__}.{m}").KERNELS}
 
 WARM_UP = "null"   # what an agent runs, unrecorded, to pay first-use costs before phase 0
+
+
+def declared_metrics() -> dict[str, Figure]:
+    """Every metric declared in this build, by name: those every slot adds and tools' parsers
+    share first, then each kernel's (the first declaration of a name wins)."""
+    out: dict[str, Figure] = dict(SHARED)
+    for k in KERNELS.values():
+        for f in k.figures:
+            if not f.computed:
+                out.setdefault(f.name, f)
+    return out
 
 
 def _unknown(ctx: SlotContext, params: dict) -> None:
@@ -33,4 +45,5 @@ def kernel(name: str) -> Kernel:
                   run=_unknown)
 
 
-__all__ = ["KERNELS", "WARM_UP", "Kernel", "Param", "Result", "SlotContext", "REQUIRED", "kernel"]
+__all__ = ["KERNELS", "WARM_UP", "Kernel", "Param", "Result", "SlotContext", "REQUIRED", "kernel",
+           "declared_metrics", "Figure"]

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..units import parse_duration, parse_size
+from .figures import EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, STREAM_RATES, Figure, by_name
+
+# declarations any record may match: what every slot adds, and metrics tools share
+SHARED = by_name(EVERY_SLOT + (GFLOPS, MFLOPS, FSYNC) + STREAM_RATES)
 
 # Parameter kinds: how a plan value is checked and turned into the value a kernel receives.
 KINDS = ("size", "duration", "int", "float", "bool", "str", "choice", "dir")
@@ -111,6 +115,8 @@ class SlotContext:
                                     # runs inside it (kernels/wrapped.py)
     vars: dict = field(default_factory=dict)   # the variant's template values
     settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
+    root: str = ""      # the run's scratch root ({dir}/<run>): files below it are reached by
+                        # descriptor from it (kernels/scratchfs.py)
 
 
 @dataclass
@@ -163,6 +169,9 @@ class Kernel:
     connect: Callable[[Any, dict[int, dict]], None] | None = None
     # which phases' slots connect (io.* only with wear_out or reorder); None: every phase
     peers_when: Callable[[dict], bool] | None = None
+    # figures across a phase's slots, added to its records (list[record.Record]) in place once
+    # they are made, in the coordinator's clock (a parallel task's jobs: kernels/mpi_phase.py)
+    finish_phase: Callable[[list], None] | None = None
     # Traits: what the rest of manybench may know about a kernel. Nothing outside kernels/
     # tests a kernel's name; it reads these.
     uses_dir: bool = False       # works under the task's `dir` and needs scratch directories
@@ -172,13 +181,27 @@ class Kernel:
                                  # parallel task: between the launcher and the program)
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
-    # The figures a report shows first (report/headline.py): "bandwidth", "ops_rate",
-    # "sync_overhead", "skew", "latency", "elapsed", or a metric's name. Empty: a command's
-    # extracted metrics, else its elapsed time.
-    headline: tuple[str, ...] = ()
+    # The figures it shows (kernels/figures.py): the computed ones it has and the metrics
+    # its records carry, each with its unit, label, direction and role; those marked
+    # `headline` a report shows first, in this order (none: a command's extracted metrics,
+    # else its elapsed time).
+    figures: tuple[Figure, ...] = ()
     standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
     progress: str = ""           # its C loop counts progress (_native.progress()) in this
                                  # unit, "bytes" | "ops", so slots sample it; "": no samples
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        """The names of the figures a report shows first, in order."""
+        return tuple(f.name for f in self.figures if f.headline)
+
+    def figure(self, name: str) -> Figure | None:
+        """The declaration of one of its figures (or of a metric every slot's record
+        carries, or one many kernels and tools' parsers share); None when undeclared."""
+        for f in self.figures:
+            if f.name == name:
+                return f
+        return SHARED.get(name)
 
     @property
     def connects(self) -> bool:

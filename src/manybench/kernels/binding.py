@@ -18,9 +18,15 @@ import os
 import resource
 from typing import Any
 
+from .figures import CPU_TIME, CPU_UTIL, CPUS_ALLOWED, CPUS_USED
+
 # a task is "cpu-bound at its pin" when it kept this share of its allowed cpus busy
 CPU_BOUND_SHARE = 0.9
 
+
+# cpu use is reported for windows at least this long: 100 x the slot's spin before T0
+# (node/slot.py), whose cpu time would otherwise dominate it
+MIN_CPU_NS = 30_000_000
 
 def cpulist(ids: Any) -> str:
     """Cpu or node ids as Linux writes them: "0-3,8,10-11"."""
@@ -69,7 +75,7 @@ def proc_binding(pid: int | str = "self") -> dict[str, str]:
             for line in f:
                 key, _, value = line.partition(":")
                 if key == "Cpus_allowed_list":
-                    out["cpus_allowed"] = value.strip()
+                    out[CPUS_ALLOWED.name] = value.strip()
                 elif key == "Mems_allowed_list":
                     out["mems_allowed"] = value.strip()
     except OSError:
@@ -80,19 +86,19 @@ def proc_binding(pid: int | str = "self") -> dict[str, str]:
 def allowed_count(binding: dict[str, str]) -> int:
     """How many cpus a readback allows (0 when unknown)."""
     try:
-        return len(parse_cpulist(binding["cpus_allowed"]))
+        return len(parse_cpulist(binding[CPUS_ALLOWED.name]))
     except (KeyError, ValueError):
         return 0
 
 
 def cpu_figures(cpu_s: float, elapsed_s: float, allowed: int) -> dict[str, float]:
     """cpu_time_s, cpu_util and cpus_used_share (see the module docstring)."""
-    out: dict[str, float] = {"cpu_time_s": round(cpu_s, 6)}
+    out: dict[str, float] = {CPU_TIME.name: round(cpu_s, 6)}
     if elapsed_s > 0:
         util = cpu_s / elapsed_s
-        out["cpu_util"] = round(util, 4)
+        out[CPU_UTIL.name] = round(util, 4)
         if allowed > 0:
-            out["cpus_used_share"] = round(util / allowed, 4)
+            out[CPUS_USED.name] = round(util / allowed, 4)
     return out
 
 
@@ -109,7 +115,7 @@ def self_cpu() -> float:
 
 def cpu_bound(metrics: dict) -> bool:
     """Whether a record's process kept about all of its allowed cpus busy."""
-    share = metrics.get("cpus_used_share")
+    share = metrics.get(CPUS_USED.name)
     return isinstance(share, (int, float)) and share >= CPU_BOUND_SHARE
 
 

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 from ..templates import render
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
+from .figures import COUNT, Figure
 from .native import native
+from .scratchfs import make_dir, root_of
 
 if TYPE_CHECKING:
     from ..model import TaskSpec
@@ -29,6 +31,10 @@ SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each s
 # Names every command template may use besides the task's own parameters: SlotContext fields.
 BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
                  "task")
+
+# a command's figure of its own; what it extracts from its output is named by the plan
+EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
+                     note="exit statuses: status x records, failed records too")
 
 
 @dataclass
@@ -58,12 +64,12 @@ def build_argv(spec: TaskSpec, values: dict) -> list[str]:
 def _prepare(ctx: SlotContext, params: dict) -> Prepared:
     lib = native()
     spec: TaskSpec = ctx.spec
-    os.makedirs(ctx.scratch, exist_ok=True)
+    make_dir(root_of(ctx), ctx.scratch, "command")   # made fresh by the agent, or here
     # under a variant's wrap the launcher execs at T0 with the command: its start-up is in
     # the window (kernels/wrapped.py runs built-in kernels with theirs outside it)
     argv = list(ctx.wrap or []) + build_argv(spec, template_values(ctx, params))
     path = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if not path or not os.access(path, os.X_OK):
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise KernelError(f"command not found or not executable: {argv[0]}")
     env = {**os.environ, **spec.env, **ctx.env}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
@@ -156,7 +162,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
     res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
     code = os.waitstatus_to_exitcode(status)
-    res.metrics["exit_status"] = code
+    res.metrics[EXIT_STATUS.name] = code
     res.metrics.update(ended.binding)
     res.metrics.update(cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)))
     res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
@@ -181,9 +187,9 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
 
 
 def _reaped(p: Prepared) -> None:
-    # its process-group id may be reused now: the slot's SIGTERM handler must not kill it
+    # its group stays listed for the slot's SIGTERM handler until the slot has killed the
+    # command's orphans (slot.py: forget_children after kill_descendants)
     p.reaped = True
-    p.lib.forget_child(p.pid)
 
 
 def _close_fds(p: Prepared) -> None:
@@ -214,7 +220,7 @@ COMMAND = Kernel(
         "with a (?P<value>...) group extract figures; `timeout` kills the process group.",
     params={},
     prepare=_prepare, run=_run, cleanup=_cleanup,
-    uses_dir=True, runs_child=True, from_command=True,
+    uses_dir=True, runs_child=True, from_command=True, figures=(EXIT_STATUS,),
 )
 
 KERNELS = [COMMAND]

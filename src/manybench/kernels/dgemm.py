@@ -2,30 +2,24 @@
 
 The library is found at run time (dlopen in native/dgemm.c), so manybench needs no BLAS to
 build and measures the one each node really has: the plan's `blas`, else the usual system
-sonames, else the OpenBLAS that numpy's wheels carry (ILP64, prefixed symbols).
+sonames, else the OpenBLAS that numpy's wheels carry (ILP64, prefixed symbols). Which library,
+its version, core and threads, and whether its core fits the processor: blas.py.
 """
 from __future__ import annotations
 
 import functools
-import glob
-import importlib.util
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from . import blas
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .blas import SYSTEM_LIBS, candidates, load, numpy_blas   # noqa: F401 (public names)
+from .figures import GFLOPS
 from .native import native, result_from_native
 
 NAME = "cpu.dgemm"
-# Tried in this order when the plan gives no `blas`. Debian's libblas.so.3 (alternatives)
-# carries cblas_dgemm, whether it is the reference BLAS or OpenBLAS behind it.
-SYSTEM_LIBS = ("libopenblas.so.0", "libopenblas.so", "libblis.so.4", "libcblas.so.3",
-               "libblas.so.3")
-# Read by the libraries when they load (only the first load in a process counts); the
-# library's own call sets the count again at every prepare.
-THREAD_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "BLIS_NUM_THREADS",
-              "MKL_NUM_THREADS")
 CALIBRATE_NS = 50_000_000   # time at least this much of untimed calls to calibrate `repeat`
 
 PARAMS = {
@@ -39,8 +33,10 @@ PARAMS = {
                             "OPENBLAS_NUM_THREADS before the library loads). More than one "
                             "needs a slot with as many cpus: pin = \"numa\" or \"none\".",
                      default=1, minimum=1),
-    "blas": Param("str", "CBLAS library to use (a path or a soname); default: the first of "
-                         + ", ".join(SYSTEM_LIBS) + ", then numpy's bundled OpenBLAS."),
+    "blas": Param("str", "CBLAS library to use (a path or a soname); \"best\": time every "
+                         "candidate on the slot's core before T0 and keep the fastest; default: "
+                         "the first of " + ", ".join(SYSTEM_LIBS) + ", then numpy's bundled "
+                         "OpenBLAS."),
     "alpha": Param("float", "C = alpha*A*B + beta*C.", default=1.0),
     "beta": Param("float", "C = alpha*A*B + beta*C (0: C is only written, as numpy's "
                            "matmul).", default=0.0),
@@ -49,48 +45,13 @@ PARAMS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def numpy_blas() -> tuple[str, ...]:
-    """The OpenBLAS files inside an installed numpy wheel, found without importing numpy."""
-    try:
-        spec = importlib.util.find_spec("numpy")
-    except (ImportError, ValueError):
-        return ()
-    if spec is None or not spec.origin:
-        return ()
-    pkg = os.path.dirname(spec.origin)
-    found: list[str] = []
-    for d in (os.path.join(os.path.dirname(pkg), "numpy.libs"), os.path.join(pkg, ".libs")):
-        found += sorted(glob.glob(os.path.join(d, "lib*openblas*.so*")))
-    return tuple(found)
-
-
-def candidates(blas: str | None) -> list[str]:
-    return [blas] if blas else [*SYSTEM_LIBS, *numpy_blas()]
-
-
-def load(lib: ModuleType, blas: str | None, threads: int) -> dict[str, Any]:
-    """The first usable CBLAS (the loader's info dict); KernelError saying what was tried."""
-    saved = {k: os.environ.get(k) for k in THREAD_ENV}
-    os.environ.update({k: str(threads) for k in THREAD_ENV})
-    why = ""
-    try:
-        for path in candidates(blas):
-            try:
-                return lib.blas_load(path)
-            except OSError as e:
-                why = e.strerror or str(e)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    if blas:
-        raise KernelError(f"{NAME}: cannot use blas = {blas!r}: {why}")
-    raise KernelError(f"{NAME}: no CBLAS library found (tried {', '.join(SYSTEM_LIBS)} and "
-                      "numpy's bundled OpenBLAS); install one (Debian/Ubuntu: libopenblas0, "
-                      "RHEL: openblas) or give `blas` = the library's path")
+@functools.lru_cache(maxsize=8)
+def _best(threads: int, n: int, seed: int, alpha: float, beta: float
+          ) -> tuple[dict[str, Any], tuple[tuple[str, float], ...]]:
+    """`blas = "best"` once per slot process and matrix shape (the trial costs ~0.1 s per
+    candidate)."""
+    info, trials = blas.best(native(), threads, n, seed, alpha, beta)
+    return info, tuple(trials.items())
 
 
 @dataclass
@@ -103,6 +64,7 @@ class _State:
     alpha: float
     beta: float
     threads: int
+    trials: dict = field(default_factory=dict)   # blas = "best": GFLOPS of each candidate
 
 
 def _params(params: dict) -> dict:
@@ -122,13 +84,18 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
         raise KernelError(f"{NAME}: threads = {threads} but this slot may run on {cpus} "
                           f"cpu{'s' if cpus != 1 else ''} only (pin = \"core\" gives each slot "
                           "one); use pin = \"numa\" or pin = \"none\", or fewer threads")
-    info = load(lib, p.get("blas"), threads)
+    alpha, beta = float(p["alpha"]), float(p["beta"])
+    trials: dict = {}
+    if p.get("blas") == blas.BEST:
+        info, tried = _best(threads, n, p["seed"], alpha, beta)
+        trials = dict(tried)
+    else:
+        info = load(lib, p.get("blas"), threads)
     lib.blas_set_threads(info["index"], threads)
     try:
         handle = lib.dgemm_new(info["index"], n, p["seed"])
     except OSError as e:
         raise KernelError(f"{NAME}: n = {n}: {e.strerror or e}") from None
-    alpha, beta = float(p["alpha"]), float(p["beta"])
     # Warm-up: starts the library's threads and touches its work buffers before T0.
     lib.dgemm_time(handle, 1, alpha, beta)
     repeat = p["repeat"]
@@ -140,7 +107,7 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
             ns = lib.dgemm_time(handle, count, alpha, beta)
         repeat = max(1, round(target / (max(ns, 1) / count)))
     return _State(lib=lib, handle=handle, info=info, n=n, repeat=repeat, alpha=alpha,
-                  beta=beta, threads=threads)
+                  beta=beta, threads=threads, trials=trials)
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -148,8 +115,12 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     res = result_from_native(d, lambda err, text: f"{NAME}: {text}")
     if res.status == "ok" and res.elapsed_ns > 0:
         res.metrics["gflops"] = 2.0 * st.n ** 3 * res.ops / res.elapsed_ns
-    res.extra.update(blas=st.info["file"], blas_symbol=st.info["symbol"],
-                     blas_config=st.info["config"], blas_threads=st.info["threads"] or "env")
+    res.extra.update(blas.provenance(st.lib, st.info))
+    if st.trials:     # blas = "best": what was tried, what was kept
+        res.extra["blas_trials"] = st.trials
+    mismatch = blas.core_mismatch(st.info.get("corename", ""), st.info["config"])
+    if mismatch:      # a warning (the coordinator stores it), and the record says so
+        res.extra.setdefault("warnings", []).append(["library", mismatch])
     return res
 
 
@@ -159,14 +130,16 @@ def _cleanup(st: _State) -> None:
 
 DGEMM = Kernel(
     name=NAME,
-    headline=("gflops",),
+    figures=(GFLOPS.first(),),
     doc="Double-precision C = alpha*A*B + beta*C on n x n row-major matrices through the "
         "node's CBLAS (dlopen at run time: `blas`, else " + ", ".join(SYSTEM_LIBS) + ", else "
         "numpy's bundled OpenBLAS; 32- and 64-bit-integer ABIs). Matrices are filled and one "
         "untimed call warms up before T0; the window holds `repeat` calls. Metrics: gflops "
         "(2 n^3 repeat / elapsed), lat_* = time per call; ops = calls. The library used "
-        "(its file, symbol and build config) is kept in the record's extra as `blas`, "
-        "`blas_symbol`, `blas_config`.",
+        "is kept in the record's extra: `blas` (its file), `blas_version`, `blas_config`, "
+        "`blas_core` (the kernels it runs), `blas_threads_used`, and `blas_trials` with "
+        "blas = \"best\"; a core narrower than the processor's FMA pipes is a `library` "
+        "warning.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, progress="ops",
 )
 

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from .figures import MFLOPS, Figure
 from .native import native, result_from_native
 from .stream import check_memory, check_threads, threads_fit
 
@@ -203,9 +204,14 @@ def _cleanup(st: _State) -> None:
         st.lib.himeno_release(handle)
 
 
+FIGURES = (MFLOPS.first(),
+           Figure("gosa", "", "gosa (residual)", ""),
+           Figure("gosa_first", "", "first gosa", ""),
+           Figure("iterations", "", "iterations", ""))
+
 HIMENO = Kernel(
     name="cpu.himeno",
-    headline=("mflops",),
+    figures=FIGURES,
     doc="The Himeno benchmark (himenoBMTxp) per slot: Jacobi iterations of a 19-point stencil "
         "for Poisson's equation in single precision on a MIMAX x MJMAX x MKMAX grid, timed in C "
         "from T0. Grids are initialised (and the iteration count calibrated) before T0. "

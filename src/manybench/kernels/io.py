@@ -12,15 +12,21 @@ IOR's semantics where IOR defines them (its -D, stoneWallingWearOut and -C):
 """
 from __future__ import annotations
 
+import errno
 import os
 from types import ModuleType
 
 from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
-from .iofile import ALIGN, IoState, check_direct, explain, file_problems, open_file, slot_file
+from .iofile import (ALIGN, IoState, check_direct, explain, file_problems, laid_out, open_file,
+                     slot_file)
 from .native import native, result_from_native, user_message
+from .figures import (BANDWIDTH, ELAPSED, FSYNC, LATENCY, OPS_RATE, READS_CACHE, REORDER_SHIFT,
+                      STONEWALL, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
+                      WEAR_OUT_BLOCKS)
 from .pagecache import CACHE, prepare_cache
 from .peers import Group
+from .scratchfs import make_dir, root_of
 
 PEER_TIMEOUT_S = 300.0   # wear_out: how long the slots wait for each other
 
@@ -87,6 +93,17 @@ def _state(params: dict, write: bool, fd: int, path: str, lib: ModuleType) -> Io
                   direct=bool(params["direct"]))
 
 
+def _preallocate(lib: ModuleType, fd: int, size: int) -> None:
+    """fio's fallocate=native: a file system too full for the whole file is told by the
+    writes themselves, at the offset where space ran out (fio logs the failed fallocate and
+    writes on), never as a failed prepare."""
+    try:
+        lib.preallocate(fd, size)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+
+
 def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     lib = native()
     params = _params(params)
@@ -94,7 +111,16 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     for fld, msg in _check_amount(params):
         raise KernelError(f"io.write: {fld}: {msg}")
     path = slot_file(ctx, params, "io.write")
-    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, params["direct"], "io.write")
+    fd = open_file(root_of(ctx), path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                   params["direct"], "io.write")
+    try:   # before T0, as fio does: fallocate=native (its default), fadvise_hint
+        if params.get("fallocate", True) and params.get("size") and not params.get("duration"):
+            _preallocate(lib, fd, params["size"])
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    except OSError as e:
+        os.close(fd)
+        raise KernelError(user_message("io.write", e.errno or 0,
+                                       f"before the writes: {e.strerror}")) from None
     st = _state(params, True, fd, path, lib)
     st.rank, st.workers = ctx.rank, ctx.workers
     if params.get("wear_out"):
@@ -109,17 +135,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
     check_direct("io.read", params)
     path = slot_file(ctx, params, "io.read")
     size = params.get("size") or 0
-    try:
-        have = os.stat(path).st_size
-    except FileNotFoundError:
-        have = -1
-    if have < size:  # lay out what is missing, never inside the timed window
-        try:
-            lib.layout(path, size, params["block"])
-        except OSError as e:
-            raise KernelError(user_message("io.read", e.errno or 0, e.strerror or str(e))) \
-                from None
-    fd = open_file(path, os.O_RDONLY, params["direct"], "io.read")
+    fd = laid_out(root_of(ctx), path, size, params["block"], params["direct"], "io.read", lib)
     try:
         cache = prepare_cache(lib, fd, size or os.fstat(fd).st_size,
                               params.get("cache") or CACHE.default, f"io.read {path}")
@@ -134,6 +150,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
     st = _state(params, False, fd, path, lib)
     st.metrics.update(cache)
     st.rank, st.workers, st.cache = ctx.rank, ctx.workers, params.get("cache") or "drop"
+    st.root = root_of(ctx)
     st.reorder = bool(params.get("reorder")) and ctx.workers > 1
     return st
 
@@ -171,12 +188,17 @@ def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
     if params.get("wear_out") or (params.get("reorder") and ctx.workers > 1):
         raise KernelError(f"{label}: wear_out and reorder cannot run inside a wrap (their "
                           "slots talk to each other)")
-    out = {"path": slot_file(ctx, params, label), "block": params["block"],
+    slot_file(ctx, params, label)     # the file name's checks
+    # mbkernel opens root/path by descriptor itself (the wrap may bind the slot's directory
+    # alone, so that is its root); the directory is made and checked here first
+    make_dir(root_of(ctx), ctx.scratch, label)
+    out = {"root": ctx.scratch, "path": params["file"], "block": params["block"],
            "size": params.get("size") or 0,
            "duration_ns": round((params.get("duration") or 0) * 1e9),
            "direct": int(bool(params["direct"]))}
     if write:
         out["fsync"] = int((params.get("fsync") or "end") == "end")
+        out["fallocate"] = int(bool(params.get("fallocate", True)))
     else:
         out["cache"] = params.get("cache") or CACHE.default
     return out
@@ -184,7 +206,8 @@ def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
 
 def _standalone_finish(d: dict, args: dict, write: bool) -> Result:
     size = 0 if not write and args["duration_ns"] else args["size"]
-    st = IoState(lib=None, fd=-1, path=args["path"], write=write,   # type: ignore[arg-type]
+    st = IoState(lib=None, fd=-1, path=os.path.join(args["root"], args["path"]),  # type: ignore[arg-type]
+                 write=write,
                  block=args["block"], size=size, duration=args["duration_ns"] / 1e9 or None,
                  fsync_end=bool(args.get("fsync")), direct=bool(args["direct"]))
     if not write:
@@ -210,9 +233,13 @@ def _cleanup(st: IoState) -> None:
                                            f"closing the file: {e.strerror}")) from None
 
 
+_FIGURES = (BANDWIDTH.first(), LATENCY.first(), OPS_RATE, STONEWALL, ELAPSED, FSYNC)
+WRITE_FIGURES = _FIGURES + (STONEWALL_S, STONEWALL_BYTES, STONEWALL_BLOCKS, WEAR_OUT_BLOCKS)
+READ_FIGURES = _FIGURES + READS_CACHE + (REORDER_SHIFT,)
+
 WRITE = Kernel(
     name="io.write",
-    headline=("bandwidth", "latency"),
+    figures=WRITE_FIGURES,
     doc="Sequential writes of `block` bytes to one file per slot until `size` or `duration`. "
         "Reports bytes, ops and per-operation latency percentiles.",
     params={**_COMMON,
@@ -222,7 +249,12 @@ WRITE = Kernel(
             "wear_out": Param("bool", "With duration: after the stonewall every slot writes on "
                                       "until it has written as many blocks as the fastest "
                                       "had (IOR's stoneWallingWearOut); records carry the "
-                                      "stonewall figures too.", default=False)},
+                                      "stonewall figures too.", default=False),
+            "fallocate": Param("bool", "Preallocate the file to `size` before T0 "
+                                       "(fallocate, as fio's default fallocate=native; none "
+                                       "where the file system has no fallocate, and none with "
+                                       "`duration`); false: no preallocation, as IOR and dd.",
+                               default=True)},
     prepare=_prepare_write, run=_run, cleanup=_cleanup, check=_check_amount, uses_dir=True,
     progress="bytes",
     publish=io_ior.publish, connect=io_ior.connect, peers_when=lambda p: bool(p.get("wear_out")),
@@ -231,7 +263,7 @@ WRITE = Kernel(
 
 READ = Kernel(
     name="io.read",
-    headline=("bandwidth", "latency"),
+    figures=READ_FIGURES,
     doc="Sequential reads of `block` bytes from one file per slot. A missing file is laid out "
         "before T0 (never inside the timed window), as fio does; a file an io.write task of the "
         "same run left is read as it is (extended first if shorter than `size`). Its cached "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from .base import KernelError, Result
+from .figures import (REORDER_SHIFT, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
+                      WEAR_OUT_BLOCKS)
 from .hist import latency_metrics, merge
 from .iofile import IoState, explain, open_file
 from .native import result_from_native
@@ -27,7 +29,7 @@ def connect(st: IoState, peers: dict[int, dict]) -> None:
         other = peers.get((st.rank + shift) % st.workers, {}).get("path")
         if not other:
             raise KernelError("io.read (reorder): the next rank published no file")
-        fd = open_file(other, os.O_RDONLY, st.direct, "io.read (reorder)")
+        fd = open_file(st.root, other, os.O_RDONLY, st.direct, "io.read (reorder)")
         try:
             size = st.size or os.fstat(fd).st_size
             st.metrics.update(prepare_cache(st.lib, fd, size, st.cache, f"io.read {other}"))
@@ -37,7 +39,7 @@ def connect(st: IoState, peers: dict[int, dict]) -> None:
             raise
         os.close(st.fd)
         st.fd, st.path = fd, other
-        st.metrics["reorder_shift"] = shift
+        st.metrics[REORDER_SHIFT.name] = shift
 
 
 def _next_node(rank: int, workers: int, peers: dict[int, dict]) -> int:
@@ -68,8 +70,9 @@ def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
         res.status, res.error = "error", f"io.write (wear_out): the all-reduce failed: {e}"
         return res
     agreed_ns = st.lib.now_ns()
-    res.metrics.update(stonewall_s=(agreed_ns - res.start_ns) / 1e9, stonewall_bytes=res.bytes,
-                       stonewall_blocks=blocks, wear_out_blocks=target)
+    res.metrics.update({STONEWALL_S.name: (agreed_ns - res.start_ns) / 1e9,
+                        STONEWALL_BYTES.name: res.bytes, STONEWALL_BLOCKS.name: blocks,
+                        WEAR_OUT_BLOCKS.name: target})
     left = (target - blocks) * st.block
     if left or st.fsync_end:
         # size 0 means "no limit" to run_io: with nothing left, only the fsync is timed

@@ -9,6 +9,7 @@ from types import ModuleType
 from .base import KernelError, SlotContext
 from .native import user_message
 from .peers import Group
+from .scratchfs import open_below, same_file
 
 ALIGN = 4096  # O_DIRECT: offsets, lengths and buffers aligned to any logical block size
 
@@ -30,6 +31,7 @@ class IoState:
     workers: int = 1
     reorder: bool = False          # read the next node's rank's file (IOR -C)
     cache: str = "drop"
+    root: str = ""                 # the run's scratch root (a reorder's file is below it)
 
     @property
     def publishes(self) -> bool:
@@ -69,30 +71,47 @@ def file_problems(params: dict) -> list[tuple[str, str]]:
     return []
 
 
-def open_file(path: str, flags: int, direct: bool, kernel: str) -> int:
-    # O_NOFOLLOW: a symbolic link planted in scratch must not redirect the writes elsewhere
+def open_file(root: str, path: str, flags: int, direct: bool, kernel: str) -> int:
+    """The slot's file, by descriptor from the run's scratch root and checked
+    (scratchfs.py): a symbolic link, a hard link, a FIFO or a socket planted there is a
+    phase error naming it, never opened for the I/O."""
     try:
-        return os.open(path, flags | (os.O_DIRECT if direct else 0) | os.O_CLOEXEC
-                       | os.O_NOFOLLOW, 0o644)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise KernelError(f"{kernel} {path}: is a symbolic link; files in scratch are "
-                              "never opened through links") from None
-        if direct and e.errno == errno.EINVAL:
-            raise KernelError(f"{kernel} {path}: the file system refuses O_DIRECT (direct = "
-                              "true); use direct = false or a directory on another file "
-                              "system") from None
-        raise KernelError(user_message(f"{kernel} {path}", e.errno or 0,
-                                       f"cannot open: {e.strerror}")) from None
+        return open_below(root, path, flags | (os.O_DIRECT if direct else 0), kernel)
+    except KernelError:
+        if not direct:
+            raise
+        try:    # O_DIRECT refused (EINVAL): say so rather than the bare errno
+            os.close(open_below(root, path, flags, kernel))
+        except KernelError:
+            raise
+        raise KernelError(f"{kernel} {path}: the file system refuses O_DIRECT (direct = "
+                          "true); use direct = false or a directory on another file "
+                          "system") from None
+
+
+def laid_out(root: str, path: str, size: int, block: int, direct: bool, kernel: str,
+             lib: ModuleType, flags: int = os.O_RDONLY) -> int:
+    """A file laid out to `size` when shorter (never inside the timed window), then open
+    with `flags` for the I/O: the inode used is the one laid out, both reached by
+    descriptor."""
+    rw = open_file(root, path, os.O_RDWR | os.O_CREAT, False, kernel)
+    try:
+        try:
+            lib.layout(rw, path, size, block)
+        except OSError as e:
+            raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
+                from None
+        fd = open_file(root, path, flags, direct, kernel)
+        if not same_file(fd, rw):
+            os.close(fd)
+            raise KernelError(f"{kernel}: {path} was replaced while it was laid out")
+        return fd
+    finally:
+        os.close(rw)
 
 
 def slot_file(ctx: SlotContext, params: dict, kernel: str) -> str:
-    """The slot's file; makes the slot's directory when missing."""
+    """The slot's file's path (its directory is made, by descriptor, when it is opened)."""
     for fld, msg in file_problems(params):
         raise KernelError(f"{kernel}: {fld}: {msg}")
-    try:
-        os.makedirs(ctx.scratch, exist_ok=True)
-    except OSError as e:
-        raise KernelError(user_message(f"{kernel} {ctx.scratch}", e.errno or 0,
-                                       f"cannot create the directory: {e.strerror}")) from None
     return os.path.join(ctx.scratch, params["file"])

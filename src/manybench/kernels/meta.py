@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .figures import ELAPSED, LATENCY, OPS_RATE
 from .native import native, result_from_native, user_message
+from .scratchfs import make_dir, root_of
 
 MAX_DIRS = 100_000   # tree directories a plan may ask for
 
@@ -151,12 +153,10 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
         raise KernelError(f"meta.{op}: {items} items per slot cannot fill the tree's "
                           f"{len(dirs)} directories (mdtest -b, -z): give more items or a "
                           "smaller tree")
-    try:
-        for d in dirs:
-            os.makedirs(d, mode=0o775, exist_ok=True)
-    except OSError as e:
-        raise KernelError(user_message(f"meta.{op} {e.filename}", e.errno or 0,
-                                       f"cannot create the tree: {e.strerror}")) from None
+    # the tree is made and checked by descriptor before T0 (scratchfs.py: a link or a file
+    # planted in its place is refused); the timed operations go by full path, as mdtest's
+    for d in dirs:
+        make_dir(root_of(ctx), d, f"meta.{op}")
     if op in _CLEARS or op == "rename":
         _clear_leftovers(ctx, params, op, dirs, unique)
     st = _State(lib=lib, op=op, dirs=dirs, prefix=f"{KIND[op]}.mdtest.{ctx.rank}.",
@@ -198,7 +198,7 @@ _DOCS = {
 KERNELS = [
     Kernel(name=f"meta.{op}", doc=doc + " Ops = items; latency percentiles per operation.",
            params=PARAMS, prepare=functools.partial(_prepare, op),
-           headline=("ops_rate", "latency"), run=_run, check=_check,
+           figures=(OPS_RATE.first(), LATENCY.first(), ELAPSED), run=_run, check=_check,
            uses_dir=True, progress="ops")
     for op, doc in _DOCS.items()
 ]

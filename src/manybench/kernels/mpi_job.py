@@ -33,6 +33,8 @@ from typing import IO
 from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
+from .mpi_phase import finish_jobs
+from .mpi_record import FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
@@ -275,7 +277,6 @@ def statically_linked(path: str) -> bool:
 
 
 def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
-    from .mpi_record import job_result   # noqa: PLC0415
     armed_ns = time.time_ns()
     spec = st.ctx.spec
     deadline = None
@@ -317,6 +318,7 @@ MPI_JOB = Kernel(
     params={"ranks": Param("int", "ranks per job", minimum=1)},
     prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
     uses_dir=True, runs_child=True, from_command=True, takes_wrap=True,
+    figures=FIGURES, finish_phase=finish_jobs,
 )
 
 KERNELS = [MPI_JOB]

@@ -9,22 +9,35 @@ tails, the figures parsed from the job's output, and which ranks the launcher sa
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .base import Result
-from .binding import allowed_count, cpu_figures
-from .command import TAIL_BYTES, extract_metrics
+from .binding import MIN_CPU_NS, allowed_count, cpu_figures
+from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
+from .figures import CONTEXT, HIDDEN, LOWER, PHASE, Figure
 
-if TYPE_CHECKING:
-    from .mpi_job import JobSlot
 
-# what every rank's record carries besides the job's own figures: bookkeeping, not results
-# (analysis/points.py leaves them out of a command's extracted figures); the job figures
-# run/jobs.py adds (job_skew_s, job_startup_s) are figures
-FRAMEWORK_METRICS = frozenset({
-    "job", "job_rank", "rank_pid", "rank_host", "mpi_sync", "mpi_init_s", "mpi_startup_s",
-    "cpu_start", "cpu_end", "finalize_s", "launcher", "mpi_family", "mpi_version",
-    "launcher_exit_s"})
+def _hidden(name: str, unit: str = "") -> Figure:
+    return Figure(name, unit, direction="", role=HIDDEN)
+
+
+# what every rank's record carries besides the program's own figures: where it ran and how
+# it was held (bookkeeping, never a figure of the program) and the job's start-up (context);
+# the job's skew (kernels/mpi_phase.py) is a figure
+FIGURES = (
+    Figure("job_skew_s", "s", "job skew", LOWER, scope=PHASE,
+           note="job skew = max - min of one job's ranks' start stamps (on its rank 0)"),
+    Figure("job_startup_s", "s", "job\nstart-up", "", role=CONTEXT,
+           note="job start-up = the slowest rank's launch-to-held time (launcher, wire-up, "
+           "MPI_Init), outside the timed window"),
+    Figure("mpi_init_s", "s", "MPI_Init", "", role=CONTEXT),
+    Figure("mpi_startup_s", "s", "rank start-up", "", role=CONTEXT),
+    Figure("finalize_s", "s", "MPI_Finalize", "", role=CONTEXT),
+    Figure("launcher_exit_s", "s", "launcher exit", "", role=CONTEXT),
+    EXIT_STATUS,
+    *(_hidden(n) for n in ("job", "job_rank", "rank_pid", "rank_host", "mpi_sync",
+                           "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version")),
+)
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",
@@ -32,7 +45,8 @@ ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: 
            "timeout": "killed after the task's timeout"}
 
 
-def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
+def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
+    """The record of the rank `st` (its mpi_job.JobSlot) as its slot's Result."""
     s = st.link.st
     res = Result(armed_ns=armed_ns)
     if s.start_ns:
@@ -56,7 +70,6 @@ def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -
     if s.finalized_ns and s.end_ns:
         m["finalize_s"] = round((s.finalized_ns - s.end_ns) / 1e9, 6)
     m.update(s.binding)
-    from ..node.slot import MIN_CPU_NS   # noqa: PLC0415 (the slot's rule for cpu figures)
     if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and res.elapsed_ns >= MIN_CPU_NS:
         m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, res.elapsed_ns / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
@@ -74,13 +87,13 @@ def job_result(st: JobSlot, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -
     return res
 
 
-def _launcher(st: JobSlot, res: Result) -> None:
+def _launcher(st: Any, res: Result) -> None:
     """The job's first rank: the launcher's figures, output and verdict."""
     launch = st.launch
     m = res.metrics
     stdout, stderr = launch.text()
     m.update(launcher=launch.launcher.path, mpi_family=launch.launcher.family.name,
-             mpi_version=launch.launcher.version, exit_status=launch.status)
+             mpi_version=launch.launcher.version, **{EXIT_STATUS.name: launch.status})
     if launch.exited_mono and st.link.st.end_mono:
         m["launcher_exit_s"] = round(max(0, launch.exited_mono - st.link.st.end_mono) / 1e9, 6)
     res.extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:],

@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext
+from .figures import BANDWIDTH, HIDDEN, LATENCY, LOWER, Figure
 from .native import native, result_from_native
 
 STREAM_DURATION_S = 2.0   # net.stream without size or duration
@@ -346,12 +347,24 @@ def _check(params: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _kernel(name: str, doc: str, params: dict, run: Any, headline: tuple[str, ...]) -> Kernel:
+# bookkeeping of a pair: which end a record is, and the bytes its own end moved
+_PAIR = (Figure("role", "", role=HIDDEN, direction=""),
+         Figure("endpoint_bytes", "", role=HIDDEN, direction=""))
+LAT_US = Figure("lat_us", "us", "one-way latency", LOWER, headline=True,
+                note="one-way latency = mean round trip / 2 (OSU's osu_latency)")
+# both ends of a pair report the same transfer: a phase's figure is the median, not a sum
+MB_S = Figure("mb_s", "MB/s", "MB/s per pair")
+GBIT_S = Figure("gbit_s", "Gbit/s", "Gbit/s per pair")
+
+
+def _kernel(name: str, doc: str, params: dict, run: Any, figures: tuple[Figure, ...]
+            ) -> Kernel:
     box: list[Kernel] = []
     k = Kernel(name=name, doc=doc, params=params,
                prepare=lambda ctx, prm: _prepare(box[0], ctx, prm), run=run,
                cleanup=_cleanup, check=_check, publish=_publish, connect=_connect,
-               check_placement=_even_workers, headline=headline, progress="bytes")
+               check_placement=_even_workers, figures=figures + _PAIR,
+               progress="bytes")
     box.append(k)
     return k
 
@@ -371,7 +384,7 @@ PINGPONG = _kernel(
      "nodelay": Param("bool", "TCP_NODELAY on both ends: Nagle's algorithm never holds back "
                               "a message's last segment.", default=True),
      **_COMMON},
-    _run_pingpong, ("lat_us", "latency"))
+    _run_pingpong, (LAT_US, LATENCY.first()))
 
 STREAM = _kernel(
     "net.stream",
@@ -391,6 +404,6 @@ STREAM = _kernel(
                               "turns it on): small messages are coalesced by Nagle.",
                       default=False),
      **_COMMON},
-    _run_stream, ("bandwidth", "mb_s"))
+    _run_stream, (BANDWIDTH.first(), MB_S.first(), GBIT_S))
 
 KERNELS = [PINGPONG, STREAM]

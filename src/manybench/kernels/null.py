@@ -4,6 +4,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from .base import Kernel, Result, SlotContext, Standalone
+from .figures import CYCLE, LATENESS, SKEW, SYNC_OVERHEAD
 from .native import native, result_from_native
 
 
@@ -20,7 +21,7 @@ STANDALONE = Standalone(args=lambda ctx, params: {},
 
 NULL = Kernel(
     name="null",
-    headline=("sync_overhead", "skew"),
+    figures=(SYNC_OVERHEAD.first(), SKEW.first(), LATENESS.first(), CYCLE.first()),
     doc="Does nothing between its start and end stamps. Its phases measure how late each slot "
         "starts (lateness), the spread of starts (skew) and the sync overhead "
         "(last end - first start), SMTEF's null-task figure.",

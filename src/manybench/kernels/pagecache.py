@@ -13,6 +13,7 @@ import os
 from types import ModuleType
 
 from .base import KernelError, Param
+from .figures import CACHE_DROPPED, CACHED_FRACTION
 from .native import user_message
 
 CACHE = Param("choice", "Page cache before T0: \"drop\" (default, as fio's invalidate=1: fsync, "
@@ -34,5 +35,5 @@ def prepare_cache(lib: ModuleType, fd: int, size: int, cache: str, label: str
         raise KernelError(user_message(label, e.errno or 0,
                                        f"before the reads (fsync, fadvise, mincore): "
                                        f"{e.strerror}")) from None
-    return {"cache_dropped": 1.0 if cache == "drop" else 0.0,
-            "cached_fraction": resident / pages if pages else 0.0}
+    return {CACHE_DROPPED.name: 1.0 if cache == "drop" else 0.0,
+            CACHED_FRACTION.name: resident / pages if pages else 0.0}

@@ -18,7 +18,10 @@ from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .native import native, result_from_native, user_message
-from .iofile import ALIGN, explain, file_problems, open_file, slot_file
+from .iofile import ALIGN, explain, file_problems, laid_out, slot_file
+from .scratchfs import root_of
+from .figures import (BANDWIDTH, FSYNC, LATENCY, OPS_RATE, READS_CACHE, SLOT, ELAPSED,
+                      Figure)
 from .pagecache import CACHE, prepare_cache
 
 ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
@@ -141,17 +144,8 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
     size, block, iodepth = p["size"], p["block"], p["iodepth"]
     engine = _probe(lib, kernel, p["engine"], iodepth)
     path = slot_file(ctx, p, kernel)
-    try:
-        have = os.stat(path).st_size
-    except FileNotFoundError:
-        have = -1
-    if have < size:  # lay out what is missing, never inside the timed window
-        try:
-            lib.layout(path, size, max(block, LAYOUT_BLOCK))
-        except OSError as e:
-            raise KernelError(user_message(kernel, e.errno or 0, e.strerror or str(e))) \
-                from None
-    fd = open_file(path, os.O_RDWR if write else os.O_RDONLY, p["direct"], kernel)
+    fd = laid_out(root_of(ctx), path, size, max(block, LAYOUT_BLOCK), p["direct"], kernel, lib,
+                  os.O_RDWR if write else os.O_RDONLY)
     cache: dict[str, float] = {}
     try:
         if not write:
@@ -210,9 +204,14 @@ _DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `s
         "`engine`.{cache} Metrics: iops, mb_s (10^6 "
         "bytes/s), lat_* = per-I/O submission-to-completion latency{more}.")
 
+FIGURES = (OPS_RATE.first(), BANDWIDTH.first(), LATENCY.first(), ELAPSED,
+           Figure("iops", "ops/s", "iops", scope=SLOT, sums=True,
+                  note="iops, mb_s = a slot's ops and bytes / its own time (fio's)"),
+           Figure("mb_s", "MB/s", "MB/s", scope=SLOT, sums=True), FSYNC) + READS_CACHE
+
 RANDREAD = Kernel(
     name="io.randread",
-    headline=("ops_rate", "bandwidth", "latency"),
+    figures=FIGURES,
     doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)",
                     cache=" The file's cached pages are dropped before T0 unless cache = "
                           "\"keep\" (fio's invalidate=1); records carry cached_fraction."),
@@ -224,7 +223,7 @@ RANDREAD = Kernel(
 
 RANDWRITE = Kernel(
     name="io.randwrite",
-    headline=("ops_rate", "bandwidth", "latency"),
+    figures=FIGURES,
     doc=_DOC.format(what="overwrites", more="; with fsync = \"end\", fsync_us is the final "
                                            "fsync inside the window", cache=""),
     params={**_PARAMS,

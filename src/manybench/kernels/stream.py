@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from .figures import LOWER, STREAM_RATES, Figure
 from .native import native, result_from_native
 
 NAMES = ("copy", "scale", "add", "triad")
@@ -178,9 +179,14 @@ def _cleanup(st: _State) -> None:
         st.lib.stream_release(handle)
 
 
+# triad and copy first (the usual headline), then the rest; each kernel's times per iteration
+FIGURES = tuple(f.first() if f.name.startswith(("triad", "copy")) else f for f in STREAM_RATES) \
+    + tuple(Figure(f"{k}_{s}_s", "s", f"{k} {s} time", LOWER) for k in NAMES
+            for s in ("avg", "min", "max"))
+
 STREAM = Kernel(
     name="mem.stream",
-    headline=("triad_mb_s", "copy_mb_s"),
+    figures=FIGURES,
     doc="McCalpin's STREAM per slot: Copy (c = a), Scale (b = 3c), Add (c = a + b) and Triad "
         "(a = b + 3c) over three arrays of `elements` doubles, `ntimes` iterations timed in C "
         "from T0. Arrays are allocated and first-touched before T0 by the slot's own threads. "

@@ -18,6 +18,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import tempfile
@@ -27,8 +28,11 @@ from importlib import resources
 from typing import IO, Any
 
 from .base import Kernel, KernelError, Result, SlotContext
-from .binding import allowed_count, cpu_figures
+from .binding import MIN_CPU_NS, allowed_count, cpu_figures
+from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS
+from .native import native
+from .scratchfs import make_dir, root_of
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
 EXIT_TIMEOUT_S = 60.0     # after the result: the launcher's exit
@@ -46,22 +50,37 @@ def executable() -> str:
     return str(path)
 
 
-def install(scratch: str) -> str:
-    """mbkernel copied into the slot's scratch (the path the wrap binds); kept when current."""
-    src, dst = executable(), os.path.join(scratch, MBKERNEL)
-    os.makedirs(scratch, exist_ok=True)
-    s = os.stat(src)
+def install(ctx: SlotContext) -> str:
+    """mbkernel copied into the slot's scratch (the path the wrap binds); kept when current.
+    Written by descriptor from the run's scratch root: never through a planted link."""
+    src = executable()
+    make_dir(root_of(ctx), ctx.scratch, "wrap")
+    dfd = os.open(ctx.scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        d = os.stat(dst)
-        if (d.st_size, int(d.st_mtime)) == (s.st_size, int(s.st_mtime)):
-            return dst
-    except FileNotFoundError:
-        pass
-    tmp = f"{dst}.{os.getpid()}"
-    shutil.copy2(src, tmp)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, dst)
-    return dst
+        s = os.stat(src)
+        try:
+            d = os.stat(MBKERNEL, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISREG(d.st_mode) and d.st_nlink == 1 and \
+                    (d.st_size, int(d.st_mtime)) == (s.st_size, int(s.st_mtime)):
+                return os.path.join(ctx.scratch, MBKERNEL)
+        except FileNotFoundError:
+            pass
+        tmp = f"{MBKERNEL}.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o755, dir_fd=dfd)
+        try:
+            with open(src, "rb") as f:
+                os.sendfile(fd, f.fileno(), 0, s.st_size)
+            os.utime(fd, ns=(s.st_atime_ns, s.st_mtime_ns))
+        finally:
+            os.close(fd)
+        os.replace(tmp, MBKERNEL, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError as e:
+        raise KernelError(f"wrap: cannot install mbkernel in {ctx.scratch}: "
+                          f"{e.strerror or e}") from None
+    finally:
+        os.close(dfd)
+    return os.path.join(ctx.scratch, MBKERNEL)
 
 
 class Lines:
@@ -145,7 +164,7 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
     if kernel.standalone is None:
         raise KernelError(f"kernel {kernel.name} cannot run inside a wrap")
     args = kernel.standalone.args(ctx, params)
-    argv = list(ctx.wrap or []) + [install(ctx.scratch), "run", kernel.name] + [
+    argv = list(ctx.wrap or []) + [install(ctx), "run", kernel.name] + [
         f"{k}={v}" for k, v in args.items()]
     if "/" not in argv[0] and shutil.which(argv[0]) is None:
         raise KernelError(f"wrap: launcher not found: {argv[0]}")
@@ -158,6 +177,9 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
     except OSError as e:
         err.close()
         raise KernelError(f"wrap: cannot start {argv[0]}: {e.strerror}") from None
+    # the slot's SIGTERM handler (its agent stopping a stuck prepare, or dying) takes the
+    # launcher's whole group, whatever it is doing
+    native().track_child(proc.pid)
     timeout = ctx.spec.timeout if ctx.spec is not None else None
     st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout,
                settle_ns=ctx.settle_ns)
@@ -249,7 +271,6 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
 def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     """What the slot reads back for a plain run, as mbkernel read it inside the wrap, and the
     wrap's own costs."""
-    from ..node.slot import MIN_CPU_NS   # noqa: PLC0415 (the slot's rule for cpu figures)
     m = res.metrics
     for k in ("cpus_allowed", "mems_allowed", "mempolicy"):
         if k in d:
@@ -257,8 +278,8 @@ def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
     if not st.kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
         m.update(cpu_figures(d.get("cpu_ns", 0) / 1e9, res.elapsed_ns / 1e9,
                              allowed_count(m)))
-    m["wrap_startup_s"] = round(st.startup_s, 6)
-    m["wrap_exit_s"] = round(exit_s, 6)
+    m[WRAP_STARTUP.name] = round(st.startup_s, 6)
+    m[WRAP_EXIT.name] = round(exit_s, 6)
 
 
 def _close(st: State) -> None:

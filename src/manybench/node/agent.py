@@ -28,6 +28,9 @@ from .scratch import Scratch
 from .telemetry import Telemetry
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
+# a prepare (files laid out, a wrap's launcher started) may take this long when the task
+# gives no timeout of its own; past it, or past the task's timeout, the slot is stopped
+DEFAULT_PREPARE_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -107,7 +110,7 @@ class Agent:
                 for s in self.slots:
                     s.conn.close()
                 from .slot import slot_main   # noqa: PLC0415 (only the child needs it)
-                slot_main(child)
+                slot_main(child, cgroup.path)
             finally:
                 os._exit(1)
         child.close()
@@ -161,13 +164,28 @@ class Agent:
         """Send the phase to its slots and wait until each is ready or has failed."""
         for i, msg in self._slot_prepares(req).items():
             self._send_prepare(i, msg)
+        limit = req.phase.task.timeout or DEFAULT_PREPARE_TIMEOUT_S
+        deadline = time.monotonic() + limit
         while not all(r.ready or r.result for r in self.running.values()):
-            self._receive(0.2)
+            self._receive(min(0.2, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                self._stop_preparing(limit, req.phase.task.timeout is not None)
             if tick:
                 tick()
         return Prepared(self.results(), {i: r.info for i, r in self.running.items()
                                          if r.ready and r.info is not None},
                         self.take_notices())
+
+    def _stop_preparing(self, limit: float, from_task: bool) -> None:
+        """Past the prepare's deadline: each slot still preparing is stopped (and replaced)
+        and its record says so; the phase goes on with the others, the run with the next."""
+        why = "the task's timeout" if from_task else "the default, the task gives no timeout"
+        for i, r in self.running.items():
+            if not (r.ready or r.result):
+                self._kill(i)
+                r.result = Result(status="error", error=f"prepare did not finish within "
+                                  f"{limit:g}s ({why}): the slot was stopped")
+                self._replace(i, "prepare past its deadline")
 
     def _send_prepare(self, index: int, msg: SlotPrepare) -> None:
         """A slot that died while idle (between phases) is replaced before it is given the

@@ -20,7 +20,7 @@ from ..kernels.command import BUILTIN_NAMES
 from ..model import Phase
 from ..templates import render
 from .protocol import SlotPlace
-from .scratch import Scratch
+from .scratch import Scratch, ScratchError
 
 MBKERNEL = "mbkernel"   # its name in the slot's scratch directory
 
@@ -74,14 +74,18 @@ def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
     fresh = kernel.from_command and not wrapped
     base = base_dir(phase, place, default_dir)
     values, env = resource_values(phase, place.slot)
-    ctx = SlotContext(
-        run=run, node=node, slot=place.slot, rank=rank, workers=phase.workers,
-        cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
-        variant=phase.variant, env={**phase.env, **env}, spec=phase.task,
-        scratch=(scratch.phase_dir(base, place.slot, phase.index) if fresh else
-                 scratch.slot_dir(base, place.slot) if uses_dir else ""),
-        shared=scratch.shared_dir(base) if uses_dir else "",
-        kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns)
+    try:
+        ctx = SlotContext(
+            run=run, node=node, slot=place.slot, rank=rank, workers=phase.workers,
+            cpu=place.cpu, phase=phase.index, rep=phase.rep, task=phase.task.name,
+            variant=phase.variant, env={**phase.env, **env}, spec=phase.task,
+            scratch=(scratch.phase_dir(base, place.slot, phase.index) if fresh else
+                     scratch.slot_dir(base, place.slot) if uses_dir else ""),
+            shared=scratch.shared_dir(base) if uses_dir else "",
+            root=scratch.run_dir(base) if uses_dir else "",
+            kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns)
+    except ScratchError as e:     # something planted where the run's scratch goes
+        raise ContextError(str(e)) from None
     if wrapped:
         fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
                 "cpus": len(place.affinity), "mbkernel": os.path.join(ctx.scratch, MBKERNEL),

@@ -23,6 +23,7 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
+from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
 from .clock import EchoServer
@@ -54,7 +55,7 @@ class AgentPlugin(WorkerPlugin):
         self.worker = worker
         self.echo = EchoServer("0.0.0.0", 0)
         worker.handlers.update({"mb_info": self.info, "mb_call": self.call,
-                                "mb_renew": self.renew})
+                                "mb_renew": self.renew, "mb_noise": self.noise})
         self.spare = _popen_agent()
 
     def teardown(self, worker: Any) -> None:
@@ -83,6 +84,11 @@ class AgentPlugin(WorkerPlugin):
             node=self.node_name(), slots=self.slots or len(topology()), cpus=topology(),
             echo_port=self.echo.port if self.echo else 0, host=self.worker.ip, pid=os.getpid(),
             machine=_boot_id(), inventory=inventory))
+
+    async def noise(self, seconds: float) -> dict | None:
+        """This node's noise floor (inventory/noise.py), measured now on its cpus: the
+        coordinator asks nodes that share a machine one after another."""
+        return await asyncio.to_thread(noise.measure, [c.id for c in topology()], seconds)
 
     async def renew(self, seconds: float) -> None:
         """The coordinator is alive: extend the lease by `seconds`."""

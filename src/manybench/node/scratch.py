@@ -3,14 +3,34 @@ a command's `{scratch}` is a fresh subdirectory of it per phase (phase-<index>),
 the next phase starts unless the plan keeps scratch, so no state leaks from phase to phase
 (a tool that appends to its output file, as hpcc does).
 
-A run deletes only what it created: a directory it made and marked with its run id.
+Scratch is hostile ground. The run's root is made fresh and owner-only (0700): it is built
+under a temporary name with its marker inside and renamed into place, so an existing
+{base}/<run> is used only when it is a real directory (not a link) marked with this run's
+id and writable by its owner alone (another node of the run on a shared file system, or a
+killed coordinator's for --resume). Below the root every directory is reached by
+descriptor (kernels/scratchfs.py), so a link planted there is refused, never followed.
+
+A run deletes only what it created: a directory it made and marked with its run id. On a
+shared file system every node of the run works under the same root, each node's slot
+directories named by the node, and each node present says so by a file of its own there
+(.manybench-node.<node>): a node that ends removes its own directories and that file, and
+the root (shared/ with it) goes with the last node out, never from under another.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import stat
+
+from ..kernels.base import KernelError
+from ..kernels.scratchfs import open_below, remove_below
 
 MARKER = ".manybench-run"
+PRESENT = ".manybench-node."    # + node name: this node works under the root
+
+
+class ScratchError(Exception):
+    """A scratch directory that is not safely the run's own (a message for the records)."""
 
 
 class Scratch:
@@ -19,20 +39,60 @@ class Scratch:
     def __init__(self, run: str, node: str) -> None:
         self.run = run
         self.node = node
-        self.created: set[str] = set()     # run directories this process made and marked
-        self.phase_dirs: list[str] = []    # the phase under way's fresh directories
+        self.created: set[str] = set()     # run directories this process made or checked
+        self.phase_dirs: list[tuple[str, str]] = []   # the phase under way's (root, rel)
 
     def run_dir(self, base: str) -> str:
-        """{base}/<run>, made and marked on first use."""
+        """{base}/<run>, made fresh and marked on first use (ScratchError: something else is
+        there)."""
         path = os.path.join(os.path.abspath(base), self.run)
-        if path not in self.created and os.path.isdir(path) and self._ours(path):
-            self.created.add(path)    # left by this run id's killed coordinator (--resume)
-        if path not in self.created and not os.path.isdir(path):
-            os.makedirs(os.path.join(path, "shared"), exist_ok=True)
-            with open(os.path.join(path, MARKER), "w") as f:
-                f.write(self.run + "\n")
+        if path not in self.created:
+            self._make_root(path)
+            self._say_present(path)
             self.created.add(path)
         return path
+
+    def _say_present(self, path: str) -> None:
+        try:
+            fd = open_below(path, os.path.join(path, PRESENT + self.node),
+                            os.O_WRONLY | os.O_CREAT, "scratch")
+        except KernelError as e:
+            raise ScratchError(str(e)) from None
+        os.close(fd)
+
+    def _make_root(self, path: str) -> None:
+        tmp = f"{path}.{self.node}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.mkdir(tmp, 0o700)
+            fd = os.open(os.path.join(tmp, MARKER),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.run + "\n")
+            os.mkdir(os.path.join(tmp, "shared"), 0o700)
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ScratchError(f"scratch {path}: cannot be made: {e.strerror or e}") from None
+        try:
+            os.rename(tmp, path)     # atomic: the root appears with its marker inside
+            return
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)   # one is there already: is it ours?
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            raise ScratchError(f"scratch {path}: {e.strerror or e}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+            raise ScratchError(f"scratch {path} is {what}: a run's scratch is never used "
+                               "through one")
+        if not self._ours(path):
+            raise ScratchError(f"scratch {path} exists and was not made by run {self.run}: "
+                               "it is left alone")
+        if st.st_mode & 0o022:
+            raise ScratchError(f"scratch {path} is writable by others (mode "
+                               f"{stat.S_IMODE(st.st_mode):o}): a run's scratch is its "
+                               "owner's alone")
 
     def slot_dir(self, base: str, slot: int) -> str:
         # node in the name: on a shared file system every node's slot 0 must differ
@@ -40,17 +100,40 @@ class Scratch:
 
     def phase_dir(self, base: str, slot: int, phase: int) -> str:
         """The slot's fresh, empty directory for one phase (one left by a killed run of the
-        same id, which --resume continues, is emptied first)."""
-        path = os.path.join(self.slot_dir(base, slot), f"phase-{phase}")
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
-        self.phase_dirs.append(path)
-        return path
+        same id, which --resume continues, is emptied first), made by descriptor."""
+        root = self.run_dir(base)
+        rel = f"{self.node}.{slot}"
+        try:
+            fd = open_below(root, os.path.join(root, rel), os.O_DIRECTORY | os.O_CREAT,
+                            "scratch")
+        except KernelError as e:
+            raise ScratchError(str(e)) from None
+        try:
+            remove_below(fd, f"phase-{phase}")
+            os.mkdir(f"phase-{phase}", 0o700, dir_fd=fd)
+        except OSError as e:
+            raise ScratchError(f"scratch {root}/{rel}/phase-{phase}: {e.strerror or e}") \
+                from None
+        finally:
+            os.close(fd)
+        self.phase_dirs.append((root, f"{rel}/phase-{phase}"))
+        return os.path.join(root, rel, f"phase-{phase}")
 
     def drop_phase_dirs(self) -> None:
-        """Remove the last phase's directories (all inside the run's marked directory)."""
-        for path in self.phase_dirs:
-            shutil.rmtree(path, ignore_errors=True)
+        """Remove the last phase's directories (all inside the run's marked directory), by
+        descriptor: a link planted in their place is removed, not followed."""
+        for root, rel in self.phase_dirs:
+            parent, name = os.path.split(rel)
+            try:
+                fd = open_below(root, os.path.join(root, parent), os.O_DIRECTORY, "scratch")
+            except KernelError:
+                continue
+            try:
+                remove_below(fd, name)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
         self.phase_dirs = []
 
     def shared_dir(self, base: str) -> str:
@@ -58,22 +141,42 @@ class Scratch:
 
     def _ours(self, path: str) -> bool:
         try:
-            with open(os.path.join(path, MARKER)) as f:
-                return f.read().strip() == self.run
-        except OSError:
+            fd = os.open(os.path.join(path, MARKER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd) as f:
+                return f.read(4096).strip() == self.run
+        except (OSError, UnicodeDecodeError):
             return False
 
     def cleanup(self) -> list[str]:
-        """Remove the run directories this process created; returns what it removed."""
+        """Remove this node's directories from the run directories it used, and each run
+        directory itself when no other node is present there; returns those removed."""
         removed = []
         for path in sorted(self.created):
+            if os.path.islink(path) or not self._ours(path):
+                continue
             try:
-                with open(os.path.join(path, MARKER)) as f:
-                    if f.read().strip() != self.run:
-                        continue
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             except OSError:
                 continue
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+            try:
+                if self._leave(fd):
+                    os.rmdir(path)
+                    removed.append(path)
+            except OSError:
+                pass      # another node came back in meanwhile: the root stays for it
+            finally:
+                os.close(fd)
         self.created.clear()
         return removed
+
+    def _leave(self, fd: int) -> bool:
+        """Remove this node's entries below the open root; True when it was the last node
+        there (then the marker and shared/ are gone too and the root is empty)."""
+        for name in os.listdir(fd):
+            if name.startswith(f"{self.node}.") or name == PRESENT + self.node:
+                remove_below(fd, name)
+        if any(n.startswith(PRESENT) for n in os.listdir(fd)):
+            return False
+        remove_below(fd, "shared")
+        os.unlink(MARKER, dir_fd=fd)
+        return True

@@ -12,7 +12,9 @@ from typing import Any
 from .. import _native
 from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
-from ..kernels.binding import allowed_count, cpu_figures, cpulist, proc_binding, self_cpu
+from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
+                               self_cpu)
+from ..kernels.figures import CPUS_ALLOWED
 from ..model import Phase
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
@@ -21,7 +23,6 @@ from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
-MIN_CPU_NS = 100 * SPIN_NS   # cpu use is reported for windows at least this long
 
 
 def _error(msg: str) -> Result:
@@ -131,6 +132,7 @@ class SlotLoop:
             self._cleanup(kernel, state)
             if kernel.runs_child:   # nothing the command started outlives its phase
                 kill_descendants()
+            _native.forget_children()   # their group ids may be reused from now on
             if sampler is not None:
                 sampler.stop()
         if sampler is not None and res.status == "ok" and res.end_ns:
@@ -143,7 +145,7 @@ class SlotLoop:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
         m = res.metrics
-        if "cpus_allowed" not in m:
+        if CPUS_ALLOWED.name not in m:
             binding = proc_binding("self")
             m.update(binding)
             # the slot's own cpu time holds its last stretch of spinning before T0: only a
@@ -159,6 +161,7 @@ class SlotLoop:
             self._cleanup(kernel, state)
             if kernel.runs_child:
                 kill_descendants()
+            _native.forget_children()
 
     @staticmethod
     def _cleanup(kernel: Kernel, state: Any) -> None:
@@ -209,14 +212,26 @@ class SlotLoop:
                     return
 
 
-def slot_main(conn: Any) -> None:
+def arm_term_handler(cgroup: str | None) -> None:
+    """SIGTERM (the agent's, or the parent-death signal when the agent dies, even by
+    SIGKILL) kills the commands' groups and, where the slot has a cgroup, everything in it:
+    a command's orphan outlives neither the phase nor the slot."""
+    _native.install_term_handler()
+    if cgroup is not None:
+        try:
+            _native.set_kill_file(os.path.join(cgroup, "cgroup.kill"))
+        except OSError:
+            pass    # a kernel before 5.14: the groups and the agent's sweep remain
+
+
+def slot_main(conn: Any, cgroup: str | None = None) -> None:
     """Entry point in the forked child. Never returns: the process ends with os._exit."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the coordinator handles Ctrl-C
+        arm_term_handler(cgroup)   # before the parent-death signal can come
         die_with_parent()   # a slot must not outlive its agent, even one killed with SIGKILL
         become_subreaper()  # orphans of its commands come back to it (reaper.py)
-        _native.install_term_handler()
         _native.set_timerslack(1)
         SlotLoop(conn).serve()
     except BaseException:

@@ -27,7 +27,7 @@ from .lines import find_line, line_index
 from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
 from .binding import check_bind, resources
 from .groups import build_groups
-from .limits import MAX_DEPTH, check_phase_count, too_deep
+from .limits import MAX_DEPTH, check_phase_count, name_problems, too_deep
 from .reference import check_reference
 from .observe import plan_observe
 from .schema import ORDERS, PINS, known_names, schema_problems
@@ -71,7 +71,7 @@ def _sweep(bind: Any) -> list:
 
 def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
            with_variants: bool = True) -> tuple[Plan | None, list[tuple[Loc, str]]]:
-    probs = schema_problems(raw)
+    probs = schema_problems(raw) + name_problems(raw)
     if not check_phase_count(raw, probs, with_variants):
         return None, probs     # too many to even check point by point
     if slots is None and isinstance(raw.get("slots"), int) and not isinstance(raw["slots"], bool):

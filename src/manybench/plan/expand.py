@@ -9,11 +9,15 @@ other users) cannot favour one variant.
 Except for variants with setup or teardown commands (a tuned profile, a mount): switching
 them phase by phase would run the commands at every phase, so within a task such variants
 run one after the other, each over all its points and repeats (the report says so).
+
+The phases are produced as the run goes (Phases): counted without being built, built one at a
+time when iterated.
 """
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,34 +94,119 @@ def point_key(task: str, variant: str, workers: int, order: str, pin: str,
     return json.dumps(key, sort_keys=True, default=str)
 
 
-def expand(plan: Plan) -> list[Phase]:
-    """Every phase of the run, indexed 0.. in run order."""
-    # Each variant sees the plan with its `set` applied; its points line up with the other
-    # variants' by position (a variant usually changes a value, not the number of points).
-    views = [(v, variant_plan(plan, v)) for v in plan.variants]
-    phases: list[Phase] = []
-    for unit in _units(plan):      # a task, or a [[concurrent]] group at its first task
-        first = unit[0]
-        mine = [(v, vp) for v, vp in views if applies(v, plan.tasks[first].name)] \
-            or [(None, plan)]
-        points = [_unit_points(vp, unit) for _, vp in mine]
-        shown = [_swept([[p[k] for p in pts] for pts in points], mine) for k in range(len(unit))]
-        blocks = [mine] if not any(v and (v.setup or v.teardown) for v, _ in mine) \
-            else [[m] for m in mine]    # variants with setup run one after the other
-        for block in blocks:
-            for i in range(max(map(len, points))):
-                # warm-up repetitions first, numbered -N..-1: run and stored, not analysed
-                for rep in range(-task_warmup(plan.warmup, plan.tasks[first].warmup),
-                                 plan.repeat):
-                    for v, vp in block:
-                        pts = points[mine.index((v, vp))]
-                        if i >= len(pts):
-                            continue
-                        parts = [_phase(len(phases), v, vp.tasks[t], pts[i][k], rep, i,
-                                        shown[k], vp) for k, t in enumerate(unit)]
-                        phases.append(parts[0] if len(unit) == 1 else
-                                      _group_phase(_group_name(plan, first), parts, i))
-    return phases
+@dataclass
+class _Unit:
+    """A task (or a [[concurrent]] group at its first task) with its points per variant."""
+    unit: list[int]                 # task indexes
+    mine: list[tuple]               # (variant or None, the plan as that variant sees it)
+    points: list[list[tuple]]       # per entry of mine: the unit's points
+    shown: list[tuple[str, ...]]    # per member: the placement axes it sweeps
+    blocks: list[list[tuple]]       # variants run together (setups: one block each)
+    reps: range                     # warm-up reps (-N..-1), then 0..repeat-1
+
+
+class Phases(Sequence[Phase]):
+    """Every phase of the run in run order, indexed 0.., produced as they are asked for.
+
+    Only the points are built up front (a few per swept value, not per repeat), so len() is
+    counted without building a phase, iterating yields them one at a time (a 200,000-phase
+    plan starts at once and its memory stays flat), and points() gives one phase per distinct
+    point for the checks that look at placement or parameters. Indexing walks from the start:
+    meant for small plans and tests.
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        # Each variant sees the plan with its `set` applied; its points line up with the other
+        # variants' by position (a variant usually changes a value, not the number of points).
+        views = [(v, variant_plan(plan, v)) for v in plan.variants]
+        self._units: list[_Unit] = []
+        for unit in _units(plan):
+            first = unit[0]
+            mine = [(v, vp) for v, vp in views if applies(v, plan.tasks[first].name)] \
+                or [(None, plan)]
+            points = [_unit_points(vp, unit) for _, vp in mine]
+            shown = [_swept([[p[k] for p in pts] for pts in points], mine)
+                     for k in range(len(unit))]
+            blocks = [mine] if not any(v and (v.setup or v.teardown) for v, _ in mine) \
+                else [[m] for m in mine]    # variants with setup run one after the other
+            # warm-up repetitions first, numbered -N..-1: run and stored, not analysed
+            reps = range(-task_warmup(plan.warmup, plan.tasks[first].warmup), plan.repeat)
+            self._units.append(_Unit(unit, mine, points, shown, blocks, reps))
+        self._count = sum(len(u.reps) * len(u.points[u.mine.index(m)])
+                          for u in self._units for block in u.blocks for m in block)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Phase]:
+        return self._walk(every_rep=True)
+
+    def points(self) -> Iterator[Phase]:
+        """One phase per distinct point (its first repetition), with its run-order index."""
+        return self._walk(every_rep=False)
+
+    def __getitem__(self, i):   # type: ignore[override]
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        return next(itertools.islice(self, i % n, None))
+
+    def _walk(self, every_rep: bool) -> Iterator[Phase]:
+        plan, index = self.plan, 0
+        for u in self._units:
+            for block in u.blocks:
+                for i in range(max(map(len, u.points))):
+                    for rep in u.reps:
+                        for v, vp in block:
+                            pts = u.points[u.mine.index((v, vp))]
+                            if i >= len(pts):
+                                continue
+                            if every_rep or rep == u.reps.start:
+                                parts = [_phase(index, v, vp.tasks[t], pts[i][k], rep, i,
+                                                u.shown[k], vp) for k, t in enumerate(u.unit)]
+                                yield (parts[0] if len(u.unit) == 1 else
+                                       _group_phase(_group_name(plan, u.unit[0]), parts, i))
+                            index += 1
+
+
+def expand(plan: Plan) -> Phases:
+    """Every phase of the run, indexed 0.. in run order (lazily: Phases)."""
+    return Phases(plan)
+
+
+def distinct(phases: Iterable[Phase]) -> Iterable[Phase]:
+    """One phase per distinct point when `phases` can say (Phases, or a Remaining of it),
+    else every phase: for checks that only look at a point's placement and parameters."""
+    points = getattr(phases, "points", None)
+    return points() if callable(points) else phases
+
+
+class Remaining(Sequence[Phase]):
+    """The phases of `phases` whose index is not in `done` (run --resume), still lazy."""
+
+    def __init__(self, phases: Phases, done: Iterable[int]) -> None:
+        self.phases = phases
+        self.done = frozenset(i for i in done if 0 <= i < len(phases))
+
+    def __len__(self) -> int:
+        return len(self.phases) - len(self.done)
+
+    def __iter__(self) -> Iterator[Phase]:
+        return (p for p in self.phases if p.index not in self.done)
+
+    def points(self) -> Iterator[Phase]:
+        return self.phases.points()
+
+    def __getitem__(self, i):   # type: ignore[override]
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        return next(itertools.islice(self, i % n, None))
 
 
 def _units(plan: Plan) -> list[list[int]]:

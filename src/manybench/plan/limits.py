@@ -14,6 +14,7 @@ MAX_REPEAT = 100_000      # phases per point
 MAX_PHASES = 1_000_000    # phases of a whole run, all tasks, points, repeats and variants
 MAX_CPUS = 4096           # cpus per slot
 MAX_DEPTH = 32            # tables and lists inside each other (a real plan needs about 5)
+MAX_NAME_BYTES = 200      # plan, task, variant and group names: file names count bytes (255)
 
 
 def _n(value: Any) -> int:
@@ -34,20 +35,52 @@ def task_phases(task: dict, place: dict, workers: Any) -> int:
     return n
 
 
+def _count(value: Any, default: int) -> int:
+    """A count the schema will check; anything that is not one counts as the default."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else default
+
+
 def phase_count(raw: dict, variants: bool = True) -> tuple[int, Loc]:
-    """An upper bound of the run's phases, counted without expanding, and the field most to
-    blame (repeat when it multiplies, else the task with the most phases)."""
+    """An upper bound of the run's phases, warm-up repetitions included, counted without
+    expanding, and the field most to blame (the repetitions when they multiply, else the
+    task with the most phases)."""
     place = raw.get("placement") if isinstance(raw.get("placement"), dict) else {}
     workers = place.get("workers", 1)
     tasks = [t for t in raw.get("task", []) if isinstance(t, dict)] \
         if isinstance(raw.get("task"), list) else []
     variants = raw.get("variant") if isinstance(raw.get("variant"), list) else []
+    repeat, warmup = max(1, _count(raw.get("repeat"), 1)), _count(raw.get("warmup"), 0)
+    reps = [repeat + _count(t.get("warmup"), warmup) for t in tasks]
     per = [task_phases(t, place, workers) for t in tasks]
-    repeat = raw.get("repeat", 1) if isinstance(raw.get("repeat"), int) else 1
-    total = sum(per) * max(1, len(variants) if variants else 1) * max(1, repeat)
-    if repeat > 1 or not per:
+    total = sum(p * r for p, r in zip(per, reps)) * max(1, len(variants) if variants else 1)
+    if not per:
         return total, ("repeat",)
-    return total, ("task", per.index(max(per)))
+    worst = max(range(len(per)), key=lambda i: per[i] * reps[i])
+    if _count(tasks[worst].get("warmup"), -1) > repeat:
+        return total, ("task", worst, "warmup")
+    if warmup > repeat and reps[worst] == repeat + warmup:
+        return total, ("warmup",)
+    if repeat > 1:
+        return total, ("repeat",)
+    return total, ("task", worst)
+
+
+def name_problems(raw: dict) -> list[tuple[Loc, str]]:
+    """Names longer than MAX_NAME_BYTES in UTF-8: the plan's name is a directory's, a task's
+    is in plot file names, and a file system counts bytes, not characters."""
+    named: list[tuple[Loc, Any]] = [(("name",), raw.get("name"))]
+    for table in ("task", "variant", "concurrent"):
+        items = raw.get(table) if isinstance(raw.get(table), list) else []
+        named += [((table, i, "name"), t.get("name")) for i, t in enumerate(items)
+                  if isinstance(t, dict)]
+    out = []
+    for loc, name in named:
+        n = len(name.encode("utf-8", "surrogatepass")) if isinstance(name, str) else 0
+        if n > MAX_NAME_BYTES:
+            out.append((loc, f"a name of {n} bytes in UTF-8 ({len(name)} characters); at "
+                             f"most {MAX_NAME_BYTES} bytes"))
+    return out
 
 
 def check_phase_count(raw: dict, probs: list, variants: bool = True) -> bool:

@@ -5,6 +5,10 @@
   sample     seconds between a slot's progress samples inside a phase (default 0.1, 0 = off)
   telemetry  seconds between readings of each node's cpu, memory, disk and network
              (default 1, 0 = off; top level only)
+  noise      seconds each node spends measuring its noise floor at the start of a run
+             (inventory/noise.py; default 0.4, 0 = off; top level only)
+  late_target  the share of phases allowed a late start: the lead grows to keep late phases
+             under it (run/schedule.py; default 0.01; top level only)
 
 Shapes (an integer >= 0, a duration) are checked by schema.py; this turns them into values.
 """
@@ -13,10 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..units import parse_duration
+from ..analysis.late import DEFAULT_TARGET as DEFAULT_LATE_TARGET
 from .overrides import Loc
 
 DEFAULT_SAMPLE_S = 0.1
 DEFAULT_TELEMETRY_S = 1.0
+DEFAULT_NOISE_S = 0.4
 MIN_INTERVAL_S = 0.01    # a shorter interval would cost more than it tells
 
 
@@ -47,9 +53,14 @@ def plan_observe(raw: dict, probs: list | None = None) -> dict[str, Any]:
     """The plan's defaults as Plan keyword arguments."""
     sample = _duration(raw, "sample", (), probs)
     telemetry = _duration(raw, "telemetry", (), probs)
+    noise = _duration(raw, "noise", (), probs)
+    late = raw.get("late_target")
     return {"warmup": _count(raw, "warmup") or 0,
             "sample": DEFAULT_SAMPLE_S if sample is None else sample,
-            "telemetry": DEFAULT_TELEMETRY_S if telemetry is None else telemetry}
+            "telemetry": DEFAULT_TELEMETRY_S if telemetry is None else telemetry,
+            "noise": DEFAULT_NOISE_S if noise is None else noise,
+            "late_target": (float(late) if isinstance(late, (int, float))
+                            and not isinstance(late, bool) else DEFAULT_LATE_TARGET)}
 
 
 def task_warmup(plan_warmup: int, task_warmup: int | None) -> int:

@@ -9,6 +9,7 @@ import shutil
 
 from ..kernels import kernel
 from ..model import Phase, Plan
+from .expand import distinct
 from .parallel import parallel_problems
 
 
@@ -51,7 +52,7 @@ def preflight(plan: Plan, phases: list[Phase], distributed: bool = False
     plan runs on other nodes, which may have it."""
     errors: dict[str, None] = {}
     warnings: dict[str, None] = {}
-    for ph in phases:
+    for ph in distinct(phases):     # one phase per point: repeats add nothing to check
         for part in ph.members or [ph]:
             k = kernel(part.kernel)
             if k.check_placement is not None:

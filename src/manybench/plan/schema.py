@@ -100,15 +100,19 @@ _SCHEMA = {
     "additionalProperties": False,
     "properties": {
         # the name is the default results directory's: one path component, no escape
-        "name": {"type": "string", "minLength": 1, "maxLength": 200,
+        "name": {"type": "string", "minLength": 1,
                  "pattern": r"^(?!\.\.?$)[^/\\\x00-\x1f]+$",
                  "x-message": "expected a name usable as a directory name: no '/', '\\' or "
-                              "control characters, not '.' or '..', at most 200 characters"},
+                              "control characters, not '.' or '..'"},
         "repeat": {"type": "integer", "minimum": 1, "maximum": MAX_REPEAT},
         "slots": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
         "warmup": {"type": "integer", "minimum": 0, "maximum": MAX_REPEAT},
         "sample": {"type": ["string", "number"], "format": "duration"},
         "telemetry": {"type": ["string", "number"], "format": "duration"},
+        "noise": {"type": ["string", "number"], "format": "duration"},
+        "late_target": {"type": "number", "minimum": 0, "maximum": 1,
+                        "x-message": "expected the share of phases allowed a late start, "
+                                     "0 to 1, e.g. 0.01"},
         "scratch": {"type": "string", "minLength": 1},
         "keep": {"type": "boolean"},
         "on_node_loss": {"type": "string", "enum": ["abort", "continue"]},
@@ -153,7 +157,7 @@ _SCHEMA = {
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},
                 "timeout": {"type": ["string", "number"], "format": "duration"},
-                "warmup": {"type": "integer", "minimum": 0},
+                "warmup": {"type": "integer", "minimum": 0, "maximum": MAX_REPEAT},
                 "sample": {"type": ["string", "number"], "format": "duration"},
                 "env": _ENV,
                 "metrics": {"type": "object", "additionalProperties": {"type": "string"}}}}},

@@ -5,22 +5,25 @@ from __future__ import annotations
 import math
 
 from ..analysis.compare import (ELAPSED, SYNC, Comparison, Figure, RunData, TaskComparison,
-                                task_verdict, unmatched, within_run)
+                                task_verdict, times_text, unmatched, within_run)
 from ..analysis.efficiency import unit
 from ..analysis.points import PointSummary
 from ..analysis.reference import FAIL, RefCheck, evaluate
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..units import format_rate
+from ..analysis.values import metric_unit
+from .colunits import column_unit, num
 from .formats import DASH, count, ns, param_formatter, secs, swept
-from .tables import RunView, Table
+from .view import RunView, Table
 
-DEFINITIONS = ("ratio = compared / baseline of the geometric means over repetitions; "
-               "overhead = how much more the compared side costs in the figure's direction (a "
-               "time: ratio - 1; a rate: baseline / compared - 1) [its 95% confidence "
-               "interval]; not significant = the interval holds 0% (no difference); n too "
-               "small = fewer than 2 repetitions on a side; elapsed = the phase's last end - "
-               "first start (docs/comparisons.md)")
+DEFINITIONS = ("geo mean = the geometric mean of a figure over repetitions (`report` shows "
+               "medians); faster or slower = how many "
+               "times faster or slower the compared side is in the figure's direction (a time "
+               "larger, a rate smaller: slower) [its 95% confidence interval]; not significant "
+               "= the interval holds 1 (no difference); n too small = fewer than 3 repetitions "
+               "on a side, too few for an interval; elapsed = the phase's last end - first "
+               "start (docs/comparisons.md)")
 VARIANTS_TEST = ("test: paired t on the log ratios when every repetition has both sides (the "
                  "variants of a repetition ran back to back), else Welch's t on the log values")
 RUNS_TEST = ("runs compared point by point (the same task, parameters, workers, placement and "
@@ -46,12 +49,22 @@ def value_text(fig: Figure, v: float | None) -> str:
     return count(v) + (f" {u}" if u != fig.metric else "")
 
 
+def _unit_of(fig: Figure, kernel_name: str) -> tuple[str, float]:
+    """The unit a figure's values are written in (analysis/values.py) and the factor to it."""
+    if fig is SYNC:
+        return "s", 1e-9
+    if fig is ELAPSED:
+        return "s", 1.0
+    if fig.source == "bandwidth":
+        return "B/s", 1.0
+    if fig.source == "ops":
+        return "ops/s", 1.0
+    return metric_unit(kernel_name, fig.metric)
+
+
 def overhead_text(c: Comparison) -> str:
-    if c.overhead is None:
-        return DASH
-    text = f"{c.overhead * 100:+.1f}%"
-    ci = c.overhead_interval
-    return text + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" if ci else "")
+    """"1.10 times slower [1.08, 1.12]" (hyperfine's wording), "-" without values."""
+    return c.times() or DASH
 
 
 def _n_text(c: Comparison) -> str:
@@ -81,9 +94,19 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     with_variant = runs and any(p.variant for p in bases)
     keys = ["workers"] + varying + (["variant"] if with_variant else [])
     side = ["variant"] if not runs else ["run"] if len(labels) > 1 else []
+    # one figure: its values in one unit, named in the header; several: each cell its own
+    value = value_text
+    unit_text = ""
+    if len(figs) == 1:
+        base_unit, factor = _unit_of(figs[0], bases[0].kernel)
+        means = [x * factor for c in tc.rows for x in (c.base.geomean(), c.other.geomean())
+                 if x is not None]
+        unit, div = column_unit(base_unit, means)
+        unit_text = f", {unit}" if unit else ""
+        value = lambda f, v: DASH if v is None else num(v * factor / div)   # noqa: E731
     cols = keys + side + (["figure"] if len(figs) > 1 else []) + [
-        tc.baseline, "compared" if side else labels[0], "ratio", "overhead\n[95% CI]",
-        "verdict", "n (test)"]
+        f"baseline\ngeo mean{unit_text}", f"compared\ngeo mean{unit_text}",
+        "faster or\nslower\n[95% CI]", "verdict", "n (test)"]
     rows = []
     for c in tc.rows:
         b = c.base.point
@@ -92,9 +115,8 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
         row += [b.variant or DASH] if with_variant else []
         row += [_label(c, b.params)] if side else []
         row += [c.figure.name] if len(figs) > 1 else []
-        row += [value_text(c.figure, c.base.geomean()), value_text(c.figure, c.other.geomean()),
-                DASH if c.estimate is None else f"{c.estimate.ratio:.3f}", overhead_text(c),
-                c.verdict, _n_text(c)]
+        row += [value(c.figure, c.base.geomean()), value(c.figure, c.other.geomean()),
+                overhead_text(c), c.verdict, _n_text(c)]
         rows.append(row)
     rows += _task_rows(tc, len(keys), len(side), len(figs) > 1)
     what = f"{', '.join(labels)} against {tc.baseline}"
@@ -104,7 +126,7 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     if late:
         notes.append(NOT_INTERLEAVED.format(f"{tc.baseline} and {', '.join(dict.fromkeys(late))}"))
     return Table(title=f"{tc.task}: {what} ({fig_text})", columns=cols, rows=rows,
-                 keys=len(keys) + len(side), notes=notes)
+                 keys=len(keys) + len(side), notes=notes, wrap=True)
 
 
 def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> list[list[str]]:
@@ -116,11 +138,11 @@ def _task_rows(tc: TaskComparison, nkeys: int, nside: int, with_fig: bool) -> li
         if len(mine) < 2:
             continue
         costs = [c.cost(c.estimate.ratio) for c in mine if c.estimate is not None]
-        over = (f"{(math.exp(sum(map(math.log, costs)) / len(costs)) - 1) * 100:+.1f}% "
-                "geo mean" if costs else DASH)
+        over = (times_text(math.exp(sum(map(math.log, costs)) / len(costs)), None, bare=True)
+                + " (geo mean)" if costs else DASH)
         row = [f"all {len(mine)} points"] + [""] * (nkeys - 1) + [label] * nside
         row += [""] if with_fig else []
-        row += ["", "", "", over, task_verdict([c.verdict for c in mine]), ""]
+        row += ["", "", over, task_verdict([c.verdict for c in mine]), ""]
         out.append(row)
     return out
 
@@ -132,8 +154,8 @@ def reference_table(checks: list[RefCheck]) -> Table:
              c.status + (f": {c.why}" if c.why else "")] for c in checks]
     failed = sum(c.status == FAIL for c in checks)
     return Table(title=f"references ({failed} failed)" if failed else "references (all pass)",
-                 columns=["reference", "point", "expected\nvalue [low, high]", "measured",
-                          "result"], rows=rows, keys=2,
+                 columns=["reference", "point", "expected\nvalue [low, high]",
+                          "measured\n(median)", "result"], rows=rows, keys=2, wrap=True,
                  notes=["expected: the plan's [reference] value with ReFrame's relative bounds "
                         "(value x (1 + lower) .. value x (1 + upper)); measured: the median "
                         "over the point's phases (docs/comparisons.md)"])

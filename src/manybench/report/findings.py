@@ -2,13 +2,13 @@
 finding to its task's table (or to the run when it names no task)."""
 from __future__ import annotations
 
-from typing import Any
-
 from ..analysis import hints as H
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.points import PointSummary
 from ..record import Record
 from ..results.contract import RunInfo, StoredNode, Warning
+from ..results.store import Store
+from .view import RunView
 
 
 def _declared_metrics(run: RunInfo) -> dict[str, list[str]]:
@@ -27,30 +27,24 @@ def _memory(nodes: list[StoredNode]) -> dict[str, float]:
     return out
 
 
-def run_hints(store: Any, run: RunInfo, points: list[PointSummary], records: list[Record],
+def run_hints(store: Store, run: RunInfo, points: list[PointSummary], records: list[Record],
               nodes: list[StoredNode], effs: dict[str, PointEfficiency],
               warnings: list[Warning]) -> list[H.Hint]:
     """Every finding of one run, in the order a reader should see them."""
     found = (H.missing_metrics(warnings, _declared_metrics(run), records)
-             + H.stderr_failures(records) + H.cached_reads(points)
+             + H.stderr_failures(records) + H.flags(points)
              + H.data_exceeds_memory(records, _memory(nodes)) + H.at_peak(points, effs)
              + H.scaling(points) + H.stragglers(points, records) + H.cpu_bound(points))
-    telemetry = getattr(store, "telemetry", None)     # the samples/telemetry tables may be absent
-    if callable(telemetry):
-        try:
-            rows = telemetry(run.run_id)
-        except Exception:   # an older results.db without the table: no telemetry hints
-            rows = []
-        phase_task = {r.phase: r.task for r in records}
-        found += H.system_cpu(phase_task, rows)
-    return found
+    # an older results.db is migrated when opened (results/schema.py): its telemetry is empty
+    phase_task = {r.phase: r.task for r in records}
+    return found + H.system_cpu(phase_task, store.telemetry(run.run_id))
 
 
-def attach_hints(view: Any, store: Any, run: RunInfo, points: list[PointSummary],
+def attach_hints(view: RunView, store: Store, run: RunInfo, points: list[PointSummary],
                  records: list[Record], nodes: list[StoredNode],
                  effs: dict[str, PointEfficiency], warnings: list[Warning]) -> None:
     """Put each hint's line under its task's table; hints of no shown task go to the run."""
-    tables = {t.title.rsplit(" (", 1)[0]: t for t in view.tables}
+    tables = {t.task: t for t in view.tables if t.task}
     for h in run_hints(store, run, points, records, nodes, effs, warnings):
         t = tables.get(h.task)
         (t.hints if t is not None else view.hints).append(h.line())

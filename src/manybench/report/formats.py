@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..analysis import Dist, Spread
 from ..kernels import kernel
-from ..units import format_duration, format_rate, format_size
+from ..units import format_duration, format_size
 
 DASH = "-"
 
@@ -29,27 +28,10 @@ def count(x: float | None) -> str:
     return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.3g}"
 
 
-def dist(d: Dist | None, f: Callable[[float | None], str], p99: bool = True) -> str:
-    if d is None:
-        return DASH
-    parts = [d.median, d.p99, d.max] if p99 else [d.median, d.max]
-    return " / ".join(f(x) for x in parts)
 
 
-def spread(s: Spread | None, f: Callable[[float | None], str]) -> str:
-    return DASH if s is None else " / ".join(f(x) for x in (s.min, s.median, s.max))
 
 
-def rate_spread(s: Spread | None) -> str:
-    """Median rate, then the range over phases in the median's unit: 1.2 GiB/s (1.1-1.3)."""
-    if s is None:
-        return DASH
-    med = format_rate(s.median)
-    if s.n == 1 or s.min == s.max:
-        return med
-    div = 2**30 if med.endswith("GiB/s") else 2**20
-    prec = 2 if div == 2**30 else 1
-    return f"{med} ({s.min / div:.{prec}f}-{s.max / div:.{prec}f})"
 
 
 def plural(n: Any, word: str) -> str:

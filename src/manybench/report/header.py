@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ..analysis import late as late_mod
 from ..analysis.efficiency import NodePeaks
+from ..analysis.stats import nearest_rank
+from ..inventory import noise as noise_mod
 from ..inventory import peaks as peaks_mod
+from ..record import Record
 from ..results.contract import RunInfo, StoredNode, Warning, warning_text
 from ..units import format_duration, format_size
 from .formats import DASH, count, ns, plural
@@ -39,10 +43,16 @@ def peaks_summary(p: peaks_mod.Peaks, env: dict | None = None) -> str:
     """One line: the node's peaks and any metric peaks of [peaks], each with its basis."""
     parts = []
     cpu = (env or {}).get("cpu") or {}
+    given = {k for layer in p.overrides.values() for k in layer}
+    source = str(cpu.get("base_source", ""))
     clock = ("base clock read as the current cpu MHz, not the rated base"
-             if str(cpu.get("base_source", "")).startswith("/proc/cpuinfo")
-             and p.basis.get("base_ghz") == "detected" and "dp_gflops" not in
-             {k for layer in p.overrides.values() for k in layer} else "")
+             if source.startswith("/proc/cpuinfo") else
+             "clock measured on one busy core (no cpufreq here), not the rated base"
+             if source.startswith("measured") else "")
+    if p.basis.get("base_ghz") != "detected" or "dp_gflops" in given:
+        clock = ""
+    if str(cpu.get("flops_assumption") or "").startswith("measured") and not given:
+        clock = "; ".join(filter(None, [clock, "flops per cycle " + cpu["flops_assumption"]]))
     for name in peaks_mod.OUTPUTS:
         v = p.get(name)
         parts.append(f"{name} {count(v)} {peaks_mod.UNITS[name]} ({p.basis.get(name, '')})"
@@ -115,6 +125,36 @@ def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
         lines.append(line)
     for node in nodes:
         lines.append(f"clock {node.name}: offset {ns(node.offset_ns)} (± {ns(node.error_ns)})")
+    for node in nodes:
+        floor = (node.inventory or {}).get("noise")
+        if isinstance(floor, dict) and "stall_ns" in floor:
+            lines.append(f"noise floor {node.name}: {noise_mod.describe(floor)}")
+    return lines
+
+
+def floor_notes(run: RunInfo, nodes: list[StoredNode], skews_ns: list[float],
+                lateness_ns: list[float], records: list[Record]) -> list[str]:
+    """The run's start skew judged against its nodes' noise floor, and its late starts
+    counted against the plan's late_target (analysis/late.py)."""
+    lines = []
+    floors = [f["stall_ns"] for n in nodes if isinstance(f := (n.inventory or {}).get("noise"),
+                                                         dict) and f.get("stall_ns")]
+    judged = noise_mod.judge(nearest_rank(skews_ns, 99) if skews_ns else None,
+                             nearest_rank(lateness_ns, 99) if lateness_ns else None,
+                             max(floors) if floors else None)
+    if judged:
+        lines.append(judged)
+    by_phase: dict[int, list[Record]] = {}
+    for r in records:
+        by_phase.setdefault(r.phase, []).append(r)
+    c = late_mod.count(by_phase.values())
+    target = (run.plan_raw or {}).get("late_target", late_mod.DEFAULT_TARGET)
+    verdict = late_mod.verdict(c, target, max(floors) if floors else None)
+    if verdict:
+        lines.append(verdict)
+    elif c.phases:
+        lines.append(f"late starts: {c.cell()} phases, within the plan's late_target "
+                     f"{target:.1%}")
     return lines
 
 

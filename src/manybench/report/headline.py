@@ -1,10 +1,11 @@
 """The compact table of a task: workers, the swept axes, its headline figures, skew.
 
-Each kernel names its headline figures (the `headline` trait, kernels/base.py); a command
-task's are the metrics its output gave. A throughput figure gets two columns, the aggregate
-and per slot (aggregate / workers) beside it. Every figure is the median over the point's
-phases (or slots, for a kernel's own metrics) with its range: "1.23 (1.10-1.30)". Byte rates
-take one unit per column, named in the header; times are written in human units.
+Each kernel names its headline figures (kernels/figures.py, `headline`); a command task's are
+the metrics its output gave. The numbers come from analysis/values.py, the same `report
+--json` gives. A figure summed over the slots (bandwidth, ops/s, a declared rate) gets two
+columns, the aggregate and per slot (aggregate / workers) beside it, in the same unit; a
+slot's own figure is labelled per slot. Every column states one unit in its header; cells
+are the median with its range over phases (or slots): "1.23 (1.10-1.30)".
 
 Columns carry a priority: a terminal too narrow for them all drops the least important first
 and says which (report/terminal.py); `--metrics` picks the figures, `--all` shows every one.
@@ -13,26 +14,30 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 from ..analysis import PointSummary
-from ..analysis.efficiency import PointEfficiency, unit
+from ..analysis.efficiency import PointEfficiency
+from ..analysis.efficiency import unit as own_unit
 from ..analysis.stats import Spread
+from ..analysis.values import AGGREGATE, Value, metric_unit, point_values
+from ..kernels import figures as F
 from ..kernels import kernel
-from ..record import Record
-from ..results.contract import StoredPhase
-from .colunits import (count_spread, human_time, median_only, metric_unit, num, rate_unit,
-                       time_spread, value_spread)
-from .formats import DASH, count, param_formatter, swept
+from ..model import GROUP_KERNEL
+from .colunits import column_unit, median_only, num, value_spread
+from .formats import DASH, param_formatter, swept
+from .view import GROUP_NOTE, Table, error_lines
 
 # figures every kernel may name besides its metrics (and what `--metrics` accepts)
-BUILTIN = ("bandwidth", "ops_rate", "sync_overhead", "skew", "lateness", "latency", "elapsed",
-           "stonewall")
-# metrics that are not figures of their own (shown elsewhere or bookkeeping)
-HIDDEN = {"cached_fraction", "cache_dropped", "stonewall_s", "stonewall_bytes",
-          "stonewall_blocks", "wear_out_blocks", "reorder_shift", "role", "endpoint_bytes"}
-NOTE = ("figures: median (min-max) over phases, or over slots for a kernel's own metrics; per "
-        "slot = aggregate / workers")
+BUILTIN = tuple(f.name for f in F.COMPUTED)
+NOTE = ("figures: median (min-max) over phases, or over slots for a slot's own metric; "
+        "per slot = aggregate / workers")
+# figures whose cells are distributions (median / p99 / max), not median (min-max): the
+# parts shown in a compact table
+_DIST = {F.SYNC_OVERHEAD.name: ("median", "p99", "max"), F.CYCLE.name: ("median", "max"),
+         F.SKEW.name: ("median", "max"), F.LATENESS.name: ("median", "max"),
+         F.LATENCY.name: ("median", "p99")}
+_PART = {"median": "med", "p99": "p99", "max": "max"}
 
 Cell = Callable[[PointSummary], str]
 
@@ -55,124 +60,93 @@ class Headline:
     missing: list[str]        # figures asked for by --metrics this task does not have
 
 
-def metric_spreads(records: Iterable[Record], phases: Iterable[StoredPhase]
-                   ) -> dict[str, dict[str, Spread]]:
-    """Per point key, each metric's min / median / max over the point's ok records."""
-    point_of = {p.index: p.point for p in phases}
-    values: dict[str, dict[str, list[float]]] = {}
-    for r in records:
-        if r.status != "ok" or r.phase not in point_of:
-            continue
-        per = values.setdefault(point_of[r.phase], {})
-        for name, v in r.metrics.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                per.setdefault(name, []).append(v)
-    return {p: {n: s for n, vs in m.items() if (s := Spread.of(vs)) is not None}
-            for p, m in values.items()}
+Values = dict[str, dict[str, list[Value]]]     # point key -> figure -> its values
+
+
+def task_values(points: list[PointSummary], spreads: dict[str, dict[str, Spread]]) -> Values:
+    return {p.point: point_values(p, spreads.get(p.point)) for p in points}
+
+
+def _pick(values: Values, p: PointSummary, name: str, scope: str) -> Value | None:
+    return next((v for v in values.get(p.point, {}).get(name, []) if v.scope == scope), None)
+
+
+def _header(v: Value, unit: str, scoped: bool) -> str:
+    """Label, then scope and unit: "bandwidth\naggregate, GiB/s"; `scoped` False for a
+    figure that is neither a sum nor a slot's own metric (skew, lateness: the label says)."""
+    title = v.label.replace("\n", " ")
+    label = title if len(title) <= 16 else _split_name(title)
+    second = ", ".join(x for x in ((v.scope if scoped else ""), unit) if x)
+    return f"{label}\n{second}" if second else label
 
 
 def _split_name(name: str, width: int = 12) -> str:
-    """A long metric name broken at underscores into header lines of about `width`."""
+    """A long name broken at underscores or spaces into header lines of about `width`."""
     lines: list[str] = []
-    for part in name.split("_"):
+    sep = "_" if "_" in name else " "
+    for part in name.split(sep):
         if lines and len(lines[-1]) + 1 + len(part) <= width:
-            lines[-1] += "_" + part
+            lines[-1] += sep + part
         else:
-            lines.append(part if not lines else "_" + part)
+            lines.append(part if not lines else (sep + part).strip())
     return "\n".join(lines)
 
 
-def _rate_columns(name: str, label: str, points: list[PointSummary],
-                  get: Callable[[PointSummary], Spread | None], prio: int) -> list[Column]:
-    """A byte rate: the aggregate with its range, and per slot, in one unit per column."""
-    unit_name, div = rate_unit(s.median for p in points if (s := get(p)))
+def figure_columns(name: str, points: list[PointSummary], values: Values, prio: int,
+                   every: bool = False) -> tuple[list[Column], dict[str, tuple[str, float]]]:
+    """The columns of one named figure (none when no point of the task has it), and the
+    unit each of its scopes is written in: scope -> (unit, divisor). `every`: a
+    distribution with its p99 too (the full table)."""
+    cols: list[Column] = []
+    units: dict[str, tuple[str, float]] = {}
+    scopes = list(dict.fromkeys(v.scope for p in points for v in values[p.point].get(name, [])))
+    computed = name in BUILTIN
+    for i, scope in enumerate(scopes):
+        vs = [v for p in points if (v := _pick(values, p, name, scope)) is not None]
+        scoped = len(scopes) > 1 or not computed
+        # the per-slot column of a sum is the first a narrow terminal drops
+        rank = prio + i * 50
+        # per slot in the aggregate's unit: the two columns read side by side
+        if scope != AGGREGATE and AGGREGATE in units:
+            unit, div = units[AGGREGATE]
+        else:
+            unit, div = column_unit(vs[0].unit, [v.median for v in vs])
+        units[scope] = (unit, div)
+        parts = _DIST.get(name)
+        if parts is not None:
+            if every and name != F.LATENCY.name:
+                parts = ("median", "p99", "max")
+            what = " / ".join("p50" if name == F.LATENCY.name and x == "median" else _PART[x]
+                              for x in parts)
+            cols.append(Column(name, f"{_header(vs[0], unit, scoped)}\n{what}",
+                               _dist_cell(values, name, scope, div, parts), rank))
+        else:
+            # a dropped per-slot column is named so: its aggregate may still be shown
+            cols.append(Column(name if i == 0 else f"{name} {scope}",
+                               _header(vs[0], unit, scoped),
+                               _spread_cell(values, name, scope, div, i == 0), rank,
+                               spread=i == 0))
+    return cols, units
 
-    def agg(p: PointSummary) -> str:
-        s = get(p)
-        return DASH if s is None else value_spread(s.median, s.min, s.max, div)
 
-    per_unit, per_div = rate_unit(s.median / max(p.workers, 1) for p in points if (s := get(p)))
-
-    def per(p: PointSummary) -> str:
-        s = get(p)
-        return DASH if s is None else num(s.median / max(p.workers, 1) / per_div)
-    return [Column(name, f"{label}\n{unit_name}", agg, prio, True),
-            Column(name, f"per slot\n{per_unit}", per, prio + 1)]
-
-
-def _ops_columns(points: list[PointSummary], prio: int) -> list[Column]:
-    def agg(p: PointSummary) -> str:
-        s = p.ops_rate
-        return DASH if s is None else count_spread(s.median, s.min, s.max)
-
-    def per(p: PointSummary) -> str:
-        x = None if p.ops_rate is None else p.ops_rate.median / max(p.workers, 1)
-        return DASH if x is None else count_spread(x, x, x)
-    return [Column("ops_rate", "ops/s", agg, prio, True),
-            Column("ops_rate", "per slot\nops/s", per, prio + 1)]
-
-
-def _dist_cell(get: Callable[[PointSummary], object], p99: bool) -> Cell:
+def _spread_cell(values: Values, name: str, scope: str, div: float, ranged: bool) -> Cell:
     def cell(p: PointSummary) -> str:
-        d = get(p)
-        if d is None:
+        v = _pick(values, p, name, scope)
+        if v is None:
             return DASH
-        parts = [d.median, d.p99, d.max] if p99 else [d.median, d.max]   # type: ignore[attr-defined]
-        return " / ".join(human_time(x / 1e9) for x in parts)
+        return value_spread(v.median, v.min, v.max, div) if ranged else num(v.median / div)
     return cell
 
 
-def _metric_columns(name: str, points: list[PointSummary],
-                    spreads: dict[str, dict[str, Spread]], prio: int) -> list[Column]:
-    kind, factor, base = metric_unit(name)
-
-    def get(p: PointSummary) -> Spread | None:
-        s = spreads.get(p.point, {}).get(name)
-        if s is None and name in p.metrics:
-            v = p.metrics[name]
-            s = Spread(v, v, v, 1)
-        return s if s is None else Spread(s.min * factor, s.median * factor, s.max * factor, s.n)
-    if kind == "rate":
-        unit_name, div = rate_unit(s.median for p in points if (s := get(p)))
-        return [Column(name, f"{_split_name(base)}\n{unit_name}",
-                       lambda p: DASH if (s := get(p)) is None
-                       else value_spread(s.median, s.min, s.max, div), prio, True)]
-    if kind == "time":
-        return [Column(name, _split_name(base), lambda p: DASH if (s := get(p)) is None
-                       else time_spread(s.median, s.min, s.max), prio, True)]
-    return [Column(name, _split_name(name), lambda p: DASH if (s := get(p)) is None
-                   else count_spread(s.median, s.min, s.max), prio, True)]
-
-
-def figure_columns(name: str, points: list[PointSummary],
-                   spreads: dict[str, dict[str, Spread]], prio: int) -> list[Column]:
-    """The columns of one named figure; none when no point of the task has it."""
-    if name == "bandwidth" and any(p.bandwidth for p in points):
-        return _rate_columns(name, "bandwidth", points, lambda p: p.bandwidth, prio)
-    if name == "stonewall" and any(p.stonewall_bandwidth for p in points):
-        return _rate_columns(name, "stonewall", points, lambda p: p.stonewall_bandwidth, prio)
-    if name == "ops_rate" and any(p.ops_rate for p in points):
-        return _ops_columns(points, prio)
-    if name == "sync_overhead" and any(p.sync_overhead for p in points):
-        return [Column(name, "sync overhead\nmed / p99 / max",
-                       _dist_cell(lambda p: p.sync_overhead, True), prio)]
-    if name == "skew" and any(p.skew for p in points):
-        return [Column(name, "skew\nmed / max", _dist_cell(lambda p: p.skew, False), prio)]
-    if name == "lateness" and any(p.lateness for p in points):
-        return [Column(name, "lateness\nmed / max", _dist_cell(lambda p: p.lateness, False),
-                       prio)]
-    if name == "latency" and any(p.latency_us for p in points):
-        return [Column(name, "latency\np50 / p99", lambda p: " / ".join(
-            DASH if p.latency_us.get(q) is None else human_time(p.latency_us[q] / 1e6)
-            for q in ("p50", "p99")), prio)]
-    if name == "elapsed" and any(p.slot_elapsed for p in points):
-        return [Column(name, "per-slot\ntime", lambda p: DASH
-                       if p.slot_elapsed is None else time_spread(
-                           p.slot_elapsed.median, p.slot_elapsed.min, p.slot_elapsed.max),
-                       prio, True)]
-    if name not in BUILTIN and any(name in p.metrics for p in points):
-        return _metric_columns(name, points, spreads, prio)
-    return []
+def _dist_cell(values: Values, name: str, scope: str, div: float,
+               parts: tuple[str, ...]) -> Cell:
+    def cell(p: PointSummary) -> str:
+        v = _pick(values, p, name, scope)
+        if v is None:
+            return DASH
+        xs = [getattr(v, part) for part in parts]
+        return " / ".join(num(x / div) if x is not None else DASH for x in xs)
+    return cell
 
 
 def default_figures(points: list[PointSummary]) -> list[str]:
@@ -180,22 +154,30 @@ def default_figures(points: list[PointSummary]) -> list[str]:
     traits = kernel(points[0].kernel)
     if traits.headline:
         return list(traits.headline)
-    names: list[str] = []
-    for p in points:
-        names += [n for n in p.metrics if n not in names and n not in HIDDEN]
+    names = metric_names(points)
     if traits.runs_child:
         return names + ["elapsed"]
     return ["bandwidth", "ops_rate"] + names if any(p.ops_rate for p in points) else \
         names + ["elapsed"]
 
 
+def metric_names(points: list[PointSummary]) -> list[str]:
+    """The metrics of the points that are figures of their own (not flags, not hidden)."""
+    names: list[str] = []
+    for p in points:
+        k = kernel(p.kernel)
+        for n in p.metrics:
+            f = k.figure(n)
+            if n not in names and (f is None or f.role == F.FIGURE):
+                names.append(n)
+    return names
 
 
 def _ok(p: PointSummary) -> str:
     return f"{p.ok}/{p.records}"
 
 
-def headline(points: list[PointSummary], spreads: dict[str, dict[str, Spread]],
+def headline(points: list[PointSummary], values: Values,
              effs: dict[str, PointEfficiency] | None = None,
              figures: list[str] | None = None) -> Headline:
     """The compact table's columns for one task (`figures`: --metrics, else the headline)."""
@@ -221,63 +203,92 @@ def headline(points: list[PointSummary], spreads: dict[str, dict[str, Spread]],
         names.append("skew")
     missing = []
     declared = bool(kernel(kernel_name).headline)
+    units: dict[str, dict[str, tuple[str, float]]] = {}
     for i, name in enumerate(names):
         # skew belongs with a kernel's first figure; a command's own metrics come before it
         prio = 15 if name == "skew" and declared and not asked else 10 + 10 * i
-        got = figure_columns(name, points, spreads, prio)
+        got, units[name] = figure_columns(name, points, values, prio)
         if not got:
             missing.append(name)
         cols += got
     if not asked:
-        cols += _flag_columns(points, effs or {})
+        flag_cols, flag_notes = _flag_columns(points, effs or {}, units)
+        cols += flag_cols
+        notes += flag_notes
     return Headline(cols, keys, notes, missing if asked else [])
 
 
-def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency]) -> list[Column]:
-    """Columns that say what a figure means: reads from memory, share of a peak."""
+def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
+                  units: dict[str, dict[str, tuple[str, float]]]
+                  ) -> tuple[list[Column], list[str]]:
+    """Columns that say what a figure means: a kernel's flags (reads from memory), the
+    share of a peak and of N x one node, in the unit of the figure's own column."""
     out: list[Column] = []
-    if any("cached_fraction" in p.metrics for p in points):
-        def cached(p: PointSummary) -> str:
-            f = p.metrics.get("cached_fraction")
-            if f is None:
-                return DASH
-            return f"{'memory' if f >= 0.5 else 'device'} ({f * 100:.0f}% cached)"
-        out.append(Column("cached_fraction", "reads from\n(page cache)", cached, 2))
+    notes: list[str] = []
+    for fig in kernel(points[0].kernel).figures:
+        if fig.role != F.FLAG or fig.cell is None or not any(fig.name in p.metrics
+                                                             for p in points):
+            continue
+        out.append(Column(fig.name, fig.title, lambda p, fig=fig: DASH
+                          if p.metrics.get(fig.name) is None else fig.cell(p.metrics[fig.name]),
+                          2))
+        notes += [fig.note] if fig.note else []
+    if any(p.late.late_phases for p in points):     # late starts, with their causes
+        out.append(Column("late", "late starts\n(phases)", lambda p: p.late.cell(), 14))
     if any(e.efficiency for e in effs.values()):
         def eff(p: PointSummary) -> str:
             e = effs.get(p.point)
             if e is None or e.efficiency is None:
                 return DASH
             x = e.efficiency
-            return f"{x.ratio * 100:.0f}% of {count(x.peak)} {unit(x.metric)}"
+            unit, div = figure_unit(x.metric, units, p)
+            if x.above_peak:     # not a result: the peak is wrong
+                return f"wrong peak (> {num(x.peak * div)}" + (f" {unit})" if unit else ")")
+            return f"{x.ratio * 100:.0f}% of {num(x.peak * div)}" + (f" {unit}" if unit else "")
         out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
     if any(e.share for e in effs.values()):
         def share(p: PointSummary) -> str:
             e = effs.get(p.point)
             if e is None or e.share is None:
                 return DASH
-            return f"{e.share.ratio * 100:.0f}% of {e.share.nodes} x {count(e.share.single)}"
+            unit, div = figure_unit(e.share.metric, units, p)
+            return (f"{e.share.ratio * 100:.0f}% of {e.share.nodes} x "
+                    f"{num(e.share.single * div)}" + (f" {unit}" if unit else ""))
         # scaling over nodes is what a multi-node point is about: kept before efficiency
         out.append(Column("share", "share of\nN x single-node", share, 3))
-    return out
+    return out, notes
+
+
+# how efficiency.py names the aggregate figures: the table's figure, and its unit in B/s
+_AGGREGATE_OF = {"bandwidth_mb_s": ("bandwidth", 1e6), "ops_per_s": ("ops_rate", 1.0)}
+
+
+def figure_unit(metric: str, units: dict[str, dict[str, tuple[str, float]]],
+                p: PointSummary) -> tuple[str, float]:
+    """(unit, factor) to write a value of efficiency.py's `metric` in the unit of that
+    figure's aggregate column; its own unit when the table has no such column."""
+    name, to_base = _AGGREGATE_OF.get(metric, (metric, 0.0))
+    if not to_base:
+        _, to_base = metric_unit(p.kernel, metric)
+    col = units.get(name, {}).get(AGGREGATE)
+    if col is None:
+        return own_unit(metric), 1.0
+    unit, div = col
+    return unit, to_base / div
 
 
 def known_figures(points: list[PointSummary]) -> list[str]:
     """Every figure name --metrics may ask of this task."""
-    names = [n for n in BUILTIN if figure_columns(n, points, {}, 0)]
-    for p in points:
-        names += [n for n in p.metrics if n not in names and n not in HIDDEN]
-    return names
+    values = task_values(points, {})
+    names = [n for n in BUILTIN if any(n in values[p.point] for p in points)]
+    return names + [n for n in metric_names(points) if n not in names]
 
 
-def headline_table(task: str, points: list[PointSummary], spreads: dict[str, dict[str, Spread]],
+def headline_table(task: str, points: list[PointSummary], values: Values,
                    effs: dict[str, PointEfficiency] | None = None,
-                   figures: list[str] | None = None):   # -> tables.Table
+                   figures: list[str] | None = None) -> Table:
     """The compact Table of one task; `drop` lists columns least important first."""
-    from .tables import Table, _errors      # tables imports this module
-    from .tables import GROUP_NOTE
-    from ..model import GROUP_KERNEL
-    h = headline(points, spreads, effs, figures)
+    h = headline(points, values, effs, figures)
     notes = list(h.notes) + ([GROUP_NOTE] if points[0].kernel == GROUP_KERNEL else [])
     if h.missing:
         notes.append(f"not measured by this task: {', '.join(h.missing)}")
@@ -289,6 +300,5 @@ def headline_table(task: str, points: list[PointSummary], spreads: dict[str, dic
     return Table(title=f"{task} ({points[0].kernel}){each}", columns=[c.header for c in h.columns],
                  rows=rows, short_rows=[[median_only(x) if c.spread else x
                                          for x, c in zip(row, h.columns)] for row in rows],
-                 keys=h.keys,
-                 notes=notes, errors=_errors(points), drop=order,
-                 names=[c.name for c in h.columns])
+                 keys=h.keys, notes=notes, errors=error_lines(points), drop=order,
+                 names=[c.name for c in h.columns], task=task)

@@ -6,7 +6,8 @@ import os
 from html import escape
 
 from ..results.store import Store
-from .tables import RunView, Table, build
+from .build import build
+from .view import RunView, Table
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 75em; }
@@ -41,10 +42,6 @@ def _table(t: Table, title: bool = True) -> list[str]:
     return out
 
 
-def _task(t: Table) -> str:
-    return t.title.rsplit(" (", 1)[0]
-
-
 def _run_html(view: RunView, full: dict[str, Table], plots: dict[str, list]) -> str:
     out = [f"<h1>{escape(view.title)}</h1>", '<table class="header">']
     out += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in view.header]
@@ -55,7 +52,7 @@ def _run_html(view: RunView, full: dict[str, Table], plots: dict[str, list]) -> 
         out.append('<p class="dim">no phases recorded yet</p>')
     for t in view.tables:
         out += _table(t)
-        task = _task(t) if t.drop else None
+        task = t.task if t.drop else None
         figs = plots.get(task or "", [])
         if figs:
             out.append('<div class="plots">')
@@ -78,17 +75,21 @@ def html_page(store_dir_or_store: Store | str | os.PathLike, run_id: str | None 
     store = store_dir_or_store if isinstance(store_dir_or_store, Store) \
         else Store(store_dir_or_store, readonly=True)
     try:
-        views = build(store, run_id, all_runs, keep=True)
-        parts = []
-        for v in views:
-            plots = {}
-            if with_plots and v.run_id:
-                from .plots import figures
-                plots = figures(store, v.run_id, v.data)
-            parts.append(_run_html(v, v.full, plots))
+        return page_of_views(store, build(store, run_id, all_runs, keep=True), with_plots)
     finally:
         if store is not store_dir_or_store:
             store.close()
+
+
+def page_of_views(store: Store, views: list[RunView], with_plots: bool = True) -> str:
+    """The page of views built once with keep=True (report/build.py)."""
+    parts = []
+    for v in views:
+        plots = {}
+        if with_plots and v.run_id:
+            from .plots import figures   # noqa: PLC0415 (matplotlib only for a page)
+            plots = figures(store, v.run_id, v.data)
+        parts.append(_run_html(v, v.full, plots))
     title = views[-1].title if views else "manybench report"
     body = "\n".join(parts) or '<p class="dim">no runs recorded</p>'
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -12,19 +12,45 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..results.store import Store
-from .tables import RunView, Table, build
+from .build import build
+from .view import RunView, Table
 
 
-def _rich(t: Table, cols: list[int], title: str) -> RichTable:
+def _rich(t: Table, cols: list[int], title: str, widths: list[int] | None = None
+          ) -> RichTable:
     # compact tables draw no vertical rules: two columns' more figures fit in 80 columns
-    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} if t.drop else {}
+    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} \
+        if t.drop or t.wrap else {}
     table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold",
                       **style)
-    for j in cols:
-        table.add_column(Text(t.columns[j]), overflow="fold")
+    for i, j in enumerate(cols):
+        table.add_column(Text(t.columns[j]), overflow="fold",
+                         width=widths[i] if widths else None)
     for row in t.rows:
         table.add_row(*(Text(row[j]) for j in cols))   # Text: never parsed as rich markup
     return table
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines() or [""]
+
+
+def _wrapped(t: Table, console: Console) -> list[int] | None:
+    """Column widths that fit the console, narrowing the columns with most room first and
+    never below a column's longest word (cells then wrap at spaces); None: it fits as is."""
+    cols = list(range(len(t.columns)))
+    natural = [max(len(line) for text in [t.columns[j]] + [r[j] for r in t.rows]
+                   for line in _lines(text)) for j in cols]
+    least = [max((len(w) for text in [t.columns[j]] + [r[j] for r in t.rows]
+                  for w in text.split()), default=1) for j in cols]
+    extra = _width(t, cols, console) - sum(natural)     # rules and padding
+    widths = list(natural)
+    while sum(widths) + extra > console.width:
+        j = max(cols, key=lambda k: widths[k] - least[k])
+        if widths[j] <= least[j]:
+            break
+        widths[j] -= 1
+    return None if widths == natural else widths
 
 
 def _width(t: Table, cols: list[int], console: Console) -> int:
@@ -88,15 +114,19 @@ def _render_run(view: RunView, console: Console) -> None:
     if not view.tables:
         console.print(Text("no phases recorded yet", style="dim"))
     for t in view.tables:
+        widths = None
         if t.drop:     # a compact table: one table, never split
             t, cols, dropped = _fit(t, console)
             parts = [cols]
+        elif t.wrap:   # one table whose cells wrap at spaces to fit
+            parts, dropped = [list(range(len(t.columns)))], []
+            widths = _wrapped(t, console)
         else:
             parts, dropped = _parts(t, console), []
         for i, cols in enumerate(parts):
             title = t.title if len(parts) == 1 else f"{t.title} ({i + 1}/{len(parts)})"
             console.print()
-            console.print(_rich(t, cols, title))
+            console.print(_rich(t, cols, title, widths))
         if dropped:
             names = list(dict.fromkeys(t.names[j] if t.names else t.columns[j] for j in dropped))
             console.print(Text(f"not shown at this width: {', '.join(names)} (report --metrics "
@@ -121,8 +151,12 @@ def render(store_dir_or_store: Store | str | os.PathLike, console: Console | Non
            all_columns: bool = False) -> None:
     """Print the report of the directory's latest run (or of `run_id`, or of every run):
     per task its headline figures, the `figures` named instead, or every figure."""
+    render_views(build(store_dir_or_store, run_id, all_runs, figures, all_columns), console)
+
+
+def render_views(views: list[RunView], console: Console | None = None) -> None:
+    """Print views built once (report/build.py)."""
     console = console or Console()
-    views = build(store_dir_or_store, run_id, all_runs, figures, all_columns)
     if not views:
         console.print(Text("no runs recorded", style="dim"))
     for view in views:

@@ -7,6 +7,14 @@ import os
 from typing import Any
 
 
+def summary(directory: str | os.PathLike, run_id: str | None = None) -> dict:
+    """Every figure of every point of a results directory's latest run (or `run_id`), with
+    n, median, interval and unit, and the throughput series: the numbers `manybench report`
+    shows, as `manybench report DIR --json` prints them (report/summary.py)."""
+    from ..report.summary import summary as build   # noqa: PLC0415 (the report's own code)
+    return build(directory, run_id)
+
+
 def open(directory: str | os.PathLike) -> Any:   # noqa: A001 (the API's documented name)
     """A results directory's runs, phases, records, samples, telemetry and nodes as pandas
     DataFrames (results/api.py)."""

@@ -39,6 +39,9 @@ WARNING_KINDS = {
     "unstable": "a point's repetitions vary by more than 10% (coefficient of variation)",
     "short": "a phase was too short against the clock's resolution or the start skew",
     "not-quiet": "the machine was not quiet: cpufreq governor, turbo, or other load",
+    # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
+    "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
+    "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
 }
 
 
@@ -105,14 +108,15 @@ class StoredPhase:
     status: str = "ok"          # one of PHASE_STATUSES
     label: str = ""
     warmup: bool = False        # a warm-up repetition (plan `warmup`): stored, not analysed
+    go_ns: int | None = None    # when the coordinator sent the go (None: stored before v6)
 
     @classmethod
-    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok"
-           ) -> StoredPhase:
+    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok",
+           go_ns: int | None = None) -> StoredPhase:
         return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
                    variant=phase.variant, rep=phase.rep, workers=phase.workers,
                    point=phase.point, params=phase.record_params(), t0_ns=t0_ns, status=status,
-                   label=phase.label, warmup=phase.warmup)
+                   label=phase.label, warmup=phase.warmup, go_ns=go_ns)
 
 
 @dataclass

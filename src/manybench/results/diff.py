@@ -35,6 +35,11 @@ NOISE = re.compile(r"^(taken_ns|started_ns|ended_ns|offset_ns|error_ns|pid|ppid|
                    r"load(avg)?(_\w+)?)$")
 
 
+# subtrees measured afresh by every run (a node's noise floor, its one-core probes): what they
+# hold is shown by `report`, never a difference of the machine
+MEASURED = {"noise", "probe"}
+
+
 class DiffError(Exception):
     """Bad input: the message names the argument and says what is wrong (exit status 2)."""
 
@@ -136,7 +141,7 @@ def compare(title: str, a: dict, b: dict, show_all: bool) -> tuple[Section, int]
         in_a, in_b = path in fa, path in fb
         if in_a and in_b and fa[path] == fb[path]:
             continue
-        if not show_all and path and NOISE.match(path[-1]):
+        if not show_all and path and (NOISE.match(path[-1]) or MEASURED & set(path)):
             noise += 1
             continue
         key = key_text(path)

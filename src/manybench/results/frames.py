@@ -6,7 +6,8 @@ Columns (docs/results-api.md):
              whose regex matched nothing, ";"-joined), then unless nested every param as
              "param.<name>" and every metric as "metric.<name>"
   phases     run, index, task, kernel, variant, rep, workers, point, t0_ns, status, label,
-             warmup, params (dict), then unless nested "param.<name>"
+             warmup, go_ns (when the go was sent; None before schema 6), params (dict),
+             then unless nested "param.<name>"
   samples    contract.Sample's fields
   telemetry  contract.TelemetryRow's fields
   series     contract.SeriesPoint's fields: size-indexed tables parsers read (OSU, IMB)
@@ -29,7 +30,7 @@ TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")
 PARAM, METRIC, INVENTORY = "param.", "metric.", "inventory."
 EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
 PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
-                 "status", "label", "warmup", "params")
+                 "status", "label", "warmup", "go_ns", "params")
 
 
 def _pd() -> Any:
@@ -71,7 +72,7 @@ def phase_rows(phases: Iterable[StoredPhase], nested: bool = False) -> list[dict
     out = [{"run": p.run, "index": p.index, "task": p.task, "kernel": p.kernel,
             "variant": p.variant, "rep": p.rep, "workers": p.workers, "point": p.point,
             "t0_ns": p.t0_ns, "status": p.status, "label": p.label, "warmup": p.warmup,
-            "params": p.params} for p in phases]
+            "go_ns": p.go_ns, "params": p.params} for p in phases]
     if not nested:
         _flat(out, "params", PARAM)
     return out

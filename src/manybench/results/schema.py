@@ -12,6 +12,8 @@ change a file).
   4  + samples (each slot's progress inside a phase), telemetry (each node's cpu, memory,
        disk and network over the run) and phases.warmup (warm-up repetitions, not analysed)
   5  + series (size-indexed tables a parser read from a record's output: OSU's, IMB's)
+  6  + phases.go_ns (when the coordinator sent the phase's go: the phase cycle, SMTEF's
+       figure; NULL for phases stored before)
 """
 from __future__ import annotations
 
@@ -21,11 +23,21 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class SchemaError(Exception):
     """A results.db this version cannot read; the message says why and what to do."""
+
+
+class DamagedError(SchemaError):
+    """A results.db that cannot be trusted: pages SQLite finds broken, a table missing, a row
+    whose JSON does not decode. Readers stop (exit 2) rather than print wrong figures."""
+
+
+# the tables each version has (a file of that version missing one is damaged)
+TABLES = {1: ("runs", "phases", "records"), 2: ("nodes", "warnings"),
+          3: ("snapshots", "node_commands"), 4: ("samples", "telemetry"), 5: ("series",)}
 
 
 _RECORDS = ("CREATE TABLE IF NOT EXISTS records (\n    "
@@ -165,6 +177,9 @@ CREATE INDEX IF NOT EXISTS series_phase ON series (run, phase, name, x);
 _V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
 
 
+_V6_GO = "ALTER TABLE phases ADD COLUMN go_ns INTEGER"
+
+
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
     for stmt in sql.split(";"):
@@ -216,8 +231,14 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
     _script(db, _V5)
 
 
+def _v5_to_v6(db: sqlite3.Connection) -> None:
+    """Add phases.go_ns, NULL: runs before version 6 did not store when the go was sent."""
+    db.execute(_V6_GO)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                              3: _v3_to_v4, 4: _v4_to_v5}
+                                                              3: _v3_to_v4, 4: _v4_to_v5,
+                                                              5: _v5_to_v6}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -228,12 +249,35 @@ def version(db: sqlite3.Connection) -> int:
 
 
 def check(db: sqlite3.Connection, path: str) -> int:
-    """The file's version; SchemaError when this manybench is too old to read it."""
+    """The file's version (0: a new, empty file); SchemaError when this manybench is too old
+    to read it or another program made it, DamagedError when one of its tables is gone."""
     v = version(db)
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if names and "runs" not in names:
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise SchemaError(f"{path} is not a manybench results database (another program's "
+                          f"SQLite file, holding tables {shown}): give another directory")
     if v > SCHEMA_VERSION:
         raise SchemaError(f"{path} was written by a newer manybench (results schema {v}; this "
                           f"one reads up to {SCHEMA_VERSION}): upgrade manybench to read it")
+    missing = [t for k in range(1, v + 1) for t in TABLES.get(k, ()) if t not in names]
+    if missing:
+        raise DamagedError(f"{path} is damaged: table {', '.join(missing)} is missing")
     return v
+
+
+def integrity(db: sqlite3.Connection, path: str) -> None:
+    """DamagedError when SQLite's quick_check finds broken pages (read on, they would give
+    wrong rows or none without an error)."""
+    try:
+        rows = db.execute("PRAGMA quick_check(3)").fetchall()
+    except sqlite3.DatabaseError as e:
+        if "locked" in str(e):
+            raise
+        raise DamagedError(f"{path} is damaged: {e}") from None
+    problems = [r[0] for r in rows if r[0] != "ok"]
+    if problems:
+        raise DamagedError(f"{path} is damaged: {'; '.join(problems)} (SQLite's quick_check)")
 
 
 def upgrade(db: sqlite3.Connection, path: str) -> None:
@@ -247,6 +291,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
             _script(db, _V1 + _V2 + _V3)
             _v3_to_v4(db)
             _v4_to_v5(db)
+            _v5_to_v6(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

@@ -15,12 +15,13 @@ schema version (schema.py): a newer file is refused, an older one migrated.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 from ..model import Phase, Plan
@@ -28,9 +29,11 @@ from ..record import FIELDS, Record
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
-from .schema import SCHEMA_VERSION, SchemaError, check, upgrade
+from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity, upgrade
 
 DB_NAME = "results.db"
+WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
+LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
 _INSERT_RECORD = (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
@@ -58,6 +61,21 @@ def _hist_out(hist: dict[int, int] | None) -> str | None:
 def _hist_in(text: str | None) -> dict[int, int] | None:
     # JSON object keys are strings; the histogram's buckets are ints
     return None if text is None else {int(k): v for k, v in _decode(text).items()}
+
+
+def _column(path: str, table: str, column: str, row: str, decode: Any, text: Any,
+            kind: type = dict) -> Any:
+    """A stored JSON column decoded, or DamagedError naming the file, table, column and row
+    (a reader must not fail deep inside a report, nor show a row it cannot read)."""
+    try:
+        value = decode(text)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise DamagedError(f"{path} is damaged: bad JSON in {table}.{column} of {row} "
+                           f"({type(e).__name__}: {e})") from None
+    if value is not None and not isinstance(value, kind):
+        raise DamagedError(f"{path} is damaged: {table}.{column} of {row} holds a "
+                           f"{type(value).__name__}, not a JSON {kind.__name__}")
+    return value
 
 
 def _series_rows(run_id: str, phase_index: int, r: Record) -> list[tuple]:
@@ -95,8 +113,14 @@ class Store:
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
                                        check_same_thread=False)
             self._busy()
-            if check(self._db, self.path) < SCHEMA_VERSION:
-                self._db = _migrated_copy(self._db, self.path)
+            with _opening(self.path):
+                v = check(self._db, self.path)
+                if v == 0:
+                    raise SchemaError(f"{self.path} holds no manybench tables: no run was "
+                                      "ever recorded there")
+                integrity(self._db, self.path)
+                if v < SCHEMA_VERSION:
+                    self._db = _migrated_copy(self._db, self.path)
             self._db.execute("PRAGMA query_only=ON")
         else:
             os.makedirs(self.directory, exist_ok=True)
@@ -104,14 +128,27 @@ class Store:
             # exactly one phase and never opened behind our back by the sqlite3 module.
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._busy()
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            upgrade(self._db, self.path)
+            with _opening(self.path):
+                check(self._db, self.path)   # another program's file is never touched
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                # the writer appends: a small page cache keeps its memory flat over a long
+                # run (SQLite's default, 2 MiB, filled as the file grew)
+                self._db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+                upgrade(self._db, self.path)
 
     def _busy(self) -> None:
         # A checkpoint by the writer may briefly hold a lock a reader wants, and vice versa;
-        # wait for it rather than fail.
-        self._db.execute("PRAGMA busy_timeout=10000")
+        # wait for it rather than fail, up to LOCK_WAIT_S.
+        self._db.execute(f"PRAGMA busy_timeout={round(LOCK_WAIT_S * 1000)}")
+
+    def check_writable(self) -> None:
+        """Take the write lock once and let it go: a file another process holds is found
+        before a run starts (sqlite3.OperationalError 'database is locked' after
+        LOCK_WAIT_S), not at its first commit."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("ROLLBACK")
 
     # -- context manager -------------------------------------------------------------------
     def __enter__(self) -> Store:
@@ -209,7 +246,8 @@ class Store:
         ])
 
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
-                    status: str = "ok", samples: Iterable[Sample] = ()) -> None:
+                    status: str = "ok", samples: Iterable[Sample] = (),
+                    go_ns: int | None = None) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
         transaction.
 
@@ -217,7 +255,8 @@ class Store:
         """
         p = StoredPhase.of(run_id, phase, t0_ns, status)
         prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
-                _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup))
+                _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup),
+                None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
         rrows, xrows = [], []
@@ -235,7 +274,8 @@ class Store:
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM series WHERE run=? AND phase=?", (run_id, phase.index)),
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
-             "point, params, t0_ns, status, label, warmup) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "point, params, t0_ns, status, label, warmup, go_ns) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              prow),
             (_INSERT_RECORD, rrows),
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
@@ -282,11 +322,14 @@ class Store:
         rows = self._query(
             "SELECT r.*, (SELECT COUNT(*) FROM phases p WHERE p.run = r.id) AS n_phases "
             "FROM runs r ORDER BY r.started_ns, r.rowid")
+        def col(r: dict, name: str, kind: type = dict) -> Any:
+            return _column(self.path, "runs", name, f"run {r['id']}", json.loads, r[name],
+                           kind)
         infos = [RunInfo(run_id=r["id"], name=r["name"], plan_source=r["plan_source"],
-                        plan_raw=json.loads(r["plan_raw"]), argv=json.loads(r["argv"]),
+                        plan_raw=col(r, "plan_raw"), argv=col(r, "argv", list),
                         started_ns=r["started_ns"], ended_ns=r["ended_ns"], status=r["status"],
-                        environment=json.loads(r["environment"]),
-                        notes=RunNotes.from_json(json.loads(r["notes"])), phases=r["n_phases"])
+                        environment=col(r, "environment"),
+                        notes=RunNotes.from_json(col(r, "notes")), phases=r["n_phases"])
                 for r in rows]
         for info in infos:    # a `running` row whose coordinator is gone reads `killed`
             info.status = status_of(info)
@@ -306,9 +349,11 @@ class Store:
         rows = self._query("SELECT * FROM phases WHERE run=? ORDER BY idx", (run_id,))
         return [StoredPhase(run=r["run"], index=r["idx"], task=r["task"], kernel=r["kernel"],
                             variant=r["variant"], rep=r["rep"], workers=r["workers"],
-                            point=r["point"], params=json.loads(r["params"]), t0_ns=r["t0_ns"],
+                            point=r["point"], t0_ns=r["t0_ns"],
+                            params=_column(self.path, "phases", "params", f"phase {r['idx']}",
+                                           json.loads, r["params"]),
                             status=r["status"], label=r["label"],
-                            warmup=bool(r["warmup"])) for r in rows]
+                            warmup=bool(r["warmup"]), go_ns=r["go_ns"]) for r in rows]
 
     def samples(self, run_id: str, phase_id: int | None = None) -> list[Sample]:
         """The run's progress samples (of one phase if given), by phase, rank and time."""
@@ -337,7 +382,8 @@ class Store:
         """The run's nodes, by name."""
         rows = self._query("SELECT * FROM nodes WHERE run=? ORDER BY name", (run_id,))
         for r in rows:
-            r["inventory"] = json.loads(r["inventory"])
+            r["inventory"] = _column(self.path, "nodes", "inventory", f"node {r['name']}",
+                                     json.loads, r["inventory"])
         return [StoredNode(**r) for r in rows]
 
     def warnings(self, run_id: str) -> list[Warning]:
@@ -353,7 +399,8 @@ class Store:
                            "(? IS NULL OR label=?) ORDER BY seq",
                            (run_id, node, node, label, label))
         return [Snapshot(run=r["run"], node=r["node"], label=r["label"], taken_ns=r["taken_ns"],
-                         data=json.loads(r["data"]), seq=r["seq"]) for r in rows]
+                         data=_column(self.path, "snapshots", "data", f"snapshot {r['seq']}",
+                                      json.loads, r["data"]), seq=r["seq"]) for r in rows]
 
     def node_commands(self, run_id: str, node: str | None = None,
                       variant: str | None = None) -> list[NodeCommand]:
@@ -362,7 +409,9 @@ class Store:
                            "AND (? IS NULL OR variant=?) ORDER BY seq",
                            (run_id, node, node, variant, variant))
         return [NodeCommand(run=r["run"], node=r["node"], variant=r["variant"], step=r["step"],
-                            argv=json.loads(r["argv"]), exit_status=r["exit_status"],
+                            argv=_column(self.path, "node_commands", "argv",
+                                         f"command {r['seq']}", json.loads, r["argv"], list),
+                            exit_status=r["exit_status"],
                             timed_out=bool(r["timed_out"]), stdout=r["stdout"],
                             stderr=r["stderr"], started_ns=r["started_ns"],
                             ended_ns=r["ended_ns"], seq=r["seq"]) for r in rows]
@@ -376,9 +425,18 @@ class Store:
         rows = self._query(sql, (run_id,) if run_id is not None else ())
         out = []
         for r in rows:
-            for f in _REC_JSON:
-                r[f] = _loads(r[f])
-            r["hist"] = _hist_in(r["hist"])
+            f = ""
+            try:
+                for f in _REC_JSON:
+                    r[f] = _loads(r[f])
+                    if not isinstance(r[f], dict):
+                        raise TypeError(f"a {type(r[f]).__name__}, not an object")
+                f = "hist"
+                r["hist"] = _hist_in(r["hist"])
+            except (ValueError, TypeError, AttributeError) as e:
+                raise DamagedError(f"{self.path} is damaged: bad JSON in records.{f} of run "
+                                   f"{r['run']} phase {r['phase']} slot {r['slot']} "
+                                   f"({type(e).__name__}: {e})") from None
             out.append(Record(**r))
         return out
 
@@ -395,6 +453,18 @@ def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tupl
             "COALESCE(MAX(seq), -1) + 1, ?, ?, ?, ? FROM snapshots WHERE run=?", rows)
 
 
+@contextlib.contextmanager
+def _opening(path: str) -> Iterator[None]:
+    """SQLite's refusals while opening, as DamagedError naming the file (a lock is left to
+    the caller: it is no damage)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as e:
+        if "locked" in str(e) or "busy" in str(e):
+            raise
+        raise DamagedError(f"{path} is damaged or is not a SQLite database: {e}") from None
+
+
 def _migrated_copy(db: sqlite3.Connection, path: str) -> sqlite3.Connection:
     """An older file opened read-only: migrate a private copy in memory, never the file."""
     mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -409,4 +479,4 @@ def _uri_path(path: str) -> str:
     return quote(path, safe="/")
 
 
-__all__ = ["DB_NAME", "SchemaError", "Store", "db_path"]
+__all__ = ["DB_NAME", "DamagedError", "SchemaError", "Store", "db_path"]

@@ -14,12 +14,15 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..engines.base import Engine, Node, Work
 from ..inventory.environment import collect
-from ..kernels import Result
+from ..kernels import Result, kernel
+from ..kernels import figures as F
 from ..model import Phase, Plan
 from ..plan import PlanError
+from ..plan.expand import distinct
 from ..record import Record
 from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
@@ -30,7 +33,7 @@ from .samples import samples_of
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
-from .jobs import finish_jobs, layout_problems
+from .jobs import layout_problems
 from .resume import Resume
 from .stalls import flag_stalls, stall_text
 from .setups import Setups, provenance
@@ -55,6 +58,14 @@ class Outcome:
     failed: int          # records whose status is not ok
 
 
+def finish_phase(records: list[Record]) -> None:
+    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place."""
+    for name in dict.fromkeys(r.kernel for r in records):
+        finish = kernel(name).finish_phase
+        if finish is not None:
+            finish([r for r in records if r.kernel == name])
+
+
 def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
                 res: Result) -> Record:
     """A slot's result (stamps already in the coordinator's clock) as a record."""
@@ -63,6 +74,8 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
     extra = dict(res.extra)
     if res.armed_ns:
         extra["armed_ns"] = res.armed_ns
+        # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
+        metrics[F.ARMED_LATE.name] = max(0, res.armed_ns - t0)
     extra["rank"] = rank
     return Record(
         run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
@@ -80,24 +93,26 @@ class Coordinator:
         self.plan, self.phases, self.outdir, self.engine = plan, phases, outdir, engine
         self.resume = resume   # run --resume: the stored run it continues (run/resume.py)
         self.argv, self.slots, self.show_progress = argv, slots, progress
-        self.scheduler = Scheduler()
+        self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
         self.current: tuple | None = None
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
         self.unsaved: tuple | None = None   # the last finished phase, until it is committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
+        self.go_ns: dict[int, int] = {}     # phase index -> when its go was sent (cycle)
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
-        largest = max((p.workers for p in self.phases), default=1)
+        largest = max((p.workers for p in distinct(self.phases)), default=1)
         self.engine.telemetry_s = self.plan.telemetry
+        self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
-        problems = check_nodes(self.phases, nodes)
+        problems = check_nodes(distinct(self.phases), nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
             self.engine.close()
             raise PlanError(problems)
@@ -105,24 +120,7 @@ class Coordinator:
         notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
                          cpus=sum(len(n.cpus) for n in nodes),
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
-        if self.resume:   # the same run goes on: its phases so far are kept
-            notes.phases = self.resume.info.notes.phases or notes.phases
-            store.resume_run(run_id, stamp(notes))
-            self.failed = self.resume.failed
-        else:
-            store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
-        beat = Heartbeat(store, run_id).start()
-        self.store, self.run_id, self.nodes = store, run_id, nodes
-        self.warnings = Warnings(store, run_id)
-        for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
-            self.warnings.add(kind, msg, node=node)   # a resumed run has them already
-        self._store_nodes()
-        dirs, programs = provenance(self.plan, self.phases, default_dir)
-        store.write_snapshots(run_id, "resume" if self.resume else START,
-                              self.engine.snapshot(dirs, programs))
-        self.setups = Setups(self.plan, self.engine, run_id,
-                             lambda v, step, done: store.write_step(run_id, v, step, done),
-                             dirs, programs)
+        beat = self._begin(store, run_id, nodes, notes, default_dir)
         status, code = "aborted", EXIT_FAILED
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -154,6 +152,39 @@ class Coordinator:
         store.end_run(run_id, status)
         store.close()
         return Outcome(run_id, status, code, self.failed)
+
+    def _begin(self, store: Store, run_id: str, nodes: list[Node], notes: RunNotes,
+               default_dir: str) -> Heartbeat:
+        """The run row, its heartbeat, warnings, nodes and snapshots. An interrupt in here
+        (the snapshots take a while) leaves the row `interrupted`, never `running`."""
+        beat = None
+        try:
+            if self.resume:   # the same run goes on: its phases so far are kept
+                notes.phases = self.resume.info.notes.phases or notes.phases
+                store.resume_run(run_id, stamp(notes))
+                self.failed = self.resume.failed
+            else:
+                store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
+            beat = Heartbeat(store, run_id).start()
+            self.store, self.run_id, self.nodes = store, run_id, nodes
+            self.warnings = Warnings(store, run_id)
+            for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
+                self.warnings.add(kind, msg, node=node)   # a resumed run has them already
+            self._store_nodes()
+            dirs, programs = provenance(self.plan, self.phases, default_dir)
+            store.write_snapshots(run_id, "resume" if self.resume else START,
+                                  self.engine.snapshot(dirs, programs))
+            self.setups = Setups(self.plan, self.engine, run_id,
+                                 lambda v, step, done: store.write_step(run_id, v, step, done),
+                                 dirs, programs)
+            return beat
+        except KeyboardInterrupt:
+            with interrupts.ignored():   # no row yet: the update changes nothing
+                if beat is not None:
+                    beat.stop()
+                store.end_run(run_id, "interrupted")
+                store.close()
+            raise
 
     def _phases(self, nodes: list[Node]) -> str:
         """Run every phase, committing each; the run's status."""
@@ -212,7 +243,8 @@ class Coordinator:
             phase, t0, records, samples, telemetry = self.unsaved
             self.unsaved = None
             t = time.monotonic_ns()
-            self.store.write_phase(self.run_id, phase, t0, records, samples=samples)
+            self.store.write_phase(self.run_id, phase, t0, records, samples=samples,
+                                   go_ns=self.go_ns.pop(phase.index, None))
             self.store.write_telemetry(self.run_id, telemetry)
             self.commit_ns = time.monotonic_ns() - t
 
@@ -259,6 +291,8 @@ class Coordinator:
 
     def _metric_warnings(self, phase: Phase, records: list[Record]) -> None:
         for r in records:
+            for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
+                self.warnings.add(kind, text, node=r.node, task=phase.task.name)
             for name in r.extra.get("missing_metrics", ()):
                 self.warnings.add("missing-metric", f"task {phase.task.name}: metric {name!r} "
                                   "matched nothing in the command's output", task=phase.task.name,
@@ -277,16 +311,18 @@ class Coordinator:
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
         t0 = self.scheduler.next_t0()
         self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
-        sent = now_ns()
+        sent = self.go_ns[phase.index] = now_ns()
         self.engine.go(t0)
         self._flush()     # the previous phase, while this one waits for its (long) lead
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        armed = [r.armed_ns for got in results.values() for r in got.values()
-                 if r.armed_ns and r.status == "ok"]
-        self.scheduler.observe(sent, t0, armed)
+        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
+        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
+                               [r.start_ns for r in ok if r.start_ns])
         records = self._records(run_id, phase, nodes, work, t0, results)
+        for r in records:    # the lead this T0 was given (run/schedule.py adapts it)
+            r.metrics[F.LEAD.name] = t0 - sent
         self.current = None
         return t0, records
 
@@ -304,7 +340,7 @@ class Coordinator:
                 out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
                                        t0, res))
                 self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
-        finish_jobs(out)    # a parallel task's ranks, job by job (run/jobs.py)
+        finish_phase(out)
         return out
 
     def _save_interrupted(self, store: Store, run_id: str) -> None:
@@ -318,7 +354,7 @@ class Coordinator:
             results = {}
         records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
         store.write_phase(run_id, phase, t0, records, status="interrupted",
-                          samples=self.samples)
+                          samples=self.samples, go_ns=self.go_ns.pop(phase.index, None))
         self.failed += sum(r.status != "ok" for r in records)
 
 
@@ -341,7 +377,7 @@ def capacity(phase: Phase, nodes: list[Node]) -> dict[str, int]:
     return {n: slots[n] for n in names if n in slots}
 
 
-def check_nodes(phases: list[Phase], nodes: list[Node]) -> list[str]:
+def check_nodes(phases: Iterable[Phase], nodes: list[Node]) -> list[str]:
     """Problems of a plan on these nodes: unknown node names, more workers than slots."""
     known = {n.name for n in nodes}
     problems: list[str] = []

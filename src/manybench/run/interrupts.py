@@ -18,6 +18,14 @@ def _raise(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def own() -> None:
+    """The command's first instruction: Ctrl-C and SIGTERM raise KeyboardInterrupt, set
+    explicitly whatever was inherited (a script's background job starts with SIGINT ignored,
+    and Python then leaves it ignored)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise)
+
+
 @contextmanager
 def ignored() -> Iterator[None]:
     """Ctrl-C and SIGTERM ignored inside (left so after: the run is ending)."""

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from ..analysis.points import PointSummary
 from ..analysis.stats import HIGH_CV, Stats, median
+from ..kernels.figures import CPUS_ALLOWED
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
 from ..record import Record
@@ -115,7 +116,7 @@ def _slot_share(records: list[Record], node: str, cpus: int) -> float:
     for r in records:
         if r.node != node:
             continue
-        allowed = r.metrics.get("cpus_allowed")
+        allowed = r.metrics.get(CPUS_ALLOWED.name)
         n = len(parse_cpulist(allowed)) if isinstance(allowed, str) and allowed else 1
         used += min(n, cpus)
     return min(100.0, 100.0 * used / max(cpus, 1))

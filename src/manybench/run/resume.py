@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..model import Phase, Plan
 from ..plan import PlanError, parse_plan
-from ..plan.expand import expand
+from ..plan.expand import Remaining, expand
 from ..results.contract import RunInfo
 from ..results.store import Store
 
@@ -99,7 +99,7 @@ def load(directory: str, plan_path: str | None, overrides: tuple[str, ...],
         where = plan_path
     plan = parse_plan(text, where, overrides, slots=slots)   # PlanError: exit 2 as for run
     check_same(plan, info)
-    phases = [p for p in expand(plan) if p.index not in resume.done]
+    phases = Remaining(expand(plan), resume.done)   # still lazy: produced as the run goes
     return plan, phases, resume
 
 

@@ -3,19 +3,34 @@
 The dispatch time of a phase is how long it took from sending "go" until the last slot
 was waiting for T0 (its `armed` stamp). The lead is a multiple of the worst recent
 dispatch, so a slow phase (many slots on few cores) lengthens the next lead at once and a
-quiet run shortens it again slowly. A slot that armed after T0 was late: the next lead
-doubles.
+quiet run shortens it again.
+
+A slot that armed after T0 was late because of the lead: the lead gains SAFETY x what it
+lacked (how long after T0 the last slot armed), on top of what it had gained. A rare late
+arming (no more than late_target / 2 of the last 2 / late_target phases: one in 200 at the
+default 1%) is forgotten at the next phase in time, so a machine late now and then keeps
+leads as short as it can; late armings that are not rare make the gain last: it shrinks by
+2^-(late_target / 2) per on-time phase (halved after 2 / late_target phases), so the share
+of phases whose slots arm after T0 settles under the plan's `late_target`.
+
+A longer lead is no cure for slots that armed in time and started late (a stall, a shared
+cpu: analysis/late.py): measured on a VM, long sleeps wake later. They are counted, never
+a reason to lengthen the lead.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
+from ..analysis.late import LATE_NS
+
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
-SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN
+SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN + gain
 MARGIN_NS = 200_000
-WINDOW = 8                     # phases of history
+WINDOW = 8                     # phases of recent history
+HISTORY = (50, 2_000)          # phases the late share is counted over: 2 / late_target, bounded
 
 
 def now_ns() -> int:
@@ -25,24 +40,45 @@ def now_ns() -> int:
 class Scheduler:
     """Chooses T0 for each phase from the dispatch times observed in earlier ones."""
 
-    def __init__(self, min_lead_ns: int = MIN_LEAD_NS) -> None:
+    def __init__(self, min_lead_ns: int = MIN_LEAD_NS, late_target: float = 0.01) -> None:
         self.min_lead_ns = min_lead_ns
         self.samples: deque[int] = deque(maxlen=WINDOW)
-        self.late_boost = 1.0
+        target = min(max(late_target, 1e-6), 1.0)
+        self.recent: deque[bool] = deque(maxlen=min(max(HISTORY[0], math.ceil(2 / target)),
+                                                    HISTORY[1]))   # armed late, per phase
+        self.rare = target / 2 * self.recent.maxlen   # late armings the window may hold
+        self.decay = 2.0 ** -(target / 2)
+        self.gain_ns = 0.0        # what late armings added to the lead
+        self.phases = 0           # phases observed
+        self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
+        self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
+        self.longest_ns = 0       # the longest lead used
 
     def lead_ns(self) -> int:
         worst = max(self.samples, default=5_000_000)   # before any sample: a safe 5 ms
-        lead = int(SAFETY * worst * self.late_boost) + MARGIN_NS
+        lead = int(SAFETY * worst + self.gain_ns) + MARGIN_NS
         return max(self.min_lead_ns, min(MAX_LEAD_NS, lead))
 
     def next_t0(self, now: int | None = None) -> int:
-        return (now_ns() if now is None else now) + self.lead_ns()
+        lead = self.lead_ns()
+        self.longest_ns = max(self.longest_ns, lead)
+        return (now_ns() if now is None else now) + lead
 
-    def observe(self, sent_ns: int, t0_ns: int, armed_ns: list[int]) -> None:
-        """Record one phase: when go was sent, its T0, and when each slot armed."""
+    def observe(self, sent_ns: int, t0_ns: int, armed_ns: list[int],
+                start_ns: list[int] | None = None) -> None:
+        """Record one phase: when go was sent, its T0, when each slot armed and started."""
         if not armed_ns:
             return
         last = max(armed_ns)
         self.samples.append(max(0, last - sent_ns))
-        # a late slot doubles the next lead once; on-time phases bring it back quickly
-        self.late_boost = 2.0 if last > t0_ns else max(1.0, self.late_boost * 0.5)
+        self.phases += 1
+        late_arming = last > t0_ns
+        self.recent.append(late_arming)
+        self.armed_late += late_arming
+        self.late += late_arming or any(s - t0_ns > LATE_NS for s in start_ns or ())
+        if late_arming:                          # the lead lacked last - t0: add it
+            self.gain_ns = min(MAX_LEAD_NS, self.gain_ns + SAFETY * (last - t0_ns))
+        elif sum(self.recent) <= self.rare:
+            self.gain_ns = 0.0                   # rare late armings: back at once
+        else:                                    # not rare: the gain lasts
+            self.gain_ns *= self.decay

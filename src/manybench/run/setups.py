@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..engines.base import Engine
 from ..model import Phase, Plan, Variant
+from ..plan.expand import distinct
 from ..node.protocol import CommandsDone, RunCommands
 from ..templates import render
 
@@ -33,7 +34,7 @@ def provenance(plan: Plan, phases: list[Phase], default_dir: str
     (commands, wraps, setups)."""
     dirs: dict[str, str] = {"scratch": default_dir}
     programs: list[str] = []
-    for ph in phases:
+    for ph in distinct(phases):     # one phase per point
         for p in ph.members or [ph]:
             d = p.params.get("dir")
             if d:

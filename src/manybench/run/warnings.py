@@ -9,7 +9,9 @@ import time
 from typing import Callable, Iterable
 
 from ..engines.base import Node
+from ..inventory import noise
 from ..model import Phase
+from ..plan.expand import distinct
 from ..results.contract import Warning, warning_text
 from ..results.store import Store
 from .placement import assign, oversubscribed
@@ -44,6 +46,9 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
     withheld from manybench by a cpuset or taskset."""
     out: list[tuple[str, str, str]] = []
     for n in nodes:
+        text = noise.stalls(n.name, (n.inventory or {}).get("noise"))
+        if text:
+            out.append(("stalls", n.name, text))
         if oversubscribed(n.slots, n.cpus):
             out.append(("oversubscribed", n.name, f"node {n.name}: {n.slots} slots on "
                         f"{len(n.cpus)} cpus: oversubscribed, slots sleep until T0 without "
@@ -56,7 +61,7 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
     seen: set[tuple] = set()
     capacity = {n.name: n.slots for n in nodes}
     cpus = {n.name: n.cpus for n in nodes}
-    for p in phases:
+    for p in distinct(phases):     # one phase per point
         key = (p.workers, p.order, p.pin, str(p.cpus), str(p.bind), tuple(p.task.nodes or ()))
         if key in seen:
             continue

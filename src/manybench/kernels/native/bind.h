@@ -12,7 +12,7 @@ PyObject *nb_result_dict(nb_result *r, int with_fsync);
 PyObject *nb_raise_errno(int err, const char *msg);
 
 extern PyMethodDef nb_meta_methods[], nb_stream_methods[], nb_himeno_methods[],
-    nb_dgemm_methods[], nb_randio_methods[], nb_net_methods[];
+    nb_dgemm_methods[], nb_randio_methods[], nb_net_methods[], nb_probe_methods[];
 
 /* NULL-terminated list, defined in families.c */
 extern PyMethodDef *nb_family_methods[];

@@ -1,6 +1,7 @@
 /* Python bindings of cpu.dgemm (dgemm.c): load a CBLAS, make the matrices, time the calls.
  *
- *   blas_load(path) -> {"index", "path", "file", "symbol", "ilp64", "threads", "config"}
+ *   blas_load(path) -> {"index", "path", "file", "symbol", "ilp64", "threads", "config",
+ *       "corename"}
  *       OSError(errno, reason) when the library cannot be loaded or has no cblas_dgemm.
  *   blas_set_threads(index, threads) -> bool: False when the library has no call for it.
  *   dgemm_new(index, n, seed) -> handle (three filled n x n matrices; freed with the handle)
@@ -38,10 +39,10 @@ static PyObject *py_blas_load(PyObject *self, PyObject *args)
     Py_DECREF(path);
     if (idx < 0)
         return nb_raise_errno(-idx, msg);
-    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:O,s:s,s:s}", "index", idx, "path", info.path,
-                         "file", info.file, "symbol", info.symbol, "ilp64",
+    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:O,s:s,s:s,s:s}", "index", idx, "path",
+                         info.path, "file", info.file, "symbol", info.symbol, "ilp64",
                          info.ilp64 ? Py_True : Py_False, "threads", info.threads, "config",
-                         info.config);
+                         info.config, "corename", info.corename);
 }
 
 static PyObject *py_blas_set_threads(PyObject *self, PyObject *args)
@@ -53,6 +54,14 @@ static PyObject *py_blas_set_threads(PyObject *self, PyObject *args)
     done = nb_blas_set_threads(idx, threads);
     Py_END_ALLOW_THREADS
     return PyBool_FromLong(done);
+}
+
+static PyObject *py_blas_get_threads(PyObject *self, PyObject *args)
+{
+    int idx;
+    if (!PyArg_ParseTuple(args, "i", &idx))
+        return NULL;
+    return PyLong_FromLong(nb_blas_get_threads(idx));
 }
 
 static PyObject *py_dgemm_new(PyObject *self, PyObject *args)
@@ -132,6 +141,8 @@ PyMethodDef nb_dgemm_methods[] = {
      "blas_load(path) -> dict: dlopen a CBLAS and find its dgemm (OSError when not usable)"},
     {"blas_set_threads", py_blas_set_threads, METH_VARARGS,
      "blas_set_threads(index, threads) -> bool"},
+    {"blas_get_threads", py_blas_get_threads, METH_VARARGS,
+     "blas_get_threads(index) -> int: the library's own thread count, -1 when it cannot say"},
     {"dgemm_new", py_dgemm_new, METH_VARARGS,
      "dgemm_new(index, n, seed) -> handle: three filled n x n matrices"},
     {"dgemm_matrix", py_dgemm_matrix, METH_VARARGS,

@@ -28,6 +28,7 @@ typedef struct {
     void *dgemm;
     void (*set_threads)(int);         /* OpenBLAS, MKL: int */
     void (*set_threads_dim)(int64_t); /* BLIS: dim_t */
+    int (*get_threads)(void);         /* OpenBLAS */
     nb_blas_info info;
 } blas_lib;
 
@@ -85,6 +86,12 @@ static int find_dgemm(blas_lib *L, char *msg, size_t msglen)
     } else {
         L->info.threads = "";
     }
+    const char *(*core)(void) = sym(L->handle, pre, "openblas_get_corename", suf);
+    if (core) {
+        const char *c = core();
+        snprintf(L->info.corename, sizeof L->info.corename, "%s", c ? c : "");
+    }
+    L->get_threads = sym(L->handle, pre, "openblas_get_num_threads", suf);
     if (!config)
         config = dlsym(L->handle, "bli_info_get_version_str");
     if (config) {
@@ -158,6 +165,13 @@ int nb_blas_set_threads(int lib, int threads)
     else
         return 0;
     return 1;
+}
+
+int nb_blas_get_threads(int lib)
+{
+    if (lib < 0 || lib >= nlibs || !libs[lib].get_threads)
+        return -1;
+    return libs[lib].get_threads();
 }
 
 struct nb_dgemm {

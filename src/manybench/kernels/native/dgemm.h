@@ -17,6 +17,7 @@ typedef struct {
     int ilp64;           /* 64-bit integer arguments */
     const char *threads; /* how the thread count is set: a symbol name, or "" (env only) */
     char config[256];    /* openblas_get_config() and the like, "" when unknown */
+    char corename[64];   /* openblas_get_corename(): the kernels it runs, "" when unknown */
 } nb_blas_info;
 
 /* Loads `path` (a file or a soname) and finds its dgemm; returns the library's index >= 0,
@@ -24,6 +25,8 @@ typedef struct {
 int nb_blas_load(const char *path, nb_blas_info *info, char *msg, size_t msglen);
 /* Sets the library's thread count when it has a call for that; returns 1 if it did. */
 int nb_blas_set_threads(int lib, int threads);
+/* The thread count the library says it uses (openblas_get_num_threads), -1 when unknown. */
+int nb_blas_get_threads(int lib);
 
 typedef struct nb_dgemm nb_dgemm;
 /* Three n x n row-major matrices, aligned, filled (pseudo-random in [-1, 1) from seed);

@@ -131,20 +131,27 @@ static int write_all(int fd, const char *buf, size_t n, uint64_t off)
     return 0;
 }
 
-int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen)
+int nb_preallocate(int fd, uint64_t size)
+{
+    /* fio's default fallocate=native: fallocate(fd, 0, 0, size); a file system without it
+     * (EOPNOTSUPP) gets no preallocation, as fio goes on without, never glibc's emulation
+     * (posix_fallocate writing zeros would be work fio does not do) */
+    struct stat st; /* regular files only, as fio (a device has nothing to allocate) */
+    if (!size || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        fallocate(fd, 0, 0, (off_t)size) == 0)
+        return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : errno;
+}
+
+int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *msg,
+              size_t msglen)
 {
     if (block == 0)
         block = 1 << 20;
-    /* O_NOFOLLOW: a symbolic link planted in scratch must not redirect the layout */
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return nb_fail_msg(msg, msglen, errno, "cannot create %s", path);
+    /* fd: opened by nb_scratch_open, so the inode written is the one checked */
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = nb_fail_msg(msg, msglen, errno, "cannot stat %s", path);
-        close(fd);
-        return e;
-    }
+    if (fstat(fd, &st) != 0)
+        return nb_fail_msg(msg, msglen, errno, "cannot stat %s", label);
     int err = 0;
     uint64_t off = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     if (off < size) {
@@ -155,17 +162,15 @@ int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t
             size_t n = size - off < block ? (size_t)(size - off) : (size_t)block;
             int e = write_all(fd, buf, n, off);
             if (e)
-                err = nb_fail_msg(msg, msglen, e, "laying out %s at offset %llu", path,
+                err = nb_fail_msg(msg, msglen, e, "laying out %s at offset %llu", label,
                                   (unsigned long long)off);
         }
         free(buf);
         /* On the device, not only in the page cache: a later drop of the cache must be able
          * to evict these pages, and a read test must not pay for their writeback. */
         if (!err && fsync(fd) != 0)
-            err = nb_fail_msg(msg, msglen, errno, "fsync of %s", path);
+            err = nb_fail_msg(msg, msglen, errno, "fsync of %s", label);
     }
-    if (close(fd) != 0 && !err)
-        err = nb_fail_msg(msg, msglen, errno, "closing %s", path);
     return err;
 }
 

@@ -34,6 +34,8 @@
 #include "stream.h"
 
 #define MAX_ARGS 32
+#define NB_STR_(x) #x
+#define NB_STR(x) NB_STR_(x)
 
 static int nargs;
 static char *keys[MAX_ARGS], *vals[MAX_ARGS];
@@ -46,10 +48,23 @@ static const char *arg(const char *key, const char *dflt)
     return dflt;
 }
 
+static void fail(int err, const char *msg);
+
+/* A whole decimal number or nothing: "1GiB" is refused, not read as 1 (the Python side sends
+ * canonical values; anything else is a caller's mistake that must not change the work). */
 static long long num(const char *key, long long dflt)
 {
     const char *v = arg(key, NULL);
-    return v ? strtoll(v, NULL, 10) : dflt;
+    if (!v)
+        return dflt;
+    char *end, msg[160];
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || *end || errno) {
+        snprintf(msg, sizeof msg, "%s=%.100s: not a whole number", key, v);
+        fail(EINVAL, msg);
+    }
+    return n;
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -83,33 +98,52 @@ typedef struct {
     float gosa, gosa1;
 } state;
 
+/* The file root/path, reached as the slots reach it (scratch.c): every directory by
+ * descriptor, a link, FIFO, socket or device found there refused by name. A read's file is
+ * laid out through the descriptor it was checked with, and read through one that must hold
+ * the same inode. */
 static void prepare_io(state *s, int write)
 {
     char msg[NB_MSG_LEN];
-    const char *path = arg("path", NULL);
-    if (!path)
-        fail(EINVAL, "path= missing");
+    const char *root = arg("root", NULL), *path = arg("path", NULL);
+    if (!root || !path)
+        fail(EINVAL, "root= and path= needed");
     s->is_io = 1;
     s->io.write = write;
     s->io.block = (uint64_t)num("block", 1 << 20);
     s->io.size = (uint64_t)num("size", 0);
     s->io.direct = (int)num("direct", 0);
     s->duration_ns = (uint64_t)num("duration_ns", 0);
-    int flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_CLOEXEC |
-                (s->io.direct ? O_DIRECT : 0);
+    int flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | (s->io.direct ? O_DIRECT : 0);
+    int laid = -1, e;
     if (write) {
         s->io.fsync_end = (int)num("fsync", 1);
     } else {
-        struct stat st;
-        uint64_t have = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-        int e = have < s->io.size ? nb_layout(path, s->io.size, s->io.block, msg, sizeof msg) : 0;
+        e = nb_scratch_open(root, path, O_RDWR | O_CREAT, 0600, &laid, msg, sizeof msg);
+        if (!e)
+            e = nb_layout(laid, path, s->io.size, s->io.block, msg, sizeof msg);
         if (e)
             fail(e, msg);
     }
-    s->io.fd = open(path, flags, 0644);
-    if (s->io.fd < 0) {
-        nb_fail_msg(msg, sizeof msg, errno, "cannot open %s", path);
-        fail(errno, msg);
+    e = nb_scratch_open(root, path, flags, 0600, &s->io.fd, msg, sizeof msg);
+    if (e)
+        fail(e, msg);
+    if (laid >= 0) {
+        struct stat a, b;
+        if (fstat(laid, &a) != 0 || fstat(s->io.fd, &b) != 0 || a.st_dev != b.st_dev ||
+            a.st_ino != b.st_ino)
+            fail(EPERM, "the file was replaced while it was laid out");
+        close(laid);
+    }
+    if (write) { /* as io.py: fio's fallocate=native and fadvise_hint, before T0 */
+        int e = num("fallocate", 0) && !s->duration_ns ? nb_preallocate(s->io.fd, s->io.size)
+                                                       : 0;
+        if (!e)
+            e = posix_fadvise(s->io.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        if (e) {
+            nb_fail_msg(msg, sizeof msg, e, "before the writes (fallocate, fadvise)");
+            fail(e, msg);
+        }
     }
     if (!write) { /* as pagecache.py: drop (fsync + DONTNEED) unless keep, then count */
         uint64_t size = s->io.size, res = 0, pages = 0;
@@ -301,7 +335,9 @@ int main(int argc, char **argv)
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the slot that launched the wrap */
     nb_set_timerslack(1);             /* as the slots: the sleep to T0 is not rounded up */
     const char *kernel = argv[2];
-    for (int i = 3; i < argc && nargs < MAX_ARGS; i++) {
+    if (argc - 3 > MAX_ARGS)
+        fail(E2BIG, "too many arguments (at most " NB_STR(MAX_ARGS) " key=value)");
+    for (int i = 3; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!eq)
             fail(EINVAL, "arguments are key=value");

@@ -164,26 +164,58 @@ static PyObject *py_run_io(PyObject *self, PyObject *args)
     return result_dict(&r, 1);
 }
 
+static PyObject *py_preallocate(PyObject *self, PyObject *args)
+{
+    int fd, e;
+    long long size;
+    if (!PyArg_ParseTuple(args, "iL", &fd, &size))
+        return NULL;
+    if (!nonneg(size, "size"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_preallocate(fd, (uint64_t)size);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return raise_errno(e, "fallocate failed");
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_layout(PyObject *self, PyObject *args)
 {
-    PyObject *path;
+    int fd;
+    const char *label;
     long long size, block;
     char msg[NB_MSG_LEN] = "";
     int e;
-    if (!PyArg_ParseTuple(args, "O&LL", PyUnicode_FSConverter, &path, &size, &block))
+    if (!PyArg_ParseTuple(args, "isLL", &fd, &label, &size, &block))
         return NULL;
-    if (!nonneg(size, "size") || !nonneg(block, "block")) {
-        Py_DECREF(path);
+    if (!nonneg(size, "size") || !nonneg(block, "block"))
         return NULL;
-    }
-    const char *p = PyBytes_AS_STRING(path);
     Py_BEGIN_ALLOW_THREADS
-    e = nb_layout(p, (uint64_t)size, (uint64_t)block, msg, sizeof msg);
+    e = nb_layout(fd, label, (uint64_t)size, (uint64_t)block, msg, sizeof msg);
     Py_END_ALLOW_THREADS
-    Py_DECREF(path);
     if (e)
         return raise_errno(e, msg);
     Py_RETURN_NONE;
+}
+
+static PyObject *py_scratch_open(PyObject *self, PyObject *args)
+{
+    PyObject *root, *rel;
+    int flags, mode, fd = -1, e;
+    char msg[NB_MSG_LEN] = "";
+    if (!PyArg_ParseTuple(args, "O&O&ii", PyUnicode_FSConverter, &root, PyUnicode_FSConverter,
+                          &rel, &flags, &mode))
+        return NULL;
+    const char *r = PyBytes_AS_STRING(root), *p = PyBytes_AS_STRING(rel);
+    Py_BEGIN_ALLOW_THREADS
+    e = nb_scratch_open(r, p, flags, mode, &fd, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(root);
+    Py_DECREF(rel);
+    if (e)
+        return raise_errno(e, msg);
+    return PyLong_FromLong(fd);
 }
 
 /* ---- memory policy (numa.c) ---- */
@@ -280,6 +312,33 @@ static PyObject *py_forget_child(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "i", &pid))
         return NULL;
     nb_forget_child(pid);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_track_child(PyObject *self, PyObject *args)
+{
+    int pid;
+    if (!PyArg_ParseTuple(args, "i", &pid))
+        return NULL;
+    nb_track_child(pid);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_forget_children(PyObject *self, PyObject *unused)
+{
+    nb_forget_children();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_kill_file(PyObject *self, PyObject *args)
+{
+    PyObject *path = NULL;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+        return NULL;
+    int e = nb_set_kill_file(PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    if (e)
+        return raise_errno(e, "opening the cgroup's kill file");
     Py_RETURN_NONE;
 }
 
@@ -456,10 +515,22 @@ static PyMethodDef methods[] = {
      "SIGTERM/SIGHUP: SIGKILL spawned children's groups, then _exit(128 + sig)."},
     {"forget_child", py_forget_child, METH_VARARGS,
      "forget_child(pid): the term handler no longer kills this (reaped) child's group."},
+    {"track_child", py_track_child, METH_VARARGS,
+     "track_child(pid): the term handler kills this process group too (a wrap's launcher)."},
+    {"forget_children", py_forget_children, METH_NOARGS,
+     "forget_children(): the term handler kills no group (the phase's orphans are gone)."},
+    {"set_kill_file", py_set_kill_file, METH_VARARGS,
+     "set_kill_file(path): the term handler also writes 1 to it (a cgroup's cgroup.kill)."},
     {"run_null", py_run_null, METH_VARARGS, "run_null(t0_ns, spin_ns) -> dict"},
     {"run_io", py_run_io, METH_VARARGS,
      "run_io(fd, write, block, size, deadline_ns, fsync_end, direct, t0_ns, spin_ns) -> dict"},
-    {"layout", py_layout, METH_VARARGS, "layout(path, size, block)"},
+    {"layout", py_layout, METH_VARARGS,
+     "layout(fd, label, size, block): extend the open file to size bytes, fsync'd"},
+    {"scratch_open", py_scratch_open, METH_VARARGS,
+     "scratch_open(root, rel, flags, mode) -> fd: by descriptor from root, checked (scratch.c)"},
+    {"preallocate", py_preallocate, METH_VARARGS,
+     "preallocate(fd, size): fallocate mode 0 as fio's fallocate=native (none where the file "
+     "system has no fallocate)"},
     {"resident", py_resident, METH_VARARGS,
      "resident(fd, size) -> (pages in the page cache, pages) of the file's first size bytes"},
     {"spawn", py_spawn, METH_VARARGS,

@@ -85,7 +85,20 @@ typedef struct {
 } nb_io_args;
 
 int nb_run_io(const nb_io_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
-int nb_layout(const char *path, uint64_t size, uint64_t block, char *msg, size_t msglen);
+/* Extends the file open on fd to size bytes (a pattern, fsync'd); label names it in msg. */
+int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *msg,
+              size_t msglen);
+
+/* ---- scratch.c ---- */
+/* *out = root/rel opened by descriptor: directories O_NOFOLLOW | O_DIRECTORY from root (made
+ * 0700 when flags hold O_CREAT), the file O_NOFOLLOW, then checked: a regular file with one
+ * link (O_TRUNC applied after the check); with O_DIRECTORY rel names a directory, made like
+ * the others. 0 or an errno, msg saying what was found. */
+int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
+                    char *msg, size_t len);
+/* Preallocate [0, size) of the open file (fallocate mode 0, as fio); 0, or an errno other
+ * than "not supported here" (then nothing is preallocated and 0 is returned). */
+int nb_preallocate(int fd, uint64_t size);
 void *nb_alloc_buffer(uint64_t block, int fill); /* aligned; filled with a pattern if asked */
 /* Pages of [0, size) of the open file fd in the page cache (mincore); 0 or an errno. */
 int nb_resident(int fd, uint64_t size, uint64_t *resident, uint64_t *pages);
@@ -98,6 +111,9 @@ int nb_release(int ctl_fd, int64_t t0_ns, int64_t spin_ns);
 int nb_read_stamp(int stamp_fd, int64_t *start_ns, int64_t *start_mono_ns, int *child_err);
 int nb_install_term_handler(void);
 void nb_forget_child(int pid);
+void nb_forget_children(void);
+void nb_track_child(int pid); /* a group leader the SIGTERM handler must kill too */
+int nb_set_kill_file(const char *path);
 
 /* ---- numa.c ---- */
 #define NB_MAX_NODES 1024 /* memory nodes a policy mask can name */

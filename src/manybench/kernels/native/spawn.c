@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,12 +42,45 @@ void nb_forget_child(int pid)
             children[i] = 0;
 }
 
+void nb_track_child(int pid)
+{
+    track_child(pid);
+}
+
+void nb_forget_children(void)
+{
+    for (int i = 0; i < NB_MAX_CHILDREN; i++)
+        children[i] = 0;
+}
+
+/* The slot's cgroup.kill, opened ahead: writing "1" kills everything the slot started, a
+ * setsid grandchild included (-1: no cgroup). */
+static volatile sig_atomic_t kill_fd = -1;
+
+int nb_set_kill_file(const char *path)
+{
+    int fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+    if (path && fd < 0)
+        return errno;
+    int old = kill_fd;
+    kill_fd = fd;
+    if (old >= 0)
+        close(old);
+    return 0;
+}
+
 static void term_handler(int sig)
 {
-    /* Async-signal-safe only: kill(2) and _exit(2). Runs even while a C loop holds the slot. */
+    /* Async-signal-safe only: kill(2), write(2) and _exit(2). Runs even while a C loop holds
+     * the slot. The groups of commands already reaped stay listed until the slot has killed
+     * their orphans (nb_forget_children), so a SIGTERM in between still takes them. */
     for (int i = 0; i < NB_MAX_CHILDREN; i++)
         if (children[i] > 0)
             kill(-(pid_t)children[i], SIGKILL);
+    if (kill_fd >= 0) {
+        ssize_t n = write(kill_fd, "1", 1); /* the slot itself is in it: it ends here too */
+        (void)n;
+    }
     _exit(128 + sig);
 }
 
@@ -205,7 +239,8 @@ static char *resolve(const char *path, char *const envp[])
         size_t at = dlen ? dlen : 1;
         cand[at] = '/';
         memcpy(cand + at + 1, path, plen + 1);
-        if (access(cand, X_OK) == 0)
+        struct stat st; /* access(X_OK) passes a searchable directory too */
+        if (access(cand, X_OK) == 0 && stat(cand, &st) == 0 && S_ISREG(st.st_mode))
             return cand;
         free(cand);
         if (!end)

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import (elapsed, gantt, latency, per_slot, scaling, sizes, telemetry, throughput,
                timeline)
-from .data import TaskData, optional, split, tasks
+from .data import TaskData, tasks
 from .style import save, svg
 
 MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry, sizes]
@@ -43,25 +43,19 @@ def figures(store: Any, run_id: str | None = None, data: tuple = ()) -> dict[str
     """Per task (plan order), its figures; the latest run unless `run_id`. `data`:
     (summaries, records, phases, effs) already read (RunView.data), else read here."""
     run = store.run(run_id) if run_id else store.runs()[-1]
-    if data:
-        found = split(*data, optional(store, "samples", run.run_id),
-                      optional(store, "telemetry", run.run_id),
-                      optional(store, "series", run.run_id))
-    else:
-        found = tasks(store, run)
-    return {d.task: task_plots(d) for d in found}
+    return {d.task: task_plots(d) for d in tasks(store, run, data)}
 
 
 def _stem(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "task"
 
 
-def write_plots(store: Any, directory: str | os.PathLike, run_id: str | None = None
-                ) -> list[str]:
+def write_plots(store: Any, directory: str | os.PathLike, run_id: str | None = None,
+                data: tuple = ()) -> list[str]:
     """Every figure of the run as DIR/<task>-<figure>.png and .svg; the paths written."""
     os.makedirs(directory, exist_ok=True)
     written: list[str] = []
-    for task, plots in figures(store, run_id).items():
+    for task, plots in figures(store, run_id, data).items():
         for p in plots:
             written += save(p.figure, os.path.join(directory, f"{_stem(task)}-{p.name}"))
     return written

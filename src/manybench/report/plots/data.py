@@ -1,19 +1,20 @@
 """What the figures of one task are drawn from, gathered once per run from the store.
 
-Samples and telemetry come from `Store.samples` / `Store.telemetry` when this results
-directory has them (lists of results.contract.Sample / TelemetryRow); else they are empty
-and the figures that need them are left out.
+Samples and telemetry come from `Store.samples` / `Store.telemetry` (the store migrates an
+older results.db, whose tables are then empty): lists of results.contract.Sample /
+TelemetryRow; the figures that need them are left out where they are empty.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...analysis import PointSummary, summarize
 from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate
 from ...inventory.peaks import Peaks
+from ...analysis.throughput import planned_interval
 from ...record import Record
 from ...results.contract import RunInfo, Sample, StoredPhase, TelemetryRow
+from ...results.store import Store
 from .. import header as head
 
 
@@ -28,6 +29,7 @@ class TaskData:
     samples: list[Sample] = field(default_factory=list)
     telemetry: list[TelemetryRow] = field(default_factory=list)
     series: list = field(default_factory=list)    # results.contract.SeriesPoint (OSU, IMB)
+    interval_s: float | None = None       # the plan's sampling interval for the task
 
     def ok(self) -> list[Record]:
         return [r for r in self.records if r.status == "ok"]
@@ -45,36 +47,31 @@ class TaskData:
         return cands[(len(cands) - 1) // 2][1]
 
 
-def optional(store: Any, name: str, run_id: str) -> list:
-    get = getattr(store, name, None)          # tables another part of manybench adds
-    if not callable(get):
-        return []
-    try:
-        return list(get(run_id))
-    except Exception:                         # an older results.db without them
-        return []
-
-
-def tasks(store: Any, run: RunInfo) -> list[TaskData]:
-    """One TaskData per task of the run, in plan order."""
-    records = store.records(run.run_id)
-    phases = store.phases(run.run_id)
-    nodes = store.nodes(run.run_id)
-    summaries = summarize(records, phases)
-    effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
-    return split(summaries, records, phases, effs, optional(store, "samples", run.run_id),
-                 optional(store, "telemetry", run.run_id), optional(store, "series", run.run_id))
+def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
+    """One TaskData per task of the run, in plan order; `data`: (summaries, records, phases,
+    effs) already read and summarised (report/build.py), else read here."""
+    if not data:
+        records = store.records(run.run_id)
+        phases = store.phases(run.run_id)
+        nodes = store.nodes(run.run_id)
+        summaries = summarize(records, phases)
+        effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
+        data = (summaries, records, phases, effs)
+    return split(*data, store.samples(run.run_id), store.telemetry(run.run_id),
+                 store.series(run.run_id), plan_raw=run.plan_raw)
 
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
           effs: dict[str, PointEfficiency] | None = None, samples: list[Sample] | None = None,
-          telemetry: list[TelemetryRow] | None = None, series: list | None = None
+          telemetry: list[TelemetryRow] | None = None, series: list | None = None,
+          plan_raw: dict | None = None
           ) -> list[TaskData]:
     """Group a run's data by task (also for tests that build the lists themselves)."""
     out: dict[str, TaskData] = {}
     for s in summaries:
         if s.task not in out:
-            out[s.task] = TaskData(s.task, s.kernel, [], [], [], effs or {})
+            out[s.task] = TaskData(s.task, s.kernel, [], [], [], effs or {},
+                                   interval_s=planned_interval(plan_raw or {}, s.task))
         out[s.task].points.append(s)
     task_of: dict[int, str] = {}
     for p in phases:

@@ -7,6 +7,7 @@ import json
 from ..colunits import rate_unit
 from .data import TaskData
 from ..formats import param_formatter
+from ..headline import metric_names
 from .style import figure, workers
 
 TITLE = "against workers"
@@ -22,7 +23,7 @@ def _series(d: TaskData):
         return "aggregate ops/s", 1.0, lambda p: p.ops_rate, True
     if any(p.sync_overhead for p in pts):
         return "sync overhead (us), median and p99", 1e3, lambda p: p.sync_overhead, False
-    names = [n for p in pts for n in p.metrics if n not in ("cached_fraction",)]
+    names = metric_names(pts)
     if names:
         name = names[0]
         return f"{name} (median over slots)", 1.0, lambda p: _const(p.metrics.get(name)), False

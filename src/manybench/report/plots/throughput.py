@@ -1,33 +1,17 @@
-"""Throughput over time inside one phase, from the slots' progress samples: each slot's rate
-between its samples, and the aggregate (every slot's progress summed on one time grid, the
-coordinator's timebase, so nodes line up)."""
+"""Throughput over time inside one phase, from the slots' progress samples: the aggregate
+(every slot's progress put on one time grid, the sampling interval from T0, then summed:
+analysis/throughput.py) and each slot's own on the same grid."""
 from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.throughput import aggregate, phase_series, slot_starts
 from ...results.contract import Sample
 from ..colunits import rate_unit
 from .data import TaskData
 from .style import figure
 
 TITLE = "throughput over time"
-
-
-def aggregate(samples: list[Sample]) -> tuple[np.ndarray, np.ndarray]:
-    """(interval mid times, aggregate rate) over the union of every slot's sample times."""
-    by_rank: dict[tuple[str, int], list[Sample]] = {}
-    for s in samples:
-        by_rank.setdefault((s.node, s.rank), []).append(s)
-    grid = np.unique([s.t_s for s in samples])
-    if len(grid) < 2:
-        return np.array([]), np.array([])
-    total = np.zeros_like(grid)
-    for ss in by_rank.values():
-        ss.sort(key=lambda s: s.t_s)
-        t = np.array([s.t_s for s in ss])
-        done = np.array([s.done for s in ss])
-        total += np.interp(grid, t, done, left=0.0, right=done[-1])
-    return (grid[1:] + grid[:-1]) / 2, np.diff(total) / np.diff(grid)
 
 
 def plot(d: TaskData):
@@ -40,25 +24,25 @@ def plot(d: TaskData):
     if phase not in counts:
         phase = max(counts, key=lambda k: counts[k])
     samples = [s for s in d.samples if s.phase_id == phase]
-    bytes_ = samples[0].unit == "bytes"
-    t, rate = aggregate(samples)
-    if not len(t):
+    starts = slot_starts([r for r in d.records if r.phase == phase])
+    series = phase_series(phase, samples, d.interval_s, starts)
+    if series is None:
         return None
-    unit, div = rate_unit(rate) if bytes_ else ("ops/s", 1.0)
+    rate = np.array(series.rate)
+    unit, div = rate_unit(rate) if series.unit == "B/s" else ("ops/s", 1.0)
     fig, (ax,) = figure(f"{d.task}: {TITLE}, phase {phase}")
-    ax.plot(t, rate / div, lw=1.6, label="aggregate")
+    ax.plot(series.t_s, rate / div, lw=1.6,
+            label=f"aggregate (every slot, on a {series.interval_s:g} s grid)")
     by_rank: dict[tuple[str, int], list[Sample]] = {}
     for s in samples:
         by_rank.setdefault((s.node, s.rank), []).append(s)
-    for i, ss in enumerate(sorted(by_rank.items())):
-        pts = sorted(ss[1], key=lambda s: s.t_s)
-        ts = np.array([s.t_s for s in pts])
-        done = np.array([s.done for s in pts])
-        if len(ts) > 1 and len(by_rank) <= 64:
-            ax.plot((ts[1:] + ts[:-1]) / 2, np.diff(done) / np.diff(ts) / div, lw=0.6,
-                    alpha=0.5, label="a slot" if i == 0 else None)
+    for i, (key, mine) in enumerate(sorted(by_rank.items())):
+        if len(by_rank) > 64:      # the aggregate alone says more than 64 thin lines
+            break
+        t, rate = aggregate(mine, series.interval_s, {key: starts.get(key, 0.0)})
+        ax.plot(t, rate / div, lw=0.6, alpha=0.5, label="a slot" if i == 0 else None)
     ax.set_xlabel("time since T0 (s)")
-    ax.set_ylabel(unit)
+    ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
     return fig

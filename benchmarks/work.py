@@ -1,0 +1,131 @@
+"""Work counters: what a run did, measured where noise cannot move it.
+
+Timing on a shared machine scatters (a VM's disk reads at 450 to 2,300 MiB/s from one run to
+the next); the work a tool does per item does not. Beside the paired ratios, a benchmark
+runs each side once more under these counters and prints them side by side:
+
+  device bytes   read and written at the block device holding the directory, from
+                 /proc/diskstats (sectors x 512) before and after (other writers on that
+                 device show up too: run on a quiet disk)
+  system calls   every file system call on paths under the directory, from `strace -f -y`,
+                 by name and size (reads and writes) or advice (fadvise): what the tool asked
+                 of the kernel per item
+
+Two sides agree on their work when they made the same calls the same number of times with the
+same sizes, and moved the same bytes at the device within DEVICE_TOLERANCE.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+
+DEVICE_TOLERANCE = 0.05
+SYSCALLS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+            "fsync", "fdatasync", "fadvise64", "openat", "creat", "unlink", "unlinkat",
+            "mkdir", "mkdirat", "rmdir", "newfstatat", "statx", "stat", "lstat", "fstat",
+            "close", "ftruncate", "fallocate", "lseek", "rename", "renameat")
+MARKERS = (".manybench-run",)    # manybench's own bookkeeping files, not the benchmark's work
+_LINE = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+)")
+_FD = re.compile(r"^(\d+)<([^>]*)>")
+
+
+def strace() -> str | None:
+    return shutil.which("strace")
+
+
+@dataclass
+class Work:
+    device_read: int = 0
+    device_write: int = 0
+    calls: Counter = field(default_factory=Counter)   # (name, size or advice) -> count
+
+    def line(self) -> str:
+        calls = ", ".join(f"{name}{f' {arg}' if arg else ''} x{n}"
+                          for (name, arg), n in sorted(self.calls.items()))
+        return (f"device read {self.device_read / 2**20:,.1f} MiB, written "
+                f"{self.device_write / 2**20:,.1f} MiB; calls: {calls or 'none'}")
+
+
+def device_of(path: str) -> str | None:
+    """The /proc/diskstats name of the block device holding `path` (None: not a block
+    device, e.g. tmpfs)."""
+    dev = os.stat(path).st_dev
+    link = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
+
+
+def diskstats(name: str | None) -> tuple[int, int]:
+    """Bytes read and written so far by device `name` (0, 0 when unknown)."""
+    if name is None:
+        return 0, 0
+    with open("/proc/diskstats") as f:
+        for line in f:
+            p = line.split()
+            if len(p) > 9 and p[2] == name:
+                return int(p[5]) * 512, int(p[9]) * 512
+    return 0, 0
+
+
+def parse(text: str, under: str) -> Counter:
+    """strace -y output of one process (-ff: no call split by another process's) ->
+    Counter of (call, size or advice) on paths under `under`."""
+    calls: Counter = Counter()
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m or m.group(1) not in SYSCALLS:
+            continue
+        name, args, ret = m.group(1), m.group(2), int(m.group(3))
+        fd = _FD.match(args)
+        path = fd.group(2) if fd else (re.search(r'"([^"]*)"', args) or [None, ""])[1]
+        inside = path == under or path.startswith(under.rstrip("/") + "/")
+        if not inside or any(path.endswith(x) for x in MARKERS):
+            continue
+        arg = ""
+        if name in ("read", "write", "pread64", "pwrite64") and ret >= 0:
+            arg = str(ret)       # bytes moved (a short read at the end shows as its size)
+        elif name == "fadvise64":
+            arg = args.rsplit(",", 1)[-1].strip()
+        calls[(name, arg)] += 1
+    return calls
+
+
+def measure(cmd: list[str], under: str, env: dict | None = None) -> tuple[Work, str]:
+    """Run `cmd` under strace, counting its work under the directory `under`; (work, its
+    stdout)."""
+    dev = device_of(under)
+    with tempfile.TemporaryDirectory(suffix=".strace") as out:
+        os.sync()
+        before = diskstats(dev)
+        # -ff: one file per process, so no call is split by another's ("<unfinished ...>")
+        p = subprocess.run([strace() or "strace", "-ff", "-y", "-qq", "-o",
+                            os.path.join(out, "p"), "-e", "trace=" + ",".join(SYSCALLS), *cmd],
+                           capture_output=True, text=True, env=env)
+        os.sync()
+        after = diskstats(dev)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed under strace: {p.stderr.strip()}")
+        calls: Counter = Counter()
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), errors="replace") as f:
+                calls += parse(f.read(), os.path.realpath(under))
+    return Work(after[0] - before[0], after[1] - before[1], calls), p.stdout
+
+
+def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
+    """What differs between two sides' work (empty: they agree). only: compare these calls."""
+    diffs = []
+    keys = {k for k in set(a.calls) | set(b.calls) if not only or k[0] in only}
+    for k in sorted(keys):
+        if a.calls.get(k, 0) != b.calls.get(k, 0):
+            diffs.append(f"{k[0]}{f' {k[1]}' if k[1] else ''}: {a.calls.get(k, 0)} vs "
+                         f"{b.calls.get(k, 0)}")
+    for what, x, y in (("device read", a.device_read, b.device_read),
+                       ("device write", a.device_write, b.device_write)):
+        if max(x, y) > 2**20 and abs(x - y) > DEVICE_TOLERANCE * max(x, y):
+            diffs.append(f"{what}: {x / 2**20:,.1f} vs {y / 2**20:,.1f} MiB")
+    return diffs

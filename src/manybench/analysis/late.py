@@ -1,0 +1,118 @@
+"""Late starts, counted and explained (docs/definitions.md).
+
+A slot started late when it armed after T0 (it began waiting for T0 only after T0 had passed:
+`metrics.armed_late_ns` > 0) or when its first operation came more than LATE_NS after T0.
+Each late slot gets the cause the records can show:
+
+  lead       it armed after T0: the coordinator's lead was shorter than getting the go to the
+             slot took (run/schedule.py lengthens the lead when this happens)
+  busy core  it shares its cpu with another slot of the phase: slots on a shared cpu sleep
+             until T0 without spinning and wake one after another
+  stall      it was waiting in time and on a cpu of its own, yet woke late: the machine took
+             the cpu away (an interrupt, another task, the hypervisor): the node's noise
+             floor (inventory/noise.py) says how long such stalls last there
+
+A phase is late when any of its slots is. The plan's `late_target` (default 1%) is the share
+of late phases the lead adapts to stay under; a run above it says so, with the causes.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ..kernels import figures as F
+from ..record import Record
+
+LATE_NS = 100_000          # a first operation this long after T0 is a late start
+DEFAULT_TARGET = 0.01      # the plan's late_target when it gives none (plan/observe.py)
+CAUSES = ("lead", "busy core", "stall")
+CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core", "stall": "a stall"}
+
+
+def armed_late_ns(r: Record) -> int:
+    """How long after T0 the slot armed (0: in time or unknown)."""
+    v = r.metrics.get(F.ARMED_LATE.name)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return max(0, int(v))
+    armed = r.extra.get("armed_ns")
+    return max(0, int(armed) - r.t0_ns) if isinstance(armed, int) and armed else 0
+
+
+def is_late(r: Record) -> bool:
+    return r.status == "ok" and (armed_late_ns(r) > 0 or r.start_ns - r.t0_ns > LATE_NS)
+
+
+def causes(phase_records: Sequence[Record]) -> list[tuple[Record, str]]:
+    """The late slots of one phase, each with its cause."""
+    ok = [r for r in phase_records if r.status == "ok"]
+    on_cpu = Counter((r.node, r.cpu) for r in ok)
+    out = []
+    for r in ok:
+        if not is_late(r):
+            continue
+        if armed_late_ns(r) > 0:
+            out.append((r, "lead"))
+        elif on_cpu[(r.node, r.cpu)] > 1:
+            out.append((r, "busy core"))
+        else:
+            out.append((r, "stall"))
+    return out
+
+
+@dataclass
+class LateCount:
+    """Late starts over a set of phases."""
+    phases: int = 0                  # phases counted (with at least one ok record)
+    late_phases: int = 0
+    late_slots: int = 0
+    worst_ns: int = 0                # the latest start after T0 among the late slots
+    by_cause: Counter = field(default_factory=Counter)   # cause -> late slots
+
+    @property
+    def share(self) -> float:
+        return self.late_phases / self.phases if self.phases else 0.0
+
+    def cell(self) -> str:
+        """The report's `late` cell: late phases of phases, and the causes."""
+        if not self.late_phases:
+            return f"0/{self.phases}"
+        why = ", ".join(f"{CAUSE_TEXT[c]} {n}" for c, n in self.by_cause.most_common())
+        return f"{self.late_phases}/{self.phases} ({why})"
+
+
+def count(phases: Iterable[Sequence[Record]]) -> LateCount:
+    """Late starts over phases, each given as its records."""
+    c = LateCount()
+    for recs in phases:
+        if not any(r.status == "ok" for r in recs):
+            continue
+        c.phases += 1
+        late = causes(recs)
+        if late:
+            c.late_phases += 1
+            c.late_slots += len(late)
+            c.worst_ns = max(c.worst_ns, max(r.start_ns - r.t0_ns for r, _ in late))
+            c.by_cause.update(cause for _, cause in late)
+    return c
+
+
+def verdict(c: LateCount, target: float, floor_ns: int | None = None) -> str | None:
+    """A sentence for the report when the run's late share exceeds the target, else None."""
+    if not c.phases or c.share <= target:
+        return None
+    why = ", ".join(f"{CAUSE_TEXT[k]} {n} slots" for k, n in c.by_cause.most_common())
+    text = (f"late starts: {c.late_phases} of {c.phases} phases ({c.share:.1%}) had a slot "
+            f"start late, above the plan's late_target {target:.1%} ({why}; latest "
+            f"{c.worst_ns / 1e6:.3g} ms after T0)")
+    if c.by_cause.get("lead"):
+        text += ("; the lead, grown to cover the dispatch times seen, could not keep late "
+                 "armings under the target" if c.by_cause["lead"] > target * c.phases else
+                 "; the lead kept late armings under the target")
+    if c.by_cause.get("stall"):
+        text += ("; stalls are the machine's" + (f" (its noise floor: stalls up to "
+                                                 f"{floor_ns / 1e6:.3g} ms)" if floor_ns else "")
+                 + ", no lead prevents them")
+    if c.by_cause.get("busy core"):
+        text += "; slots sharing a cpu wake one after another: give each slot a cpu"
+    return text

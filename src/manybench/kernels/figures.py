@@ -1,0 +1,159 @@
+"""The figures a kernel shows, declared as data: what each is called, its unit, which way is
+better, what it means, whether it heads the report, and whether it is one slot's or the
+whole phase's. report/ and analysis/ iterate over these declarations; nothing outside
+kernels/ names a kernel's metric.
+
+Two sorts of figure:
+  computed  the analysis makes it from any kernel's records (analysis/phase_figures.py):
+            aggregate bandwidth, ops/s, latency, per-slot time, sync overhead, skew,
+            lateness, phase cycle, stonewall. A kernel lists those it shows.
+  metric    a value a kernel puts in its records' `metrics` (triad_mb_s, gflops, ...).
+
+A metric's `role` says what a report does with it:
+  figure    a figure of its own: a column, compared, checked against peaks
+  flag      says what the other figures mean (where reads came from): a short cell
+            (`cell`) and, past a threshold, a finding (`finding`)
+  count     values counted over every record, failed ones too (a command's exit statuses)
+  context   shown with the figures but never one (cpu use, the wrap's start-up)
+  hidden    bookkeeping other figures are made from (stonewall inputs, a peer's role)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
+
+HIGHER, LOWER = "higher", "lower"
+SLOT, PHASE = "slot", "phase"            # one slot's figure | the whole phase's (aggregate)
+FIGURE, FLAG, COUNT, CONTEXT, HIDDEN = "figure", "flag", "count", "context", "hidden"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str                # metric key in records (or a computed figure's name)
+    unit: str                # of the stored value: "B/s", "MB/s", "s", "us", "ns", "ops/s",
+                             # "GFLOPS", "MFLOPS", "share" (0..1), "" (a plain count)
+    label: str = ""          # how a report heads it (default: the name)
+    direction: str = HIGHER  # which way is better; "" for what is not a performance figure
+    note: str = ""           # what it means, below the table that shows it
+    headline: bool = False   # among the first figures a report shows (in declared order)
+    scope: str = SLOT        # SLOT: each slot's own value | PHASE: the whole phase's
+    role: str = FIGURE
+    computed: bool = False   # made by the analysis from any kernel's records, not a metric
+    sums: bool = False       # a phase's figure is the sum over its slots (rates of work done
+                             # at the same time: gflops, MB/s); else the median over slots
+    peak: tuple[str, float] | None = None   # (inventory peak, this unit per peak unit): the
+                                            # efficiency of peak (analysis/efficiency.py)
+    cell: Callable[[float], str] | None = None                       # FLAG: a cell's text
+    finding: Callable[[float], tuple[str, str] | None] | None = None  # FLAG: (text, evidence)
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
+
+    def first(self) -> Figure:
+        """This figure among a kernel's headline figures."""
+        return replace(self, headline=True)
+
+
+# -- computed figures (docs/definitions.md) -----------------------------------------------------
+BANDWIDTH = Figure("bandwidth", "B/s", "bandwidth", scope=PHASE, computed=True,
+                   note="aggregate bandwidth = sum(bytes) / (last end - first start)")
+OPS_RATE = Figure("ops_rate", "ops/s", "ops rate", scope=PHASE, computed=True,
+                  note="aggregate ops/s = sum(ops) / (last end - first start)")
+STONEWALL = Figure("stonewall", "B/s", "stonewall bandwidth", scope=PHASE, computed=True)
+LATENCY = Figure("latency", "s", "latency", LOWER, computed=True)
+ELAPSED = Figure("elapsed", "s", "per-slot time", LOWER, computed=True)
+SYNC_OVERHEAD = Figure("sync_overhead", "ns", "sync overhead", LOWER, scope=PHASE,
+                       computed=True, note="sync overhead = last end - first start of a phase "
+                       "of a kernel that does no work")
+SKEW = Figure("skew", "ns", "skew", LOWER, scope=PHASE, computed=True,
+              note="skew = max(start) - min(start) per phase")
+LATENESS = Figure("lateness", "ns", "lateness", LOWER, computed=True,
+                  note="lateness = start - T0 per slot")
+CYCLE = Figure("cycle", "ns", "phase cycle", LOWER, scope=PHASE, computed=True,
+               note="phase cycle = last end - when the coordinator sent the go (the lead "
+               "before T0 included): SMTEF's per-phase figure")
+COMPUTED = (BANDWIDTH, OPS_RATE, STONEWALL, LATENCY, ELAPSED, SYNC_OVERHEAD, SKEW, LATENESS,
+            CYCLE)
+
+# -- metrics every slot's record may carry, whatever its kernel ----------------------------------
+CLOCK_ERROR = Figure("clock_error_ns", "ns", "clock offset error bound", "", role=CONTEXT)
+CLOCK_OFFSET = Figure("clock_offset_ns", "ns", "clock offset", "", role=CONTEXT)
+CPU_TIME = Figure("cpu_time_s", "s", "cpu time", "", role=CONTEXT)
+CPU_UTIL = Figure("cpu_util", "", "cpu use\n(of allowed)", "", role=CONTEXT,
+                  note="cpu use = cpu time / wall time of the work (1.00 = one cpu busy "
+                  "throughout), of the cpus it was allowed (read back from /proc)")
+CPUS_USED = Figure("cpus_used_share", "share", "share of allowed cpus used", "", role=CONTEXT)
+CPUS_ALLOWED = Figure("cpus_allowed", "", "cpus allowed", "", role=CONTEXT)
+WRAP_STARTUP = Figure("wrap_startup_s", "s", "wrap\nstart-up", "", role=CONTEXT,
+                      note="wrap start-up = from launching the wrap (container) to the kernel "
+                      "starting inside it, median per slot; outside the timed window, never "
+                      "in the figures")
+WRAP_EXIT = Figure("wrap_exit_s", "s", "wrap exit", "", role=CONTEXT)
+ARMED_LATE = Figure("armed_late_ns", "ns", "armed late", "", role=CONTEXT,
+                    note="armed late = how long after T0 the slot began waiting for it (0: "
+                    "armed in time); a late start (analysis/late.py)")
+LEAD = Figure("lead_ns", "ns", "lead", "", role=CONTEXT,
+              note="lead = T0 - when the coordinator sent the go (run/schedule.py adapts it)")
+EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
+              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD)
+
+# per-slot latency percentiles from a histogram (kernels/hist.py): lat_p50_us, lat_max_us ...
+LATENCY_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
+
+
+def latency_metric(name: str) -> str | None:
+    """The quantile a latency metric holds ("p50", "max"), or None for another name."""
+    m = LATENCY_METRIC.match(name)
+    return m.group(1) if m else None
+
+
+# -- metrics several kernels (and parsers of tools' output) share ---------------------------------
+def _rate(name: str, unit: str, label: str = "", **kw) -> Figure:
+    return Figure(name, unit, label or name, sums=True, **kw)
+
+
+GFLOPS = _rate("gflops", "GFLOPS", peak=("dp_gflops", 1.0))
+MFLOPS = _rate("mflops", "MFLOPS", peak=("dp_gflops", 1000.0))
+STREAM_RATES = tuple(_rate(f"{k}_mb_s", "MB/s", f"{k}", peak=("mem_bw_mb_s", 1.0))
+                     for k in ("triad", "copy", "scale", "add"))
+FSYNC = Figure("fsync_us", "us", "fsync", LOWER, note="fsync = the final fsync's time, inside "
+               "the timed window (fio's end_fsync)")
+
+CACHED = 0.5    # reads with at least this share of their file cached at T0 read memory
+
+
+def _cache_cell(f: float) -> str:
+    return f"{'memory' if f >= CACHED else 'device'} ({f * 100:.0f}% cached)"
+
+
+def _cache_finding(f: float) -> tuple[str, str] | None:
+    if f < CACHED:
+        return None
+    return ("reads came from the page cache, not the device: the figure is memory's",
+            f"the median slot had {f * 100:.0f}% of its file cached at T0")
+
+
+CACHED_FRACTION = Figure(
+    "cached_fraction", "share", "reads from\n(page cache)", "", role=FLAG,
+    note="reads from: \"memory\" when at least half of the file's pages were in the page "
+         "cache at T0 (cache = \"keep\", or a file system that keeps files in memory, such as "
+         "tmpfs): those figures are memory's, not the device's",
+    cell=_cache_cell, finding=_cache_finding)
+CACHE_DROPPED = Figure("cache_dropped", "", "cache dropped", "", role=HIDDEN)
+# IOR's stonewall with wear-out (kernels/io_ior.py): what analysis/phase_figures.py reads
+STONEWALL_S = Figure("stonewall_s", "s", role=HIDDEN, direction="")
+STONEWALL_BYTES = Figure("stonewall_bytes", "", role=HIDDEN, direction="")
+STONEWALL_BLOCKS = Figure("stonewall_blocks", "", role=HIDDEN, direction="")
+WEAR_OUT_BLOCKS = Figure("wear_out_blocks", "", role=HIDDEN, direction="")
+REORDER_SHIFT = Figure("reorder_shift", "", role=HIDDEN, direction="")
+READS_CACHE = (CACHED_FRACTION, CACHE_DROPPED)
+
+
+def by_name(figs: Iterable[Figure]) -> dict[str, Figure]:
+    return {f.name: f for f in figs}
+
+
+__all__ = ["Figure", "HIGHER", "LOWER", "SLOT", "PHASE", "FIGURE", "FLAG", "COUNT", "CONTEXT",
+           "HIDDEN", "COMPUTED", "EVERY_SLOT", "latency_metric", "by_name"]

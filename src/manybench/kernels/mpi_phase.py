@@ -1,0 +1,61 @@
+"""A parallel task's phase (kernels/mpi_job.py) seen job by job, once its records are made:
+each record is one rank, each job's ranks are told apart by `metrics.job`.
+
+  job_skew_s     on the job's rank-0 record: max - min of its ranks' start stamps (the
+                 coordinator's clock), the job's own start skew; the phase's skew is across
+                 every rank of every job
+  job_startup_s  on the job's rank-0 record: the slowest rank's launch-to-held time
+                 (launcher start-up, wire-up, MPI_Init), outside the timed window
+  failures       the launcher names the rank (or the pid) that failed; each rank's record
+                 says whether it was that one or was stopped because of it
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..record import Record
+
+
+def finish_jobs(records: list[Record]) -> None:
+    """Add the job figures and the failed ranks' causes to a phase's records, in place."""
+    jobs: dict[int, list[Record]] = {}
+    for r in records:
+        job = r.metrics.get("job")
+        if isinstance(job, int) and "job_rank" in r.metrics:
+            jobs.setdefault(job, []).append(r)
+    for recs in jobs.values():
+        first = next((r for r in recs if r.metrics.get("job_rank") == 0), None)
+        if first is None:
+            continue
+        started = [r.start_ns for r in recs if r.metrics.get("cpu_start") is not None]
+        if len(started) == len(recs) and len(recs) > 1:
+            first.metrics["job_skew_s"] = (max(started) - min(started)) / 1e9
+        ups = [r.metrics["mpi_startup_s"] for r in recs
+               if isinstance(r.metrics.get("mpi_startup_s"), (int, float))]
+        if len(ups) == len(recs):
+            first.metrics["job_startup_s"] = max(ups)
+        _causes(recs, first.extra.get("rank_failures") or {})
+
+
+def _causes(recs: list[Record], failures: dict[str, str]) -> None:
+    """Each failed rank's record says what the launcher said of it, or which rank's failure
+    stopped it."""
+    if not failures:
+        return
+    named: dict[int, str] = {}
+    for r in recs:
+        rank, pid = r.metrics.get("job_rank"), r.metrics.get("rank_pid")
+        why = failures.get(f"rank {rank}") or failures.get(f"pid {pid}")
+        if why:
+            named[rank] = why
+    culprits = "; ".join(f"rank {k}: {v}" for k, v in sorted(named.items())) or \
+        "; ".join(f"{k}: {v}" for k, v in failures.items())
+    for r in recs:
+        if r.status == "ok" or r.metrics.get("job_rank") == 0:
+            continue      # rank 0's error already holds the launcher's whole account
+        rank = r.metrics.get("job_rank")
+        if rank in named:
+            r.error = f"rank {rank}: {named[rank]} (as its launcher reported)"
+        else:
+            r.error += f" (the launcher reported {culprits})"

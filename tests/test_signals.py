@@ -1,0 +1,143 @@
+"""The coordinator owns SIGINT and SIGTERM from its first instruction to its last (issue 18,
+item 4; issue 20, item 2): whatever it inherited (a script's background job starts with
+SIGINT ignored), an interrupt at any moment, start-up and a big plan's expansion included,
+ends with exit 130 and the run row `interrupted`, or no row when none was written yet."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+PLAN = """
+name = "sig"
+repeat = 40
+[[task]]
+name = "nap"
+command = ["sleep", "0.2"]
+"""
+
+
+def _start(plan: str, out: str, ignore_sigint: bool = False) -> subprocess.Popen:
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ignore if ignore_sigint else None)
+
+
+def _rows(out: str) -> list[str]:
+    db = os.path.join(out, "results.db")
+    if not os.path.exists(db):
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT status FROM runs")]
+    except sqlite3.Error:
+        return []
+    finally:
+        con.close()
+
+
+def _phases(out: str) -> int:
+    try:
+        con = sqlite3.connect(os.path.join(out, "results.db"))
+        try:
+            return con.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _interrupted(proc: subprocess.Popen, out: str) -> None:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and "Aborted!" not in err, err
+    assert _rows(out) in ([], ["interrupted"]), _rows(out)
+
+
+def _wait_phase(out: str, proc: subprocess.Popen) -> None:
+    end = time.monotonic() + 120
+    while _phases(out) < 1:
+        assert proc.poll() is None and time.monotonic() < end, "no phase was stored"
+        time.sleep(0.05)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay", [0.5, 2.0])
+def test_an_interrupt_at_start_up_ends_with_130(tmp_path, sig, delay):
+    (tmp_path / "p.toml").write_text(PLAN)
+    out = str(tmp_path / "out")
+    proc = _start(str(tmp_path / "p.toml"), out)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _interrupted(proc, out)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_mid_phase_ends_with_130_and_the_run_interrupted(tmp_path, sig):
+    (tmp_path / "p.toml").write_text(PLAN)
+    out = str(tmp_path / "out")
+    proc = _start(str(tmp_path / "p.toml"), out)
+    _wait_phase(out, proc)
+    proc.send_signal(sig)
+    _interrupted(proc, out)
+    assert _rows(out) == ["interrupted"]
+
+
+@pytest.mark.e2e
+def test_a_coordinator_started_with_sigint_ignored_still_takes_ctrl_c(tmp_path):
+    (tmp_path / "p.toml").write_text(PLAN)
+    out = str(tmp_path / "out")
+    proc = _start(str(tmp_path / "p.toml"), out, ignore_sigint=True)
+    _wait_phase(out, proc)
+    proc.send_signal(signal.SIGINT)
+    _interrupted(proc, out)
+    assert _rows(out) == ["interrupted"]
+    assert _phases(out) < 40     # it stopped: the run did not go on to its end
+
+
+@pytest.mark.e2e
+def test_ctrl_c_while_a_big_plan_expands_is_130_not_aborted(tmp_path):
+    plan = tmp_path / "big.toml"
+    plan.write_text('repeat = 100000\n[[task]]\nname = "a"\nkernel = "null"\n'
+                    '[[task]]\nname = "b"\nkernel = "null"\n')
+    out = str(tmp_path / "out")
+    proc = _start(str(plan), out)
+    time.sleep(1.0)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _interrupted(proc, out)
+
+
+def test_an_interrupt_after_the_run_row_is_written_marks_it_interrupted(tmp_path):
+    """Between the run row and the first phase (nodes' snapshots, a variant's setup): the
+    row must not be left `running`."""
+    from manybench.engines.local import LocalEngine
+    from manybench.plan import parse_plan
+    from manybench.plan.expand import expand
+    from manybench.run.coordinator import Coordinator
+
+    class Interrupted(LocalEngine):
+        def _snapshot(self, dirs, programs):
+            raise KeyboardInterrupt
+
+    plan = parse_plan('[[task]]\nname = "n"\nkernel = "null"\n')
+    out = str(tmp_path / "out")
+    engine = Interrupted()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Coordinator(plan, expand(plan), out, engine, ["test"], progress=False).run()
+    finally:
+        engine.abort()
+        for s, handler in saved.items():    # the run ends ignoring them: not pytest
+            signal.signal(s, handler)
+    assert _rows(out) == ["interrupted"]

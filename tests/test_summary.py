@@ -1,0 +1,86 @@
+"""A summary to read by machine (issue 17, item 7): `manybench report DIR --json` and
+`manybench.results.summary(DIR)` give every figure of every point with n, median, interval
+and unit, and the throughput series; the numbers are the ones the terminal shows."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import manybench.results
+from builders import StoreWithSamples, cmd_store, make_store
+from conftest import run_cli
+from manybench.report import render_text
+from manybench.report.colunits import column_unit, value_spread
+from manybench.report.summary import summary
+
+FIELDS = {"figure", "label", "unit", "scope", "over", "n", "median", "min", "max", "p99",
+          "ci_low", "ci_high", "interval_note", "direction"}
+
+
+def _rows(text: str, task: str) -> dict[str, str]:
+    """The compact table's rows of a task by their first cell (workers): the lines between
+    the rule under its header and the next blank line."""
+    lines = text.split(f"{task} (")[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if "───" in line) + 1
+    rows = {}
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows[line.split()[0]] = line
+    return rows
+
+
+def test_every_figure_of_every_point_with_n_median_interval_and_unit(tmp_path):
+    cmd_store(tmp_path)
+    data = manybench.results.summary(tmp_path)
+    assert data["format"] == 1
+    (run,) = data["runs"]
+    (task,) = run["tasks"]
+    assert task["task"] == "bwa" and [p["workers"] for p in task["points"]] == [1, 2, 4]
+    p4 = task["points"][2]
+    figs = {(v["figure"], v["scope"]): v for v in p4["figures"]}
+    for v in p4["figures"]:
+        assert set(v) == FIELDS
+    # bw_mib_s: 4 slots x 2100(+rep) MiB/s summed per phase, 2 phases: in B/s
+    agg = figs[("bw_mib_s", "aggregate")]
+    assert agg["unit"] == "B/s" and agg["n"] == 2 and agg["over"] == "phases"
+    assert agg["median"] == 4 * 2100 * 2**20 and agg["max"] == 4 * 2101 * 2**20
+    assert figs[("bw_mib_s", "per slot")]["median"] == 2100 * 2**20
+    # two repetitions: no interval, said so
+    assert agg["ci_low"] is None and agg["interval_note"] == "n too small"
+    fsync = figs[("fsync_us", "per slot")]
+    assert fsync["unit"] == "s" and fsync["median"] == pytest.approx(0.133001)
+    assert p4["counts"] == {"exit_status": {"0": 8}}
+    assert p4["throughput"] == []            # this store has no samples
+
+
+@pytest.mark.e2e
+def test_the_json_agrees_with_the_terminal(tmp_path):
+    cmd_store(tmp_path)
+    data = json.loads(run_cli("report", str(tmp_path), "--json").stdout)
+    assert data == manybench.results.summary(tmp_path)
+    points = data["runs"][0]["tasks"][0]["points"]
+    rows = _rows(render_text(tmp_path, width=250), "bwa")
+    for name in ("bw_mib_s", "reads_per_s", "fsync_us", "gflops"):
+        vals = [next(v for v in p["figures"] if v["figure"] == name) for p in points]
+        unit, div = column_unit(vals[0]["unit"], [v["median"] for v in vals])
+        for p, v in zip(points, vals):
+            cell = value_spread(v["median"], v["min"], v["max"], div)
+            assert f" {cell} " in rows[str(p["workers"])] + " ", (name, cell, unit)
+
+
+def test_throughput_series_and_intervals_from_three_repetitions(tmp_path):
+    # io.write at 1, 2, 4 workers, sampled; null x 2 reps
+    StoreWithSamples.samples_by_run, StoreWithSamples.telemetry_by_run = make_store(tmp_path)
+    with StoreWithSamples(tmp_path, readonly=True) as st:
+        data = summary(st)
+    tasks = {t["task"]: t for t in data["runs"][0]["tasks"]}
+    w4 = tasks["write"]["points"][2]
+    (series,) = w4["throughput"]
+    # 4 slots x 100 MiB/s, on the 0.1 s grid the samples were taken at
+    assert series["unit"] == "B/s" and series["interval_s"] == pytest.approx(0.1)
+    assert all(r == pytest.approx(400 * 2**20) for r in series["rate"])
+    sync = tasks["sync"]["points"][0]
+    so = next(v for v in sync["figures"] if v["figure"] == "sync_overhead")
+    assert so["unit"] == "s" and so["n"] == 2 and so["interval_note"] == "n too small"

@@ -1,0 +1,53 @@
+"""benchmarks/work.py: the work a tool did, counted where noise cannot move it (system calls
+on the benchmark's files by size, bytes at the device)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+import work  # noqa: E402
+
+TRACE = """\
+openat(AT_FDCWD</x>, "/d/f.0", O_WRONLY|O_CREAT, 0644) = 6</d/f.0>
+fallocate(6</d/f.0>, 0, 0, 2097152) = 0
+fadvise64(6</d/f.0>, 0, 2097152, POSIX_FADV_SEQUENTIAL) = 0
+pwrite64(6</d/f.0>, "\\0\\0"..., 1048576, 0) = 1048576
+pwrite64(6</d/f.0>, "\\0\\0"..., 1048576, 1048576) = 1048576
+write(1</dev/pts/0>, "done\\n", 5) = 5
+read(3</usr/lib/python3/x.pyc>, "..."..., 4096) = 4096
+openat(AT_FDCWD</x>, "/d/.manybench-run", O_RDONLY) = 7</d/.manybench-run>
+fsync(6</d/f.0>) = 0
+close(6</d/f.0>) = 0
+"""
+
+
+def test_calls_on_the_directorys_files_are_counted_by_size_and_advice():
+    got = work.parse(TRACE, "/d")
+    assert got == {("openat", ""): 1, ("fallocate", ""): 1,
+                   ("fadvise64", "POSIX_FADV_SEQUENTIAL"): 1, ("pwrite64", "1048576"): 2,
+                   ("fsync", ""): 1, ("close", ""): 1}     # not stdout, imports, markers
+
+
+def test_two_sides_agree_on_the_calls_asked_and_the_device_bytes():
+    a = work.Work(100 * 2**20, 0, work.parse(TRACE, "/d"))
+    b = work.Work(102 * 2**20, 0, work.parse(TRACE.replace("fallocate", "ftruncate"), "/d"))
+    assert work.agree(a, b, ("pwrite64", "fsync")) == []
+    assert work.agree(a, b) == ["fallocate: 1 vs 0", "ftruncate: 0 vs 1"]
+    c = work.Work(200 * 2**20, 0, a.calls)
+    assert work.agree(a, c, ("pwrite64",)) == ["device read: 100.0 vs 200.0 MiB"]
+
+
+def test_a_real_commands_work_is_measured(tmp_path):
+    if not work.strace():
+        pytest.skip("needs strace (Debian package strace)")
+    out = tmp_path / "out"
+    got, _ = work.measure(["dd", "if=/dev/zero", f"of={out}", "bs=64k", "count=16",
+                           "conv=fsync", "status=none"], str(tmp_path))
+    assert got.calls[("write", str(64 * 1024))] == 16 and got.calls[("fsync", "")] == 1
+    assert shutil.which("dd") and os.path.getsize(out) == 16 * 64 * 1024
