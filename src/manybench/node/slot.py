@@ -76,11 +76,10 @@ class SlotLoop:
         failed = self._bind(place)
         if failed is not None:
             return failed
-        if ctx.wrap and not KERNELS[phase.kernel].takes_wrap:
-            from ..kernels.wrapped import WRAPPED   # noqa: PLC0415 (only wrapped phases)
-            kernel = WRAPPED
-        else:
-            kernel = KERNELS[phase.kernel]
+        kernel = KERNELS[phase.kernel]
+        if ctx.wrap and not kernel.takes_wrap:
+            from ..kernels.wrapped import wrapped   # noqa: PLC0415 (only wrapped phases)
+            kernel = wrapped(kernel)   # its traits, the wrap's prepare and run
         try:
             state = kernel.prepare(ctx, phase.params)
         except KernelError as e:
