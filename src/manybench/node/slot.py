@@ -16,12 +16,11 @@ from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
 from ..kernels.figures import CPUS_ALLOWED
-from ..model import Phase
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
-                       SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
+                       SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
 
@@ -74,7 +73,7 @@ class SlotLoop:
                           "node have them?)")
         return None
 
-    def prepare(self, phase: Phase, ctx: SlotContext, place: SlotPlace) -> Result | None:
+    def prepare(self, phase: WirePhase, ctx: SlotContext, place: SlotPlace) -> Result | None:
         failed = self._bind(place)
         if failed is not None:
             return failed
