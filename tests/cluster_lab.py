@@ -32,10 +32,13 @@ def node_env(shift_s: float | None = None) -> dict:
 
 
 class DaskLab:
-    """lab.scheduler: the address; nodes n1..nK in namespaces 1..K with `slots` each."""
+    """lab.scheduler: the address; nodes n1..nK in namespaces 1..K with `slots` each.
+    env: added to every worker's environment; python: node index -> the command that stands
+    for `python -m manybench` on that node (a worker of another manybench, say)."""
 
     def __init__(self, nodes: int, slots: int = 2, shifted: int | None = None,
-                 extra_worker_args: list[str] | None = None) -> None:
+                 extra_worker_args: list[str] | None = None, env: dict | None = None,
+                 python: dict[int, list[str]] | None = None) -> None:
         require_netns()
         self.lab = Lab(nodes + 1)
         try:
@@ -48,10 +51,11 @@ class DaskLab:
             self.workers = {}
             for i in range(1, nodes + 1):
                 shift = FAKETIME_SHIFT_S if shifted == i else None
+                cmd = (python or {}).get(i, [sys.executable, "-m", "manybench"])
                 self.workers[f"n{i}"] = self.lab.popen(
-                    i, [sys.executable, "-m", "manybench", "worker", self.scheduler,
+                    i, [*cmd, "worker", self.scheduler,
                         "--name", f"n{i}", "--slots", str(slots), "--host", self.lab.ip(i),
-                        *(extra_worker_args or [])], env=node_env(shift))
+                        *(extra_worker_args or [])], env={**node_env(shift), **(env or {})})
             self.wait_workers(nodes)
         except BaseException:
             self.lab.close()

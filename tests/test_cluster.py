@@ -224,9 +224,9 @@ def test_ctrl_c_on_a_cluster_stops_every_node(four_nodes, plan_file, tmp_path):
 def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(plan_file,
                                                                                tmp_path):
     """Nothing renews the nodes' leases after SIGKILL: each node's agent stops its slots and
-    their commands within the lease (run/lease.py), and `report` says the run was killed."""
+    their commands within the lease (engines/lease.py), and `report` says the run was killed."""
     import psutil
-    from manybench.run.lease import LEASE_S
+    from manybench.engines.lease import LEASE_S
     marker = f"{time.time() % 1000 + 6000:.3f}"
     plan = plan_file(f"""
         [placement]
@@ -264,31 +264,3 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
                 p.kill()
     status = run_cli("report", out).stdout
     assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())
-
-
-def test_a_wrapped_null_phase_starts_its_wrap_before_t0_on_a_cluster(plan_file, tmp_path):
-    """null's phase travels with Run on Dask (light_prepare); wrapped, its prepare starts the
-    wrap (a container), which must happen in a prepare round of its own, before T0."""
-    plan = plan_file("""
-        repeat = 2
-        [placement]
-        workers = 2
-        [[task]]
-        name = "sync"
-        kernel = "null"
-        [[variant]]
-        name = "slow-wrap"
-        wrap = ["sh", "-c", "date +%s%N >> {tmp}/launches; sleep 0.3; exec \\"$@\\"", "sh"]
-    """)
-    out = str(tmp_path / "res")
-    with DaskLab(2, slots=1) as lab:
-        res = run_cli("run", plan, "-o", out, "-q", "--scheduler", lab.scheduler, timeout=300)
-    assert res.returncode == 0, res.stderr + res.stdout
-    rows = export_json(out)
-    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
-    # every wrap of a phase (and of those before it) was launched and through its 0.3 s
-    # start-up before the phase's T0
-    launches = [int(x) for x in (tmp_path / "launches").read_text().split()]
-    for t0 in sorted({r["t0_ns"] for r in rows}):
-        up = sum(launched + 0.3e9 <= t0 for launched in launches)
-        assert up >= sum(r["t0_ns"] <= t0 for r in rows), (t0, launches)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import os
-import pickle
 
 import manybench
 from manybench.engines.base import Engine, Node, to_coordinator, to_node
@@ -92,24 +91,6 @@ def test_peers_are_built_once_for_kernels_that_connect():
     e.prepare(_phase("net.pingpong"), _work(), lambda: None)
     assert e.peers == {0: {"host": "10.0.0.1", "port": 4000},
                        1: {"host": "10.0.0.2", "port": 4001}}
-
-
-def test_every_message_pickles_and_matches_by_type():
-    phase = _phase("null")
-    place = P.SlotPlace(1, 3, (3,), False, 40_000)
-    msgs = [P.Start("run", "n1", 2, "/tmp", True), P.Prepare(phase, [P.Assignment(place, 0)]),
-            P.Prepared({1: Result(status="error")}, {0: {"port": 1}}), P.Connect({0: {}}),
-            P.Connected({}), P.Run(T, [P.Assignment(place, 0)], None), P.Finished({}),
-            P.Ping(), P.Close(), P.Abort(), P.Failed("x"), P.SlotGo(T), P.SlotReady(None),
-            P.SlotDone(Result()), P.SlotPong(7), P.SlotExit(),
-            P.NodeInfo("n1", 2, (Cpu(0, 0, 0, 0),), 1234, "10.0.0.1", 99, "boot", {"a": 1})]
-    for m in msgs:
-        assert pickle.loads(pickle.dumps(m)) == m
-    match pickle.loads(pickle.dumps(P.Run(T, [], phase))):
-        case P.Run(t0_ns, work, ph):
-            assert (t0_ns, work, ph.kernel) == (T, [], "null")
-        case _:
-            raise AssertionError("Run did not match its own pattern")
 
 
 def test_command_is_a_registered_kernel_with_traits():

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pickle
 import sqlite3
 import time
 
 import pytest
 
-from manybench.engines.base import Engine, Node
+from manybench.engines.base import Engine, Node, wire_phase
 from manybench.inventory.topology import topology
 from manybench.kernels import Result
 from manybench.model import Phase, TaskSpec
@@ -22,9 +21,9 @@ from manybench.plan.expand import expand
 from manybench.run.coordinator import Coordinator
 
 
-def _null(index: int = 0, workers: int = 2) -> Phase:
-    return Phase(index, TaskSpec("t", "null", {}), "null", "", 0, workers, "spread", "none",
-                 {}, "p")
+def _null(index: int = 0, workers: int = 2) -> P.WirePhase:
+    return wire_phase(Phase(index, TaskSpec("t", "null", {}), "null", "", 0, workers, "spread",
+                            "none", {}, "p"))
 
 
 def _work(affinities: list[tuple[int, ...]]) -> list[P.Assignment]:
@@ -158,10 +157,10 @@ def test_dask_worker_keeps_a_fresh_agent_ready_for_the_next_run(tmp_path):
 
         async def run() -> list:
             start = P.Start("run-y", "n1", 1, str(tmp_path))
-            got = [pickle.loads(await plugin.call("Start", pickle.dumps(start)))]
+            got = [P.decode(await plugin.call("Start", P.encode(start)), "n1")]
             got.append(plugin.proc.pid)
             assert plugin.spare is None                  # none started during the run
-            got.append(pickle.loads(await plugin.call("Close", pickle.dumps(P.Close()))))
+            got.append(P.decode(await plugin.call("Close", P.encode(P.Close())), "n1"))
             return got
         started, pid, closed = asyncio.run(run())
         assert isinstance(started, P.Started) and closed is None

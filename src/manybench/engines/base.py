@@ -5,6 +5,9 @@ results whose stamps are in its clock. Each node's clock differs by `offset_ns` 
 measured by the engine); `go` shifts T0 into each node's clock and `results` shifts the
 stamps back, here, for every engine. An engine implements the node-facing halves
 (`_prepare`, `_connect`, `_go`, `_results`), which speak the node's clock.
+
+The coordinator's Phase becomes what crosses to nodes here too (wire_phase), and here is
+decided, for every engine, whether a phase's prepare may travel with its go (with_go).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Callable
 from ..inventory.topology import Cpu
 from ..kernels import Result, kernel
 from ..model import Phase
-from ..node.protocol import Assignment, CommandsDone, RunCommands
+from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
 from ..results.contract import TelemetryRow
 
 Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
@@ -37,6 +40,26 @@ class Node:
     machine: str = ""      # boot id: nodes on one machine (namespaces, containers) share cpus
     host: str = "127.0.0.1"   # where other nodes' slots reach this node's slots
     inventory: dict = field(default_factory=dict)   # environment.collect(), on the node
+
+
+def wire_phase(phase: Phase) -> WirePhase:
+    """What a node needs of a phase (node/protocol.WirePhase), copied out of the model: the
+    only place a Phase becomes what crosses to nodes."""
+    t = phase.task
+    task = WireTask(t.name, None if t.command is None else tuple(t.command), t.shell,
+                    t.timeout, dict(t.metrics), t.parse, dict(t.env), t.launcher,
+                    tuple(t.launcher_args))
+    return WirePhase(phase.index, phase.kernel, task, dict(phase.params), phase.workers,
+                     phase.rep, phase.variant, dict(phase.env), dict(phase.vars),
+                     None if phase.wrap is None else tuple(phase.wrap), dict(phase.resources),
+                     phase.sample, tuple(wire_phase(m) for m in phase.members))
+
+
+def with_go(phase: Phase | WirePhase) -> bool:
+    """Whether a phase's prepare may travel with its go (one round trip to each slot, not
+    two): only when its kernel's prepare touches nothing (trait light_prepare) and no wrap
+    must start first (a wrap's launcher, a container, starts in prepare: before T0)."""
+    return kernel(phase.kernel).light_prepare and phase.wrap is None
 
 
 def to_node(t_ns: int, node: Node) -> int:
@@ -104,11 +127,21 @@ class Engine(ABC):
         out, self.notices = list(getattr(self, "notices", [])), []
         return out
 
+    def tell(self, kind: str, node: str, text: str) -> None:
+        """A warning of the engine's own, outside any record (run/warnings.py's kinds)."""
+        self.__dict__.setdefault("told", []).append((kind, node, text))
+
+    def take_warnings(self) -> list[tuple[str, str, str]]:
+        """(kind, node, text) told since last asked: a node that did not confirm the run's
+        end, say. Asked after close() and abort() too."""
+        out, self.told = list(getattr(self, "told", [])), []
+        return out
+
     # -- one phase, in the coordinator's terms -------------------------------------------------
     def prepare(self, phase: Phase, work: Work, tick: Callable[[], None]) -> None:
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand
         each slot its peers. Slots that fail here report it in results()."""
-        published = self._prepare(phase, work, tick)
+        published = self._prepare(wire_phase(phase), work, tick)
         if kernel(phase.kernel).wants_peers(phase.params):   # a group: none
             host = {n.name: n.host for n in self.nodes}
             peers = {a.rank: {"host": host[node], **published[node][a.place.slot]}
@@ -167,9 +200,10 @@ class Engine(ABC):
 
     # -- the node-facing halves, in each node's clock ------------------------------------------
     @abstractmethod
-    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+    def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
-        """Prepare on every node; what each prepared slot published, per node."""
+        """Prepare on every node, or keep the phase for the go when with_go(phase); what
+        each prepared slot published, per node."""
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
         """Give every prepared slot its peers ({rank: published info + host})."""

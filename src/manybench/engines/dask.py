@@ -4,28 +4,31 @@ phase, clocks corrected by Cristian's algorithm.
 The coordinator calls each worker's `mb_call` handler directly (distributed's rpc pool, so
 the cluster's TLS applies) rather than submitting tasks through the scheduler: a phase costs
 one round trip per node, not a scheduler hop per slot. Requests and replies are the typed
-messages of node/protocol.py. Kernels whose prepare does real work (laying out files,
-clearing leftovers) get a Prepare first, so T0 is chosen only when every node is ready; for
-light ones (kernel trait light_prepare), the phase travels with Run.
+messages of node/protocol.py, each encoded with the protocol version; the first, Info, finds
+a node of another version and refuses it by name before anything else. Phases get a Prepare
+first, so T0 is chosen only when every node is ready, unless base.with_go says the phase
+may travel with Run.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import pickle
 import time
 from typing import Any, Callable
 
-from ..kernels import Result, kernel
-from ..model import Phase
+from ..kernels import Result
 from ..node.clock import measure_offset
 from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
-                             NodeInfo, Ping, Prepare, Prepared, Request, Run, RunCommands,
-                             SnapshotTaken, Start, Started, TakeSnapshot)
-from ..run.lease import LeaseRenewer
-from .base import Engine, EngineError, Node, Results, Work
+                             Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare, Prepared,
+                             ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
+                             Started, TakeSnapshot, WirePhase, decode, encode)
+from .base import Engine, EngineError, Node, Results, Work, with_go
+from .lease import LeaseRenewer
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
+CLOSE_S = 30.0                # every node's answer to Close / Abort within this
+# what waiting on the client's event loop raises when the answer does not come
+STUCK = (cf.TimeoutError, cf.CancelledError, RuntimeError)
 # how often a phase still waiting asks the scheduler which workers it has: the answer
 # describes every worker (64 nodes: a large message), so not at every 0.2 s poll
 CHECK_WORKERS_S = 2.0
@@ -57,7 +60,7 @@ class DaskEngine(Engine):
         self.pending: cf.Future | None = None
         self.deadline: float | None = None
         self.work: Work = {}
-        self.phase: Phase | None = None
+        self.phase: WirePhase | None = None
         self.prepared = False
         self.failed: dict[str, dict[int, Result]] = {}
         self.done: dict[str, dict[int, Result]] = {}
@@ -67,13 +70,19 @@ class DaskEngine(Engine):
     def _submit(self, coro: Any) -> cf.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.client.loop.asyncio_loop)
 
+    async def _send(self, addr: str, req: Request, who: str) -> Any:
+        """One request to the worker at addr, its reply decoded (ProtocolMismatch: the node
+        speaks another version). Every request to a node goes through here."""
+        raw = await self.client.rpc(addr).mb_call(kind=type(req).__name__, request=encode(req))
+        return decode(raw, who)
+
     async def _call(self, node: str, req: Request) -> Any:
         try:
-            raw = await self.client.rpc(self.addr[node]).mb_call(kind=type(req).__name__,
-                                                                 request=pickle.dumps(req))
+            reply = await self._send(self.addr[node], req, f"node {node}")
+        except ProtocolMismatch:
+            raise
         except Exception as e:   # comm closed, worker gone, refused: the node is lost
             raise NodeLost(f"node {node} lost: {type(e).__name__}: {e}") from None
-        reply = pickle.loads(raw)
         if isinstance(reply, Failed):
             raise RuntimeError(f"node {node}: {reply.error}")
         return reply
@@ -94,6 +103,9 @@ class DaskEngine(Engine):
             self.client.wait_for_workers(self.expected, timeout=600)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         infos = self._submit(self._infos(list(workers))).result()
+        refused = [str(e) for e in infos.values() if isinstance(e, ProtocolMismatch)]
+        if refused:       # before anything else: nothing more is asked of any node
+            raise EngineError("; ".join(refused))
         for addr, info in infos.items():
             if isinstance(info, Exception):
                 raise EngineError(f"Dask worker {addr} has no manybench agent ({info}); start "
@@ -125,7 +137,7 @@ class DaskEngine(Engine):
             self._wait_all({n.name: Ping() for n in self.nodes})
             rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(r.dispatch_ns for r in replies.values()) + rpc
-        self.renewer = LeaseRenewer(lambda a: self.client.rpc(a), lambda: [
+        self.renewer = LeaseRenewer(lambda a, req: self._send(a, req, f"worker {a}"), lambda: [
             self.addr[n.name] for n in self.nodes if n.name not in self.lost])
         self._submit(self.renewer.start()).result()
         return self.nodes
@@ -140,18 +152,19 @@ class DaskEngine(Engine):
         async def one_machine(nodes: list[Node]) -> None:
             for n in nodes:
                 try:
-                    n.inventory["noise"] = await self.client.rpc(self.addr[n.name]).mb_noise(
-                        seconds=self.noise_s)
-                except Exception:   # an agent without the probe: no floor for that node
-                    n.inventory["noise"] = None
+                    got = await self._call(n.name, MeasureNoise(self.noise_s))
+                except (NodeLost, RuntimeError):   # the probe failed there: no floor
+                    got = NoiseFloor(None)
+                n.inventory["noise"] = got.floor
         await asyncio.gather(*(one_machine(ns) for ns in by_machine.values()))
 
     async def _infos(self, addrs: list[str]) -> dict[str, NodeInfo | Exception]:
         async def one(a: str) -> NodeInfo | Exception:
             try:
-                return pickle.loads(await self.client.rpc(a).mb_info())
-            except Exception as e:
+                got = await self._send(a, Info(), f"Dask worker {a}")
+            except Exception as e:   # no manybench there, another version, gone
                 return e
+            return RuntimeError(got.error) if isinstance(got, Failed) else got
         return dict(zip(addrs, await asyncio.gather(*(one(a) for a in addrs))))
 
     def sync_clocks(self) -> None:
@@ -168,11 +181,10 @@ class DaskEngine(Engine):
             n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
 
     # -- one phase ----------------------------------------------------------------------
-    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+    def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
         self.phase, self.work, self.done, self.failed = phase, work, {}, {}
-        # a wrapped phase's prepare starts the wrap (a container): never light
-        self.prepared = not kernel(phase.kernel).light_prepare or phase.wrap is not None
+        self.prepared = not with_go(phase)
         published: dict[str, dict[int, dict]] = {}
         if self.prepared:
             replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)
@@ -300,17 +312,25 @@ class DaskEngine(Engine):
 
     # -- the end ---------------------------------------------------------------------
     def _finish(self, request: Request) -> None:
-        if getattr(self, "renewer", None) is not None:
-            try:   # the nodes' leases are released by Close / Abort below
-                self._submit(self.renewer.stop()).result(timeout=5)
-            except Exception:
-                pass
+        """Close or Abort every live node. A node that does not confirm it is told as a
+        `cleanup` warning (take_warnings): its slots stop when its lease runs out, but its
+        scratch may remain."""
         try:
+            if getattr(self, "renewer", None) is not None:
+                try:   # the nodes' leases are released by Close / Abort below
+                    self._submit(self.renewer.stop()).result(timeout=5)
+                except STUCK as e:
+                    self.tell("cleanup", "", f"the lease renewals did not stop ({e!r})")
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
-            if live:
-                self._submit(self._all(live)).result(timeout=30)
-        except Exception:
-            pass
+            try:
+                got = self._submit(self._all(live)).result(timeout=CLOSE_S) if live else {}
+            except STUCK as e:
+                got = {n: e for n in live}
+            for n, r in got.items():
+                if isinstance(r, BaseException):
+                    self.tell("cleanup", n, f"node {n} did not confirm the run's end "
+                              f"({type(request).__name__}: {str(r) or type(r).__name__}): its "
+                              "slots stop when its lease runs out; its scratch may remain")
         finally:
             if self.on_close:
                 self.on_close()

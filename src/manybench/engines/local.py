@@ -7,11 +7,10 @@ from typing import Callable
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
-from ..kernels import kernel
-from ..model import Phase
 from ..node.agent import Agent
-from ..node.protocol import CommandsDone, Connect, Prepare, RunCommands
-from .base import Engine, Node, Results, Work
+from ..node.protocol import (CommandsDone, Connect, Prepare, ProtocolMismatch, RunCommands,
+                             Start, WirePhase)
+from .base import Engine, EngineError, Node, Results, Work, with_go
 
 
 class LocalEngine(Engine):
@@ -23,21 +22,25 @@ class LocalEngine(Engine):
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
-        cpus = topology()
         n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
+        try:      # the same check as a Dask node's agent, before anything else
+            agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s))
+        except ProtocolMismatch as e:
+            raise EngineError(f"the local agent: {e}") from None
+        cpus = topology()
         inventory = collect()    # before the slots fork: nothing of theirs in the figures
         inventory["noise"] = noise.measure([c.id for c in cpus], self.noise_s)
-        self.agent = Agent(node, run, n, default_dir, keep, self.telemetry_s)
+        self.agent = agent
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, inventory=inventory)]
         return self.nodes
 
-    def _prepare(self, phase: Phase, work: Work, tick: Callable[[], None]
+    def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
         node = self.nodes[0].name
         req = Prepare(phase, work.get(node, []))
-        self.light = req if kernel(phase.kernel).light_prepare else None
+        self.light = req if with_go(phase) else None
         if self.light is not None:     # it travels with the go: one round trip, not two
             return {node: {}}
         prepared = self.agent.prepare(req, tick)

@@ -109,7 +109,7 @@ class SlotContext:
     task: str = ""
     variant: str = ""
     env: dict = field(default_factory=dict)
-    spec: Any = None    # the phase's TaskSpec (command tasks read argv, timeout, metrics from it)
+    spec: Any = None    # the phase's task as a node gets it (node/protocol.WireTask)
     kernel: str = ""    # the phase's kernel name
     wrap: list[str] | None = None   # launcher prefix, rendered (a variant's `wrap`): the kernel
                                     # runs inside it (kernels/wrapped.py)

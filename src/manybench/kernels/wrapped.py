@@ -11,9 +11,15 @@ kernel's own prepare: files opened, data laid out, as in a plain slot). At the g
 which the kernel's own `standalone.finish` turns into the Result a plain run makes. The time
 from that line to the launcher's exit is `wrap_exit_s`. A command task runs as `wrap + argv`
 (kernels/command.py): its window holds the launcher's start-up.
+
+The slot runs `wrapped(kernel)`: the phase's kernel with its traits, prepared and run as
+here. Every wrap runs a child (the launcher, or the command), so the slot treats it as it
+treats a command: what it leaves is killed after the phase, and its process group is the
+one the agent kills should the slot die.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import shutil
@@ -117,6 +123,12 @@ class State:
     inner: Any = None   # a command task's own prepared state (run as wrap + argv)
     done: bool = False
     metrics: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        """The child's process group (the command's, else the launcher's): what the agent
+        kills should the slot die (node/slot.py reads `pid` of a prepared state)."""
+        return self.inner.pid if self.inner is not None else self.proc.pid
 
 
 def _kill(st: State) -> None:
@@ -311,5 +323,14 @@ WRAPPED = Kernel(
     name="wrapped",
     doc="A phase's kernel inside its variant's wrap (see the module docstring).",
     params={},
-    prepare=_prepare, run=_run, cleanup=_cleanup, uses_dir=True,
+    prepare=_prepare, run=_run, cleanup=_cleanup, uses_dir=True, runs_child=True,
 )
+
+
+def wrapped(inner: Kernel) -> Kernel:
+    """The kernel a slot runs for `inner` inside a wrap: inner's name and traits, this
+    module's prepare, run and cleanup. It runs a child (runs_child); its slots publish and
+    sample nothing (the work runs in mbkernel or the command, not in the slot)."""
+    return dataclasses.replace(inner, prepare=_prepare, run=_run, cleanup=_cleanup,
+                               uses_dir=True, runs_child=True, publish=None, connect=None,
+                               progress="")

@@ -17,12 +17,12 @@ from multiprocessing.connection import Connection, Pipe, wait
 from typing import Callable
 
 from ..kernels import WARM_UP, Result
-from ..model import Phase, TaskSpec
 from .procs import exit_text, reap
 from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
 from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
                        RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
-                       SlotPing, SlotPlace, SlotPrepare, SlotReady)
+                       SlotPing, SlotPlace, SlotPrepare, SlotReady, Start, WirePhase, WireTask,
+                       check_version)
 from .context import ContextError, slot_context
 from .scratch import Scratch
 from .telemetry import Telemetry
@@ -63,7 +63,7 @@ class Agent:
         self.scratch = Scratch(run, node)
         self.slots: list[SlotHandle] = []
         self.nslots = slots
-        self.phase: Phase | None = None
+        self.phase: WirePhase | None = None
         self.running: dict[int, Running] = {}
         self.deadline: float | None = None
         self.replaced = 0   # slots that died and were replaced in this run
@@ -71,6 +71,13 @@ class Agent:
         self.forked = 0     # slot processes forked: names each one's cgroup
         self.telemetry = Telemetry(node, telemetry_s)
         self.t0_ns = 0      # the phase under way's T0 (this node's clock)
+
+    @classmethod
+    def of(cls, req: Start) -> Agent:
+        """The agent a Start asks for; ProtocolMismatch when the coordinator that sent it
+        speaks another protocol version (both engines start their agents here)."""
+        check_version(req.protocol, "the coordinator")
+        return cls(req.node, req.run, req.slots, req.default_dir, req.keep, req.telemetry_s)
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
@@ -88,8 +95,7 @@ class Agent:
     def _warm_up(self) -> None:
         """One unrecorded null phase: first-use costs (imports, page faults) are paid here,
         not by the first measured phase."""
-        warm = Phase(-1, TaskSpec("warm-up", WARM_UP, {}), WARM_UP, "", 0, self.nslots,
-                      "spread", "none", {}, "")
+        warm = WirePhase(-1, WARM_UP, WireTask("warm-up"), {}, self.nslots)
         everywhere = tuple(sorted(os.sched_getaffinity(0)))
         self.prepare(Prepare(warm, [Assignment(SlotPlace(i, -1, everywhere, False), i)
                                     for i in range(self.nslots)]))

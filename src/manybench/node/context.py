@@ -17,9 +17,8 @@ import os
 from ..inventory.topology import topology
 from ..kernels import KERNELS, SlotContext
 from ..kernels.command import BUILTIN_NAMES
-from ..model import Phase
 from ..templates import render
-from .protocol import SlotPlace
+from .protocol import SlotPlace, WirePhase
 from .scratch import Scratch, ScratchError
 
 MBKERNEL = "mbkernel"   # its name in the slot's scratch directory
@@ -34,7 +33,7 @@ def numa_of(place: SlotPlace) -> int | None:
     return next((c.numa for c in topology() if c.id == cpu), None)
 
 
-def base_dir(phase: Phase, place: SlotPlace, default_dir: str) -> str:
+def base_dir(phase: WirePhase, place: SlotPlace, default_dir: str) -> str:
     if phase.params.get("dir"):
         return phase.params["dir"]
     near = phase.resources.get("scratch")
@@ -48,7 +47,7 @@ def base_dir(phase: Phase, place: SlotPlace, default_dir: str) -> str:
     return default_dir
 
 
-def resource_values(phase: Phase, slot: int) -> tuple[dict[str, str], dict[str, str]]:
+def resource_values(phase: WirePhase, slot: int) -> tuple[dict[str, str], dict[str, str]]:
     """(template values, environment) of the node's resources for one slot."""
     values: dict[str, str] = {}
     env: dict[str, str] = {}
@@ -63,7 +62,7 @@ def resource_values(phase: Phase, slot: int) -> tuple[dict[str, str], dict[str, 
     return values, env
 
 
-def slot_context(phase: Phase, place: SlotPlace, rank: int, node: str, run: str,
+def slot_context(phase: WirePhase, place: SlotPlace, rank: int, node: str, run: str,
                  scratch: Scratch, default_dir: str) -> SlotContext:
     """The context slot `place.slot` runs the phase with (ContextError: why it cannot)."""
     wrapped = phase.wrap is not None

@@ -1,11 +1,13 @@
 """The node side on Dask: a WorkerPlugin giving a Dask worker manybench's agent.
 
-It adds RPC handlers to the worker (so the coordinator talks to each node directly, one
-message per node per phase, over Dask's comms and so its TLS), a TCP clock echo, and starts
-the node agent as a fresh subprocess (server.py) that owns the slot pool; the next run's
-agent is started ahead, when the worker starts or a run ends, so a run's start does not wait
-for an interpreter on every node. Requests and replies are protocol.py's, pickled by the
-engine and the agent server; the worker only relays the bytes.
+It adds one RPC handler to the worker, `mb_call` (so the coordinator talks to each node
+directly, one message per node per phase, over Dask's comms and so its TLS), a TCP clock
+echo, and starts the node agent as a fresh subprocess (server.py) that owns the slot pool;
+the next run's agent is started ahead, when the worker starts or a run ends, so a run's
+start does not wait for an interpreter on every node. Requests and replies are protocol.py's,
+encoded by the engine and the agent server; the worker answers Info, Renew, MeasureNoise and
+Abort itself, relays the rest's bytes unread, and refuses a request of another protocol
+version before anything else.
 
 Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
 srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pickle
 import socket
 import subprocess
 import sys
@@ -29,7 +30,8 @@ from ..inventory.topology import topology
 from .clock import EchoServer
 from .lease import Lease
 from .procs import wait_child
-from .protocol import Failed, NodeInfo
+from .protocol import (Failed, Info, MeasureNoise, NodeInfo, NoiseFloor, ProtocolMismatch,
+                       Renew, check_envelope, decode, encode)
 
 PLUGIN_NAME = "manybench-agent"
 
@@ -54,8 +56,7 @@ class AgentPlugin(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.echo = EchoServer("0.0.0.0", 0)
-        worker.handlers.update({"mb_info": self.info, "mb_call": self.call,
-                                "mb_renew": self.renew, "mb_noise": self.noise})
+        worker.handlers["mb_call"] = self.call
         self.spare = _popen_agent()
 
     def teardown(self, worker: Any) -> None:
@@ -76,38 +77,50 @@ class AgentPlugin(WorkerPlugin):
             return socket.gethostname().split(".")[0]
         return str(name)
 
-    # -- handlers (called by the coordinator through distributed.core.rpc) -----------
-    async def info(self) -> bytes:
-        """A pickled protocol.NodeInfo, with this node's inventory collected here."""
+    # -- requests the worker answers itself ------------------------------------------
+    async def info(self, req: Info) -> NodeInfo:
+        """Who this node is, with its inventory collected here."""
         inventory = await asyncio.to_thread(collect)
-        return pickle.dumps(NodeInfo(
+        return NodeInfo(
             node=self.node_name(), slots=self.slots or len(topology()), cpus=topology(),
             echo_port=self.echo.port if self.echo else 0, host=self.worker.ip, pid=os.getpid(),
-            machine=_boot_id(), inventory=inventory))
+            machine=_boot_id(), inventory=inventory)
 
-    async def noise(self, seconds: float) -> dict | None:
+    async def noise(self, req: MeasureNoise) -> NoiseFloor:
         """This node's noise floor (inventory/noise.py), measured now on its cpus: the
         coordinator asks nodes that share a machine one after another."""
-        return await asyncio.to_thread(noise.measure, [c.id for c in topology()], seconds)
+        return NoiseFloor(await asyncio.to_thread(noise.measure, [c.id for c in topology()],
+                                                  req.seconds))
 
-    async def renew(self, seconds: float) -> None:
+    async def renew(self, req: Renew) -> None:
         """The coordinator is alive: extend the lease by `seconds`."""
         if self.lease.until is not None:
-            self.lease.renew(seconds)
+            self.lease.renew(req.seconds)
 
     async def _lease_ran_out(self) -> None:
         # the coordinator is gone: stop the agent, its slots and their commands
         await asyncio.to_thread(self._stop, True)
 
     async def call(self, kind: str, request: bytes) -> bytes:
-        """Relay one pickled agent request and its pickled reply without unpickling either:
-        the worker only forwards (asyncio on the pipe, no thread hop). kind: the request's
-        type name, for the three the relay acts on itself."""
-        if kind == "Abort":     # not behind the lock: a phase may be holding it
+        """The coordinator's one handler: an encoded request in, its encoded reply out.
+        kind: the request's type name. A request of another protocol version is refused
+        unread; the agent's requests are relayed without decoding either way (asyncio on
+        the pipe, no thread hop)."""
+        try:
+            check_envelope(request, "the coordinator")
+        except ProtocolMismatch as e:   # our reply's envelope makes the coordinator refuse us
+            return encode(Failed(str(e)))
+        own = self.OWN.get(kind)
+        if own is not None:      # not behind the lock: a phase may be holding it
+            try:
+                return encode(await own(self, decode(request, "the coordinator")))
+            except Exception as e:   # a probe that failed here: the coordinator says why
+                return encode(Failed(f"{kind}: {e!r}"))
+        if kind == "Abort":
             self.lease.release()
             await asyncio.to_thread(self._stop, True)
             await self._ready_next()
-            return pickle.dumps(None)
+            return encode(None)
         if self.lease.until is not None:
             self.lease.renew()
         async with self.lock:
@@ -117,7 +130,7 @@ class AgentPlugin(WorkerPlugin):
                 self.lease.renew()
                 self.lease.watch(self._lease_ran_out)
             if self.stream is None:
-                return pickle.dumps(Failed("the node agent is not started"))
+                return encode(Failed("the node agent is not started"))
             reader, writer = self.stream
             try:
                 writer.write(struct.pack("!i", len(request)) + request)
@@ -126,12 +139,14 @@ class AgentPlugin(WorkerPlugin):
                 reply = await reader.readexactly(n)
             except (OSError, asyncio.IncompleteReadError) as e:
                 await asyncio.to_thread(self._stop)
-                return pickle.dumps(Failed(f"the node agent died: {e!r}"))
+                return encode(Failed(f"the node agent died: {e!r}"))
             if kind == "Close":
                 self.lease.release()
                 await asyncio.to_thread(self._stop)
                 await self._ready_next()
             return reply
+
+    OWN = {"Info": info, "MeasureNoise": noise, "Renew": renew}
 
     # -- the agent subprocess --------------------------------------------------------
     async def _spawn(self) -> None:

@@ -2,7 +2,7 @@
 
 A coordinator killed with SIGKILL (or cut off) sends nothing more; without a lease its nodes'
 agents, slots and commands would run on for good. The Dask worker's relay (dask_plugin.py)
-holds the lease from the run's Start; every request and every renewal (run/lease.py, every
+holds the lease from the run's Start; every request and every renewal (engines/lease.py, every
 few seconds) extends it; when it runs out the relay stops the agent, which stops every slot
 and their children (the agent server's SIGTERM path, reaper.py's cgroups).
 """

@@ -1,20 +1,26 @@
-"""Every message that crosses to a node, typed. Nothing else travels between the processes.
+"""Every message that crosses to a node, typed, and the one envelope they travel in. Nothing
+else travels between the processes.
 
 Two hops, one vocabulary:
 
   engine -> node agent   requests below, answered by the reply named beside each. The local
-                         engine calls its in-process Agent with them; the Dask engine pickles
-                         them through the worker's `mb_call` handler to the agent server.
+                         engine calls its in-process Agent with them; the Dask engine sends
+                         each one `encode`d through the worker's one handler, `mb_call`, which
+                         answers the first three itself and relays the rest to the agent
+                         server unread.
   agent  -> slot         Slot* messages over each slot's pipe, answered by Slot* replies.
 
-  NodeInfo                       the worker's answer to `mb_info` (before any request)
-  Start(run, node, slots, ...)   -> Started(dispatch_ns)
-  Prepare(phase, work)           -> Prepared(failed, published)
+  Info()                         -> NodeInfo          the first request (Dask): who the node is
+  Renew(seconds)                 -> None              the coordinator is alive (engines/lease.py)
+  MeasureNoise(seconds)          -> NoiseFloor(floor) inventory/noise.py, before Start
+  Start(run, node, slots, ..., protocol)
+                                 -> Started(dispatch_ns)   refused unless protocol matches
+  Prepare(phase, work)           -> Prepared(failed, published, notices)
   Connect(peers)                 -> Connected(failed)
-  Run(t0_ns, work, phase|None)   -> Finished(results, telemetry)   phase given: prepare
-                                                         first (one message per node per
-                                                         phase); telemetry: the node's rows
-                                                         since the last Finished
+  Run(t0_ns, work, phase|None)   -> Finished(results, notices, telemetry)   phase given:
+                                                         prepare first (one message per node
+                                                         per phase); telemetry: the node's
+                                                         rows since the last Finished
   RunCommands(commands, env, timeout, dirs, programs)
                                  -> CommandsDone(outputs, before, after)   a variant's setup
                                                          or teardown (node/commands.py)
@@ -30,17 +36,79 @@ Two hops, one vocabulary:
   SlotPing()                     -> SlotPong(pid)
   SlotExit()                     the slot ends
 
+A phase crosses as a WirePhase: frozen plain data (str, int, float, tuples, dicts), only what
+a node reads of it, built from the coordinator's Phase in one place (engines/base.wire_phase).
+No model object crosses: the coordinator's model may change without a protocol change.
+
+Versions: PROTOCOL_VERSION changes with any message here. On Dask every message is framed by
+`encode` with the sender's version ahead of the body, and `decode` reads the body only when
+the version is its own: a node with another manybench is refused at its first answer (Info),
+naming both versions, before anything of it is unpickled; a node refuses a request of another
+version unread. Start carries the version too, which the agent checks on both engines.
+
 Times: every t0_ns sent to a node and every stamp in a Result, a CommandOutput or a
-snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there). engines/base.py converts both ways, and nothing else does.
+snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there).
+engines/base.py converts both ways, and nothing else does.
 Published info and peers are what net kernels exchange before T0: each slot publishes (a
 port, say); every slot then gets {rank: published info + "host" of its node}.
 """
 from __future__ import annotations
 
+import pickle
+import struct
 from dataclasses import dataclass, field
+from typing import Any
+
 from ..inventory.topology import Cpu
 from ..kernels.base import Result, SlotContext
-from ..model import Phase
+
+# The version of everything in this module: bump it with any change to a message's fields or
+# meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
+PROTOCOL_VERSION = 1
+MAGIC = b"MBP"
+_HEAD = struct.Struct("!3sH")
+
+
+class ProtocolMismatch(Exception):
+    """The other side speaks another protocol version: nothing it sent was read."""
+
+    def __init__(self, theirs: int | None, who: str) -> None:
+        self.theirs, self.ours = theirs, PROTOCOL_VERSION
+        said = ("no manybench protocol version (not manybench, or one older than the check)"
+                if theirs is None else f"manybench protocol version {theirs}")
+        super().__init__(f"{who} speaks {said}; this side speaks version {self.ours}: install "
+                         "the same manybench on the coordinator and every node")
+
+
+def encode(msg: object) -> bytes:
+    """One message as it crosses to or from a node: the envelope, then its body."""
+    return _HEAD.pack(MAGIC, PROTOCOL_VERSION) + pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+
+
+def version_of(data: bytes) -> int | None:
+    """The protocol version a message was encoded with; None: no envelope of ours."""
+    if len(data) < _HEAD.size or data[:len(MAGIC)] != MAGIC:
+        return None
+    return _HEAD.unpack_from(data)[1]
+
+
+def check_envelope(data: bytes, who: str) -> None:
+    """ProtocolMismatch unless `who` encoded the message with our version (body unread)."""
+    theirs = version_of(data)
+    if theirs != PROTOCOL_VERSION:
+        raise ProtocolMismatch(theirs, who)
+
+
+def decode(data: bytes, who: str) -> Any:
+    """A message `who` sent; ProtocolMismatch, its body unread, when its version is not ours."""
+    check_envelope(data, who)
+    return pickle.loads(memoryview(data)[_HEAD.size:])
+
+
+def check_version(theirs: int, who: str) -> None:
+    """A message's own version field (Start): ProtocolMismatch unless it is ours."""
+    if theirs != PROTOCOL_VERSION:
+        raise ProtocolMismatch(theirs, who)
 
 
 # -- where a slot runs in one phase ------------------------------------------------------------
@@ -62,7 +130,56 @@ class Assignment:
     rank: int
 
 
+# -- what a node gets of a phase ---------------------------------------------------------------
+@dataclass(frozen=True)
+class WireTask:
+    """What kernels read of a phase's task (SlotContext.spec): a command's argv templates and
+    how its output becomes metrics, its timeout, a parallel task's launcher."""
+    name: str
+    command: tuple[str, ...] | None = None   # argv templates; None: a built-in kernel
+    shell: bool = False
+    timeout: float | None = None             # seconds
+    metrics: dict[str, str] = field(default_factory=dict)   # name -> regex
+    parse: str | None = None                 # a parsers/ name
+    env: dict[str, str] = field(default_factory=dict)
+    launcher: str | None = None              # a parallel task's MPI launcher
+    launcher_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WirePhase:
+    """What a node needs of one phase, as plain data (engines/base.wire_phase builds it)."""
+    index: int                  # -1: the agent's own warm-up
+    kernel: str
+    task: WireTask
+    params: dict                # the point's values, parsed (bytes, seconds)
+    workers: int
+    rep: int = 0
+    variant: str = ""
+    env: dict[str, str] = field(default_factory=dict)    # task env + variant env
+    vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
+    wrap: tuple[str, ...] | None = None   # the variant's launcher prefix templates
+    resources: dict = field(default_factory=dict)        # [placement.resources], checked
+    sample: float = 0.0         # s between progress samples; 0: none
+    # a [[concurrent]] group's phase: its tasks' phases, ranks in order; empty otherwise
+    members: tuple[WirePhase, ...] = ()
+
+    def member_of(self, rank: int) -> tuple[WirePhase, int]:
+        """The phase a rank of this phase runs and its rank within it."""
+        first = 0
+        for m in self.members:
+            if rank < first + m.workers:
+                return m, rank - first
+            first += m.workers
+        return self, rank
+
+
 # -- engine -> agent ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Info:
+    """Who are you (the first request to a Dask node; its envelope carries the version)."""
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     node: str                   # the node's name in records
@@ -76,6 +193,23 @@ class NodeInfo:
 
 
 @dataclass(frozen=True)
+class Renew:
+    """The coordinator is alive: hold the run's lease this much longer (node/lease.py)."""
+    seconds: float
+
+
+@dataclass(frozen=True)
+class MeasureNoise:
+    """Measure the node's noise floor now, for this long (inventory/noise.py)."""
+    seconds: float
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    floor: dict | None          # inventory/noise.measure(); None: not measured there
+
+
+@dataclass(frozen=True)
 class Start:
     run: str
     node: str
@@ -83,6 +217,7 @@ class Start:
     default_dir: str            # scratch base for tasks that give no `dir`
     keep: bool = False          # leave scratch files at the end
     telemetry_s: float = 0.0    # interval of the node's telemetry (node/telemetry.py); 0: none
+    protocol: int = PROTOCOL_VERSION   # the coordinator's: the agent refuses another
 
 
 @dataclass(frozen=True)
@@ -92,7 +227,7 @@ class Started:
 
 @dataclass(frozen=True)
 class Prepare:
-    phase: Phase
+    phase: WirePhase
     work: list[Assignment]
 
 
@@ -117,7 +252,7 @@ class Connected:
 class Run:
     t0_ns: int                  # the node's clock
     work: list[Assignment]
-    phase: Phase | None = None  # given: prepare first; None: already prepared
+    phase: WirePhase | None = None   # given: prepare first; None: already prepared
 
 
 @dataclass(frozen=True)
@@ -191,13 +326,14 @@ class Failed:
     error: str
 
 
-Request = Start | Prepare | Connect | Run | RunCommands | TakeSnapshot | Ping | Close | Abort
+Request = (Info | Renew | MeasureNoise | Start | Prepare | Connect | Run | RunCommands
+           | TakeSnapshot | Ping | Close | Abort)
 
 
 # -- agent -> slot -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlotPrepare:
-    phase: Phase
+    phase: WirePhase
     ctx: SlotContext
     place: SlotPlace
 

@@ -3,7 +3,8 @@
 The Dask worker process is large and threaded: slots forked from it would each carry a
 share of its memory, and forking a threaded process is fragile. So the worker starts this
 fresh interpreter, which forks the slot pool and serves the worker over one pipe: each
-request of protocol.py (pickled) gets its reply, or Failed(error). SIGTERM (the worker
+request of protocol.py (encoded, as the coordinator sent it) gets its reply, or
+Failed(error). SIGTERM (the worker
 aborting the run, or dying: the kernel sends it then) stops every slot and its children,
 removes scratch unless the plan keeps it, and exits.
 """
@@ -17,8 +18,9 @@ from multiprocessing.connection import Connection
 
 from .agent import Agent
 from .procs import die_with_parent
-from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare, Request, Run,
-                       RunCommands, SnapshotTaken, Start, Started, TakeSnapshot)
+from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare,
+                       ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
+                       Started, TakeSnapshot, decode, encode)
 
 
 class Stop(BaseException):
@@ -34,10 +36,18 @@ class AgentServer:
         self.conn = conn
         self.agent: Agent | None = None
 
+    def reply(self, req: Request) -> object:
+        """handle's answer, or Failed saying why it has none (a refused Start: the versions)."""
+        try:
+            return self.handle(req)
+        except ProtocolMismatch as e:
+            return Failed(str(e))
+        except Exception as e:
+            return Failed(f"{e!r}\n{traceback.format_exc(limit=5)}")
+
     def handle(self, req: Request) -> object:
         if isinstance(req, Start):
-            self.agent = Agent(req.node, req.run, req.slots, req.default_dir, req.keep,
-                               req.telemetry_s)
+            self.agent = Agent.of(req)
             return Started(self.agent.start())
         if isinstance(req, Ping):
             return None
@@ -70,19 +80,19 @@ class AgentServer:
         try:
             while True:
                 try:
-                    req = self.conn.recv()
+                    req = decode(self.conn.recv_bytes(), "the coordinator")
                 except (EOFError, OSError):   # the worker is gone
                     break
+                except ProtocolMismatch as e:   # the relay refuses these first
+                    self.conn.send_bytes(encode(Failed(str(e))))
+                    continue
                 if isinstance(req, (Close, Abort)):
                     if self.agent:
                         (self.agent.close if isinstance(req, Close) else self.agent.abort)()
                         self.agent = None
-                    self.conn.send(None)
+                    self.conn.send_bytes(encode(None))
                     return
-                try:
-                    self.conn.send(self.handle(req))
-                except Exception as e:
-                    self.conn.send(Failed(f"{e!r}\n{traceback.format_exc(limit=5)}"))
+                self.conn.send_bytes(encode(self.reply(req)))
         except Stop:
             pass
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

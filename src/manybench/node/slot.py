@@ -4,6 +4,7 @@ Driven by its agent over a pipe with the Slot* messages of protocol.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import traceback
@@ -15,12 +16,11 @@ from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
 from ..kernels.figures import CPUS_ALLOWED
-from ..model import Phase
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
 from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
-                       SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady)
+                       SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
 
@@ -52,6 +52,7 @@ class SlotLoop:
         self.affinity: tuple[int, ...] = ()
         self.mems: tuple[int, ...] | None = None
         self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
+        self.told: list[list[str]] = []   # [kind, text] of cleanups that failed: warnings
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -72,15 +73,14 @@ class SlotLoop:
                           "node have them?)")
         return None
 
-    def prepare(self, phase: Phase, ctx: SlotContext, place: SlotPlace) -> Result | None:
+    def prepare(self, phase: WirePhase, ctx: SlotContext, place: SlotPlace) -> Result | None:
         failed = self._bind(place)
         if failed is not None:
             return failed
-        if ctx.wrap and not KERNELS[phase.kernel].takes_wrap:
-            from ..kernels.wrapped import WRAPPED   # noqa: PLC0415 (only wrapped phases)
-            kernel = WRAPPED
-        else:
-            kernel = KERNELS[phase.kernel]
+        kernel = KERNELS[phase.kernel]
+        if ctx.wrap and not kernel.takes_wrap:
+            from ..kernels.wrapped import wrapped   # noqa: PLC0415 (only wrapped phases)
+            kernel = wrapped(kernel)   # its traits, the wrap's prepare and run
         try:
             state = kernel.prepare(ctx, phase.params)
         except KernelError as e:
@@ -163,13 +163,23 @@ class SlotLoop:
                 kill_descendants()
             _native.forget_children()
 
-    @staticmethod
-    def _cleanup(kernel: Kernel, state: Any) -> None:
+    def _cleanup(self, kernel: Kernel, state: Any) -> None:
+        """The kernel's cleanup. One that fails is told with the phase's result (a stored
+        warning naming the kernel): files, a child or a connection may be left behind."""
         if kernel.cleanup is not None:
             try:
                 kernel.cleanup(state)
-            except Exception:
-                pass
+            except Exception as e:   # kernel code, any bug: the slot and its result go on
+                self.told.append(["cleanup", f"kernel {kernel.name}: its cleanup after the "
+                                  f"phase failed ({e!r}): what it opened or started may remain"])
+
+    def _done(self, res: Result) -> SlotDone:
+        """The reply carrying a result, with the phase's failed cleanups as its warnings."""
+        if self.told:
+            told, self.told = self.told, []
+            res = dataclasses.replace(res, extra={
+                **res.extra, "warnings": [*res.extra.get("warnings", ()), *told]})
+        return SlotDone(res)
 
     def _child(self) -> int:
         """The prepared kernel's child (its own process group), for the agent to kill
@@ -181,12 +191,12 @@ class SlotLoop:
     def _prepare_reply(self, msg: SlotPrepare) -> SlotReady | SlotDone:
         failed = self.prepare(msg.phase, msg.ctx, msg.place)
         if failed is not None:
-            return SlotDone(failed)
+            return self._done(failed)
         try:
             return SlotReady(self.publish(), self._child())
         except Exception as e:
             self.cancel()
-            return SlotDone(_error(f"publish failed: {e!r}"))
+            return self._done(_error(f"publish failed: {e!r}"))
 
     def serve(self) -> None:
         conn = self.conn
@@ -197,13 +207,13 @@ class SlotLoop:
                 return
             match msg:
                 case SlotGo(t0_ns, None):
-                    conn.send(SlotDone(self.go(t0_ns)))
+                    conn.send(self._done(self.go(t0_ns)))
                 case SlotGo(t0_ns, prep):     # prepare and go in one: one reply
                     ready = self._prepare_reply(prep)
-                    conn.send(ready if isinstance(ready, SlotDone) else SlotDone(self.go(t0_ns)))
+                    conn.send(ready if isinstance(ready, SlotDone) else self._done(self.go(t0_ns)))
                 case SlotConnect(peers):
                     failed = self.connect(peers)
-                    conn.send(SlotConnected() if failed is None else SlotDone(failed))
+                    conn.send(SlotConnected() if failed is None else self._done(failed))
                 case SlotPrepare():
                     conn.send(self._prepare_reply(msg))
                 case SlotPing():

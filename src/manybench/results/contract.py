@@ -42,6 +42,9 @@ WARNING_KINDS = {
     # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
     "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
     "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
+    # issue 16: a failure that used to vanish
+    "cleanup": "a kernel's cleanup after a phase, or a node's end of the run, failed: files "
+               "or processes it held may remain",
 }
 
 
