@@ -99,6 +99,9 @@ LEAD = Figure("lead_ns", "ns", "lead", "", role=CONTEXT,
 EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
               WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD)
 
+# a command's metric `x` captured with a unit: metrics["x.unit"] names the unit x is stored in
+UNIT_SUFFIX = ".unit"
+
 # per-slot latency percentiles from a histogram (kernels/hist.py): lat_p50_us, lat_max_us ...
 LATENCY_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
 
