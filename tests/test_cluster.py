@@ -71,6 +71,15 @@ def test_spread_over_nodes_with_corrected_clocks(four_nodes, plan_file, tmp_path
     db.close()
     assert floors == {n: 0.4 for n in ("n1", "n2", "n3", "n4")}
     assert all(f"noise floor {n}: stalls up to" in res.stdout for n in floors)
+    # four namespace nodes of this one machine: said in the header and stored as a warning
+    # naming the cpus they share (issue 17, item 5)
+    assert "nodes n1, n2, n3, n4 run on one machine" in res.stdout
+    assert "share its" in res.stdout
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    shared = [m for (m,) in db.execute("SELECT message FROM warnings "
+                                      "WHERE kind = 'shared-machine'")]
+    db.close()
+    assert len(shared) == 1 and "cpus 0-" in shared[0], shared
 
 
 def test_pack_and_task_nodes(four_nodes, plan_file, tmp_path):
