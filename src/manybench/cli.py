@@ -470,15 +470,18 @@ def kernels(name: str | None) -> None:
 @click.option("--python-version", metavar="X.Y", help="Target Python (default: this one).")
 @click.option("--platform", metavar="TAG", help="Target platform tag, e.g. manylinux2014_x86_64.")
 @click.option("--extra", "extras", multiple=True, help="Also bundle an extra (e.g. test).")
+@click.option("--native", is_flag=True, help="Build the C kernels for this processor "
+              "(-march=native), not portable (the default).")
 def bundle(directory: str, source: str | None, python_version: str | None,
-           platform: str | None, extras: tuple[str, ...]) -> None:
+           platform: str | None, extras: tuple[str, ...], native: bool) -> None:
     """Write wheels of manybench and every dependency into DIRECTORY, for
     `pip install --no-index --find-links DIRECTORY manybench` with no network."""
-    from .bundle import BundleError, bundle as write_bundle
+    from .bundle import BundleError, build_note, bundle as write_bundle
     try:
-        files = write_bundle(directory, source, python_version, platform, extras)
+        files = write_bundle(directory, source, python_version, platform, extras, native)
     except BundleError as e:
         raise _fail(str(e)) from None
+    click.echo(build_note(native))
     click.echo(f"{len(files)} files in {directory}; install with:\n"
                f"  pip install --no-index --find-links {directory} manybench")
 
