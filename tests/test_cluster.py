@@ -301,3 +301,25 @@ def test_a_wrapped_null_phase_starts_its_wrap_before_t0_on_a_cluster(plan_file, 
     for t0 in sorted({r["t0_ns"] for r in rows}):
         up = sum(launched + 0.3e9 <= t0 for launched in launches)
         assert up >= sum(r["t0_ns"] <= t0 for r in rows), (t0, launches)
+
+
+def test_dry_run_with_a_scheduler_places_the_phases_on_its_nodes(four_nodes, plan_file,
+                                                                  tmp_path):
+    """--dry-run --scheduler ADDR (issue 17, item 8): the placement is the cluster's (its
+    nodes, their slots and cpus), not this machine's; nothing is run or stored."""
+    plan = plan_file("""
+        [placement]
+        workers = [4, 9]
+        order = "spread"
+        [[task]]
+        name = "sync"
+        kernel = "null"
+    """)
+    res = run_cli("run", plan, "--dry-run", "--scheduler", four_nodes.scheduler,
+                  cwd=str(tmp_path), timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr     # 9 workers > the 4 x 2 slots
+    assert "4 nodes" in res.stdout and "8 slots" in res.stdout, res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("placement workers=4"))
+    assert all(f"{n}:" in line for n in ("n1", "n2", "n3", "n4")), line
+    assert "9 workers but 8 slots" in res.stderr, res.stderr
+    assert not (tmp_path / "manybench-results").exists()
