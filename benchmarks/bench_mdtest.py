@@ -15,10 +15,13 @@ The same phases with at = true (relative *at calls, no path walk) are printed be
 for information: not what mdtest measures.
 
 After an uncounted warm-up round, rounds alternate which tool goes first, each run in a
-fresh directory. Gate: for mkdir, statdir, rmdir, create, stat and unlink, the median of the
-paired ratios (manybench / mdtest) within 0.95-1.05 on every directory and task count;
-rename and read, and every at = true ratio, printed for information, not gated. Exit status
-1 when a goal is missed, 2 when mdtest is missing.
+fresh directory. Then each side once more under the work counters (work.py: strace -ff of
+every call on a path in the directory), printed side by side as calls per item. Gate, the
+agreement rule, for mkdir, statdir, rmdir, create, stat and unlink on every directory and
+task count: the same calls per item (within 0.01) and the 95% interval of the median of the
+paired ratios (manybench / mdtest) reaching into 0.95-1.05; rename and read, and every
+at = true ratio, printed for information, not gated. Exit status 1 when the rule fails, 2
+when mdtest is missing.
 """
 from __future__ import annotations
 
@@ -30,11 +33,11 @@ import sys
 import tempfile
 
 import harness
-from harness import Goal, alternate, info, verdict
+from harness import agreement, alternate, info
+import work
 
 from manybench.parsers import PARSERS
 
-LOW, HIGH = 0.95, 1.05
 # manybench task -> mdtest metric
 PHASES = {"mkdir": "dir_create_ops_s", "statdir": "dir_stat_ops_s",
           "rename": "dir_rename_ops_s", "rmdir": "dir_remove_ops_s",
@@ -49,6 +52,47 @@ def manybench(d: str, tasks: int, items: int, at: bool) -> dict[str, float]:
         f'at = {"true" if at else "false"}\n' for op in PHASES)
     rows = harness.run_plan(plan)
     return {op: harness.aggregate_rate(rows, op, "ops") for op in PHASES}
+
+
+# the calls every item of a phase makes (strace names; glibc's stat is newfstatat or statx)
+ITEM_CALLS = ("mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "newfstatat", "statx",
+              "stat", "lstat", "openat", "creat", "rename", "renameat")
+
+
+def counted(exe: str, where: str, tasks: int, items: int) -> list[str] | None:
+    """Each side once under strace; calls per item side by side; the differences."""
+    if not work.strace():
+        print("  work: strace not installed: not measured", flush=True)
+        return None
+    sides = {}
+    for who in ("manybench", "mdtest"):
+        d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
+        plan = os.path.join(d, "plan.toml")
+        if who == "manybench":
+            with open(plan, "w") as f:
+                f.write(f'scratch = "{d}/s"\n[placement]\nworkers = {tasks}\n' + "".join(
+                    f'[[task]]\nname = "{op}"\nkernel = "meta.{op}"\nitems = {items}\n'
+                    for op in PHASES))
+            w, _ = work.measure([sys.executable, "-m", "manybench", "run", plan, "-o",
+                                 os.path.join(d, "res"), "-q", "--set", "noise=0"],
+                                os.path.join(d, "s"), env=harness.ENV)
+        else:
+            os.makedirs(os.path.join(d, "s"))
+            w = work.Work()
+            for flag in ("-D", "-F"):
+                one, _ = work.measure([*harness.mpirun_pinned(harness.slot_affinity(tasks)),
+                                       exe, flag, "-n", str(items), "-d", f"{d}/s/md{flag}"],
+                                      os.path.join(d, "s"))
+                w.calls += one.calls
+        sides[who] = w
+        shutil.rmtree(d, ignore_errors=True)
+    total = items * tasks
+    a, b = (work.per_item(sides[w], total) for w in ("manybench", "mdtest"))
+    print(f"  work per item ({total} items per phase): call  manybench  mdtest", flush=True)
+    for n in ITEM_CALLS:
+        if a.get(n) or b.get(n):
+            print(f"    {n:<12} {a.get(n, 0):9.3f} {b.get(n, 0):7.3f}", flush=True)
+    return work.agree_per_item(sides["manybench"], sides["mdtest"], total, ITEM_CALLS)
 
 
 def mdtest(exe: str, d: str, tasks: int, items: int) -> dict[str, float]:
@@ -94,12 +138,14 @@ def main() -> int:
                               "at": side("at")}, args.rounds, args.warmup,
                              harness.show_round(f"{where}, {tasks} task(s), mkdir", "ops/s",
                                                 key=lambda r: r["mkdir"]))
+            diffs = counted(exe, where, tasks, args.items)
             for op in PHASES:
                 ours, theirs, at = ([r[op] for r in runs[who]]
                                     for who in ("manybench", "mdtest", "at"))
                 name = f"meta.{op} on {where}, {tasks} task(s) / mdtest"
                 if op in GATED:
-                    ok &= verdict(Goal(name, LOW, upper=HIGH), ours, theirs, "ops/s")
+                    ok &= agreement(name, ours, theirs, "ops/s", diffs,
+                                    "calls per item: " + ", ".join(ITEM_CALLS[:6]) + "...")
                 else:
                     info(name, ours, theirs, "ops/s")
                 info(f"    meta.{op} at = true / mdtest (not mdtest's path walk)", at, theirs,

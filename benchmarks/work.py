@@ -129,3 +129,66 @@ def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
         if max(x, y) > 2**20 and abs(x - y) > DEVICE_TOLERANCE * max(x, y):
             diffs.append(f"{what}: {x / 2**20:,.1f} vs {y / 2**20:,.1f} MiB")
     return diffs
+
+
+# -- the compiled loops: what the compiler made of each side's timed loops ----------------------
+_INSN = re.compile(r"^\s*[0-9a-f]+:\s+(v?(?:fmadd|fmsub|fnmadd|mul|add|sub|div|mov(?:nt)?(?:apd|"
+                   r"upd|sd|dqa|dqu|dqa64|dqu64|ntpd|ntdq))\w*)\s+(.*)$")
+_WIDTH = (("zmm", 512), ("ymm", 256), ("xmm", 128))
+
+
+def loops(binary: str, functions: tuple[str, ...]) -> Counter:
+    """(instruction kind, vector width) -> count, over the functions whose names start with
+    one of `functions` in `binary` (objdump -d): the floating point moves and arithmetic the
+    compiler emitted. Two sides whose main loops use the same kinds at the same widths (FMA
+    on 512-bit registers, say, and no non-temporal stores on either) do the same work per
+    element; unrolling and epilogues change the counts, not the kinds."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True, check=True).stdout
+    kinds: Counter = Counter()
+    inside = False
+    for line in out.splitlines():
+        head = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
+        if head:
+            inside = head.group(1).startswith(functions)
+            continue
+        m = _INSN.match(line) if inside else None
+        if not m:
+            continue
+        width = next((w for reg, w in _WIDTH if reg in m.group(2)), 0)
+        if width < 512 and not m.group(1).startswith("vmovnt"):
+            continue       # the wide main loops and any streaming store: scalar code and
+                           # epilogues differ with unrolling, not with the work per element
+        # operand order is the compiler's choice; an aligned move (movapd) moves what the
+        # unaligned one does on aligned data
+        kind = re.sub(r"(132|213|231)", "", m.group(1)).replace("movapd", "movupd")
+        kinds[(kind, width)] += 1
+    return kinds
+
+
+def same_loops(a: Counter, b: Counter) -> list[str]:
+    """The instruction kinds one side's loops have and the other's lack (empty: the same)."""
+    diffs = [f"{k} {w}-bit: only {'manybench' if k_w in a else 'the reference'}"
+             for k_w in sorted(set(a) ^ set(b)) for k, w in [k_w]]
+    return diffs
+
+
+def loops_line(c: Counter) -> str:
+    return ", ".join(f"{k} {w}-bit" for k, w in sorted(c)) or "no 512-bit loops"
+
+
+def per_item(w: Work, items: int) -> dict[str, float]:
+    """Calls by name (sizes folded) per item: what each item of a metadata phase cost."""
+    by: Counter = Counter()
+    for (name, _), n in w.calls.items():
+        by[name] += n
+    return {name: n / items for name, n in by.items()}
+
+
+def agree_per_item(a: Work, b: Work, items: int, names: tuple[str, ...],
+                   tolerance: float = 0.01) -> list[str]:
+    """The calls of `names` whose count per item differs by more than `tolerance` (a tool's
+    own few set-up calls, a tree's root directories, are not per-item work)."""
+    pa, pb = per_item(a, items), per_item(b, items)
+    return [f"{n}: {pa.get(n, 0):.3f} vs {pb.get(n, 0):.3f} per item" for n in names
+            if abs(pa.get(n, 0) - pb.get(n, 0)) > tolerance]
