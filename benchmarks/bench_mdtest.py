@@ -68,6 +68,7 @@ def counted(exe: str, where: str, tasks: int, items: int) -> list[str] | None:
     for who in ("manybench", "mdtest"):
         d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
         plan = os.path.join(d, "plan.toml")
+        os.makedirs(os.path.join(d, "s"))
         if who == "manybench":
             with open(plan, "w") as f:
                 f.write(f'scratch = "{d}/s"\n[placement]\nworkers = {tasks}\n' + "".join(
@@ -77,7 +78,6 @@ def counted(exe: str, where: str, tasks: int, items: int) -> list[str] | None:
                                  os.path.join(d, "res"), "-q", "--set", "noise=0"],
                                 os.path.join(d, "s"), env=harness.ENV)
         else:
-            os.makedirs(os.path.join(d, "s"))
             w = work.Work()
             for flag in ("-D", "-F"):
                 one, _ = work.measure([*harness.mpirun_pinned(harness.slot_affinity(tasks)),
