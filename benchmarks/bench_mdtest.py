@@ -55,44 +55,61 @@ def manybench(d: str, tasks: int, items: int, at: bool) -> dict[str, float]:
 
 
 # the calls every item of a phase makes (strace names; glibc's stat is newfstatat or statx)
-ITEM_CALLS = ("mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "newfstatat", "statx",
-              "stat", "lstat", "openat", "creat", "rename", "renameat")
+# (work.py counts a *at call from the current directory with a full path as the plain call)
+ITEM_CALLS = ("mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "stat", "newfstatat",
+              "statx", "open", "openat", "creat", "rename", "renameat", "close", "read")
+
+
+# mdtest's -D and -F runs, and manybench's phases that do the same
+GROUPS = {"-D": ("mkdir", "statdir", "rename", "rmdir"), "-F": ("create", "stat", "read",
+                                                               "unlink")}
+
+
+def _windows(res: str, tasks: tuple[str, ...]) -> list[tuple[float, float]]:
+    """The timed windows (epoch s) of these tasks' records in a results directory."""
+    import sqlite3
+    con = sqlite3.connect(os.path.join(res, "results.db"))
+    try:
+        rows = con.execute(f"SELECT start_ns, end_ns FROM records WHERE task IN "
+                           f"({','.join('?' * len(tasks))})", tasks).fetchall()
+    finally:
+        con.close()
+    return [(a / 1e9, b / 1e9) for a, b in rows]
 
 
 def counted(exe: str, where: str, tasks: int, items: int) -> list[str] | None:
-    """Each side once under strace; calls per item side by side; the differences."""
+    """Each side once under strace -ttt: manybench's calls inside its phases' timed windows
+    (not the untimed prepare that lays each phase's items out), mdtest's whole -D and -F
+    runs; calls per item side by side, per group; the differences."""
     if not work.strace():
         print("  work: strace not installed: not measured", flush=True)
         return None
-    sides = {}
-    for who in ("manybench", "mdtest"):
-        d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
-        plan = os.path.join(d, "plan.toml")
+    d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
+    try:
         os.makedirs(os.path.join(d, "s"))
-        if who == "manybench":
-            with open(plan, "w") as f:
-                f.write(f'scratch = "{d}/s"\n[placement]\nworkers = {tasks}\n' + "".join(
-                    f'[[task]]\nname = "{op}"\nkernel = "meta.{op}"\nitems = {items}\n'
-                    for op in PHASES))
-            w, _ = work.measure([sys.executable, "-m", "manybench", "run", plan, "-o",
-                                 os.path.join(d, "res"), "-q", "--set", "noise=0"],
-                                os.path.join(d, "s"), env=harness.ENV)
-        else:
-            w = work.Work()
-            for flag in ("-D", "-F"):
-                one, _ = work.measure([*harness.mpirun_pinned(harness.slot_affinity(tasks)),
-                                       exe, flag, "-n", str(items), "-d", f"{d}/s/md{flag}"],
-                                      os.path.join(d, "s"))
-                w.calls += one.calls
-        sides[who] = w
+        plan, res = os.path.join(d, "plan.toml"), os.path.join(d, "res")
+        with open(plan, "w") as f:
+            f.write(f'scratch = "{d}/s"\nnoise = 0\n[placement]\nworkers = {tasks}\n' + "".join(
+                f'[[task]]\nname = "{op}"\nkernel = "meta.{op}"\nitems = {items}\n'
+                for op in PHASES))
+        ours = work.traced([sys.executable, "-m", "manybench", "run", plan, "-o", res, "-q"],
+                           os.path.join(d, "s"), env=harness.ENV)
+        diffs: list[str] = []
+        total = items * tasks
+        for flag, ops in GROUPS.items():
+            a = work.counted(ours, os.path.join(d, "s"), _windows(res, ops))
+            md = os.path.join(d, "m" + flag)
+            os.makedirs(md)
+            b = work.counted(work.traced([*harness.mpirun_pinned(
+                harness.slot_affinity(tasks)), exe, flag, "-n", str(items), "-d", md], md), md)
+            pa, pb = work.per_item(a, total), work.per_item(b, total)
+            print(f"  work per item, mdtest {flag} vs {', '.join(ops)} ({total} items each): "
+                  + "; ".join(f"{n} {pa.get(n, 0):.3f} vs {pb.get(n, 0):.3f}"
+                              for n in ITEM_CALLS if pa.get(n) or pb.get(n)), flush=True)
+            diffs += [f"{flag} {x}" for x in work.agree_per_item(a, b, total, ITEM_CALLS)]
+        return diffs
+    finally:
         shutil.rmtree(d, ignore_errors=True)
-    total = items * tasks
-    a, b = (work.per_item(sides[w], total) for w in ("manybench", "mdtest"))
-    print(f"  work per item ({total} items per phase): call  manybench  mdtest", flush=True)
-    for n in ITEM_CALLS:
-        if a.get(n) or b.get(n):
-            print(f"    {n:<12} {a.get(n, 0):9.3f} {b.get(n, 0):7.3f}", flush=True)
-    return work.agree_per_item(sides["manybench"], sides["mdtest"], total, ITEM_CALLS)
 
 
 def mdtest(exe: str, d: str, tasks: int, items: int) -> dict[str, float]:

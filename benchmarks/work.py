@@ -30,7 +30,7 @@ SYSCALLS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "preadv",
             "mkdir", "mkdirat", "rmdir", "newfstatat", "statx", "stat", "lstat", "fstat",
             "close", "ftruncate", "fallocate", "lseek", "rename", "renameat")
 MARKERS = (".manybench-run",)    # manybench's own bookkeeping files, not the benchmark's work
-_LINE = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+)")
+_LINE = re.compile(r"^(?:(\d+\.\d+) )?(\w+)\((.*)\)\s+=\s+(-?\d+)")
 _FD = re.compile(r"^(\d+)<([^>]*)>")
 
 
@@ -71,15 +71,38 @@ def diskstats(name: str | None) -> tuple[int, int]:
     return 0, 0
 
 
-def parse(text: str, under: str) -> Counter:
+# a *at call from the current directory with a full path walks the path as the plain call
+# does (glibc makes mkdir() one or the other): counted under the plain call's name, while a
+# call relative to a directory descriptor (meta.* at = true) keeps its own
+_AT_WALK = {"mkdirat": "mkdir", "renameat": "rename", "renameat2": "rename",
+            "newfstatat": "stat", "statx": "stat", "lstat": "stat", "openat": "open"}
+
+
+def _walk_name(name: str, args: str) -> str:
+    if name == "lstat":
+        return "stat"
+    if not args.startswith("AT_FDCWD"):
+        return name
+    if name == "unlinkat":
+        return "rmdir" if "AT_REMOVEDIR" in args else "unlink"
+    return _AT_WALK.get(name, name)
+
+
+def parse(text: str, under: str, windows: list[tuple[float, float]] | None = None) -> Counter:
     """strace -y output of one process (-ff: no call split by another process's) ->
-    Counter of (call, size or advice) on paths under `under`."""
+    Counter of (call, size or advice) on paths under `under`. windows: with strace -ttt
+    stamps, only the calls made inside one of these (start, end) epoch seconds (the timed
+    windows of a phase, not its untimed prepare)."""
     calls: Counter = Counter()
     for line in text.splitlines():
         m = _LINE.match(line)
-        if not m or m.group(1) not in SYSCALLS:
+        if not m or m.group(2) not in SYSCALLS:
             continue
-        name, args, ret = m.group(1), m.group(2), int(m.group(3))
+        if windows is not None and not (m.group(1) and any(
+                a <= float(m.group(1)) <= b for a, b in windows)):
+            continue
+        name, args, ret = m.group(2), m.group(3), int(m.group(4))
+        name = _walk_name(name, args)
         fd = _FD.match(args)
         path = fd.group(2) if fd else (re.search(r'"([^"]*)"', args) or [None, ""])[1]
         inside = path == under or path.startswith(under.rstrip("/") + "/")
@@ -92,6 +115,30 @@ def parse(text: str, under: str) -> Counter:
             arg = args.rsplit(",", 1)[-1].strip()
         calls[(name, arg)] += 1
     return calls
+
+
+def traced(cmd: list[str], under: str, env: dict | None = None) -> list[str]:
+    """Run `cmd` under strace -ff -y -ttt; the trace of each of its processes."""
+    with tempfile.TemporaryDirectory(suffix=".strace") as out:
+        p = subprocess.run([strace() or "strace", "-ff", "-y", "-qq", "-ttt", "-o",
+                            os.path.join(out, "p"), "-e", "trace=" + ",".join(SYSCALLS), *cmd],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed under strace: {p.stderr.strip()}")
+        texts = []
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), errors="replace") as f:
+                texts.append(f.read())
+    return texts
+
+
+def counted(texts: list[str], under: str, windows: list[tuple[float, float]] | None = None
+            ) -> Work:
+    """The calls of traced() texts on paths under `under` (inside `windows`, if given)."""
+    calls: Counter = Counter()
+    for text in texts:
+        calls += parse(text, os.path.realpath(under), windows)
+    return Work(calls=calls)
 
 
 def measure(cmd: list[str], under: str, env: dict | None = None) -> tuple[Work, str]:
