@@ -15,10 +15,13 @@ The same phases with at = true (relative *at calls, no path walk) are printed be
 for information: not what mdtest measures.
 
 After an uncounted warm-up round, rounds alternate which tool goes first, each run in a
-fresh directory. Gate: for mkdir, statdir, rmdir, create, stat and unlink, the median of the
-paired ratios (manybench / mdtest) within 0.95-1.05 on every directory and task count;
-rename and read, and every at = true ratio, printed for information, not gated. Exit status
-1 when a goal is missed, 2 when mdtest is missing.
+fresh directory. Then each side once more under the work counters (work.py: strace -ff of
+every call on a path in the directory), printed side by side as calls per item. Gate, the
+agreement rule, for mkdir, statdir, rmdir, create, stat and unlink on every directory and
+task count: the same calls per item (within 0.01) and the 95% interval of the median of the
+paired ratios (manybench / mdtest) reaching into 0.95-1.05; rename and read, and every
+at = true ratio, printed for information, not gated. Exit status 1 when the rule fails, 2
+when mdtest is missing.
 """
 from __future__ import annotations
 
@@ -30,11 +33,11 @@ import sys
 import tempfile
 
 import harness
-from harness import Goal, alternate, info, verdict
+from harness import agreement, alternate, info
+import work
 
 from manybench.parsers import PARSERS
 
-LOW, HIGH = 0.95, 1.05
 # manybench task -> mdtest metric
 PHASES = {"mkdir": "dir_create_ops_s", "statdir": "dir_stat_ops_s",
           "rename": "dir_rename_ops_s", "rmdir": "dir_remove_ops_s",
@@ -49,6 +52,64 @@ def manybench(d: str, tasks: int, items: int, at: bool) -> dict[str, float]:
         f'at = {"true" if at else "false"}\n' for op in PHASES)
     rows = harness.run_plan(plan)
     return {op: harness.aggregate_rate(rows, op, "ops") for op in PHASES}
+
+
+# the calls every item of a phase makes (strace names; glibc's stat is newfstatat or statx)
+# (work.py counts a *at call from the current directory with a full path as the plain call)
+ITEM_CALLS = ("mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "stat", "newfstatat",
+              "statx", "open", "openat", "creat", "rename", "renameat", "close", "read")
+
+
+# mdtest's -D and -F runs, and manybench's phases that do the same
+GROUPS = {"-D": ("mkdir", "statdir", "rename", "rmdir"), "-F": ("create", "stat", "read",
+                                                               "unlink")}
+
+
+def _windows(res: str, tasks: tuple[str, ...]) -> list[tuple[float, float]]:
+    """The timed windows (epoch s) of these tasks' records in a results directory."""
+    import sqlite3
+    con = sqlite3.connect(os.path.join(res, "results.db"))
+    try:
+        rows = con.execute(f"SELECT start_ns, end_ns FROM records WHERE task IN "
+                           f"({','.join('?' * len(tasks))})", tasks).fetchall()
+    finally:
+        con.close()
+    return [(a / 1e9, b / 1e9) for a, b in rows]
+
+
+def counted(exe: str, where: str, tasks: int, items: int) -> list[str] | None:
+    """Each side once under strace -ttt: manybench's calls inside its phases' timed windows
+    (not the untimed prepare that lays each phase's items out), mdtest's whole -D and -F
+    runs; calls per item side by side, per group; the differences."""
+    if not work.strace():
+        print("  work: strace not installed: not measured", flush=True)
+        return None
+    d = tempfile.mkdtemp(prefix="mb-bench-md-", dir=where)
+    try:
+        os.makedirs(os.path.join(d, "s"))
+        plan, res = os.path.join(d, "plan.toml"), os.path.join(d, "res")
+        with open(plan, "w") as f:
+            f.write(f'scratch = "{d}/s"\nnoise = 0\n[placement]\nworkers = {tasks}\n' + "".join(
+                f'[[task]]\nname = "{op}"\nkernel = "meta.{op}"\nitems = {items}\n'
+                for op in PHASES))
+        ours = work.traced([sys.executable, "-m", "manybench", "run", plan, "-o", res, "-q"],
+                           os.path.join(d, "s"), env=harness.ENV)
+        diffs: list[str] = []
+        total = items * tasks
+        for flag, ops in GROUPS.items():
+            a = work.counted(ours, os.path.join(d, "s"), _windows(res, ops))
+            md = os.path.join(d, "m" + flag)
+            os.makedirs(md)
+            b = work.counted(work.traced([*harness.mpirun_pinned(
+                harness.slot_affinity(tasks)), exe, flag, "-n", str(items), "-d", md], md), md)
+            pa, pb = work.per_item(a, total), work.per_item(b, total)
+            print(f"  work per item, mdtest {flag} vs {', '.join(ops)} ({total} items each): "
+                  + "; ".join(f"{n} {pa.get(n, 0):.3f} vs {pb.get(n, 0):.3f}"
+                              for n in ITEM_CALLS if pa.get(n) or pb.get(n)), flush=True)
+            diffs += [f"{flag} {x}" for x in work.agree_per_item(a, b, total, ITEM_CALLS)]
+        return diffs
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def mdtest(exe: str, d: str, tasks: int, items: int) -> dict[str, float]:
@@ -94,12 +155,14 @@ def main() -> int:
                               "at": side("at")}, args.rounds, args.warmup,
                              harness.show_round(f"{where}, {tasks} task(s), mkdir", "ops/s",
                                                 key=lambda r: r["mkdir"]))
+            diffs = counted(exe, where, tasks, args.items)
             for op in PHASES:
                 ours, theirs, at = ([r[op] for r in runs[who]]
                                     for who in ("manybench", "mdtest", "at"))
                 name = f"meta.{op} on {where}, {tasks} task(s) / mdtest"
                 if op in GATED:
-                    ok &= verdict(Goal(name, LOW, upper=HIGH), ours, theirs, "ops/s")
+                    ok &= agreement(name, ours, theirs, "ops/s", diffs,
+                                    "calls per item: " + ", ".join(ITEM_CALLS[:6]) + "...")
                 else:
                     info(name, ours, theirs, "ops/s")
                 info(f"    meta.{op} at = true / mdtest (not mdtest's path walk)", at, theirs,

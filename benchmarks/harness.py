@@ -17,6 +17,10 @@ pair by pair, and a goal judged on the median of the paired ratios.
   overheads) is better; `upper` makes it a two-sided agreement goal (within 0.95-1.05).
   Absolute goals of the issues (20 us of skew, 20 MB per slot) are `absolute(...)` lines,
   printed with their peer's figure and ratio beside them.
+- Agreement with a reference tool (`agreement`): the two sides agree when they do the same
+  work per item (work.py's counters, or the compiled loops, printed side by side) and the
+  distribution-free 95% interval of the median of the paired ratios meets 1.0 within 5%
+  (reaches into 0.95-1.05). Noise widens the interval; it cannot move the work.
 - Peers are built with the package's own compiler and flags (`compile_c`: the extension's
   `_native.build_info()`, defined once in setup.py) and pinned exactly as the slots they are
   compared with (`slot_affinity`, `pinned`, `taskset`, `mpirun_pinned`: run/placement.py's
@@ -25,6 +29,7 @@ pair by pair, and a goal judged on the median of the paired ratios.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -149,6 +154,52 @@ def summary(goal: Goal, ours: list[float], peer: list[float], unit: str = "",
             f"best-of-{n} {rfmt(bo / bp if bp else float('inf'))} ({fmt(bo)} vs {fmt(bp)}{unit});"
             " pairs " + " ".join(rfmt(r) for r in ratios))
     return line, ok
+
+
+AGREE = 0.05      # the agreement rule's tolerance around 1.0
+
+
+def median_interval(values: list[float]) -> tuple[float, float, float, float]:
+    """(median, low, high, coverage): the distribution-free interval of the median from
+    order statistics, the narrowest pair of ranks (k, n + 1 - k) whose binomial coverage is
+    at least 95%; with n < 6 no pair reaches 95% and the range (min-max) is given, with its
+    coverage (93.8% at n = 5)."""
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("no values")
+    def coverage(k: int) -> float:        # P(x_k <= median <= x_{n+1-k})
+        tail = sum(math.comb(n, i) for i in range(k)) / 2.0**n
+        return 1.0 - 2.0 * tail
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= 0.95:
+        k += 1
+    return statistics.median(xs), xs[k - 1], xs[n - k], coverage(k)
+
+
+def agreement(name: str, ours: list[float], peer: list[float], unit: str = "",
+              work: list[str] | None = None, matched: str = "") -> bool:
+    """Print the agreement line and return whether the two sides agree by the rule: the same
+    work per item (work: the differences found, [] for none, None when not measured) and
+    the 95% interval of the median paired ratio reaching into 1.0 +- AGREE."""
+    ratios = paired(ours, peer)
+    med, lo, hi, cov = median_interval(ratios)
+    in_time = lo <= 1 + AGREE and hi >= 1 - AGREE
+    same = work is not None and not work
+    ok = in_time and same
+    n = len(ratios)
+    interval = (f"{cov * 100:.0f}% interval {rfmt(lo)}-{rfmt(hi)}" if cov >= 0.95 else
+                f"{cov * 100:.1f}% interval {rfmt(lo)}-{rfmt(hi)} (n {n} too small for 95%)")
+    work_text = ("work not measured" if work is None else
+                 f"same work ({matched})" if not work else "different work: " + "; ".join(work))
+    bo, bp = max(ours), max(peer)
+    print(f"{name} = {rfmt(med)} median of {n} paired ratios, {interval} "
+          f"(rule: same work and the interval meets {1 - AGREE:g}-{1 + AGREE:g}) "
+          f"{'PASS' if ok else 'FAIL'}; {work_text}; best-of-{n} "
+          f"{rfmt(bo / bp if bp else float('inf'))} ({fmt(bo)} vs {fmt(bp)}"
+          f"{' ' + unit if unit else ''}); pairs " + " ".join(rfmt(r) for r in ratios),
+          flush=True)
+    return ok
 
 
 def verdict(goal: Goal, ours: list[float], peer: list[float], unit: str = "") -> bool:

@@ -35,6 +35,7 @@ def wheels(tmp_path_factory):
     if res.returncode != 0 and "Could not find a version" in res.stderr + res.stdout:
         pytest.skip(f"bundle needs the package index (network): {res.stderr[-300:]}")
     assert res.returncode == 0, res.stderr[-3000:]
+    assert "built portable (no -march=native)" in res.stdout, res.stdout
     return d
 
 
@@ -87,6 +88,11 @@ def test_bundle_installs_and_runs_with_no_network(wheels, offline_ns, tmp_path):
     where = _in_ns(offline_ns, str(venv / "bin" / "python"), "-c",
                    "import manybench, manybench._native; print(manybench.__file__)", home=home)
     assert where.returncode == 0 and str(venv) in where.stdout, where.stdout + where.stderr
+    # portable by default: its C kernels were not built for the bundling machine's processor
+    flags = _in_ns(offline_ns, str(venv / "bin" / "python"), "-c",
+                   "from manybench import _native; print(_native.build_info()['cflags'])",
+                   home=home)
+    assert flags.returncode == 0 and "-march=native" not in flags.stdout, flags.stdout
 
 
 def test_bundle_refuses_a_directory_that_is_no_source_tree(tmp_path):

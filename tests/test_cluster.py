@@ -71,6 +71,15 @@ def test_spread_over_nodes_with_corrected_clocks(four_nodes, plan_file, tmp_path
     db.close()
     assert floors == {n: 0.4 for n in ("n1", "n2", "n3", "n4")}
     assert all(f"noise floor {n}: stalls up to" in res.stdout for n in floors)
+    # four namespace nodes of this one machine: said in the header and stored as a warning
+    # naming the cpus they share (issue 17, item 5)
+    assert "nodes n1, n2, n3, n4 run on one machine" in res.stdout
+    assert "share its" in res.stdout
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    shared = [m for (m,) in db.execute("SELECT message FROM warnings "
+                                      "WHERE kind = 'shared-machine'")]
+    db.close()
+    assert len(shared) == 1 and "cpus 0-" in shared[0], shared
 
 
 def test_pack_and_task_nodes(four_nodes, plan_file, tmp_path):
@@ -264,3 +273,25 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
                 p.kill()
     status = run_cli("report", out).stdout
     assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())
+
+
+def test_dry_run_with_a_scheduler_places_the_phases_on_its_nodes(four_nodes, plan_file,
+                                                                  tmp_path):
+    """--dry-run --scheduler ADDR (issue 17, item 8): the placement is the cluster's (its
+    nodes, their slots and cpus), not this machine's; nothing is run or stored."""
+    plan = plan_file("""
+        [placement]
+        workers = [4, 9]
+        order = "spread"
+        [[task]]
+        name = "sync"
+        kernel = "null"
+    """)
+    res = run_cli("run", plan, "--dry-run", "--scheduler", four_nodes.scheduler,
+                  cwd=str(tmp_path), timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr     # 9 workers > the 4 x 2 slots
+    assert "4 nodes" in res.stdout and "8 slots" in res.stdout, res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("placement workers=4"))
+    assert all(f"{n}:" in line for n in ("n1", "n2", "n3", "n4")), line
+    assert "9 workers but 8 slots" in res.stderr, res.stderr
+    assert not (tmp_path / "manybench-results").exists()

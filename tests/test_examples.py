@@ -87,6 +87,17 @@ def _report(out: str) -> str:
     return res.stdout
 
 
+def _fits_80_columns(out: str) -> None:
+    """Every table of the report fits 80 columns whole (issue 17, item 8): none split into
+    parts titled "(1/3)", no line wider than the terminal."""
+    res = run_cli("report", out, env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    split = [ln for ln in res.stdout.splitlines() if re.search(r"\(\d+/\d+\)\s*$", ln)]
+    assert not split, split
+    wide = [ln for ln in res.stdout.splitlines() if len(ln.rstrip()) > 80]
+    assert not wide, wide
+
+
 def _needs(expect: Expect) -> None:
     for prog, pkg in expect.tools:
         if shutil.which(prog) is None:
@@ -122,6 +133,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert res.returncode == expect.exit, res.stderr[-3000:]
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
+    _fits_80_columns(out)
 
 
 @pytest.mark.e2e
@@ -143,6 +155,7 @@ def test_interconnects_example_over_two_nodes(tmp_path):
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
     assert re.search(r"\d+(\.\d+)?% of \d", report)      # HPL's share of the peak
+    _fits_80_columns(out)
 
 
 def _wait_phases_stored(db: str, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -188,3 +201,4 @@ def test_ha_example_loses_a_node_and_goes_on(tmp_path):
         assert ok == {"n1", "n3"}, [(r["phase"], r["node"], r["status"]) for r in rows]
     report = _report(out)
     assert "lost" in report
+    _fits_80_columns(out)

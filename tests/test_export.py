@@ -65,3 +65,29 @@ def test_empty():
     out = io.StringIO()
     export([], "csv", out)
     assert out.getvalue() == ",".join(COLUMNS) + "\n"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("args", [("--format", "csv"), ("--format", "json"),
+                                  ("--format", "csv", "--table", "phases")])
+def test_export_into_a_reader_that_stops_early_says_nothing(tmp_path, args):
+    """`export DIR | head` (issue 17, item 8): the reader closing the pipe is no error of
+    the disk's; it printed "manybench: -o stdout: cannot write: Broken pipe"."""
+    import subprocess
+    import sys
+    from conftest import run_cli
+    from manybench.model import Phase, Plan, TaskSpec
+    from manybench.results.store import Store
+    spec = TaskSpec("n", "null", {})
+    with Store(tmp_path) as st:
+        st.begin_run("r", Plan(name="p", tasks=[spec], raw={}), [], {"hostname": "h"})
+        for i in range(300):
+            rec = Record(run="r", phase=i, task="n", kernel="null", variant="", rep=i,
+                         workers=1, node="h", slot=0, cpu=0, t0_ns=i, start_ns=i, end_ns=i + 1)
+            st.write_phase("r", Phase(i, spec, "null", "", i, 1, "spread", "core", {}, "n-1"),
+                           i, [rec])
+        st.end_run("r", "finished")
+    assert run_cli("--version").returncode == 0      # marks the test e2e (fastpass)
+    p = subprocess.run(f"{sys.executable} -m manybench export {tmp_path} {' '.join(args)} "
+                       "| head -c 100 > /dev/null", shell=True, capture_output=True, text=True)
+    assert p.stderr == "", p.stderr

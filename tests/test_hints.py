@@ -66,11 +66,11 @@ def test_straggler_slot_and_node_by_robust_z_score():
 
 
 def test_cached_reads_and_data_larger_than_memory():
-    warm = _point(1, bw=5e9, metrics={"cached_fraction": 1.0})
-    cold = _point(2, bw=5e8, metrics={"cached_fraction": 0.02})
+    warm = _point(1, bw=5e9, metrics={"from_memory": 1.0})
+    cold = _point(2, bw=5e8, metrics={"from_memory": 0.02})
     warm.kernel = cold.kernel = "io.read"     # the kernel that declares the flag
     (h,) = H.flags([warm, cold])
-    assert "page cache" in h.text and "workers=1, block=64KiB" in h.text and "100% of its file cached" in h.evidence
+    assert "page cache" in h.text and "workers=1, block=64KiB" in h.text and "read 100% of its bytes from memory" in h.evidence
     big = [_rec(s, 1.0, bytes=3 * GiB) for s in range(3)]                 # 9 GiB on n1
     (m,) = H.data_exceeds_memory(big, {"n1": 8 * GiB})
     assert "exceeded the free memory of n1" in m.text and "9.0 GiB" in m.evidence

@@ -70,3 +70,24 @@ def test_a_declared_headline_wins(tmp_path, monkeypatch):
 def test_a_directory_without_results_is_exit_2(tmp_path):
     out = CliRunner().invoke(main, ["history", str(tmp_path)])
     assert out.exit_code == 2 and "no results.db" in out.output
+
+
+def test_the_best_point_is_taken_per_variant(tmp_path):
+    """Issue 17, item 8: `history` mixed variants in "best point": a run of a slow and a fast
+    variant showed the fast one's figure as the task's, as if the slow one had never run."""
+    d = str(tmp_path / "v")
+    st = Store(d)
+    st.begin_run("r1", plan(), ["manybench"], {}, RunNotes())
+    for i, (variant, nbytes) in enumerate((("slow", 1000), ("fast", 4000))):
+        rs = [dataclasses.replace(r, variant=variant, bytes=nbytes, phase=i)
+              for r in recs("r1", i)]
+        st.write_phase("r1", dataclasses.replace(phase(i), variant=variant,
+                                                 point=f"w|1MiB|2|{variant}"), T0, rs)
+    st.end_run("r1", "finished")
+    st.close()
+    h = H.history([d])
+    assert sorted((t.task, t.variant) for t in h.tasks) == [("w", "fast"), ("w", "slow")]
+    by = {t.variant: t.max for t in h.tasks}
+    assert abs(by["fast"] / by["slow"] - 4) < 0.01
+    out = CliRunner().invoke(main, ["history", d])
+    assert "w [slow]" in out.output and "w [fast]" in out.output, out.output

@@ -259,12 +259,6 @@ def test_a_command_missing_from_path_is_refused_locally_and_warned_on_a_cluster(
         command = ["no-such-program-manybench", "x"]
         """
     refused(tmp_path, text, "task.c.command", "no-such-program-manybench", "PATH")
-    plan = tmp_path / "c.toml"
-    plan.write_text(textwrap.dedent(text))
-    res = CliRunner().invoke(main, ["run", str(plan), "--dry-run", "--scheduler",
-                                    "tcp://127.0.0.1:9"])
-    assert res.exit_code == 0, res.output
-    assert "warning:" in res.output and "no-such-program-manybench" in res.output
     code, out = dry_run(tmp_path, """
         [[task]]
         name = "c"
@@ -272,6 +266,18 @@ def test_a_command_missing_from_path_is_refused_locally_and_warned_on_a_cluster(
         env = { PATH = "/nonexistent" }
         """)
     assert code == 2 and "'true'" in out, out   # the task's own PATH is the one looked in
+
+
+@pytest.mark.e2e
+def test_a_command_missing_from_path_is_only_warned_on_a_cluster(tmp_path):
+    """On a cluster the nodes may have it: a warning, before the dry run reaches the cluster
+    (which it now does, so an unreachable scheduler ends it with exit 2)."""
+    plan = tmp_path / "c.toml"
+    plan.write_text('[[task]]\nname = "c"\ncommand = ["no-such-program-manybench", "x"]\n')
+    res = CliRunner().invoke(main, ["run", str(plan), "--dry-run", "--scheduler",
+                                    "tcp://127.0.0.1:9"])
+    assert "warning:" in res.output and "no-such-program-manybench" in res.output
+    assert res.exit_code == 2 and "cannot reach the Dask scheduler" in res.output, res.output
 
 
 @pytest.mark.parametrize("bind, key", [('{ cpus = "0-99999999" }', "cpus"),

@@ -67,3 +67,63 @@ def test_a_summed_per_slot_metric_shows_its_aggregate_and_per_slot_and_the_effic
     assert "2200" in rows[1] and "1100" in rows[1]
     # the efficiency of that same sum: 2200 MFLOPS of a peak of 2 slots x 100 GFLOPS
     assert "1% of 200000 MFLOPS" in rows[1], table
+
+
+README_MIXED = ["copied 2.80 GB/s\n", "copied 420 MB/s\n", "copied 3.10 GB/s\n"]
+
+
+def test_a_regex_that_captures_its_unit_converts_every_value_to_one_unit():
+    """Issue 17, item 3: the README's metrics.rate over outputs in GB/s and MB/s reported
+    `rate 3.70 (2.80-420)`. With a (?P<unit>...) group each value is converted to the unit's
+    base (B/s here) and the record says which."""
+    from manybench.kernels.command import extract_metrics
+    rx = {"rate": r"(?P<value>[\d.]+) (?P<unit>[kMGT]i?B/s)"}
+    got = [extract_metrics(rx, [t])[0] for t in README_MIXED]
+    assert [g["rate"] for g in got] == [2.8e9, 420e6, 3.1e9]
+    assert {g["rate.unit"] for g in got} == {"B/s"}
+    ms = extract_metrics({"t": r"took (?P<value>[\d.]+) ?(?P<unit>\w+)"}, ["took 250 ms"])[0]
+    assert ms["t"] == 0.25 and ms["t.unit"] == "s"
+    # no unit group: the value as printed, and the unit printed after it noted
+    plain = extract_metrics({"rate": r"(?P<value>[\d.]+) [MG]B/s"}, [README_MIXED[1]])[0]
+    assert plain["rate"] == 420.0 and plain["rate.unit"] == "MB/s"
+
+
+def _command_run(tmp_path, outputs: list[str], rx: str) -> str:
+    from manybench.kernels.command import extract_metrics
+    spec = TaskSpec("dd", "command", {}, command=["dd"], metrics={"rate": rx})
+    st = Store(tmp_path)
+    st.begin_run("r", Plan(name="u", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    for i, text in enumerate(outputs):
+        recs = [_rec(i, "dd", "command", 1, 0, "n1", metrics=extract_metrics({"rate": rx},
+                                                                            [text])[0])]
+        st.write_phase("r", Phase(i, spec, "command", "", i, 1, "spread", "core", {}, "dd-1"),
+                       T + i * S, recs)
+    st.end_run("r", "finished")
+    st.close()
+    return str(tmp_path)
+
+
+def test_converted_values_are_shown_in_one_unit_named_in_the_column(tmp_path):
+    out = _command_run(tmp_path, README_MIXED, r"(?P<value>[\d.]+) (?P<unit>[MG]B/s)")
+    table = _table(render_text(out, width=200), "dd (command)")
+    # 420 MB/s = 0.391 GiB/s, 2.8 GB/s = 2.61 GiB/s, 3.1 GB/s = 2.89 GiB/s: one column unit
+    assert "GiB/s" in table and "2.61 (0.391-2.89)" in table, table
+
+
+def test_mixed_or_missing_units_are_a_stored_warning(tmp_path):
+    from manybench.run.quality import units
+    with Store(_command_run(tmp_path / "a", README_MIXED, r"(?P<value>[\d.]+) [MG]B/s"),
+               readonly=True) as st:
+        (found,) = units(st.records("r"))
+    kind, _, task, text = found
+    assert kind == "units" and task == "dd"
+    assert "GB/s" in text and "MB/s" in text and "(?P<unit>" in text
+    # a unit group that captured nothing in one record: missing
+    with Store(_command_run(tmp_path / "b", ["1.5 GB/s", "1.2"],
+                            r"(?P<value>[\d.]+) ?(?P<unit>[MG]B/s)?"), readonly=True) as st:
+        (found,) = units(st.records("r"))
+    assert "no unit" in found[3]
+    # one unit throughout: nothing to say
+    with Store(_command_run(tmp_path / "c", README_MIXED, r"(?P<value>[\d.]+) (?P<unit>[MG]B/s)"),
+               readonly=True) as st:
+        assert units(st.records("r")) == []

@@ -29,9 +29,26 @@ close(6</d/f.0>) = 0
 
 def test_calls_on_the_directorys_files_are_counted_by_size_and_advice():
     got = work.parse(TRACE, "/d")
-    assert got == {("openat", ""): 1, ("fallocate", ""): 1,
+    assert got == {("open", ""): 1, ("fallocate", ""): 1,
                    ("fadvise64", "POSIX_FADV_SEQUENTIAL"): 1, ("pwrite64", "1048576"): 2,
                    ("fsync", ""): 1, ("close", ""): 1}     # not stdout, imports, markers
+
+
+def test_a_path_walk_from_the_current_directory_is_the_plain_call_and_windows_filter():
+    """mkdir() and mkdirat(AT_FDCWD, full path) walk the same path (glibc picks either);
+    a call relative to a directory descriptor (meta.* at = true) keeps its name. With -ttt
+    stamps only calls inside the given windows count (a phase's timed window, not its
+    untimed layout)."""
+    trace = "\n".join([
+        '10.5 mkdir("/d/a", 0775) = 0',
+        '11.5 mkdirat(AT_FDCWD</x>, "/d/b", 0775) = 0',
+        '12.5 mkdirat(5</d>, "c", 0775) = 0',
+        '13.5 unlinkat(AT_FDCWD</x>, "/d/b", AT_REMOVEDIR) = 0',
+        '14.5 unlinkat(AT_FDCWD</x>, "/d/f", 0) = 0',
+        '15.5 newfstatat(AT_FDCWD</x>, "/d/a", {st_mode=S_IFDIR|0775}, 0) = 0'])
+    assert work.parse(trace, "/d") == {("mkdir", ""): 2, ("mkdirat", ""): 1, ("rmdir", ""): 1,
+                                       ("unlink", ""): 1, ("stat", ""): 1}
+    assert work.parse(trace, "/d", [(11.0, 13.0)]) == {("mkdir", ""): 1, ("mkdirat", ""): 1}
 
 
 def test_two_sides_agree_on_the_calls_asked_and_the_device_bytes():

@@ -9,6 +9,12 @@ there by pip with setuptools and wheel, which are bundled too). Dependencies com
 for this interpreter `pip wheel` (which also builds any dependency published only as an
 sdist); for another target `pip download --only-binary=:all:` with its Python version and
 platform tags, since nothing can be built for it here.
+
+manybench's wheel is built portable by default (MANYBENCH_PORTABLE=1: no -march=native), as
+the bundle installs on nodes that may be older than the bundling machine, where code built
+for this processor dies of an illegal instruction; `native=True` (`--native`) builds it for
+this processor, for nodes of the same kind. An sdist for another target is built there, for
+that machine.
 """
 from __future__ import annotations
 
@@ -46,10 +52,12 @@ def source_tree(given: str | None = None) -> Path:
     return root
 
 
-def _pip(*args: str) -> None:
+def _pip(*args: str, env: dict[str, str] | None = None) -> None:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
     # The user's pip config may point --find-links elsewhere; the bundle must be whole.
-    env = {k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_NO_INDEX")}
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_NO_INDEX",
+                                                               "MANYBENCH_PORTABLE")},
+           **(env or {})}
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-12:])
@@ -62,9 +70,20 @@ def this_target() -> tuple[str, str]:
     return f"{sys.version_info[0]}.{sys.version_info[1]}", plat
 
 
+def build_note(native: bool) -> str:
+    """What the bundle says of how manybench's C kernels were compiled."""
+    if native:
+        return ("manybench's C kernels built -march=native: for nodes with this processor's "
+                "instruction set (an older node may die of an illegal instruction)")
+    return ("manybench's C kernels built portable (no -march=native): they run on any "
+            "x86-64 node; --native builds them for this processor")
+
+
 def bundle(directory: str, source: str | None = None, python_version: str | None = None,
-           platform: str | None = None, extras: tuple[str, ...] = ()) -> list[str]:
-    """Write the wheels into `directory`; return the file names there."""
+           platform: str | None = None, extras: tuple[str, ...] = (), native: bool = False
+           ) -> list[str]:
+    """Write the wheels into `directory`; return the file names there. native: build
+    manybench's C kernels for this processor (-march=native), not portable."""
     root = source_tree(source)
     out = Path(directory).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +96,8 @@ def bundle(directory: str, source: str | None = None, python_version: str | None
         copy = Path(tmp) / "src"
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns(
             ".git", "build", "dist", "*.egg-info", "*.so", "__pycache__", ".pytest_cache"))
-        _pip("wheel", "--no-deps", "-w", str(out), str(copy))
+        _pip("wheel", "--no-deps", "-w", str(out), str(copy),
+             env={} if native else {"MANYBENCH_PORTABLE": "1"})
     if not foreign:
         # every dependency as a wheel, manybench resolved from the wheel just written
         _pip("wheel", "-w", str(out), "--find-links", str(out), req)

@@ -163,6 +163,9 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     the_plan, phases = _load(plan, None, overrides, None if distributed else slots)
     errs.preflight(the_plan, phases, distributed)
+    if dry_run and distributed:     # the cluster's nodes and placement (run/dry_run.py)
+        return _dry_run_cluster(the_plan, phases, slots,
+                                _engine(the_plan, slots, scheduler, hosts, cluster))
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
@@ -195,6 +198,21 @@ def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     with errs.storing_results(directory):
         _run(the_plan, phases, directory, slots, quiet, engine, resume)
+
+
+def _dry_run_cluster(plan, phases, slots: int | None, engine) -> None:
+    from .engines.base import EngineError
+    from .plan.expand import describe
+    from .run.dry_run import on_cluster
+    try:
+        lines, problems = on_cluster(plan, phases, engine, slots)
+    except EngineError as e:
+        raise _fail(str(e))
+    click.echo("\n".join([lines[0], describe(phases), *lines[1:]]))
+    for problem in problems:
+        click.echo(problem, err=True)
+    if problems:
+        raise click.exceptions.Exit(EXIT_USAGE)
 
 
 def _dry_run(plan, phases, slots: int | None) -> None:
@@ -470,15 +488,18 @@ def kernels(name: str | None) -> None:
 @click.option("--python-version", metavar="X.Y", help="Target Python (default: this one).")
 @click.option("--platform", metavar="TAG", help="Target platform tag, e.g. manylinux2014_x86_64.")
 @click.option("--extra", "extras", multiple=True, help="Also bundle an extra (e.g. test).")
+@click.option("--native", is_flag=True, help="Build the C kernels for this processor "
+              "(-march=native), not portable (the default).")
 def bundle(directory: str, source: str | None, python_version: str | None,
-           platform: str | None, extras: tuple[str, ...]) -> None:
+           platform: str | None, extras: tuple[str, ...], native: bool) -> None:
     """Write wheels of manybench and every dependency into DIRECTORY, for
     `pip install --no-index --find-links DIRECTORY manybench` with no network."""
-    from .bundle import BundleError, bundle as write_bundle
+    from .bundle import BundleError, build_note, bundle as write_bundle
     try:
-        files = write_bundle(directory, source, python_version, platform, extras)
+        files = write_bundle(directory, source, python_version, platform, extras, native)
     except BundleError as e:
         raise _fail(str(e)) from None
+    click.echo(build_note(native))
     click.echo(f"{len(files)} files in {directory}; install with:\n"
                f"  pip install --no-index --find-links {directory} manybench")
 

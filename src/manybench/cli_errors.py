@@ -116,6 +116,12 @@ def writing(path: str, option: str = "-o") -> Iterator[None]:
     """Writing FILE fails midway (a full disk, /dev/full, an I/O error): exit 2 naming it."""
     try:
         yield
+    except BrokenPipeError:
+        if path != "stdout":
+            raise UserError(f"{option} {path}: cannot write: the pipe was closed") from None
+        # `export | head`: the reader has what it wanted; no word, as `report | head`
+        # (click's own handling: stdout pacified, exit 1)
+        raise
     except OSError as e:
         raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
 

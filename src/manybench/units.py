@@ -100,3 +100,46 @@ def format_duration(seconds: float) -> str:
     if a < 1:
         return f"{seconds * 1e3:.2f}ms"
     return f"{seconds:.3f}s"
+
+
+# -- units a tool prints after a figure (a command's metric regex may capture one) ------------------
+# base unit of each family: what values are converted to and stored in
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+           "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_PRINTED_RE = re.compile(r"^\s*([kKMGTP]?i?(?:B|b|bit|bits|byte|bytes|FLOPS|flops|Flops|flop/s|"
+                         r"Flop/s|ops|IOPS|iops)(?:/s|/sec|ps)?|ns|us|µs|ms|s|sec|secs|seconds|"
+                         r"min|h)(?![\w/])")
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+               "secs": 1.0, "seconds": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_unit(text: str) -> tuple[str, float] | None:
+    """(base unit, factor to it) of a unit as tools print it: "MB/s" -> ("B/s", 1e6),
+    "GiB/s" -> ("B/s", 2**30), "Gbit/s" -> ("B/s", 1.25e8), "ms" -> ("s", 1e-3),
+    "GFLOPS" -> ("FLOPS", 1e9), "kIOPS" -> ("ops/s", 1e3), "MiB" -> ("B", 2**20); None when
+    unknown. A decimal prefix is a power of 1000 here (as the tools that print MB/s mean it),
+    Ki/Mi/Gi powers of 1024."""
+    t = text.strip()
+    if t in _TIME_UNITS:
+        return "s", _TIME_UNITS[t]
+    m = re.fullmatch(r"([kKMGTP]i?)?(B|b|bit|bits|byte|bytes|FLOPS|flops|Flops|flop/s|Flop/s|"
+                     r"ops|IOPS|iops)(/s|/sec|ps)?", t)
+    if not m:
+        return None
+    prefix, what, per = m.group(1) or "", m.group(2), m.group(3)
+    f = _PREFIX[prefix]
+    if what.lower() in ("flops", "flop/s"):
+        return "FLOPS", f
+    if what.upper() == "IOPS" or (what == "ops" and per):
+        return "ops/s", f
+    if what == "ops":
+        return "ops", f
+    if what in ("b", "bit", "bits"):
+        f /= 8
+    return ("B/s" if per else "B"), f
+
+
+def printed_unit(text: str) -> str:
+    """The unit a tool printed at the start of `text` (what follows a figure), or ""."""
+    m = _PRINTED_RE.match(text)
+    return m.group(1) if m else ""

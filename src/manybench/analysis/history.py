@@ -36,6 +36,11 @@ class TaskHistory:
     task: str
     figure: str               # "bandwidth" (bytes/s), "ops_rate" (ops/s) or a metric name
     values: list[float] = field(default_factory=list)   # one per run, oldest first
+    variant: str = ""         # each variant has its own history: a best point never mixes them
+
+    @property
+    def label(self) -> str:
+        return f"{self.task} [{self.variant}]" if self.variant else self.task
 
     @property
     def mean(self) -> float:
@@ -104,13 +109,14 @@ def history(directories: Iterable[str]) -> History:
     for d, run, (records, points) in loaded:
         lines.append(RunLine(d, run.run_id, run.name, run.started_ns, run.status, run.phases,
                              sum(r.status != "ok" for r in records)))
-        best: dict[str, tuple[str, float]] = {}
+        best: dict[tuple[str, str], tuple[str, float]] = {}
         for s in points:
             h = headline(s)
-            if h is not None and (s.task not in best or h[1] > best[s.task][1]):
-                best[s.task] = h
-        for task, (fig, v) in best.items():
-            th = tasks.setdefault((task, fig), TaskHistory(task, fig))
+            key = (s.task, s.variant)
+            if h is not None and (key not in best or h[1] > best[key][1]):
+                best[key] = h
+        for (task, variant), (fig, v) in best.items():
+            th = tasks.setdefault((task, variant, fig), TaskHistory(task, fig, variant=variant))
             th.values.append(v)
     per_month = dict(sorted(Counter(_month(r.started_ns) for r in lines).items()))
     return History(lines, per_month, list(tasks.values()))

@@ -75,7 +75,20 @@ class PointSummary:
     # ok records, over repetitions; the aggregate the report shows beside the per-slot value
     metric_sums: dict[str, Stats] = field(default_factory=dict)
     warmup: int = 0                           # warm-up phases run for the point, not analysed
+    # a command's metric captured with its unit (kernels/command.py): the unit its values are
+    # stored in, when every ok record agrees (mixed: a `units` warning, run/quality.py)
+    units: dict[str, str] = field(default_factory=dict)
     telemetry: TelemetrySummary | None = None  # during the point's phases
+
+
+def _units(ok: list[Record]) -> dict[str, str]:
+    """Per metric, the unit its records say it is stored in, when they all say the same."""
+    seen: dict[str, set[str]] = {}
+    for r in ok:
+        for key, v in r.metrics.items():
+            if key.endswith(F.UNIT_SUFFIX) and isinstance(v, str):
+                seen.setdefault(key[:-len(F.UNIT_SUFFIX)], set()).add(v)
+    return {name: next(iter(us)) for name, us in seen.items() if len(us) == 1}
 
 
 def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
@@ -278,6 +291,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
             if _number(v) and extracted(r, name):
                 values.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in values.items()}
+    s.units = _units(ok)
     s.metric_stats = _metric_stats(phases)
     s.metric_sums = _metric_sums(phases)
     _cpu_use(s, ok)

@@ -97,8 +97,13 @@ def _per_slot(v: Value, workers: int) -> Value:
                  v.direction)
 
 
-def metric_unit(kernel_name: str, name: str) -> tuple[str, float]:
-    """The unit a metric's values are given in here, and the factor from the stored value."""
+def metric_unit(kernel_name: str, name: str, units: dict[str, str] | None = None
+                ) -> tuple[str, float]:
+    """The unit a metric's values are given in here, and the factor from the stored value.
+    units: what the records say a command's metric is stored in (PointSummary.units)."""
+    stored = (units or {}).get(name)
+    if stored:
+        return ("s", _TIMES[stored]) if stored in _TIMES else (stored, 1.0)
     declared = kernel(kernel_name).figure(name)
     if declared is not None:
         if declared.unit in _TIMES:
@@ -154,7 +159,7 @@ def point_values(p: PointSummary, slots: dict[str, Spread] | None = None
         if fig is not None and fig.role in (F.HIDDEN, F.FLAG):
             continue
         fig = fig or F.Figure(name, "", direction="")
-        unit, factor = metric_unit(p.kernel, name)
+        unit, factor = metric_unit(p.kernel, name, p.units)
         if summed(p.kernel, name) and name in p.metric_sums:
             v = _of(fig, AGGREGATE, "phases", p.metric_sums[name], factor, unit)
             out[name] = [v, _per_slot(v, p.workers)]

@@ -17,9 +17,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..templates import render
+from ..units import parse_unit, printed_unit
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
-from .figures import COUNT, Figure
+from .figures import COUNT, UNIT_SUFFIX, Figure
 from .native import native
 from .scratchfs import make_dir, root_of
 
@@ -117,7 +118,11 @@ def _read_tail(f, limit: int) -> str:
 
 
 def extract_metrics(patterns: dict[str, str], texts: list[str]) -> tuple[dict, list[str]]:
-    """Named figures from output: each regex's `value` group, first from stdout then stderr."""
+    """Named figures from output: each regex's `value` group, first from stdout then stderr.
+    With a `unit` group the value is converted to its unit's base (MB/s and GB/s both to
+    B/s, ms to s: units.parse_unit) and `<name>.unit` says which; without one, the value is
+    kept as printed and `<name>.unit` notes any unit printed right after it, so a mix of
+    units is seen (run/quality.py `units` warns of it)."""
     found, missing = {}, []
     for name, pattern in patterns.items():
         rx = re.compile(pattern, re.MULTILINE)
@@ -126,15 +131,28 @@ def extract_metrics(patterns: dict[str, str], texts: list[str]) -> tuple[dict, l
             for m in rx.finditer(text):
                 pass          # the last match: tools print their summary at the end
             if m is not None:
-                raw = m.group("value")
-                try:
-                    found[name] = float(raw)
-                except ValueError:
-                    found[name] = raw
+                found.update(_value(name, m, text))
                 break
         else:
             missing.append(name)
     return found, missing
+
+
+def _value(name: str, m: re.Match, text: str) -> dict:
+    raw = m.group("value")
+    try:
+        value: float | str = float(raw)
+    except ValueError:
+        return {name: raw}
+    if "unit" not in m.re.groupindex:
+        printed = printed_unit(text[m.end("value"):])
+        return {name: value, **({f"{name}{UNIT_SUFFIX}": printed} if printed else {})}
+    unit = (m.group("unit") or "").strip()
+    known = parse_unit(unit) if unit else None
+    if known is None:      # missing or unknown: kept as printed, the unit as captured
+        return {name: value, f"{name}{UNIT_SUFFIX}": unit}
+    base, factor = known
+    return {name: value * factor, f"{name}{UNIT_SUFFIX}": base}
 
 
 def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:

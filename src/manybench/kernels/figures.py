@@ -99,6 +99,9 @@ LEAD = Figure("lead_ns", "ns", "lead", "", role=CONTEXT,
 EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
               WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD)
 
+# a command's metric `x` captured with a unit: metrics["x.unit"] names the unit x is stored in
+UNIT_SUFFIX = ".unit"
+
 # per-slot latency percentiles from a histogram (kernels/hist.py): lat_p50_us, lat_max_us ...
 LATENCY_METRIC = re.compile(r"^lat_(p\d+(?:\.\d+)?|min|mean|max)_us$")
 
@@ -121,26 +124,29 @@ STREAM_RATES = tuple(_rate(f"{k}_mb_s", "MB/s", f"{k}", peak=("mem_bw_mb_s", 1.0
 FSYNC = Figure("fsync_us", "us", "fsync", LOWER, note="fsync = the final fsync's time, inside "
                "the timed window (fio's end_fsync)")
 
-CACHED = 0.5    # reads with at least this share of their file cached at T0 read memory
+CACHED = 0.5    # reads with at least this share of their bytes served from memory read memory
 
 
-def _cache_cell(f: float) -> str:
-    return f"{'memory' if f >= CACHED else 'device'} ({f * 100:.0f}% cached)"
+def _memory_cell(f: float) -> str:
+    return f"{'memory' if f >= CACHED else 'device'} ({f * 100:.0f}% from memory)"
 
 
-def _cache_finding(f: float) -> tuple[str, str] | None:
+def _memory_finding(f: float) -> tuple[str, str] | None:
     if f < CACHED:
         return None
     return ("reads came from the page cache, not the device: the figure is memory's",
-            f"the median slot had {f * 100:.0f}% of its file cached at T0")
+            f"the median slot read {f * 100:.0f}% of its bytes from memory")
 
 
-CACHED_FRACTION = Figure(
-    "cached_fraction", "share", "reads from\n(page cache)", "", role=FLAG,
-    note="reads from: \"memory\" when at least half of the file's pages were in the page "
-         "cache at T0 (cache = \"keep\", or a file system that keeps files in memory, such as "
-         "tmpfs): those figures are memory's, not the device's",
-    cell=_cache_cell, finding=_cache_finding)
+FROM_MEMORY = Figure(
+    "from_memory", "share", "reads from\n(page cache)", "", role=FLAG,
+    note="reads from: \"memory\" when at least half of the bytes read came from the page "
+         "cache over the timed window (1 - the bytes the slot fetched from storage, "
+         "/proc/self/io read_bytes, / the bytes it read): a file read again and again, "
+         "cache = \"keep\", or a file system that keeps files in memory such as tmpfs; "
+         "those figures are memory's, not the device's",
+    cell=_memory_cell, finding=_memory_finding)
+CACHED_FRACTION = Figure("cached_fraction", "share", "cached at T0", "", role=HIDDEN)
 CACHE_DROPPED = Figure("cache_dropped", "", "cache dropped", "", role=HIDDEN)
 # IOR's stonewall with wear-out (kernels/io_ior.py): what analysis/phase_figures.py reads
 STONEWALL_S = Figure("stonewall_s", "s", role=HIDDEN, direction="")
@@ -148,7 +154,7 @@ STONEWALL_BYTES = Figure("stonewall_bytes", "", role=HIDDEN, direction="")
 STONEWALL_BLOCKS = Figure("stonewall_blocks", "", role=HIDDEN, direction="")
 WEAR_OUT_BLOCKS = Figure("wear_out_blocks", "", role=HIDDEN, direction="")
 REORDER_SHIFT = Figure("reorder_shift", "", role=HIDDEN, direction="")
-READS_CACHE = (CACHED_FRACTION, CACHE_DROPPED)
+READS_CACHE = (FROM_MEMORY, CACHED_FRACTION, CACHE_DROPPED)
 
 
 def by_name(figs: Iterable[Figure]) -> dict[str, Figure]:

@@ -24,7 +24,7 @@ from .native import native, result_from_native, user_message
 from .figures import (BANDWIDTH, ELAPSED, FSYNC, LATENCY, OPS_RATE, READS_CACHE, REORDER_SHIFT,
                       STONEWALL, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
                       WEAR_OUT_BLOCKS)
-from .pagecache import CACHE, prepare_cache
+from .pagecache import CACHE, add_from_memory, prepare_cache, read_bytes
 from .peers import Group
 from .scratchfs import make_dir, root_of
 
@@ -149,6 +149,7 @@ def _prepare_read(ctx: SlotContext, params: dict) -> IoState:
                                        f"fadvise before the reads: {e.strerror}")) from None
     st = _state(params, False, fd, path, lib)
     st.metrics.update(cache)
+    st.read_bytes0 = read_bytes()
     st.rank, st.workers, st.cache = ctx.rank, ctx.workers, params.get("cache") or "drop"
     st.root = root_of(ctx)
     st.reorder = bool(params.get("reorder")) and ctx.workers > 1
@@ -168,6 +169,8 @@ def _finish(st: IoState, d: dict) -> Result:
     """The Result of a run_io dict (the extension's or mbkernel's)."""
     res = result_from_native(d, lambda err, text: explain(st, err, text))
     res.metrics.update(st.metrics)
+    if not st.write:
+        add_from_memory(res.metrics, st.read_bytes0, res.bytes)
     res.extra["file"] = st.path
     if st.fsync_end and d.get("fsync_ns"):
         res.metrics["fsync_us"] = d["fsync_ns"] / 1e3

@@ -26,6 +26,7 @@ class IoState:
     fsync_end: bool
     direct: bool
     metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
+    read_bytes0: int | None = None                # /proc/self/io read_bytes once cache was set
     group: Group | None = None     # wear_out: the phase's slots, to agree on the blocks
     rank: int = 0
     workers: int = 1

@@ -6,6 +6,12 @@ measured either way, so every record says whether its reads came from memory.
   cache = "keep"  leave the cache as it is: reads of a just-written file come from memory
 Either way `cached_fraction` = the share of the file's pages (of the part read) in the page
 cache just before T0, counted with mincore; `cache_dropped` is 1 or 0.
+
+What was read decides the label, not the state at T0: `from_memory` = 1 - the bytes the slot
+fetched from storage over its run (/proc/self/io read_bytes: the kernel's own count, readahead
+and O_DIRECT included, threads and waited-for children summed) / the bytes it read. A small
+file read again and again is dropped at T0 and still read from memory. Where the kernel keeps
+no such count, `from_memory` is the share cached at T0.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import os
 from types import ModuleType
 
 from .base import KernelError, Param
-from .figures import CACHE_DROPPED, CACHED_FRACTION
+from .figures import CACHE_DROPPED, CACHED_FRACTION, FROM_MEMORY
 from .native import user_message
 
 CACHE = Param("choice", "Page cache before T0: \"drop\" (default, as fio's invalidate=1: fsync, "
@@ -37,3 +43,25 @@ def prepare_cache(lib: ModuleType, fd: int, size: int, cache: str, label: str
                                        f"{e.strerror}")) from None
     return {CACHE_DROPPED.name: 1.0 if cache == "drop" else 0.0,
             CACHED_FRACTION.name: resident / pages if pages else 0.0}
+
+
+def read_bytes() -> int | None:
+    """The bytes this process has fetched from storage so far (/proc/self/io), or None."""
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def add_from_memory(metrics: dict, before: int | None, nbytes: int) -> None:
+    """metrics["from_memory"]: the share of `nbytes` read that no device read served, from
+    read_bytes() before the run and now; the share cached at T0 where there is no count."""
+    after = read_bytes()
+    if before is None or after is None or nbytes <= 0:
+        metrics[FROM_MEMORY.name] = metrics.get(CACHED_FRACTION.name, 0.0)
+        return
+    metrics[FROM_MEMORY.name] = 1.0 - min(1.0, max(0, after - before) / nbytes)

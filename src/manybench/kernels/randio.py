@@ -22,7 +22,7 @@ from .iofile import ALIGN, explain, file_problems, laid_out, slot_file
 from .scratchfs import root_of
 from .figures import (BANDWIDTH, FSYNC, LATENCY, OPS_RATE, READS_CACHE, SLOT, ELAPSED,
                       Figure)
-from .pagecache import CACHE, prepare_cache
+from .pagecache import CACHE, add_from_memory, prepare_cache, read_bytes
 
 ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
 DEFAULT_DURATION = 5.0     # seconds, when neither `ops` nor `duration` is given
@@ -103,6 +103,7 @@ class _State:
     direct: bool
     seed: int
     metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
+    read_bytes0: int | None = None                # read_bytes() once the cache was set
 
     @property
     def label(self) -> str:
@@ -164,7 +165,7 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
                   iodepth=iodepth, batch=min(p["batch"], iodepth), block=block, size=size,
                   ops=p.get("ops") or 0, duration=p.get("duration"),
                   fsync_end=write and p.get("fsync") == "end", direct=bool(p["direct"]),
-                  seed=seed, metrics=cache)
+                  seed=seed, metrics=cache, read_bytes0=read_bytes())
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -174,6 +175,8 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
                           st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
     res = result_from_native(d, lambda err, text: explain(st, err, text))
     res.metrics.update(st.metrics)
+    if not st.write:
+        add_from_memory(res.metrics, st.read_bytes0, res.bytes)
     if res.elapsed_ns > 0:
         sec = res.elapsed_ns / 1e9
         res.metrics["iops"] = res.ops / sec

@@ -110,19 +110,36 @@ def header(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None) -> li
     return rows
 
 
+def _machines(nodes: list[StoredNode]) -> list[list[StoredNode]]:
+    """Groups of two or more nodes with one boot id: one machine's (namespaces, containers)."""
+    by: dict[str, list[StoredNode]] = {}
+    for n in nodes:
+        if n.machine:
+            by.setdefault(n.machine, []).append(n)
+    return [same for same in by.values() if len(same) > 1]
+
+
 def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
     """The run's set-up in sentences: slots, cpus, nodes; each node's clock."""
     n = run.notes
     lines = []
+    shared = _machines(nodes)
+    cpus = n.cpus
+    if shared and n.cpus:    # a machine's cpus once, however many nodes it holds
+        cpus = n.cpus - sum(sum(x.cpus for x in same) - max(x.cpus for x in same)
+                            for same in shared)
     if n.slots:
-        line = f"placement: {plural(n.slots, 'slot')}" + (f" on {plural(n.cpus, 'cpu')}"
-                                                          if n.cpus else "")
+        line = f"placement: {plural(n.slots, 'slot')}" + (f" on {plural(cpus, 'cpu')}"
+                                                          if cpus else "")
         if n.oversubscribed:
             line += (": oversubscribed, no spinning (slots sleep until T0, so expect more "
                      "lateness and skew)")
         if nodes:
             line += f"; {plural(len(nodes), 'node')}: {', '.join(x.name for x in nodes)}"
         lines.append(line)
+    for same in shared:
+        lines.append(f"nodes {', '.join(x.name for x in same)} run on one machine (boot id "
+                     f"{same[0].machine[:8]}): they share its {max(x.cpus for x in same)} cpus")
     for node in nodes:
         lines.append(f"clock {node.name}: offset {ns(node.offset_ns)} (± {ns(node.error_ns)})")
     for node in nodes:

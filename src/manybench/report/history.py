@@ -31,11 +31,11 @@ def render(h: History) -> str:
         bad = f"  {r.failed} failed" if r.failed else ""
         out.append(f"  {_when(r.started_ns)}  {r.name[:24]:<24} {r.status:<11} "
                    f"{r.phases:>5} phases{bad}")
-    out.append("\nper task (the best point of each run)")
+    out.append("\nper task and variant (the best point of each run)")
     out.append(f"  {'task':<20} {'figure':<14} {'runs':>4}  {'mean':>14}  {'max':>14}")
-    for t in sorted(h.tasks, key=lambda t: t.task):
+    for t in sorted(h.tasks, key=lambda t: (t.task, t.variant)):
         fig = {"bandwidth": "bandwidth", "ops_rate": "ops/s"}.get(t.figure, t.figure)
-        out.append(f"  {t.task[:20]:<20} {fig[:14]:<14} {len(t.values):>4}  "
+        out.append(f"  {t.label[:20]:<20} {fig[:14]:<14} {len(t.values):>4}  "
                    f"{_figure(t, t.mean):>14}  {_figure(t, t.max):>14}")
     failed = [r for r in h.runs if r.failed or r.status not in ("finished",)]
     out.append(f"\nfailures: {len(failed)} of {len(h.runs)} runs")
@@ -45,5 +45,5 @@ def render(h: History) -> str:
 
 def as_json(h: History) -> dict[str, Any]:
     return {"runs": [asdict(r) for r in h.runs], "per_month": h.per_month,
-            "tasks": [{"task": t.task, "figure": t.figure, "runs": len(t.values),
+            "tasks": [{"task": t.task, "variant": t.variant, "figure": t.figure, "runs": len(t.values),
                        "mean": t.mean, "max": t.max, "values": t.values} for t in h.tasks]}

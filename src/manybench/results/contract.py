@@ -41,6 +41,8 @@ WARNING_KINDS = {
     "not-quiet": "the machine was not quiet: cpufreq governor, turbo, or other load",
     # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
     "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
+    "shared-machine": "several nodes run on one machine (namespaces, containers): they share its cpus",
+    "units": "a command's metric in different units in different records (or none)",
     "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
     # issue 16: a failure that used to vanish
     "cleanup": "a kernel's cleanup after a phase, or a node's end of the run, failed: files "

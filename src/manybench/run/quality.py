@@ -7,6 +7,9 @@
   not-quiet  the machine was not quiet: a cpufreq governor other than performance, turbo
              (boost) on, or, in telemetry taken during phases, cpus busier than the phase's
              own slots can explain by more than OTHER_LOAD_PCT points
+  units      a command's metric stored in different units in different records (printed in
+             GB/s and MB/s with no (?P<unit>...) group to convert them), or with no unit
+             where its unit group captured none
 
 Each check is a plain function of stored data, so `report` could run them on any run too.
 """
@@ -18,7 +21,7 @@ from typing import Iterable
 
 from ..analysis.points import PointSummary
 from ..analysis.stats import HIGH_CV, Stats, median
-from ..kernels.figures import CPUS_ALLOWED
+from ..kernels.figures import CPUS_ALLOWED, UNIT_SUFFIX
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
 from ..record import Record
@@ -146,6 +149,30 @@ def other_load(rows: Iterable[TelemetryRow], records: Iterable[Record],
     return out
 
 
+def units(records: Iterable[Record]) -> list[Found]:
+    """Per task, each metric whose ok records say it is stored in different units (or in
+    none, beside a unit): its figures would mix them (kernels/command.py extract_metrics)."""
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    named: dict[tuple[str, str], bool] = defaultdict(bool)    # some record names a unit
+    for r in records:
+        if r.status != "ok":
+            continue
+        for key, v in r.metrics.items():
+            if key.endswith(UNIT_SUFFIX) and isinstance(v, str):
+                name = (r.task, key[:-len(UNIT_SUFFIX)])
+                seen[name].add(v)
+                named[name] |= bool(v)
+    out: list[Found] = []
+    for (task, name), us in sorted(seen.items()):
+        if len(us) > 1 or not named[(task, name)]:
+            shown = " and ".join(f"'{u}'" if u else "no unit" for u in sorted(us, reverse=True))
+            out.append(("units", "", task, f"task {task}: metric {name!r} came in {shown} "
+                        f"in different records: its figures mix units; capture the "
+                        f"unit with a (?P<unit>...) group (MB/s, GB/s, GiB/s, ms, GFLOPS ... are "
+                        f"converted to one unit)"))
+    return out
+
+
 def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
     """Every check above on a run as stored (cpus: each node's cpu count)."""
     from ..analysis.points import summarize   # noqa: PLC0415
@@ -154,4 +181,4 @@ def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
     points = summarize(records, store.phases(run_id), telemetry)
     start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
     return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
-            + other_load(telemetry, records, cpus))
+            + other_load(telemetry, records, cpus) + units(records))

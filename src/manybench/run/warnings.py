@@ -40,11 +40,39 @@ class Warnings:
         self.echo(warning_text(kind, message))
 
 
+def shared_machines(nodes: list[Node]) -> list[tuple[str, str, str]]:
+    """Nodes with one boot id run on one machine: its cpus are counted once, not per node."""
+    by: dict[str, list[Node]] = {}
+    for n in nodes:
+        if n.machine:
+            by.setdefault(n.machine, []).append(n)
+    out = []
+    for same in by.values():
+        if len(same) > 1:
+            ids = sorted({c.id for n in same for c in n.cpus})
+            out.append(("shared-machine", "", f"nodes {', '.join(n.name for n in same)} run on "
+                        f"one machine (boot id {same[0].machine[:8]}): they share its "
+                        f"{len(ids)} cpus ({cpu_list(ids)}), so their slots compete for them "
+                        "and count as one machine's, not as separate nodes'"))
+    return out
+
+
+def cpu_list(ids: list[int]) -> str:
+    """"cpus 0-3,6" from [0, 1, 2, 3, 6]."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return "cpus " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str, str, str]]:
     """(kind, node, message) of what the placement cannot give as asked: more slots than cpus,
     slots sharing cpus under pin = core, pin = numa on a node with one NUMA node, and cpus
     withheld from manybench by a cpuset or taskset."""
-    out: list[tuple[str, str, str]] = []
+    out: list[tuple[str, str, str]] = shared_machines(nodes)
     for n in nodes:
         text = noise.stalls(n.name, (n.inventory or {}).get("noise"))
         if text:

@@ -90,7 +90,8 @@ static inline void copy_back(const nb_himeno *h, int i)
 }
 
 /* nn iterations; *first = the first iteration's gosa. Returns the last one's. */
-static float jacobi(nb_himeno *h, int nn, float *first)
+/* noinline: one call per run; benchmarks/ sets its compiled code beside himenoBMTxp's */
+__attribute__((noinline)) static float jacobi(nb_himeno *h, int nn, float *first)
 {
     const int imax = h->imax;
     const float omega = h->omega;

@@ -22,7 +22,9 @@
 
 /* ---- the four kernels: one thread, plain loops ---- */
 
-static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
+/* noinline: one call per run; the loops stay a function of their own, so benchmarks/ can
+ * set their compiled code beside the reference's (work.loops) */
+__attribute__((noinline)) static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
 {
     double *restrict a = __builtin_assume_aligned(s->a, ARRAY_ALIGN);
     double *restrict b = __builtin_assume_aligned(s->b, ARRAY_ALIGN);
@@ -50,7 +52,7 @@ static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
 
 /* ---- the same with `#pragma omp parallel for` on each, as STREAM under OpenMP ---- */
 
-static void loops_omp(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
+__attribute__((noinline)) static void loops_omp(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
 {
     double *restrict a = __builtin_assume_aligned(s->a, ARRAY_ALIGN);
     double *restrict b = __builtin_assume_aligned(s->b, ARRAY_ALIGN);
