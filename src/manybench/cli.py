@@ -5,6 +5,7 @@ arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -15,6 +16,25 @@ import click
 from . import cli_errors as errs
 
 EXIT_USAGE = 2
+
+
+class _Registry(click.Choice):
+    """A choice among a registry's names (module, attribute), read from the registry when the
+    option is used or its help shown: the command line lists no names of its own, and imports
+    the registry's module only then."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.where = (module, attr)
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        module, attr = self.where
+        return tuple(getattr(importlib.import_module(module, __package__), attr))
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        pass     # click.Choice.__init__ sets it: the registry stays the only source
 
 
 def _fail(msg: str) -> "click.exceptions.Exit":
@@ -142,7 +162,7 @@ def main() -> None:
               "`manybench worker`.")
 @click.option("--hosts", type=click.Path(dir_okay=False), metavar="FILE",
               help="A hostfile (`node01 8` or `node01 slots=8`); Dask started over SSH.")
-@click.option("--cluster", type=click.Choice(["slurm", "sge", "pbs"]),
+@click.option("--cluster", type=_Registry(".engines.clusters", "CLUSTERS"),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
@@ -296,10 +316,10 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 
 @main.command()
 @click.argument("directory", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
+@click.option("--format", "fmt", type=_Registry(".results.export", "EXPORTERS"), default="csv",
               show_default=True)
-@click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
-                                            "nodes", "series"]), default="records", show_default=True)
+@click.option("--table", type=_Registry(".results.frames", "TABLES"), default="records",
+              show_default=True)
 @click.option("--nested", is_flag=True,
               help="Keep params, metrics and inventory as JSON objects, not flattened into "
                    "param.*, metric.*, inventory.* columns (csv, parquet).")
@@ -430,7 +450,7 @@ def info(plan_path: str | None, as_json: bool) -> None:
 
 
 @main.command("mpi-build")
-@click.option("--family", type=click.Choice(["auto", "openmpi", "mpich"]), default="auto",
+@click.option("--family", type=_Registry(".kernels.mpi_program", "COMPILERS"), default="auto",
               show_default=True, help="Whose compiler wrapper: mpicc.openmpi, mpicc.mpich, "
                                       "or the mpicc on PATH.")
 @click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")
