@@ -18,9 +18,6 @@ from .figures import EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, STREAM_RATES, Figure, by
 # declarations any record may match: what every slot adds, and metrics tools share
 SHARED = by_name(EVERY_SLOT + (GFLOPS, MFLOPS, FSYNC) + STREAM_RATES)
 
-# Parameter kinds: how a plan value is checked and turned into the value a kernel receives.
-KINDS = ("size", "duration", "int", "float", "bool", "str", "choice", "dir")
-
 
 @dataclass(frozen=True)
 class Param:
