@@ -116,9 +116,10 @@ class SlotContext:
                         # descriptor from it (kernels/scratchfs.py)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """What a timed run measured; the slot turns it into a record."""
+    """What a timed run measured; the slot turns it into a record. Built whole, once: a kernel
+    makes its metrics and extra first; a later step makes a new one (dataclasses.replace)."""
     start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
     end_ns: int = 0       # CLOCK_REALTIME at the last instant
     elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start

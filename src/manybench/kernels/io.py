@@ -166,12 +166,11 @@ def _run(st: IoState, t0_ns: int, spin_ns: int) -> Result:
 
 def _finish(st: IoState, d: dict) -> Result:
     """The Result of a run_io dict (the extension's or mbkernel's)."""
-    res = result_from_native(d, lambda err, text: explain(st, err, text))
-    res.metrics.update(st.metrics)
-    res.extra["file"] = st.path
+    metrics = dict(st.metrics)
     if st.fsync_end and d.get("fsync_ns"):
-        res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
-    return res
+        metrics["fsync_us"] = d["fsync_ns"] / 1e3
+    return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
+                              extra={"file": st.path})
 
 
 def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:
