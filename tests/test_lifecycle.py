@@ -261,8 +261,9 @@ RESUMABLE = """
 """
 
 
-def _interrupted_run(plan_file, tmp_path, kill: bool = False) -> tuple[str, str]:
-    plan = plan_file(RESUMABLE)
+def _interrupted_run(plan_file, tmp_path, kill: bool = False, text: str = RESUMABLE
+                     ) -> tuple[str, str]:
+    plan = plan_file(text)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir, "--set", "task.nap.timeout=30")
     _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
@@ -313,6 +314,25 @@ def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
     assert other_set.returncode == 2 and "task" in other_set.stderr, other_set.stderr
     assert "Traceback" not in res.stderr + other_set.stderr
     assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
+
+
+@pytest.mark.e2e
+def test_resume_checks_the_plan_before_anything_starts_as_run_does(plan_file, tmp_path):
+    """The same preflight as `run`: a program gone since the run started is exit 2 with the
+    message a fresh run gives, and the stored run is left as it was."""
+    prog = tmp_path / "nap.sh"
+    prog.write_text("#!/bin/sh\nexec sleep 0.4\n")
+    prog.chmod(0o755)
+    plan, out_dir = _interrupted_run(plan_file, tmp_path,
+                                     text=RESUMABLE.replace('["sleep", "0.4"]', f'["{prog}"]'))
+    kept = _phases_done(out_dir)
+    prog.unlink()
+    fresh = run_cli("run", plan, "--set", "task.nap.timeout=30", "-o", str(tmp_path / "new"), "-q")
+    assert fresh.returncode == 2 and "not found" in fresh.stderr, fresh.stderr
+    res = run_cli("run", plan, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
+    assert (res.returncode, res.stderr) == (2, fresh.stderr)
+    assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
+    assert _phases_done(out_dir) == kept
 
 
 @pytest.mark.e2e
