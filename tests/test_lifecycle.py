@@ -335,6 +335,9 @@ def test_resume_checks_the_plan_before_anything_starts_as_run_does(plan_file, tm
     assert _phases_done(out_dir) == kept
 
 
+STOP_S = 2.0
+
+
 @pytest.mark.e2e
 def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     plan = plan_file("""
@@ -351,14 +354,14 @@ def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     _wait_for(lambda: _phases_done(out_dir) >= 5, what="five phases stored")
     slot = psutil.Process(proc.pid).children()[1]
     slot.suspend()               # SIGSTOP, as an operator or a debugger would
-    time.sleep(2.0)
+    time.sleep(STOP_S)
     slot.resume()
     _, err = proc.communicate(timeout=120)
     assert "Traceback" not in err
     rows = export_json(out_dir)
     flagged = [r for r in rows if r["metrics"].get("stall_s")]
     assert flagged and all(r["slot"] == 1 for r in flagged), flagged
-    assert max(r["metrics"]["stall_s"] for r in flagged) > 1.0
+    assert max(r["metrics"]["stall_s"] for r in flagged) > STOP_S / 2   # most of the stop
     assert len(flagged) < 5      # the stall, not every phase
     assert "STALL" in err
     kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
