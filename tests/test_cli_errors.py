@@ -128,3 +128,55 @@ def test_the_results_disk_filling_mid_run_keeps_what_was_stored(tmp_path, mount_
     assert 0 < phases < 5000 and records == phases
     rep = run_cli("report", str(out))
     assert rep.returncode == 0, rep.stderr
+
+
+def _filled(tmp_path, mount_point):
+    """A run stopped by its results disk filling (resumable: `aborted`): (plan, results dir)."""
+    _mount_tmpfs(mount_point, "size=1200k")
+    plan = tmp_path / "p.toml"
+    plan.write_text('repeat = 5000\nnoise = 0\n[[task]]\nname = "n"\nkernel = "null"\n')
+    out = mount_point / "res"
+    fails_cleanly(run_cli("run", str(plan), "-o", str(out), "-q", timeout=300),
+                  "disk is full", "kept", code=1)
+    return plan, out
+
+
+def _remount(mount_point, options: str) -> None:
+    r = subprocess.run(["mount", "-o", f"remount,{options}", str(mount_point)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_results_disk_filling_during_a_resumed_run_is_told_as_in_a_run(tmp_path, mount_point):
+    """`run --resume` stores through the same path as `run`: the disk filling again mid-way
+    keeps every phase committed before (the first run's and the resumed ones) and says why."""
+    _, out = _filled(tmp_path, mount_point)
+    before = _counts(out)
+    _remount(mount_point, "size=1600k")     # room for some more phases, then full again
+    fails_cleanly(run_cli("run", "--resume", str(out), "-q", timeout=300),
+                  "disk is full", "kept", code=1)
+    phases, records = _counts(out)
+    assert before[0] < phases < 5000 and records == phases
+    assert run_cli("report", str(out)).returncode == 0
+
+
+def test_a_resume_onto_a_read_only_results_disk_is_refused_before_it_starts(tmp_path,
+                                                                           mount_point):
+    plan, out = _filled(tmp_path, mount_point)
+    before = _counts(out)
+    _remount(mount_point, "ro")
+    fresh = run_cli("run", str(plan), "-o", str(out), "-q")
+    fails_cleanly(fresh, f"-o {out}: results directory cannot be written", "Read-only")
+    res = run_cli("run", "--resume", str(out), "-q")
+    assert res.stderr == fresh.stderr.replace(f"-o {out}", f"--resume {out}")
+    fails_cleanly(res)
+    assert _counts(out) == before
+
+
+def _counts(out) -> tuple[int, int]:
+    db = sqlite3.connect(f"file:{out / 'results.db'}?mode=ro", uri=True)
+    try:
+        return (db.execute("SELECT COUNT(*) FROM phases").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    finally:
+        db.close()        # an open file would keep the tmpfs from unmounting

@@ -266,8 +266,7 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
             killed_at = time.monotonic()
             while sleepers() and time.monotonic() < killed_at + LEASE_S + 15:
                 time.sleep(0.2)
-            assert sleepers() == []
-            assert time.monotonic() - killed_at < LEASE_S + 15
+            assert sleepers() == []       # gone before their own end: the lease ran out
         finally:
             for p in sleepers():                      # ours (the marker)
                 p.kill()

@@ -1,6 +1,7 @@
 """Built-in kernels through their prepare/run/cleanup contract, and the histogram helpers."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -298,3 +299,15 @@ def test_io_write_preallocates_before_t0_as_fio_does(tmp_path, params, prealloca
         assert r.status == "ok", r.error
     finally:
         k.cleanup(state)
+
+
+def test_a_result_is_built_whole_and_never_changed_after(tmp_path):
+    """A kernel's Result is made once with everything it measured (issue 16, item 8): a later
+    step makes a new one (dataclasses.replace), so no copy held elsewhere changes under it."""
+    res = run_kernel("io.write", ctx_for(tmp_path), {"size": 64 * KiB, "block": 4 * KiB})
+    assert res.status == "ok" and res.extra["file"] and "lat_p50_us" in res.metrics
+    for name, value in (("status", "error"), ("metrics", {}), ("samples", [(1, 1.0)])):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(res, name, value)
+    later = dataclasses.replace(res, status="error", error="later")
+    assert (res.status, later.status, later.metrics) == ("ok", "error", res.metrics)

@@ -261,8 +261,9 @@ RESUMABLE = """
 """
 
 
-def _interrupted_run(plan_file, tmp_path, kill: bool = False) -> tuple[str, str]:
-    plan = plan_file(RESUMABLE)
+def _interrupted_run(plan_file, tmp_path, kill: bool = False, text: str = RESUMABLE
+                     ) -> tuple[str, str]:
+    plan = plan_file(text)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir, "--set", "task.nap.timeout=30")
     _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
@@ -316,6 +317,28 @@ def test_resume_refuses_a_changed_plan(plan_file, tmp_path):
 
 
 @pytest.mark.e2e
+def test_resume_checks_the_plan_before_anything_starts_as_run_does(plan_file, tmp_path):
+    """The same preflight as `run`: a program gone since the run started is exit 2 with the
+    message a fresh run gives, and the stored run is left as it was."""
+    prog = tmp_path / "nap.sh"
+    prog.write_text("#!/bin/sh\nexec sleep 0.4\n")
+    prog.chmod(0o755)
+    plan, out_dir = _interrupted_run(plan_file, tmp_path,
+                                     text=RESUMABLE.replace('["sleep", "0.4"]', f'["{prog}"]'))
+    kept = _phases_done(out_dir)
+    prog.unlink()
+    fresh = run_cli("run", plan, "--set", "task.nap.timeout=30", "-o", str(tmp_path / "new"), "-q")
+    assert fresh.returncode == 2 and "not found" in fresh.stderr, fresh.stderr
+    res = run_cli("run", plan, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
+    assert (res.returncode, res.stderr) == (2, fresh.stderr)
+    assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
+    assert _phases_done(out_dir) == kept
+
+
+STOP_S = 2.0
+
+
+@pytest.mark.e2e
 def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     plan = plan_file("""
         name = "stall"
@@ -331,14 +354,14 @@ def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     _wait_for(lambda: _phases_done(out_dir) >= 5, what="five phases stored")
     slot = psutil.Process(proc.pid).children()[1]
     slot.suspend()               # SIGSTOP, as an operator or a debugger would
-    time.sleep(2.0)
+    time.sleep(STOP_S)
     slot.resume()
     _, err = proc.communicate(timeout=120)
     assert "Traceback" not in err
     rows = export_json(out_dir)
     flagged = [r for r in rows if r["metrics"].get("stall_s")]
     assert flagged and all(r["slot"] == 1 for r in flagged), flagged
-    assert max(r["metrics"]["stall_s"] for r in flagged) > 1.0
+    assert max(r["metrics"]["stall_s"] for r in flagged) > STOP_S / 2   # most of the stop
     assert len(flagged) < 5      # the stall, not every phase
     assert "STALL" in err
     kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]

@@ -64,10 +64,12 @@ def test_a_directory_is_on_the_longest_matching_mount(tmp_path):
 def test_snapshot_has_the_environment_and_each_directory_and_program(tmp_path):
     shm = "/dev/shm" if os.path.ismount("/dev/shm") else None
     dirs = [str(tmp_path), str(tmp_path / "not-yet")] + ([shm] if shm else [])
+    before = time.time_ns()
     s = provenance.snapshot(dirs, ["sh", "no-such-program-here"])
+    after = time.time_ns()
     env = environment.collect()
     assert set(env) <= set(s) and s["kernel"] == env["kernel"]
-    assert isinstance(s["taken_ns"], int) and abs(s["taken_ns"] - time.time_ns()) < 60e9
+    assert isinstance(s["taken_ns"], int) and before <= s["taken_ns"] <= after
     here = s["dirs"][str(tmp_path)]
     assert here["exists"] and here["mount_point"] and here["fstype"] and here["options"]
     assert s["dirs"][str(tmp_path / "not-yet")]["mount_point"] == here["mount_point"]
@@ -99,13 +101,12 @@ def test_unknown_programs_are_never_run_and_hung_tools_time_out(tmp_path, monkey
     bin_dir.mkdir()
     marker = tmp_path / "ran"
     _script(bin_dir / "mytool", f"touch {marker}\n")
-    # a tool of the allow-list that hangs when asked: given up on, its process killed
-    _script(bin_dir / "qperf", f"echo $$ > {tmp_path}/qperf.pid\nexec sleep 60\n")
+    # a tool of the allow-list that hangs when asked (an hour: only the timeout ends it within
+    # the test's own time limit): given up on, its process killed
+    _script(bin_dir / "qperf", f"echo $$ > {tmp_path}/qperf.pid\nexec sleep 3600\n")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(provenance, "VERSION_TIMEOUT_S", 0.5)
-    t = time.monotonic()
     s = provenance.snapshot([], ["mytool", "qperf"])
-    assert time.monotonic() - t < 10
     assert s["programs"]["mytool"]["found"] and not marker.exists()
     assert "version" not in s["programs"]["qperf"]
     pid = int((tmp_path / "qperf.pid").read_text())

@@ -18,6 +18,7 @@ from manybench.node import protocol as P
 from manybench.node.agent import Agent
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
+from manybench.results.store import Store
 from manybench.run.coordinator import Coordinator
 
 
@@ -137,6 +138,29 @@ def test_an_interrupt_keeps_the_finished_phase_not_yet_committed(tmp_path):
     db = sqlite3.connect(tmp_path / "results.db")
     got = dict(db.execute("SELECT idx, status FROM phases").fetchall())
     assert got == {0: "ok", 1: "ok", 2: "ok", 3: "interrupted"}
+
+
+def test_an_interrupt_during_a_commit_keeps_the_phase_being_committed(tmp_path, monkeypatch):
+    """Ctrl-C inside phase 2's transaction (rolled back) while phase 3 waits for its T0: the
+    interrupt's own commit stores phase 2, then what phase 3 measured."""
+    plan, phases = _plan(5)
+    real, hit = Store.write_phase, []
+
+    def write_phase(self, run_id, phase, *a, **kw):
+        if phase.index == 2 and not hit:
+            hit.append(phase.index)
+            raise KeyboardInterrupt      # as _write's ROLLBACK leaves it: nothing written
+        return real(self, run_id, phase, *a, **kw)
+
+    monkeypatch.setattr(Store, "write_phase", write_phase)
+    c = Coordinator(plan, phases, str(tmp_path), _OneNode(str(tmp_path)), [], progress=False)
+    c.scheduler.min_lead_ns = 50_000_000     # phase 2 is committed during phase 3's lead
+    out = c.run()
+    assert out.status == "interrupted" and hit == [2]
+    db = sqlite3.connect(tmp_path / "results.db")
+    got = dict(db.execute("SELECT idx, status FROM phases").fetchall())
+    assert got == {0: "ok", 1: "ok", 2: "ok", 3: "interrupted"}
+    assert db.execute("SELECT COUNT(*) FROM records WHERE phase = 2").fetchone()[0] == 2
 
 
 @pytest.mark.e2e

@@ -5,6 +5,7 @@ arguments (nothing run), 130 interrupted with every finished phase kept.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -15,6 +16,25 @@ import click
 from . import cli_errors as errs
 
 EXIT_USAGE = 2
+
+
+class _Registry(click.Choice):
+    """A choice among a registry's names (module, attribute), read from the registry when the
+    option is used or its help shown: the command line lists no names of its own, and imports
+    the registry's module only then."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.where = (module, attr)
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        module, attr = self.where
+        return tuple(getattr(importlib.import_module(module, __package__), attr))
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        pass     # click.Choice.__init__ sets it: the registry stays the only source
 
 
 def _fail(msg: str) -> "click.exceptions.Exit":
@@ -142,26 +162,30 @@ def main() -> None:
               "`manybench worker`.")
 @click.option("--hosts", type=click.Path(dir_okay=False), metavar="FILE",
               help="A hostfile (`node01 8` or `node01 slots=8`); Dask started over SSH.")
-@click.option("--cluster", type=click.Choice(["slurm", "sge", "pbs"]),
+@click.option("--cluster", type=_Registry(".engines.clusters", "CLUSTERS"),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
         scheduler: str | None, hosts: str | None, cluster: str | None) -> None:
     """Run a plan."""
-    if resume_dir is not None:
-        if outdir is not None or dry_run:
-            raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
-        return _resume(plan, resume_dir, overrides, slots, quiet, scheduler, hosts, cluster)
-    if plan is None:
+    if resume_dir is not None and (outdir is not None or dry_run):
+        raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
+    if plan is None and resume_dir is None:
         raise _fail("give a PLAN to run (or --resume DIR)")
-    if not os.path.isfile(plan):
+    if plan is not None and not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
     if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
         raise _fail("give at most one of --scheduler, --hosts, --cluster")
     distributed = bool(scheduler or hosts or cluster)
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
-    the_plan, phases = _load(plan, None, overrides, None if distributed else slots)
+    here = None if distributed else slots
+    # a resume only decides which phases remain and the run they go into; from here on it
+    # is a run: the same checks, the same start, the same handling of a failing disk
+    if resume_dir is None:
+        (the_plan, phases), resume = _load(plan, None, overrides, here), None
+    else:
+        the_plan, phases, resume = _resumed(resume_dir, plan, overrides, here)
     errs.preflight(the_plan, phases, distributed)
     if dry_run and distributed:     # the cluster's nodes and placement (run/dry_run.py)
         return _dry_run_cluster(the_plan, phases, slots,
@@ -169,35 +193,29 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
-    outdir = outdir or os.path.join("manybench-results", the_plan.name)
-    errs.writable_results_dir(outdir)      # before any node or slot starts
-    errs.own_results(outdir)
+    outdir = resume_dir or outdir or os.path.join("manybench-results", the_plan.name)
+    option = "-o" if resume is None else "--resume"
+    errs.writable_results_dir(outdir, option)      # before any node or slot starts
+    errs.own_results(outdir)         # locked by another process: exit 2, nothing started
     engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     with errs.storing_results(outdir):
-        _run(the_plan, phases, outdir, slots, quiet, engine)
+        _run(the_plan, phases, outdir, slots, quiet, engine, resume)
 
 
-def _resume(plan_path: str | None, directory: str, overrides: tuple[str, ...],
-            slots: int | None, quiet: bool, scheduler: str | None, hosts: str | None,
-            cluster: str | None) -> None:
+def _resumed(directory: str, plan_path: str | None, overrides: tuple[str, ...],
+             slots: int | None):
+    """The stored run of DIR to continue: its plan, the phases left, and the run (exit 2 with
+    the reason when it cannot be resumed)."""
     from .plan import PlanError
     from .run.resume import ResumeError, load
-    if plan_path is not None and not os.path.isfile(plan_path):
-        raise _fail(f"plan file not found: {plan_path}")
-    distributed = bool(scheduler or hosts or cluster)
     try:
-        the_plan, phases, resume = load(directory, plan_path, overrides,
-                                        None if distributed else slots)
+        return load(directory, plan_path, overrides, slots)
     except ResumeError as e:
         raise _fail(str(e))
     except PlanError as e:
         for problem in e.problems:
             click.echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
-    errs.own_results(directory)        # locked by another process: exit 2, nothing started
-    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
-    with errs.storing_results(directory):
-        _run(the_plan, phases, directory, slots, quiet, engine, resume)
 
 
 def _dry_run_cluster(plan, phases, slots: int | None, engine) -> None:
@@ -314,10 +332,10 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 
 @main.command()
 @click.argument("directory", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv",
+@click.option("--format", "fmt", type=_Registry(".results.export", "EXPORTERS"), default="csv",
               show_default=True)
-@click.option("--table", type=click.Choice(["records", "phases", "samples", "telemetry",
-                                            "nodes", "series"]), default="records", show_default=True)
+@click.option("--table", type=_Registry(".results.frames", "TABLES"), default="records",
+              show_default=True)
 @click.option("--nested", is_flag=True,
               help="Keep params, metrics and inventory as JSON objects, not flattened into "
                    "param.*, metric.*, inventory.* columns (csv, parquet).")
@@ -448,7 +466,7 @@ def info(plan_path: str | None, as_json: bool) -> None:
 
 
 @main.command("mpi-build")
-@click.option("--family", type=click.Choice(["auto", "openmpi", "mpich"]), default="auto",
+@click.option("--family", type=_Registry(".kernels.mpi_program", "COMPILERS"), default="auto",
               show_default=True, help="Whose compiler wrapper: mpicc.openmpi, mpicc.mpich, "
                                       "or the mpicc on PATH.")
 @click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")

@@ -126,15 +126,16 @@ def writing(path: str, option: str = "-o") -> Iterator[None]:
         raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
 
 
-def writable_results_dir(outdir: str) -> None:
+def writable_results_dir(outdir: str, option: str = "-o") -> None:
     """Before anything starts: the results directory can be made and written (a read-only
-    mount, no permission, a file in the way), else exit 2 naming it."""
+    mount, no permission, a file in the way), else exit 2 naming it (and the option that
+    gave it: -o, --resume)."""
     try:
         os.makedirs(outdir, exist_ok=True)
         with tempfile.TemporaryFile(dir=outdir):
             pass
     except OSError as e:
-        raise UserError(f"-o {outdir}: results directory cannot be written: "
+        raise UserError(f"{option} {outdir}: results directory cannot be written: "
                         f"{_reason(e)}") from None
 
 

@@ -33,7 +33,7 @@ class TaskSpec:
     launcher_args: list[str] = field(default_factory=list)
 
 
-Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/placement_fields.py)
+Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/binding.py)
 
 
 @dataclass

@@ -26,7 +26,6 @@ from ..record import Record
 
 LATE_NS = 100_000          # a first operation this long after T0 is a late start
 DEFAULT_TARGET = 0.01      # the plan's late_target when it gives none (plan/observe.py)
-CAUSES = ("lead", "busy core", "stall")
 CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core", "stall": "a stall"}
 
 

@@ -18,6 +18,10 @@ from .base import EngineError  # noqa: F401  (re-exported for the command line)
 from .dask import DaskEngine
 
 PRELOAD = "manybench.node.dask_plugin"
+# what starting a cluster raises when it cannot start: Dask's "Cluster failed to start"
+# (RuntimeError, whatever the cause), an address or a batch system out of reach, a value of
+# [cluster] the cluster's software refuses. Anything else is a bug of ours.
+CLUSTER_ERRORS = (RuntimeError, OSError, TimeoutError, ValueError)
 
 
 def security(plan: Plan) -> Any:
@@ -66,7 +70,7 @@ def from_hosts(plan: Plan, path: str, slots: int | None) -> DaskEngine:
                                                 "dashboard_address": None},
                              remote_python=plan.cluster.get("python", sys.executable),
                              security=security(plan))
-    except Exception as e:
+    except CLUSTER_ERRORS as e:
         raise EngineError(f"starting Dask over SSH on {', '.join(names)}: {e}") from None
     client = _client(cluster, security(plan))
     by_ip = {_resolve(h): h for h in names}
@@ -127,7 +131,7 @@ def _jobqueue(kind: str) -> Callable[[Plan, int | None], DaskEngine]:
         try:
             cluster = getattr(dask_jobqueue, JOBQUEUE[kind])(**opts)
             cluster.scale(jobs=nodes)
-        except Exception as e:
+        except CLUSTER_ERRORS as e:
             raise EngineError(f"starting Dask workers through {kind}: {e}") from None
         client = _client(cluster, security(plan))
         per_node = int(opts["job_script_prologue"][0].split("=")[1])
@@ -146,7 +150,7 @@ def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
     try:
         cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0,
                                dashboard_address=None, **sec)
-    except Exception as e:
+    except CLUSTER_ERRORS as e:
         raise EngineError(f"starting a Dask scheduler in the allocation: {e}") from None
     # --overlap: the workers share the allocation's cpus with the step running us
     cmd = ["srun", "--overlap", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",

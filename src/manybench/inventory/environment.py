@@ -1,7 +1,8 @@
 """A node's inventory: what machine it is, collected on the node itself (< 50 ms).
 
-Every probe is allowed to fail (a file missing in a container, an odd /proc on another
-architecture): the field is then None, and collect() never raises.
+Every probe is allowed to fail as a foreign machine makes it fail (a file missing in a
+container, an odd /proc on another architecture, a tool that hangs: PROBE_ERRORS): the field
+is then None. Any other error is a bug of ours and is raised.
 
 collect() also holds the node's theoretical peaks (peaks.py: DP GFLOPS from cores, clock and
 flops per cycle; memory bandwidth from channels and transfer rate when the firmware tables say
@@ -16,6 +17,7 @@ import glob
 import os
 import platform
 import socket
+import subprocess
 from typing import Any, Callable
 
 import psutil
@@ -30,10 +32,17 @@ from .memory_peak import memory_channels, parse_dmi_memory_device
 PROBE_NS, PROBE_CHUNKS = 1_000_000, 40
 
 
+# what reading a machine can raise: files and tools missing or refused, text or tables in
+# another shape than expected, a tool that hangs or fails, a process gone (psutil)
+PROBE_ERRORS = (OSError, ValueError, LookupError, ArithmeticError, subprocess.SubprocessError,
+                psutil.Error)
+
+
 def _safe(fn: Callable[[], Any]) -> Any:
+    """fn(), or None when this machine does not let it read what it reads."""
     try:
         return fn()
-    except Exception:  # provenance is best effort; a missing probe must never stop a run
+    except PROBE_ERRORS:
         return None
 
 

@@ -24,7 +24,7 @@ import subprocess
 import time
 from typing import Any
 
-from .environment import _read, collect
+from .environment import PROBE_ERRORS, _read, collect
 from .tunables import selected
 
 # tool -> the arguments that make it print its version and exit (no other work). Looked up
@@ -294,12 +294,9 @@ def snapshot(dirs: list[str] | dict[str, str], programs: list[str], versions: bo
     ({dir as given: directory()}, or {name: directory(path)} when dirs maps names to paths:
     stable keys for a diff when a path holds a run's own name) and programs
     (resolve_programs(): {argv[0]: facts}, looked up in env's PATH, default this process's).
-    versions=False leaves the tools unasked (package versions are still looked up). Never
-    raises."""
-    try:
-        out = collect()
-    except Exception:   # collect() catches its own; this is the last line, not the first
-        out = {}
+    versions=False leaves the tools unasked (package versions are still looked up). A probe
+    this machine does not allow is left out; only a bug of ours raises."""
+    out = collect()
     out["taken_ns"] = time.time_ns()
     mounts = _safe(_mountinfo) or []
     named = dirs if isinstance(dirs, dict) else {d: d for d in dirs or ()}
@@ -310,7 +307,8 @@ def snapshot(dirs: list[str] | dict[str, str], programs: list[str], versions: bo
 
 
 def _safe(fn: Any) -> Any:
+    """fn(), or None when this machine does not let it read what it reads."""
     try:
         return fn()
-    except Exception:   # provenance is best effort: a probe must never stop a run
+    except PROBE_ERRORS:
         return None

@@ -18,9 +18,6 @@ from .figures import EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, STREAM_RATES, Figure, by
 # declarations any record may match: what every slot adds, and metrics tools share
 SHARED = by_name(EVERY_SLOT + (GFLOPS, MFLOPS, FSYNC) + STREAM_RATES)
 
-# Parameter kinds: how a plan value is checked and turned into the value a kernel receives.
-KINDS = ("size", "duration", "int", "float", "bool", "str", "choice", "dir")
-
 
 @dataclass(frozen=True)
 class Param:
@@ -119,9 +116,10 @@ class SlotContext:
                         # descriptor from it (kernels/scratchfs.py)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """What a timed run measured; the slot turns it into a record."""
+    """What a timed run measured; the slot turns it into a record. Built whole, once: a kernel
+    makes its metrics and extra first; a later step makes a new one (dataclasses.replace)."""
     start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
     end_ns: int = 0       # CLOCK_REALTIME at the last instant
     elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start

@@ -14,7 +14,6 @@ core. So records carry what /proc says, not what was asked:
 """
 from __future__ import annotations
 
-import os
 import resource
 from typing import Any
 
@@ -117,7 +116,3 @@ def cpu_bound(metrics: dict) -> bool:
     """Whether a record's process kept about all of its allowed cpus busy."""
     share = metrics.get(CPUS_USED.name)
     return isinstance(share, (int, float)) and share >= CPU_BOUND_SHARE
-
-
-def affinity_now() -> tuple[int, ...]:
-    return tuple(sorted(os.sched_getaffinity(0)))

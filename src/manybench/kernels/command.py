@@ -172,36 +172,35 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     end_ns, end_mono = lib.now_ns(), lib.mono_ns()
     elapsed = end_mono - start_mono if start_mono else 0
     # one quantity, as the C kernels' (timing.c nb_end): end = start + the monotonic elapsed
-    res = Result(start_ns=start_ns or t0_ns, end_ns=start_ns + elapsed if start_mono else end_ns,
-                 armed_ns=armed_ns, elapsed_ns=elapsed)
+    timing = dict(start_ns=start_ns or t0_ns, armed_ns=armed_ns, elapsed_ns=elapsed,
+                  end_ns=start_ns + elapsed if start_mono else end_ns)
     if err:
-        res.status, res.error = "error", f"exec {p.argv[0]}: {os.strerror(err)}"
-        return res
+        return Result(**timing, status="error", error=f"exec {p.argv[0]}: {os.strerror(err)}")
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
-    res.extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
+    extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
     code = os.waitstatus_to_exitcode(status)
-    res.metrics[EXIT_STATUS.name] = code
-    res.metrics.update(ended.binding)
-    res.metrics.update(cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)))
-    res.metrics.update(extract_metrics(p.spec.metrics, [stdout, stderr])[0])
+    metrics = {EXIT_STATUS.name: code, **ended.binding,
+               **cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)),
+               **extract_metrics(p.spec.metrics, [stdout, stderr])[0]}
     if p.spec.parse and code == 0 and not timed_out:
         from ..parsers import PARSERS, ParseError
         try:
-            res.metrics.update(PARSERS[p.spec.parse](stdout, stderr))
+            metrics.update(PARSERS[p.spec.parse](stdout, stderr))
         except ParseError as e:
-            res.status, res.error = "error", f"{p.spec.parse} output not understood: {e}"
-            return res
-    missing = [n for n in p.spec.metrics if n not in res.metrics]
+            return Result(**timing, status="error", metrics=metrics, extra=extra,
+                          error=f"{p.spec.parse} output not understood: {e}")
+    missing = [n for n in p.spec.metrics if n not in metrics]
     if missing:
-        res.extra["missing_metrics"] = missing
+        extra["missing_metrics"] = missing
     if timed_out:
-        res.status, res.error = "timeout", f"killed after timeout {p.spec.timeout:g}s"
+        verdict, error = "timeout", f"killed after timeout {p.spec.timeout:g}s"
     elif code != 0:
-        res.status = "error"
-        res.error = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        verdict = "error"
+        error = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
     else:
-        res.ops = 1
-    return res
+        verdict, error = "ok", ""
+    return Result(**timing, ops=int(verdict == "ok"), status=verdict, error=error,
+                  metrics=metrics, extra=extra)
 
 
 def _reaped(p: Prepared) -> None:

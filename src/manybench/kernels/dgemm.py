@@ -112,16 +112,16 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.run_dgemm(st.handle, st.repeat, st.alpha, st.beta, t0_ns, spin_ns)
-    res = result_from_native(d, lambda err, text: f"{NAME}: {text}")
-    if res.status == "ok" and res.elapsed_ns > 0:
-        res.metrics["gflops"] = 2.0 * st.n ** 3 * res.ops / res.elapsed_ns
-    res.extra.update(blas.provenance(st.lib, st.info))
+    ok = not d.get("errno") and d["elapsed_ns"] > 0
+    metrics = {"gflops": 2.0 * st.n ** 3 * d["ops"] / d["elapsed_ns"]} if ok else {}
+    extra = blas.provenance(st.lib, st.info)
     if st.trials:     # blas = "best": what was tried, what was kept
-        res.extra["blas_trials"] = st.trials
+        extra["blas_trials"] = st.trials
     mismatch = blas.core_mismatch(st.info.get("corename", ""), st.info["config"])
     if mismatch:      # a warning (the coordinator stores it), and the record says so
-        res.extra.setdefault("warnings", []).append(["library", mismatch])
-    return res
+        extra["warnings"] = [["library", mismatch]]
+    return result_from_native(d, lambda err, text: f"{NAME}: {text}", metrics=metrics,
+                              extra=extra)
 
 
 def _cleanup(st: _State) -> None:

@@ -174,17 +174,15 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
 
 def _finish(d: dict, dims: tuple[int, int, int], iterations: int) -> Result:
     """The Result of a himeno_run dict (the extension's or mbkernel's)."""
-    res = result_from_native(d)
     mx, my, mz = dims
-    cpu = res.elapsed_ns / 1e9
-    res.metrics.update({
+    cpu = d["elapsed_ns"] / 1e9
+    return result_from_native(d, metrics={
         "mflops": mflops(iterations, cpu, fflop(mx - 1, my - 1, mz - 1)) if cpu > 0
         else float("inf"),
         "gosa": d["gosa"],
         "gosa_first": d["gosa1"],
         "iterations": iterations,
     })
-    return res
 
 
 def _standalone_args(ctx: SlotContext, params: dict) -> dict:

@@ -167,14 +167,13 @@ def _run(st: IoState, t0_ns: int, spin_ns: int) -> Result:
 
 def _finish(st: IoState, d: dict) -> Result:
     """The Result of a run_io dict (the extension's or mbkernel's)."""
-    res = result_from_native(d, lambda err, text: explain(st, err, text))
-    res.metrics.update(st.metrics)
+    metrics = dict(st.metrics)
     if not st.write:
-        add_from_memory(res.metrics, st.read_bytes0, res.bytes)
-    res.extra["file"] = st.path
+        add_from_memory(metrics, st.read_bytes0, d.get("bytes", 0))
     if st.fsync_end and d.get("fsync_ns"):
-        res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
-    return res
+        metrics["fsync_us"] = d["fsync_ns"] / 1e3
+    return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
+                              extra={"file": st.path})
 
 
 def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:

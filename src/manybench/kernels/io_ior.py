@@ -3,6 +3,7 @@ reads of another rank's file (-C). See io.py's docstring for what each does."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from .base import KernelError, Result
 from .figures import (REORDER_SHIFT, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
@@ -67,32 +68,28 @@ def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
     try:
         target = st.group.max(blocks)
     except OSError as e:
-        res.status, res.error = "error", f"io.write (wear_out): the all-reduce failed: {e}"
-        return res
+        return replace(res, status="error",
+                       error=f"io.write (wear_out): the all-reduce failed: {e}")
     agreed_ns = st.lib.now_ns()
-    res.metrics.update({STONEWALL_S.name: (agreed_ns - res.start_ns) / 1e9,
-                        STONEWALL_BYTES.name: res.bytes, STONEWALL_BLOCKS.name: blocks,
-                        WEAR_OUT_BLOCKS.name: target})
+    metrics = {**res.metrics, STONEWALL_S.name: (agreed_ns - res.start_ns) / 1e9,
+               STONEWALL_BYTES.name: res.bytes, STONEWALL_BLOCKS.name: blocks,
+               WEAR_OUT_BLOCKS.name: target}
     left = (target - blocks) * st.block
     if left or st.fsync_end:
         # size 0 means "no limit" to run_io: with nothing left, only the fsync is timed
         rest = st.lib.run_io(st.fd, True, st.block, left, 0, st.fsync_end, st.direct, 0, 0) \
             if left else _fsync_only(st)
         more = result_from_native(rest, why)
-        res.ops += more.ops
-        res.bytes += more.bytes
-        res.end_ns = more.end_ns
-        res.elapsed_ns = res.end_ns - res.start_ns
+        hist = merge([res.hist, more.hist]) if more.hist else res.hist
         if more.hist:
-            res.hist = merge([res.hist, more.hist])
-            res.metrics.update(latency_metrics(res.hist))
-        if more.status != "ok":
-            res.status, res.error = more.status, more.error
+            metrics.update(latency_metrics(hist))
         if st.fsync_end and rest.get("fsync_ns"):
-            res.metrics["fsync_us"] = rest["fsync_ns"] / 1e3
-    res.metrics.update(st.metrics)
-    res.extra["file"] = st.path
-    return res
+            metrics["fsync_us"] = rest["fsync_ns"] / 1e3
+        failed = {"status": more.status, "error": more.error} if more.status != "ok" else {}
+        res = replace(res, ops=res.ops + more.ops, bytes=res.bytes + more.bytes,
+                      end_ns=more.end_ns, elapsed_ns=more.end_ns - res.start_ns, hist=hist,
+                      **failed)
+    return replace(res, metrics={**metrics, **st.metrics}, extra={**res.extra, "file": st.path})
 
 
 def _fsync_only(st: IoState) -> dict:

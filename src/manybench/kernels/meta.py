@@ -173,9 +173,8 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.run_meta(st.op, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes, st.at,
                         t0_ns, spin_ns)
-    res = result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text))
-    res.bytes = st.bytes * res.ops if st.op in ("create", "read") else 0
-    return res
+    return result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text),
+                              bytes=st.bytes * d["ops"] if st.op in ("create", "read") else 0)
 
 
 _DOCS = {

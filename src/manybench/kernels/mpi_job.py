@@ -70,7 +70,6 @@ class Launch:
     proc: subprocess.Popen
     out: IO[bytes]
     err: IO[bytes]
-    started_mono: int
     status: int | None = None
     exited_mono: int = 0
     timed_out: bool = False
@@ -210,7 +209,7 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
         out.close()
         err.close()
         raise KernelError(f"cannot start {argv[0]}: {e.strerror}") from None
-    st.launch = Launch(st.launcher, argv, proc, out, err, time.monotonic_ns())
+    st.launch = Launch(st.launcher, argv, proc, out, err)
 
 
 def _launcher_gone(st: JobSlot) -> str | None:

@@ -21,8 +21,8 @@ import tempfile
 
 SOURCE = os.path.join(os.path.dirname(__file__), "native", "mpi", "mbmpi.c")
 # the wrapper each family's Debian package installs (mpicc alone is whichever is the default)
-COMPILERS = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich", "auto": "mpicc"}
-PACKAGES = {"openmpi": "libopenmpi-dev", "mpich": "libmpich-dev", "auto": "an MPI -dev package"}
+COMPILERS = {"auto": "mpicc", "openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
+PACKAGES = {"auto": "an MPI -dev package", "openmpi": "libopenmpi-dev", "mpich": "libmpich-dev"}
 CFLAGS = ["-O2", "-std=gnu11"]
 
 

@@ -9,6 +9,7 @@ tails, the figures parsed from the job's output, and which ranks the launcher sa
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from .base import Result
@@ -48,17 +49,14 @@ ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: 
 def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
     """The record of the rank `st` (its mpi_job.JobSlot) as its slot's Result."""
     s = st.link.st
-    res = Result(armed_ns=armed_ns)
     if s.start_ns:
         elapsed = s.end_mono - s.start_mono if s.end_mono else max(0, gone_ns - s.start_ns)
         elapsed = max(0, elapsed)
-        res.start_ns, res.elapsed_ns = s.start_ns, elapsed
-        res.end_ns = s.start_ns + elapsed
+        start_ns, end_ns = s.start_ns, s.start_ns + elapsed
     else:
-        res.start_ns, res.end_ns = t0_ns, gone_ns
-    m = res.metrics
-    m.update(job=st.job, job_rank=st.jrank, rank_pid=s.pid, rank_host=s.host,
-             mpi_sync="MPI_Init" if s.mpi else "main")
+        elapsed, start_ns, end_ns = 0, t0_ns, gone_ns
+    m: dict[str, Any] = dict(job=st.job, job_rank=st.jrank, rank_pid=s.pid, rank_host=s.host,
+                             mpi_sync="MPI_Init" if s.mpi else "main")
     if s.init_return_ns:
         m["mpi_init_s"] = round((s.init_return_ns - s.init_enter_ns) / 1e9, 6)
     if s.ready_mono and st.connect_mono:
@@ -70,37 +68,36 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
     if s.finalized_ns and s.end_ns:
         m["finalize_s"] = round((s.finalized_ns - s.end_ns) / 1e9, 6)
     m.update(s.binding)
-    if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and res.elapsed_ns >= MIN_CPU_NS:
-        m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, res.elapsed_ns / 1e9,
+    if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and elapsed >= MIN_CPU_NS:
+        m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, elapsed / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
-    res.extra["job"] = st.job
     if how == "timeout":
-        res.status, res.error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
+        status, error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
     elif how in ("exited", "unfinalized"):
-        res.status = "error"
-        res.error = (f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns
-                                             else ENDINGS[how]))
+        status = "error"
+        error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
     else:
-        res.ops = 1
-    if st.launch is not None:
-        _launcher(st, res)
-    return res
+        status, error = "ok", ""
+    res = Result(start_ns=start_ns, end_ns=end_ns, elapsed_ns=elapsed, armed_ns=armed_ns,
+                 ops=int(status == "ok"), status=status, error=error, metrics=m,
+                 extra={"job": st.job})
+    return _launcher(st, res) if st.launch is not None else res
 
 
-def _launcher(st: Any, res: Result) -> None:
-    """The job's first rank: the launcher's figures, output and verdict."""
+def _launcher(st: Any, res: Result) -> Result:
+    """The job's first rank: its Result with the launcher's figures, output and verdict."""
     launch = st.launch
-    m = res.metrics
+    m, extra = dict(res.metrics), dict(res.extra)
+    status, error = res.status, res.error
     stdout, stderr = launch.text()
     m.update(launcher=launch.launcher.path, mpi_family=launch.launcher.family.name,
              mpi_version=launch.launcher.version, **{EXIT_STATUS.name: launch.status})
     if launch.exited_mono and st.link.st.end_mono:
         m["launcher_exit_s"] = round(max(0, launch.exited_mono - st.link.st.end_mono) / 1e9, 6)
-    res.extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:],
-                     argv=launch.argv)
+    extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:], argv=launch.argv)
     failures = launch.launcher.family.failures(stdout + "\n" + stderr)
     if failures:
-        res.extra["rank_failures"] = failures
+        extra["rank_failures"] = failures
     spec = st.ctx.spec
     m.update(extract_metrics(spec.metrics, [stdout, stderr])[0])
     ok = launch.status == 0 and not launch.timed_out
@@ -113,24 +110,24 @@ def _launcher(st: Any, res: Result) -> None:
             if both is not None:
                 found, tables = both(spec.parse, stdout, stderr)
                 if tables:
-                    res.extra["series"] = [t.to_json() for t in tables]
+                    extra["series"] = [t.to_json() for t in tables]
             else:
                 found = parsers.PARSERS[spec.parse](stdout, stderr)
             m.update(found)
         except parsers.ParseError as e:
-            if res.status == "ok":
-                res.status, res.error = "error", f"{spec.parse} output not understood: {e}"
+            if status == "ok":
+                status, error = "error", f"{spec.parse} output not understood: {e}"
     missing = [n for n in spec.metrics if n not in m]
     if missing:
-        res.extra["missing_metrics"] = missing
+        extra["missing_metrics"] = missing
     if launch.timed_out:
-        res.status = "timeout"
-        res.error = f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+        status = "timeout"
+        error = f"the launcher was killed after the task's timeout {spec.timeout:g}s"
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
         why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        res.status = "error"
-        res.error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
-                     + (f" ({said})" if said else "")
-                     + (f"; {res.error}" if res.error else ""))
+        status = "error"
+        error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
+                 + (f" ({said})" if said else "") + (f"; {error}" if error else ""))
+    return replace(res, status=status, error=error, metrics=m, extra=extra)

@@ -44,14 +44,21 @@ def user_message(prefix: str, err: int, text: str) -> str:
 
 
 def result_from_native(d: Mapping[str, Any],
-                       explain: Callable[[int, str], str] | None = None) -> Result:
-    """A Result from a `run_*` dict: status from errno, error text through `explain`."""
+                       explain: Callable[[int, str], str] | None = None, *,
+                       metrics: Mapping[str, Any] | None = None,
+                       extra: Mapping[str, Any] | None = None, **fields: Any) -> Result:
+    """A Result from a `run_*` dict: status from errno, error text through `explain`; the
+    kernel's own `metrics` after the latency figures, its `extra`, and `fields` that replace
+    what the dict says (a kernel that counts its bytes itself)."""
     h = decode(d.get("hist"))
     err = int(d.get("errno") or 0)
     text = str(d.get("error") or "")
     if err and explain is not None:
         text = explain(err, text)
-    return Result(start_ns=d["start_ns"], end_ns=d["end_ns"], elapsed_ns=d["elapsed_ns"],
-                  armed_ns=d["armed_ns"], ops=d["ops"], bytes=d["bytes"],
-                  status="error" if err else "ok", error=text if err else "",
-                  metrics=latency_metrics(h), hist=h or None)
+    made: dict[str, Any] = dict(
+        start_ns=d["start_ns"], end_ns=d["end_ns"], elapsed_ns=d["elapsed_ns"],
+        armed_ns=d["armed_ns"], ops=d["ops"], bytes=d["bytes"],
+        status="error" if err else "ok", error=text if err else "",
+        metrics={**latency_metrics(h), **(metrics or {})}, hist=h or None,
+        extra=dict(extra or {}))
+    return Result(**{**made, **fields})

@@ -25,7 +25,7 @@ import socket
 import struct
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -291,11 +291,11 @@ def _run_pingpong(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.net_pingpong(st.sock.fileno(), st.server, p["poll"] == "busy", p["msg_size"],
                             p["iterations"], p["warmup"], round(p["peer_timeout"] * 1e9),
                             t0_ns, spin_ns)
-    res = result_from_native(d, _explain(st))
+    metrics = {}
     if d["span_ops"]:   # one-way latency as OSU reports it: mean round trip / 2
-        res.metrics["lat_us"] = d["span_ns"] / d["span_ops"] / 2 / 1e3
-    res.metrics["role"] = st.role
-    return _count_once(res, st.server)
+        metrics["lat_us"] = d["span_ns"] / d["span_ops"] / 2 / 1e3
+    metrics["role"] = st.role
+    return _count_once(result_from_native(d, _explain(st), metrics=metrics), st.server)
 
 
 def _run_stream(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -310,13 +310,13 @@ def _run_stream(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.net_stream(st.sock.fileno(), st.server, p["poll"] == "busy", p["msg_size"],
                           size, deadline, p["warmup"], round(p["peer_timeout"] * 1e9),
                           t0_ns, spin_ns)
-    res = result_from_native(d, _explain(st))
-    if res.elapsed_ns > 0:
-        rate = res.bytes / (res.elapsed_ns / 1e9)
-        res.metrics["mb_s"] = rate / 1e6
-        res.metrics["gbit_s"] = rate * 8 / 1e9
-    res.metrics["role"] = st.role
-    return _count_once(res, not st.server)
+    metrics = {}
+    if d["elapsed_ns"] > 0:
+        rate = d["bytes"] / (d["elapsed_ns"] / 1e9)
+        metrics["mb_s"] = rate / 1e6
+        metrics["gbit_s"] = rate * 8 / 1e9
+    metrics["role"] = st.role
+    return _count_once(result_from_native(d, _explain(st), metrics=metrics), not st.server)
 
 
 def _count_once(res: Result, other_end: bool) -> Result:
@@ -324,8 +324,7 @@ def _count_once(res: Result, other_end: bool) -> Result:
     the client of a ping-pong and the receiver of a stream keep `bytes`; the other end moves
     its count to metrics.endpoint_bytes."""
     if other_end:
-        res.metrics["endpoint_bytes"] = res.bytes
-        res.bytes = 0
+        return replace(res, bytes=0, metrics={**res.metrics, "endpoint_bytes": res.bytes})
     return res
 
 

@@ -173,20 +173,18 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     engine = "threads" if st.engine == "psync" else st.engine   # psync: one thread, ours
     d = st.lib.run_randio(st.fd, st.write, engine, st.iodepth, st.batch, st.block,
                           st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
-    res = result_from_native(d, lambda err, text: explain(st, err, text))
-    res.metrics.update(st.metrics)
+    metrics = dict(st.metrics)
     if not st.write:
-        add_from_memory(res.metrics, st.read_bytes0, res.bytes)
-    if res.elapsed_ns > 0:
-        sec = res.elapsed_ns / 1e9
-        res.metrics["iops"] = res.ops / sec
-        res.metrics["mb_s"] = res.bytes / sec / 1e6
+        add_from_memory(metrics, st.read_bytes0, d["bytes"])
+    if d["elapsed_ns"] > 0:
+        sec = d["elapsed_ns"] / 1e9
+        metrics["iops"] = d["ops"] / sec
+        metrics["mb_s"] = d["bytes"] / sec / 1e6
     if st.fsync_end and d.get("fsync_ns"):
-        res.metrics["fsync_us"] = d["fsync_ns"] / 1e3
-    res.extra["engine"] = st.engine
-    # system calls that handed I/Os to the kernel: shows what `batch` really did
-    res.extra["submit_calls"] = d.get("submits", 0)
-    return res
+        metrics["fsync_us"] = d["fsync_ns"] / 1e3
+    # submit_calls: system calls that handed I/Os to the kernel (what `batch` really did)
+    return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
+                              extra={"engine": st.engine, "submit_calls": d.get("submits", 0)})
 
 
 def _cleanup(st: _State) -> None:

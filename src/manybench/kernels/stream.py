@@ -157,9 +157,7 @@ def figures(times_ns: list | tuple, elements: int) -> dict[str, float]:
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.stream_run(st.handle, st.ntimes, t0_ns, spin_ns)
-    res = result_from_native(d)
-    res.metrics.update(figures(d["times_ns"], st.elements))
-    return res
+    return result_from_native(d, metrics=figures(d["times_ns"], st.elements))
 
 
 def _standalone_args(ctx: SlotContext, params: dict) -> dict:
@@ -168,9 +166,7 @@ def _standalone_args(ctx: SlotContext, params: dict) -> dict:
 
 
 def _standalone_finish(d: dict, args: dict) -> Result:
-    res = result_from_native(d)
-    res.metrics.update(figures(d["times_ns"], args["elements"]))
-    return res
+    return result_from_native(d, metrics=figures(d["times_ns"], args["elements"]))
 
 
 def _cleanup(st: _State) -> None:

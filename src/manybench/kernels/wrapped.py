@@ -29,7 +29,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any
 
@@ -273,17 +273,17 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
         code = st.proc.wait()
     st.done = True
     if late and late.startswith("error ") and res.status == "ok":
-        res.status, res.error = "error", f"{st.kernel.name}: {late.split(' ', 2)[-1]}"
+        res = replace(res, status="error", error=f"{st.kernel.name}: {late.split(' ', 2)[-1]}")
     elif code != 0 and res.status == "ok":
-        res.status, res.error = "error", f"wrap exited with status {code}{_stderr_tail(st)}"
-    _metrics(st, d, res, time.monotonic() - t)
-    return res
+        res = replace(res, status="error",
+                      error=f"wrap exited with status {code}{_stderr_tail(st)}")
+    return replace(res, metrics=_metrics(st, d, res, time.monotonic() - t))
 
 
-def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
-    """What the slot reads back for a plain run, as mbkernel read it inside the wrap, and the
-    wrap's own costs."""
-    m = res.metrics
+def _metrics(st: State, d: dict, res: Result, exit_s: float) -> dict:
+    """The result's metrics with what the slot reads back for a plain run, as mbkernel read it
+    inside the wrap, and the wrap's own costs."""
+    m = dict(res.metrics)
     for k in ("cpus_allowed", "mems_allowed", "mempolicy"):
         if k in d:
             m[k] = str(d[k])
@@ -292,6 +292,7 @@ def _metrics(st: State, d: dict, res: Result, exit_s: float) -> None:
                              allowed_count(m)))
     m[WRAP_STARTUP.name] = round(st.startup_s, 6)
     m[WRAP_EXIT.name] = round(exit_s, 6)
+    return m
 
 
 def _close(st: State) -> None:

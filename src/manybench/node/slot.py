@@ -8,6 +8,7 @@ import dataclasses
 import os
 import signal
 import traceback
+from dataclasses import replace
 from typing import Any
 
 from .. import _native
@@ -137,14 +138,13 @@ class SlotLoop:
                 sampler.stop()
         if sampler is not None and res.status == "ok" and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
-            res.samples, res.sample_unit = sampler.stop(res.end_ns, total), kernel.progress
-        self._readback(res, kernel, self_cpu() - cpu0)
-        return res
+            res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
+        return self._readback(res, kernel, self_cpu() - cpu0)
 
-    def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> None:
+    def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
-        m = res.metrics
+        m = dict(res.metrics)
         if CPUS_ALLOWED.name not in m:
             binding = proc_binding("self")
             m.update(binding)
@@ -153,6 +153,7 @@ class SlotLoop:
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
                 m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed_count(binding)))
         m.setdefault("mempolicy", mempolicy())
+        return replace(res, metrics=m)
 
     def cancel(self) -> None:
         if self.prepared is not None:

@@ -24,7 +24,7 @@ except ModuleNotFoundError:  # Python 3.10
 from ..model import Plan, Variant
 from ..units import parse_duration
 from .lines import find_line, line_index
-from .overrides import Loc, assign, entry_names, field_name, flatten, parse_value, resolve_key
+from .overrides import Loc, assign, entry_names, field_name, parse_value, resolve_key
 from .binding import check_bind, resources
 from .groups import build_groups
 from .limits import MAX_DEPTH, check_phase_count, name_problems, too_deep

@@ -89,8 +89,3 @@ def _wants_peers(k, point: dict) -> bool:
         return k.wants_peers(kernel_params(k, point))
     except ValueError:   # a bad value: the task's own check tells it
         return False
-
-
-def grouped(groups: list[Group]) -> dict[str, Group]:
-    """Member task name -> its group."""
-    return {t: g for g in groups for t in g.tasks}

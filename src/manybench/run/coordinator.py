@@ -4,22 +4,25 @@ Every finished phase is committed in one transaction before the next phase is pr
 when the next lead is long enough to hold it without delaying the slots' arming, as soon as
 that phase's go is sent (idle time); always before that phase's results are taken; every other
 path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
-Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator works in its
-own clock only: engines convert T0 and stamps (engines/base.py).
+Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator
+works in its own clock only: engines convert T0 and stamps (engines/base.py).
+
+Each phase comes back as one frozen PhaseOutcome (run/outcome.py: records, samples, T0, when
+its go was sent, telemetry, warnings), which is what a commit stores; a phase whose go is
+sent is held as an InFlight until its results are taken, for an interrupt to keep.
 """
 from __future__ import annotations
 
 import os
 import secrets
 import signal
+import sqlite3
 import time
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, replace
+from typing import Iterable, Iterator
 
-from ..engines.base import Engine, Node, Work
-from ..inventory.environment import collect
-from ..kernels import Result, kernel
-from ..kernels import figures as F
+from ..engines.base import Engine, EngineError, Node, Work
+from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
 from ..plan.expand import distinct
@@ -29,7 +32,7 @@ from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .quality import run_checks
-from .samples import samples_of
+from .outcome import InFlight, PhaseOutcome, Said, collect
 from .schedule import Scheduler, now_ns
 from . import interrupts
 from .heartbeat import Heartbeat, stamp
@@ -58,34 +61,6 @@ class Outcome:
     failed: int          # records whose status is not ok
 
 
-def finish_phase(records: list[Record]) -> None:
-    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place."""
-    for name in dict.fromkeys(r.kernel for r in records):
-        finish = kernel(name).finish_phase
-        if finish is not None:
-            finish([r for r in records if r.kernel == name])
-
-
-def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
-                res: Result) -> Record:
-    """A slot's result (stamps already in the coordinator's clock) as a record."""
-    metrics = dict(res.metrics)
-    metrics.update(clock_offset_ns=node.offset_ns, clock_error_ns=node.error_ns)
-    extra = dict(res.extra)
-    if res.armed_ns:
-        extra["armed_ns"] = res.armed_ns
-        # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
-        metrics[F.ARMED_LATE.name] = max(0, res.armed_ns - t0)
-    extra["rank"] = rank
-    return Record(
-        run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
-        variant=phase.variant, rep=phase.rep, workers=phase.workers, node=node.name,
-        slot=slot, cpu=cpu, t0_ns=t0, start_ns=res.start_ns, end_ns=res.end_ns,
-        elapsed_s=res.elapsed_ns / 1e9, ops=res.ops, bytes=res.bytes, status=res.status,
-        error=res.error, params=phase.record_params(),
-        metrics=metrics, hist=res.hist, extra=extra)
-
-
 class Coordinator:
     def __init__(self, plan: Plan, phases: list[Phase], outdir: str, engine: Engine,
                  argv: list[str], slots: int | None = None, progress: bool | None = None,
@@ -95,12 +70,11 @@ class Coordinator:
         self.argv, self.slots, self.show_progress = argv, slots, progress
         self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
-        self.current: tuple | None = None
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
-        self.unsaved: tuple | None = None   # the last finished phase, until it is committed
+        self.in_flight: InFlight | None = None    # the phase whose go is sent, until collected
+        self.unsaved: PhaseOutcome | None = None  # the last finished phase, until committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
-        self.go_ns: dict[int, int] = {}     # phase index -> when its go was sent (cycle)
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -132,17 +106,20 @@ class Coordinator:
                 status, code = "interrupted", EXIT_INTERRUPTED
                 previous = signal.SIG_IGN   # until the process exits: the run is ending
                 self._flush()
-                self._save_interrupted(store, run_id)
+                self._save_interrupted()
                 interrupts.cut_short(self._tear_down)
                 self.engine.abort()
         except BaseException:
             try:
                 self._flush()     # what was measured, if the store still takes it
-            except Exception:
-                pass              # the error being raised says more
-            self.engine.abort()
-            store.end_run(run_id, "aborted")
-            store.close()
+            except (sqlite3.Error, OSError):
+                pass    # the store fails too (the full disk that stopped the run, say): the
+                        # error being raised tells it; any other error is raised, this one
+                        # as its context
+            finally:
+                self.engine.abort()
+                store.end_run(run_id, "aborted")
+                store.close()
             raise
         else:
             self.engine.close()
@@ -164,7 +141,7 @@ class Coordinator:
                 store.resume_run(run_id, stamp(notes))
                 self.failed = self.resume.failed
             else:
-                store.begin_run(run_id, self.plan, self.argv, collect(), stamp(notes))
+                store.begin_run(run_id, self.plan, self.argv, collect_environment(), stamp(notes))
             beat = Heartbeat(store, run_id).start()
             self.store, self.run_id, self.nodes = store, run_id, nodes
             self.warnings = Warnings(store, run_id)
@@ -197,31 +174,15 @@ class Coordinator:
                     self._store_nodes()
                 point = phase.point
                 bar.point(phase.label)
-                self.samples = []    # a phase not run has none (not the last one's)
-                live = [n for n in nodes if n.name not in self.lost]   # no work to lost nodes
-                unfit = lost_unfit(phase, live, self.lost)
-                unset = None if unfit else self.setups.before(phase)
-                if unfit:     # it needs more slots than the nodes left have: not run
-                    self._flush()
-                    self.warnings.add("node-lost", unfit, key=("unfit", phase.point))
-                    t0, records = now_ns(), self._not_run(phase, nodes, unfit)
-                elif unset:     # its variant's setup failed: the phase is not run
-                    self._flush()
-                    self.warnings.add("setup", unset, key=("setup", phase.variant))
-                    t0, records = now_ns(), self._not_run(phase, nodes, unset)
-                else:
-                    t0, records = self._run_phase(self.run_id, phase, live, bar)
-                    for r in flag_stalls(records):
-                        self.warnings.add("stall", stall_text(r), node=r.node,
-                                          task=r.task, phase=r.phase)
+                done = self._phase(phase, nodes, bar)
+                for w in done.said:
+                    self.warnings.add(w.kind, w.message, node=w.node, task=w.task,
+                                      phase=w.phase, key=w.key)
                 # committed once the next phase's go is sent (its lead is idle time), or
                 # when anything else happens first
-                self.unsaved = (phase, t0, records, self.samples, self.engine.telemetry())
-                self.failed += sum(r.status != "ok" for r in records)
-                self._metric_warnings(phase, records)
-                for notice in self.engine.take_notices():
-                    self.warnings.add("slot-replaced", notice)
-                bar.advance(records)
+                self.unsaved = done
+                self.failed += done.failed
+                bar.advance(list(done.records))
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._flush()
                     self._tear_down()
@@ -231,6 +192,50 @@ class Coordinator:
         self._quality()
         return "finished" if self.failed == 0 else "failed"
 
+    def _phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
+        """One phase run, or its records saying why it was not: a loss left too few slots
+        (unfit), or its variant's setup failed (unset)."""
+        live = [n for n in nodes if n.name not in self.lost]   # no work to lost nodes
+        unfit = lost_unfit(phase, live, self.lost)
+        unset = "" if unfit else (self.setups.before(phase) or "")
+        if unfit or unset:
+            self._flush()
+            why = (Said("node-lost", unfit, key=("unfit", phase.point)) if unfit
+                   else Said("setup", unset, key=("setup", phase.variant)))
+            # its records have no T0; the phase is stored with the instant it was decided
+            done = replace(collect(self.run_id, phase, nodes, work_of(phase, nodes), 0, {},
+                                   missing=why.message), t0=now_ns(), said=(why,))
+        else:
+            done = self._run_phase(phase, live, bar)
+        said = done.said + tuple(_metric_warnings(phase, done.records)) + tuple(
+            Said("slot-replaced", notice) for notice in self.engine.take_notices())
+        return replace(done, telemetry=tuple(self.engine.telemetry()), said=said)
+
+    def _run_phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
+        work = work_of(phase, nodes)
+        if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
+            self._flush()   # a short lead: the commit would compete with the slots arming
+        self.engine.prepare(phase, work, bar.tick)
+        if not self.scheduler.samples and self.engine.dispatch_hint_ns:
+            # no go has been timed yet: a round trip to every slot is the best first guess
+            self.scheduler.samples.append(self.engine.dispatch_hint_ns)
+        t0 = self.scheduler.next_t0()
+        sent = now_ns()
+        self.in_flight = InFlight(phase, tuple(nodes), work, t0, sent)   # what Ctrl-C keeps
+        self.engine.go(t0)
+        self._flush()     # the previous phase, while this one waits for its (long) lead
+        while not self.engine.poll(0.2):
+            bar.tick()
+        results = self.engine.results()
+        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
+        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
+                               [r.start_ns for r in ok if r.start_ns])
+        done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
+        self.in_flight = None
+        stalled = flag_stalls(list(done.records))     # flagged in place: metrics.stall_s
+        return replace(done, said=tuple(Said("stall", stall_text(r), node=r.node, task=r.task,
+                                             phase=r.phase) for r in stalled))
+
     def _quality(self) -> None:
         """pyperf-style warnings on the whole run's figures (run/quality.py)."""
         for kind, node, task, msg in run_checks(self.store, self.run_id,
@@ -238,15 +243,19 @@ class Coordinator:
             self.warnings.add(kind, msg, node=node, task=task)
 
     def _flush(self) -> None:
-        """Commit the last finished phase, if it is not yet: one transaction, in order."""
+        """Commit the last finished phase, if it is not yet: one transaction, in order. It
+        stays unsaved until the commit is done: an interrupt inside it (rolled back) commits
+        it again."""
         if self.unsaved is not None:
-            phase, t0, records, samples, telemetry = self.unsaved
-            self.unsaved = None
             t = time.monotonic_ns()
-            self.store.write_phase(self.run_id, phase, t0, records, samples=samples,
-                                   go_ns=self.go_ns.pop(phase.index, None))
-            self.store.write_telemetry(self.run_id, telemetry)
+            self._commit(self.unsaved)
+            self.unsaved = None
             self.commit_ns = time.monotonic_ns() - t
+
+    def _commit(self, done: PhaseOutcome) -> None:
+        self.store.write_phase(self.run_id, done.phase, done.t0, list(done.records),
+                               status=done.status, samples=done.samples, go_ns=done.go_ns)
+        self.store.write_telemetry(self.run_id, done.telemetry)
 
     def _tear_down(self) -> None:
         """The variant in force gets its teardown, however the run ends (a second Ctrl-C
@@ -255,13 +264,6 @@ class Coordinator:
             self.setups.finish()
         except KeyboardInterrupt:
             pass
-
-    def _not_run(self, phase: Phase, nodes: list[Node], why: str) -> list[Record]:
-        """Error records, one per slot the phase would have used, saying why it did not run."""
-        work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
-                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
-                      phase.cpus, phase.bind)
-        return self._records(self.run_id, phase, nodes, work, 0, {}, why)
 
     def _lost_nodes(self) -> bool:
         """Warn of nodes lost since the last phase; True when there were any."""
@@ -289,73 +291,40 @@ class Coordinator:
                        error_ns=self.worst_error[n.name], inventory=n.inventory)
             for n in self.nodes])
 
-    def _metric_warnings(self, phase: Phase, records: list[Record]) -> None:
-        for r in records:
-            for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
-                self.warnings.add(kind, text, node=r.node, task=phase.task.name)
-            for name in r.extra.get("missing_metrics", ()):
-                self.warnings.add("missing-metric", f"task {phase.task.name}: metric {name!r} "
-                                  "matched nothing in the command's output", task=phase.task.name,
-                                  phase=phase.index)
-
-    def _run_phase(self, run_id: str, phase: Phase, nodes: list[Node],
-                   bar: RunProgress) -> tuple[int, list[Record]]:
-        work = assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
-                      {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
-                      phase.cpus, phase.bind)
-        if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
-            self._flush()   # a short lead: the commit would compete with the slots arming
-        self.engine.prepare(phase, work, bar.tick)
-        if not self.scheduler.samples and self.engine.dispatch_hint_ns:
-            # no go has been timed yet: a round trip to every slot is the best first guess
-            self.scheduler.samples.append(self.engine.dispatch_hint_ns)
-        t0 = self.scheduler.next_t0()
-        self.current = (phase, nodes, work, t0)   # what Ctrl-C must still save
-        sent = self.go_ns[phase.index] = now_ns()
-        self.engine.go(t0)
-        self._flush()     # the previous phase, while this one waits for its (long) lead
-        while not self.engine.poll(0.2):
-            bar.tick()
-        results = self.engine.results()
-        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
-        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
-                               [r.start_ns for r in ok if r.start_ns])
-        records = self._records(run_id, phase, nodes, work, t0, results)
-        for r in records:    # the lead this T0 was given (run/schedule.py adapts it)
-            r.metrics[F.LEAD.name] = t0 - sent
-        self.current = None
-        return t0, records
-
-    def _records(self, run_id: str, phase: Phase, nodes: list[Node], work: Work, t0: int,
-                 results: dict[str, dict[int, Result]], missing: str = "") -> list[Record]:
-        out = []
-        self.samples = []    # the phase's progress samples, stored with its records
-        for node in nodes:
-            for a in work.get(node.name, []):
-                res = results.get(node.name, {}).get(a.place.slot)
-                if res is None:
-                    res = Result(status="error", error=missing or "no result")
-                # a group's slots record their own task's phase (under the group's index)
-                mine = phase.member_of(a.rank)[0] if phase.members else phase
-                out.append(make_record(run_id, mine, node, a.place.slot, a.place.cpu, a.rank,
-                                       t0, res))
-                self.samples += samples_of(run_id, phase.index, node.name, a.rank, t0, res)
-        finish_phase(out)
-        return out
-
-    def _save_interrupted(self, store: Store, run_id: str) -> None:
+    def _save_interrupted(self) -> None:
         """Keep what the interrupted phase measured; slots without a result say so."""
-        if self.current is None:   # interrupted before T0 was set: nothing was measured
+        flight, self.in_flight = self.in_flight, None
+        if flight is None:   # interrupted before its go was sent: nothing was measured
             return
-        phase, nodes, work, t0 = self.current
         try:
             results = self.engine.results()
-        except Exception:
-            results = {}
-        records = self._records(run_id, phase, nodes, work, t0, results, "interrupted")
-        store.write_phase(run_id, phase, t0, records, status="interrupted",
-                          samples=self.samples, go_ns=self.go_ns.pop(phase.index, None))
-        self.failed += sum(r.status != "ok" for r in records)
+        except EngineError as e:    # what the nodes hold is out of reach: the records say so
+            results, why = {}, f"interrupted; its results could not be taken: {e}"
+        else:
+            why = "interrupted"
+        done = collect(self.run_id, flight.phase, flight.nodes, flight.work, flight.t0,
+                       results, missing=why, go_ns=flight.go_ns, status="interrupted")
+        self._commit(done)
+        self.failed += done.failed
+
+
+def _metric_warnings(phase: Phase, records: Iterable[Record]) -> Iterator[Said]:
+    """The kernels' own warnings their records carry, and command metrics that matched
+    nothing."""
+    for r in records:
+        for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
+            yield Said(kind, text, node=r.node, task=phase.task.name)
+        for name in r.extra.get("missing_metrics", ()):
+            yield Said("missing-metric", f"task {phase.task.name}: metric {name!r} matched "
+                       "nothing in the command's output", task=phase.task.name,
+                       phase=phase.index)
+
+
+def work_of(phase: Phase, nodes: list[Node]) -> Work:
+    """Which slot of which node runs each of the phase's workers (run/placement.py)."""
+    return assign(phase.workers, phase.order, phase.pin, capacity(phase, nodes),
+                  {n.name: n.cpus for n in nodes}, {n.name: n.machine for n in nodes},
+                  phase.cpus, phase.bind)
 
 
 def lost_unfit(phase: Phase, live: list[Node], lost: set[str]) -> str:
@@ -401,9 +370,7 @@ def _layout_problems(p: Phase, nodes: list[Node]) -> list[str]:
     """A parallel task's launcher must be able to say where its ranks go (run/jobs.py)."""
     if not isinstance(p.params.get("ranks"), int) or len(nodes) < 2:
         return []
-    work = assign(p.workers, p.order, p.pin, capacity(p, nodes), {n.name: n.cpus for n in nodes},
-                  {n.name: n.machine for n in nodes}, p.cpus, p.bind)
-    return layout_problems(p, work, f"task.{p.task.name}.launcher")
+    return layout_problems(p, work_of(p, nodes), f"task.{p.task.name}.launcher")
 
 
 def _resource_problems(p: Phase, nodes: list[Node]) -> list[str]:

@@ -4,6 +4,7 @@ from a thread, so a reader can tell a run whose coordinator was killed (results/
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 
 from ..results.contract import RunNotes
@@ -34,8 +35,8 @@ class Heartbeat:
         while not self._stop.wait(self.every_s):
             try:
                 self.store.heartbeat(self.run_id)
-            except Exception:   # a busy or full disk: the next beat tries again
-                pass
+            except (sqlite3.Error, OSError):   # a busy or full disk: the next beat tries again
+                pass      # (a bug ends the thread, told by threading.excepthook)
 
     def stop(self) -> None:
         self._stop.set()

@@ -11,12 +11,14 @@ reached) runs now and replaces what was there.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 
 from ..model import Phase, Plan
 from ..plan import PlanError, parse_plan
 from ..plan.expand import Remaining, expand
 from ..results.contract import RunInfo
+from ..results.schema import SchemaError
 from ..results.store import Store
 
 RESUMABLE = ("interrupted", "killed", "aborted")
@@ -69,9 +71,9 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
             phases = st.phases(info.run_id)
             done = {p.index for p in phases if p.status == "ok"}
             failed = sum(r.status != "ok" for r in st.records(info.run_id) if r.phase in done)
-    except (FileNotFoundError, OSError) as e:
+    except OSError as e:
         raise ResumeError(f"--resume {directory}: no results there ({e})") from None
-    except Exception as e:    # a damaged file (the schema check names it)
+    except (SchemaError, sqlite3.Error) as e:   # damaged, foreign, locked (the message says)
         raise ResumeError(f"--resume {directory}: cannot read its results: {e}") from None
     if info.status not in RESUMABLE:
         why = ("its coordinator is still running" if info.status == "running" else
