@@ -7,50 +7,14 @@ import sqlite3
 import weakref
 
 import pytest
+from builders import instant_node_engine
 
-from manybench.engines.base import Engine, Node
-from manybench.inventory.topology import topology
-from manybench.kernels import Result
 from manybench.plan import parse_plan
 from manybench.plan import expand as E
 from manybench.results.store import Store
 from manybench.run.coordinator import Coordinator
 
-class _OneNode(Engine):
-    """This machine as one node that runs nothing: each phase's slots answer at once; the
-    phase `interrupt_at` is interrupted (Ctrl-C) while it runs."""
-
-    def __init__(self, outdir: str, interrupt_at: int | None = None) -> None:
-        self.interrupt_at, self.index, self.t0 = interrupt_at, -1, 0
-        self.nodes = [Node("a", 2, topology())]
-
-    def start(self, *a, **k):
-        return self.nodes
-
-    def _prepare(self, phase, work, tick):
-        self.index, self.work = phase.index, work
-        return {}
-
-    def _go(self, t0_by_node):
-        self.t0 = t0_by_node["a"]
-
-    def poll(self, timeout):
-        if self.index == self.interrupt_at:
-            raise KeyboardInterrupt
-        return True
-
-    def _results(self):
-        return {"a": {a.place.slot: Result(start_ns=self.t0 + 1, end_ns=self.t0 + 2,
-                                           armed_ns=self.t0 - 1) for a in self.work["a"]}}
-
-    def _snapshot(self, dirs, programs):
-        return {"a": {}}
-
-    def close(self):
-        pass
-
-    def abort(self):
-        pass
+_OneNode = instant_node_engine()
 
 
 BIG = ('repeat = 100000\nnoise = 0\n[placement]\nworkers = 2\n'

@@ -9,9 +9,9 @@ import sqlite3
 import time
 
 import pytest
+from builders import instant_node_engine
 
-from manybench.engines.base import Engine, Node, wire_phase
-from manybench.inventory.topology import topology
+from manybench.engines.base import wire_phase
 from manybench.kernels import Result
 from manybench.model import Phase, TaskSpec
 from manybench.node import protocol as P
@@ -64,47 +64,19 @@ def test_light_prepare_travels_with_go_and_leaves_nothing_behind(tmp_path):
         agent.close()
 
 
-class _OneNode(Engine):
+class _OneNode(instant_node_engine()):
     """This machine as one node; every poll checks what the store holds by then."""
 
     def __init__(self, outdir: str, interrupt_at: int | None = None) -> None:
-        self.outdir, self.interrupt_at = outdir, interrupt_at
-        self.nodes = [Node("a", 2, topology())]
+        super().__init__(outdir, interrupt_at)
         self.seen: list[tuple[int, int]] = []     # (phase polled, phases stored then)
-        self.index = -1
-        self.t0 = 0
-
-    def start(self, *a, **k):
-        return self.nodes
-
-    def _prepare(self, phase, work, tick):
-        self.index, self.work = phase.index, work
-        return {}
-
-    def _go(self, t0_by_node):
-        self.t0 = t0_by_node["a"]
 
     def poll(self, timeout):
         db = sqlite3.connect(os.path.join(self.outdir, "results.db"))
         stored = db.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
         db.close()
         self.seen.append((self.index, stored))
-        if self.index == self.interrupt_at:
-            raise KeyboardInterrupt
-        return True
-
-    def _results(self):
-        return {"a": {a.place.slot: Result(start_ns=self.t0 + 1, end_ns=self.t0 + 2,
-                                           armed_ns=self.t0 - 1) for a in self.work["a"]}}
-
-    def _snapshot(self, dirs, programs):
-        return {"a": {}}
-
-    def close(self):
-        pass
-
-    def abort(self):
-        pass
+        return super().poll(timeout)
 
 
 def _plan(repeat: int):

@@ -285,3 +285,24 @@ def test_a_dask_worker_answers_typed_requests_through_its_one_handler(monkeypatc
             f"version {V}")
     finally:
         plugin.teardown(worker)
+
+
+def test_the_coordinator_stores_what_the_engine_found_ending_the_run(tmp_path):
+    """A node that did not confirm the run's end (Engine.take_warnings) is a stored warning,
+    after a finished run and after an interrupted one."""
+    from builders import instant_node_engine
+    from manybench.plan import parse_plan
+    from manybench.plan.expand import expand
+    from manybench.results.store import Store
+    from manybench.run.coordinator import Coordinator
+    plan = parse_plan('noise = 0\nrepeat = 2\n[[task]]\nname = "a"\nkernel = "null"\n',
+                      "p.toml", ())
+    said = ("cleanup", "b", "node b did not confirm the run's end")
+    for interrupt_at, status in ((None, "finished"), (1, "interrupted")):
+        out = tmp_path / status
+        engine = instant_node_engine()(str(out), interrupt_at, [said])
+        res = Coordinator(plan, expand(plan), str(out), engine, [], progress=False).run()
+        assert res.status == status
+        with Store(str(out), readonly=True) as st:
+            got = [(w.kind, w.node, w.message) for w in st.warnings(res.run_id)]
+        assert said in got, got

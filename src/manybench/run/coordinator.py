@@ -109,6 +109,7 @@ class Coordinator:
                 self._save_interrupted()
                 interrupts.cut_short(self._tear_down)
                 self.engine.abort()
+                self._engine_warnings()
         except BaseException:
             try:
                 self._flush()     # what was measured, if the store still takes it
@@ -123,12 +124,18 @@ class Coordinator:
             raise
         else:
             self.engine.close()
+            self._engine_warnings()
         finally:
             signal.signal(signal.SIGTERM, previous)
             beat.stop()
         store.end_run(run_id, status)
         store.close()
         return Outcome(run_id, status, code, self.failed)
+
+    def _engine_warnings(self) -> None:
+        """What the engine found while ending the run (a node that did not confirm it)."""
+        for kind, node, text in self.engine.take_warnings():
+            self.warnings.add(kind, text, node=node)
 
     def _begin(self, store: Store, run_id: str, nodes: list[Node], notes: RunNotes,
                default_dir: str) -> Heartbeat:
