@@ -1,28 +1,34 @@
 """Nodes reached through a Dask cluster: one agent per Dask worker, one message per node per
-phase, clocks corrected by Cristian's algorithm.
+phase each way, clocks corrected by Cristian's algorithm.
 
-The coordinator calls each worker's `mb_call` handler directly (distributed's rpc pool, so
-the cluster's TLS applies) rather than submitting tasks through the scheduler: a phase costs
-one round trip per node, not a scheduler hop per slot. Requests and replies are the typed
-messages of node/protocol.py, each encoded with the protocol version; the first, Info, finds
-a node of another version and refuses it by name before anything else. Phases get a Prepare
-first, so T0 is chosen only when every node is ready, unless base.with_go says the phase
-may travel with Run.
+Dask finds, starts, watches and stops the nodes: the coordinator calls each worker's
+`mb_call` handler (distributed's rpc pool, so the cluster's TLS applies) for Info, the
+noise floor, the run's Start (which hands each agent the run's secret), lease renewals,
+Close and Abort. A run's phases go straight to each agent over its direct channel
+(engines/direct.py, node/direct.py: no worker, no scheduler on the path), or through the
+worker's handler for a node that cannot be reached directly (a `relay` warning says why).
+Requests and replies are the typed messages of node/protocol.py, each encoded with the
+protocol version; the first, Info, finds a node of another version and refuses it by name
+before anything else. Phases get a Prepare first, so T0 is chosen only when every node is
+ready, unless base.with_go says the phase may travel with Run.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import secrets
 import time
 from typing import Any, Callable
 
 from ..kernels import Result
+from ..node.arrays import SlotResults
 from ..node.clock import measure_offset
 from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
                              Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare, Prepared,
                              ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
                              Started, TakeSnapshot, WirePhase, decode, encode)
 from .base import Engine, EngineError, Node, Results, Work, with_go
+from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
@@ -32,10 +38,6 @@ STUCK = (cf.TimeoutError, cf.CancelledError, RuntimeError)
 # how often a phase still waiting asks the scheduler which workers it has: the answer
 # describes every worker (64 nodes: a large message), so not at every 0.2 s poll
 CHECK_WORKERS_S = 2.0
-
-
-class NodeLost(Exception):
-    pass
 
 
 class DaskEngine(Engine):
@@ -57,14 +59,16 @@ class DaskEngine(Engine):
         self.echo: dict[str, tuple[str, int]] = {}
         self.lost: dict[str, str] = {}      # node -> why
         self.notices: list[str] = []        # slots replaced on nodes (Engine.take_notices)
-        self.pending: cf.Future | None = None
+        self.pending = False                # a phase's Run sent, its replies not all in
         self.deadline: float | None = None
         self.work: Work = {}
         self.phase: WirePhase | None = None
         self.prepared = False
         self.failed: dict[str, dict[int, Result]] = {}
-        self.done: dict[str, dict[int, Result]] = {}
+        self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
+        self.secret = secrets.token_hex(16)     # the run's: only we drive its agents
+        self.fanout = Fanout(self._relay)
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
     def _submit(self, coro: Any) -> cf.Future:
@@ -96,6 +100,16 @@ class DaskEngine(Engine):
     def _wait_all(self, reqs: dict[str, Request]) -> dict[str, Any]:
         return self._submit(self._all(reqs)).result()
 
+    def _relay(self, node: str, kind: str, data: bytes) -> cf.Future:
+        """A request through the node's worker (no direct channel): its reply's bytes."""
+        return self._submit(self.client.rpc(self.addr[node]).mb_call(kind=kind, request=data))
+
+    def _round(self, reqs: dict[str, Request]) -> dict[str, Any]:
+        """One request to each node, direct or relayed: every reply (or why there is none)."""
+        self.fanout.send(reqs)
+        self.fanout.wait(None)
+        return self.fanout.replies
+
     # -- start: discover nodes, their slots and clocks ---------------------------------
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -126,21 +140,49 @@ class DaskEngine(Engine):
             self._submit(self._noise()).result()
         self.sync_clocks()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
-                                                self.telemetry_s) for n in self.nodes})
+                                                self.telemetry_s, secret=self.secret)
+                                  for n in self.nodes})
         for name, r in replies.items():
             if not isinstance(r, Started):
                 raise EngineError(f"starting the agent on {name}: {r}")
-        # warm the path (connections, first pickling) and time it: the first lead is the
+        self._go_direct(replies)
+        # warm the path (connections, first encoding) and time it: the first lead is the
         # slowest node's round trip to its slots plus a round trip to the nodes
         for _ in range(3):
             t = time.monotonic_ns()
-            self._wait_all({n.name: Ping() for n in self.nodes})
+            for name, r in self._round({n.name: Ping() for n in self.nodes}).items():
+                if isinstance(r, Exception):
+                    raise EngineError(f"node {name} does not answer after its start: {r}")
             rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(r.dispatch_ns for r in replies.values()) + rpc
         self.renewer = LeaseRenewer(lambda a, req: self._send(a, req, f"worker {a}"), lambda: [
             self.addr[n.name] for n in self.nodes if n.name not in self.lost])
         self._submit(self.renewer.start()).result()
         return self.nodes
+
+    def _go_direct(self, started: dict[str, Started]) -> None:
+        """Open each node's direct channel where it offers one and the cluster's security
+        allows; a node without one keeps the worker's relay and the run is told why."""
+        sec = getattr(self.client, "security", None)
+        secured = bool(getattr(sec, "require_encryption", False)) or str(
+            getattr(getattr(self.client, "scheduler", None), "address", "")).startswith("tls")
+        ctx = None
+        if sec is not None:
+            ctx = sec.get_connection_args("client").get("ssl_context")
+        for n in self.nodes:
+            offer = started[n.name].direct
+            why = refusal(offer, started[n.name].why, secured, ctx)
+            if not why:
+                try:
+                    self.fanout.add(n.name, connect(n.host, offer, self.secret, ctx,
+                                                    f"node {n.name}"))
+                    n.inventory["channel"] = "direct, TLS" if offer.tls else "direct"
+                    continue
+                except (OSError, DirectRefused, ProtocolMismatch, ValueError) as e:
+                    why = f"its direct channel ({n.host}:{offer.port}) failed: {e}"
+            n.inventory["channel"] = "relay"
+            self.tell("relay", n.name, f"node {n.name} is reached through its Dask worker's "
+                      f"relay, not directly: {why}; each of its phases costs more there")
 
     async def _noise(self) -> None:
         """Each node's noise floor (inventory/noise.py) into its inventory: machines at once,
@@ -195,7 +237,7 @@ class DaskEngine(Engine):
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
         for n, r in self._live_round(lambda n: Connect(peers), tick).items():
-            self.failed[n] = {**self.failed.get(n, {}), **r.failed}
+            self.failed[n] = {**self.failed.get(n, {}), **dict(r.failed)}
 
     def _live_round(self, request: Callable[[str], Request],
                     tick: Callable[[], None]) -> dict[str, Prepared | Connected]:
@@ -204,15 +246,11 @@ class DaskEngine(Engine):
         live = [n for n in self.work if n not in self.lost]
         if not live:
             return {}
-        fut = self._submit(self._all({n: request(n) for n in live}))
-        while True:
-            try:
-                replies = fut.result(timeout=0.2)
-                break
-            except cf.TimeoutError:
-                tick()
+        self.fanout.send({n: request(n) for n in live})
+        while not self.fanout.wait(0.2):
+            tick()
         out = {}
-        for n, r in replies.items():
+        for n, r in self.fanout.replies.items():
             if isinstance(r, Exception):
                 self._lose(n, r)
             else:
@@ -228,27 +266,23 @@ class DaskEngine(Engine):
         if timeout is not None:
             lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
             self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
-        self.pending = self._submit(self._all(reqs)) if reqs else None
+        self.fanout.send(reqs)
+        self.pending = bool(reqs)
 
     def poll(self, timeout: float) -> bool:
-        if self.pending is None:
+        if not self.pending:
             return True
-        try:
-            replies = self.pending.result(timeout=timeout)
-        except cf.TimeoutError:
+        if not self.fanout.wait(timeout):
             if self.deadline is not None and time.monotonic() > self.deadline:
-                for n in self.work:
-                    if n not in self.done:
-                        self._lose(n, NodeLost(f"node {n} lost: no answer past the timeout"))
-                self.pending.cancel()
-                self.pending = None
-                return True
-            if time.monotonic() - self.checked >= CHECK_WORKERS_S:
+                for n in list(self.fanout.waiting):
+                    self._lose(n, NodeLost(f"node {n} lost: no answer past the timeout"))
+            elif time.monotonic() - self.checked >= CHECK_WORKERS_S:
                 self.checked = time.monotonic()
                 self._check_workers()
-            return False
-        self.pending = None
-        for n, r in replies.items():
+            if not self.fanout.wait(0):
+                return False
+        self.pending = False
+        for n, r in self.fanout.replies.items():
             if isinstance(r, Finished):
                 self.done[n] = r.results
                 self.notices += r.notices
@@ -266,16 +300,13 @@ class DaskEngine(Engine):
         for n in self.work:
             if self.addr[n] not in alive and n not in self.lost:
                 self._lose(n, NodeLost(f"node {n} lost: its Dask worker left the cluster"))
-        if all(n in self.lost or n in self.done for n in self.work) and self.pending:
-            self.pending.cancel()
-            self.pending = None
 
     # -- between phases: setup, teardown, provenance ------------------------------------
     def _every_live_node(self, req: Request) -> dict[str, Any]:
         """The same request to every live node at once; who does not answer is lost."""
         live = [n.name for n in self.nodes if n.name not in self.lost]
         out = {}
-        for n, r in (self._wait_all({n: req for n in live}) if live else {}).items():
+        for n, r in (self._round({n: req for n in live}) if live else {}).items():
             if isinstance(r, Exception):
                 self._lose(n, r)
             else:
@@ -295,15 +326,20 @@ class DaskEngine(Engine):
 
     def _lose(self, node: str, err: BaseException) -> None:
         self.lost.setdefault(node, str(err) if isinstance(err, NodeLost) else f"node {node}: {err}")
+        self.fanout.lose(node, err if isinstance(err, Exception) else NodeLost(str(err)))
 
     def _telemetry(self) -> dict[str, list]:
         out, self.rows = self.rows, {}
         return out
 
-    def _results(self) -> Results:
-        out: Results = {}
+    def _results(self) -> dict[str, SlotResults | dict[int, Result]]:
+        out: dict[str, SlotResults | dict[int, Result]] = {}
         for n, assigned in self.work.items():
-            got = {**self.failed.get(n, {}), **self.done.get(n, {})}
+            done = self.done.get(n)
+            if done is not None and not self.failed.get(n) and len(done) == len(assigned):
+                out[n] = done              # every slot answered its go: the arrays as sent
+                continue
+            got = {**self.failed.get(n, {}), **(dict(done) if done is not None else {})}
             for a in assigned:
                 if a.place.slot not in got and n in self.lost:
                     got[a.place.slot] = Result(status="lost", error=self.lost[n])
@@ -336,9 +372,15 @@ class DaskEngine(Engine):
                 self.on_close()
 
     def close(self) -> None:
-        self._finish(Close())
+        try:
+            self._finish(Close())
+        finally:
+            self.fanout.close()
 
     def abort(self) -> None:
-        if self.pending is not None:
-            self.pending.cancel()
-        self._finish(Abort())
+        self.fanout.abandon()
+        self.pending = False
+        try:
+            self._finish(Abort())
+        finally:
+            self.fanout.close()

@@ -2,23 +2,30 @@
 
 The Dask worker process is large and threaded: slots forked from it would each carry a
 share of its memory, and forking a threaded process is fragile. So the worker starts this
-fresh interpreter, which forks the slot pool and serves the worker over one pipe: each
-request of protocol.py (encoded, as the coordinator sent it) gets its reply, or
-Failed(error). SIGTERM (the worker
-aborting the run, or dying: the kernel sends it then) stops every slot and its children,
-removes scratch unless the plan keeps it, and exits.
+fresh interpreter, which forks the slot pool and serves two channels, one request at a time:
+the worker over one pipe (the run's Start, Close, and any request relayed for a coordinator
+that cannot reach this process directly), and, from the run's Start on, the coordinator
+itself over the direct channel (direct.py: its own port, the run's secret, TLS on a secured
+cluster). Each request of protocol.py gets its reply, or Failed(error).
+
+SIGTERM (the worker aborting the run, its lease running out, or the worker dying: the
+kernel sends it then) stops every slot and its children, removes scratch unless the plan
+keeps it, and exits.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import sys
 import traceback
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 
 from .agent import Agent
+from .direct import Listener, TlsFiles, recv_frame, send_frame
 from .procs import die_with_parent
-from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare,
+from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Ping, Prepare,
                        ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
                        Started, TakeSnapshot, decode, encode)
 
@@ -32,9 +39,14 @@ def _on_term(signum: int, frame: object) -> None:
 
 
 class AgentServer:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection | None, direct: dict | None = None) -> None:
+        """conn: the pipe to the worker. direct: how to listen for the coordinator ({"host",
+        "tls": [ca, cert, key] | None}), or {"off": why} (dask_plugin.direct_config)."""
         self.conn = conn
+        self.direct_config = direct or {"off": "no direct channel was configured"}
         self.agent: Agent | None = None
+        self.listener: Listener | None = None
+        self.direct: socket.socket | None = None     # the coordinator's connection
 
     def reply(self, req: Request) -> object:
         """handle's answer, or Failed saying why it has none (a refused Start: the versions)."""
@@ -48,7 +60,9 @@ class AgentServer:
     def handle(self, req: Request) -> object:
         if isinstance(req, Start):
             self.agent = Agent.of(req)
-            return Started(self.agent.start())
+            dispatch = self.agent.start()
+            offer, why = self._listen(req.secret)
+            return Started(dispatch, offer, why)
         if isinstance(req, Ping):
             return None
         if isinstance(req, TakeSnapshot):      # needs no slots: also before Start
@@ -72,39 +86,103 @@ class AgentServer:
                 agent.go(t0_ns, None if phase is None else Prepare(phase, work))
                 while not agent.poll(0.5):
                     pass
-                return Finished(agent.results(), notices=agent.take_notices(),
-                                telemetry=agent.telemetry.drain())
+                return agent.finished()
         raise ValueError(f"unknown request {type(req).__name__}")
 
+    def _listen(self, secret: str) -> tuple[DirectOffer | None, str]:
+        """Open the direct channel for the run that holds `secret`: where it listens, or why
+        it does not (the coordinator then keeps the worker's relay)."""
+        self._close_direct()
+        why = self.direct_config.get("off", "")
+        if why or not secret:
+            return None, why or "the coordinator gave no secret (it does not go direct)"
+        tls = self.direct_config.get("tls")
+        try:
+            self.listener = Listener(secret, TlsFiles(*tls) if tls else None,
+                                     self.direct_config.get("host", ""))
+        except (OSError, ValueError) as e:     # no port, certificates it cannot load
+            return None, f"the agent cannot listen: {e}"
+        return DirectOffer(self.listener.port, self.listener.tls), ""
+
+    def _close_direct(self) -> None:
+        for s in (self.direct, self.listener):
+            if s is not None:
+                s.close()
+        self.direct = self.listener = None
+
+    # -- serving -------------------------------------------------------------------------------
     def serve(self) -> None:
         try:
             while True:
-                try:
-                    req = decode(self.conn.recv_bytes(), "the coordinator")
-                except (EOFError, OSError):   # the worker is gone
-                    break
-                except ProtocolMismatch as e:   # the relay refuses these first
-                    self.conn.send_bytes(encode(Failed(str(e))))
-                    continue
-                if isinstance(req, (Close, Abort)):
-                    if self.agent:
-                        (self.agent.close if isinstance(req, Close) else self.agent.abort)()
-                        self.agent = None
-                    self.conn.send_bytes(encode(None))
-                    return
-                self.conn.send_bytes(encode(self.reply(req)))
+                ready = [self.conn, *(c for c in (self.listener, self.direct) if c)]
+                for r in wait(ready):
+                    if r is self.conn:
+                        if not self._from_worker():
+                            return
+                    elif r is self.listener:
+                        conn = self.listener.accept()
+                        if conn is not None:        # the run's coordinator (again): the last
+                            if self.direct is not None:
+                                self.direct.close()
+                            self.direct = conn
+                    elif r is self.direct:
+                        self._from_coordinator()
         except Stop:
             pass
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if self.agent:
-            self.agent.abort()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            self._close_direct()
+            if self.agent:
+                self.agent.abort()
+                self.agent = None
+
+    def _from_worker(self) -> bool:
+        """One request from the worker's pipe; False once the agent must end."""
+        try:
+            data = self.conn.recv_bytes()
+        except (EOFError, OSError):   # the worker is gone
+            return False
+        try:
+            req = decode(data, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:   # the relay refuses these first
+            self.conn.send_bytes(encode(Failed(str(e))))
+            return True
+        if isinstance(req, (Close, Abort)):
+            self._close_direct()
+            if self.agent:
+                (self.agent.close if isinstance(req, Close) else self.agent.abort)()
+                self.agent = None
+            self.conn.send_bytes(encode(None))
+            return False
+        self.conn.send_bytes(encode(self.reply(req)))
+        return True
+
+    def _from_coordinator(self) -> None:
+        """The direct channel's requests, each answered on it; a channel that closes or
+        speaks garbage is dropped (the coordinator finds the node lost)."""
+        sock = self.direct
+        try:
+            while True:
+                data = recv_frame(sock)
+                try:
+                    reply = self.reply(decode(data, "the coordinator"))
+                except (ProtocolMismatch, ValueError) as e:
+                    reply = Failed(str(e))
+                send_frame(sock, encode(reply))
+                # TLS may hold a whole next frame already read off the socket
+                if not (hasattr(sock, "pending") and sock.pending()):
+                    return
+        except (EOFError, OSError, ValueError):
+            sock.close()
+            self.direct = None
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the worker decides when we stop
     signal.signal(signal.SIGTERM, _on_term)
     die_with_parent()
-    AgentServer(Connection(int(sys.argv[1]))).serve()
+    direct = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    AgentServer(Connection(int(sys.argv[1])), direct).serve()
     os._exit(0)
 
 

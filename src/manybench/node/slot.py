@@ -20,7 +20,7 @@ from ..kernels.figures import CPUS_ALLOWED
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
-from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
+from .protocol import (CODEC, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
@@ -200,11 +200,11 @@ class SlotLoop:
             return self._done(_error(f"publish failed: {e!r}"))
 
     def serve(self) -> None:
-        conn = self.conn
+        conn = _Pipe(self.conn)
         while True:
             try:
                 msg = conn.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError, ValueError):
                 return
             match msg:
                 case SlotGo(t0_ns, None):
@@ -221,6 +221,19 @@ class SlotLoop:
                     conn.send(SlotPong(os.getpid()))
                 case SlotExit():
                     return
+
+
+class _Pipe:
+    """The slot's end of its pipe, speaking protocol.CODEC (the agent's _send, _recv)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def recv(self) -> object:
+        return CODEC.unpack(self.conn.recv_bytes())
+
+    def send(self, msg: object) -> None:
+        self.conn.send_bytes(CODEC.pack(msg))
 
 
 def arm_term_handler(cgroup: str | None) -> None:

@@ -47,6 +47,9 @@ WARNING_KINDS = {
     # issue 16: a failure that used to vanish
     "cleanup": "a kernel's cleanup after a phase, or a node's end of the run, failed: files "
                "or processes it held may remain",
+    # issue 21: how the coordinator reaches a node's agent
+    "relay": "a node's agent could not be reached directly: its requests went through its "
+             "Dask worker (each phase costs more there; the figures are the same)",
 }
 
 

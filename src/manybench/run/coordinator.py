@@ -154,6 +154,7 @@ class Coordinator:
             self.warnings = Warnings(store, run_id)
             for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
                 self.warnings.add(kind, msg, node=node)   # a resumed run has them already
+            self._engine_warnings()      # what the engine found starting (a node relayed)
             self._store_nodes()
             dirs, programs = provenance(self.plan, self.phases, default_dir)
             store.write_snapshots(run_id, "resume" if self.resume else START,
