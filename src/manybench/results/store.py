@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import sqlite3
 import threading
@@ -43,6 +44,24 @@ _INSERT_RECORD = (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
 def _dumps(value: Any) -> str:
     # default=str: a stray Path or Decimal in params must not lose a phase at commit time
     return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _record_encoder() -> Any:
+    """_dumps for a phase's records, made once: json.dumps builds its encoder at every call,
+    which costs as much as the encoding of a record's small objects."""
+    from json import encoder   # noqa: PLC0415
+    make = encoder.c_make_encoder
+    if make is None:      # a Python without json's C speedups
+        return _dumps
+    enc = make(None, str, encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    return lambda value: "".join(enc(value, 0))
+
+
+_dumps_fast = _record_encoder()
+_GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in one call
+_JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
+_PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
+_EXTRA_AT = _REC_FIELDS.index("extra")
 
 
 _decode = json.JSONDecoder().decode
@@ -260,15 +279,20 @@ class Store:
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
         rrows, xrows = [], []
+        params: dict[int, str] = {}     # a phase's records share their params: encoded once
         for r in records:
-            d = {f: getattr(r, f) for f in _REC_FIELDS}
+            row = list(_GET_RECORD(r))
             if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
-                d["extra"] = {k: v for k, v in r.extra.items() if k != "series"}
+                row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
                 xrows += _series_rows(run_id, phase.index, r)
-            for f in _REC_JSON:
-                d[f] = _dumps(d[f])
-            d["hist"] = _hist_out(r.hist)
-            rrows.append(tuple(d[f] for f in _REC_FIELDS))
+            for i in _JSON_AT:
+                row[i] = _dumps_fast(row[i])
+            p = params.get(id(r.params))
+            if p is None:
+                p = params[id(r.params)] = _dumps_fast(r.params)
+            row[_PARAMS_AT] = p
+            row[_HIST_AT] = _hist_out(r.hist)
+            rrows.append(row)
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),

@@ -10,9 +10,13 @@ from ..engines.base import Node, Results, Work
 from ..kernels import Result, kernel
 from ..kernels import figures as F
 from ..model import Phase
+from ..node.arrays import SlotResults
 from ..record import Record
 from ..results.contract import Sample, TelemetryRow
-from .samples import samples_of
+from .samples import samples_at
+
+ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
+OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
 
 @dataclass(frozen=True)
@@ -59,23 +63,29 @@ def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: i
                 res: Result, lead_ns: int | None = None) -> Record:
     """A slot's result (stamps already in the coordinator's clock) as a record; `lead_ns`:
     the lead its T0 was given (run/schedule.py adapts it)."""
-    metrics = dict(res.metrics)
-    metrics.update(clock_offset_ns=node.offset_ns, clock_error_ns=node.error_ns)
-    extra = dict(res.extra)
-    if res.armed_ns:
-        extra["armed_ns"] = res.armed_ns
+    return _record(run, phase, phase.record_params(), node, slot, cpu, rank, t0, lead_ns,
+                   SlotResults.of({slot: res}), 0)
+
+
+def _record(run: str, phase: Phase, params: dict, node: Node, slot: int, cpu: int, rank: int,
+            t0: int, lead_ns: int | None, arr: SlotResults, i: int) -> Record:
+    """Entry i of a node's arrays as a record (params: the phase's, shared by its records)."""
+    metrics = dict(arr.metrics.get(i, ()))
+    metrics[OFFSET] = node.offset_ns
+    metrics[ERROR] = node.error_ns
+    extra = dict(arr.extra.get(i, ()))
+    armed = arr.armed_ns[i]
+    if armed:
+        extra["armed_ns"] = armed
         # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
-        metrics[F.ARMED_LATE.name] = max(0, res.armed_ns - t0)
+        metrics[ARMED_LATE] = max(0, armed - t0)
     if lead_ns is not None:
-        metrics[F.LEAD.name] = lead_ns
+        metrics[LEAD] = lead_ns
     extra["rank"] = rank
-    return Record(
-        run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
-        variant=phase.variant, rep=phase.rep, workers=phase.workers, node=node.name,
-        slot=slot, cpu=cpu, t0_ns=t0, start_ns=res.start_ns, end_ns=res.end_ns,
-        elapsed_s=res.elapsed_ns / 1e9, ops=res.ops, bytes=res.bytes, status=res.status,
-        error=res.error, params=phase.record_params(),
-        metrics=metrics, hist=res.hist, extra=extra)
+    return Record(run, phase.index, phase.task.name, phase.kernel, phase.variant, phase.rep,
+                  phase.workers, node.name, slot, cpu, t0, arr.start_ns[i], arr.end_ns[i],
+                  arr.elapsed_ns[i] / 1e9, arr.ops[i], arr.bytes[i], arr.status[i],
+                  arr.error.get(i, ""), params, metrics, arr.hist.get(i), extra)
 
 
 def finish_phase(records: list[Record]) -> None:
@@ -89,20 +99,30 @@ def finish_phase(records: list[Record]) -> None:
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
             status: str = "ok") -> PhaseOutcome:
-    """The phase's outcome from its slots' results: one record per assigned slot (a slot
-    without a result: an error saying `missing`) and their progress samples."""
+    """The phase's outcome from its nodes' results (arrays, stamps in the coordinator's
+    clock): one record per assigned slot (a slot without a result: an error saying
+    `missing`) and their progress samples. Records of one phase share its params."""
     records: list[Record] = []
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
+    params = {id(phase): phase.record_params()}
+    for m in phase.members:
+        params[id(m)] = m.record_params()
+    lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
     for node in nodes:
-        for a in work.get(node.name, []):
-            res = results.get(node.name, {}).get(a.place.slot)
-            if res is None:
-                res = Result(status="error", error=missing or "no result")
+        assigned = work.get(node.name)
+        if not assigned:
+            continue
+        arr = results.get(node.name) or lacking
+        at = arr.index()
+        for a in assigned:
+            slot = a.place.slot
+            got, i = (arr, at[slot]) if slot in at else (lacking, 0)
             # a group's slots record their own task's phase (under the group's index)
             mine = phase.member_of(a.rank)[0] if phase.members else phase
-            records.append(make_record(run, mine, node, a.place.slot, a.place.cpu, a.rank, t0,
-                                       res, lead))
-            samples += samples_of(run, phase.index, node.name, a.rank, t0, res)
+            records.append(_record(run, mine, params[id(mine)], node, slot, a.place.cpu,
+                                   a.rank, t0, lead, got, i))
+            if i in got.samples:
+                samples += samples_at(run, phase.index, node.name, a.rank, t0, got, i)
     finish_phase(records)
     return PhaseOutcome(phase, t0, tuple(records), tuple(samples), go_ns, status)

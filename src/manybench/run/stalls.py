@@ -8,15 +8,12 @@ over the peers' median span; the run gets a stored `stall` warning.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ..record import Record
 
 STALL_FACTOR = 3.0     # this many times the peers' median span ...
 STALL_MIN_S = 0.5      # ... and at least this much longer: not scheduling noise
-
-
-def _median(values: list[int]) -> int:
-    s = sorted(values)
-    return s[(len(s) - 1) // 2]     # nearest-rank (docs/definitions.md), the lower middle
 
 
 def flag_stalls(records: list[Record]) -> list[Record]:
@@ -24,19 +21,33 @@ def flag_stalls(records: list[Record]) -> list[Record]:
     timed = [r for r in records if r.status == "ok" and r.end_ns and r.t0_ns]
     if len(timed) < 2:
         return []
+    # peers: the same task's slots (a [[concurrent]] group's tasks differ in length); each
+    # task's spans sorted once, so a phase of many slots costs a sort, not a pass per record
+    spans: dict[str, list[int]] = {}
+    for r in timed:
+        spans.setdefault(r.task, []).append(r.end_ns - r.t0_ns)
+    for s in spans.values():
+        s.sort()
     flagged = []
     for r in timed:
-        # peers: the same task's slots (a [[concurrent]] group's tasks differ in length)
-        peers = [p.end_ns - p.t0_ns for p in timed if p is not r and p.task == r.task]
-        if not peers:
+        s = spans[r.task]
+        if len(s) < 2:
             continue
-        typical = max(_median(peers), 0)
         span = r.end_ns - r.t0_ns
+        typical = max(_peer_median(s, span), 0)
         excess = span - typical
         if span > STALL_FACTOR * typical and excess > STALL_MIN_S * 1e9:
             r.metrics["stall_s"] = round(excess / 1e9, 6)
             flagged.append(r)
     return flagged
+
+
+def _peer_median(spans: list[int], own: int) -> int:
+    """The nearest-rank median (docs/definitions.md: the lower middle) of sorted `spans`
+    without one occurrence of `own`."""
+    k = bisect_left(spans, own)
+    m = (len(spans) - 2) // 2
+    return spans[m] if m < k else spans[m + 1]
 
 
 def stall_text(r: Record) -> str:
