@@ -54,6 +54,9 @@ class SlotLoop:
         self.mems: tuple[int, ...] | None = None
         self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
         self.told: list[list[str]] = []   # [kind, text] of cleanups that failed: warnings
+        # the last /proc readback of the binding and the cpus it was read with: read again
+        # only when the cpus the slot may use change (a new placement, a kernel's own pin)
+        self.binding: tuple[frozenset, dict[str, str], int] | None = None
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -146,14 +149,24 @@ class SlotLoop:
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
         m = dict(res.metrics)
         if CPUS_ALLOWED.name not in m:
-            binding = proc_binding("self")
+            binding, allowed = self._binding()
             m.update(binding)
             # the slot's own cpu time holds its last stretch of spinning before T0: only a
             # window long enough to dwarf it says anything about the work
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
-                m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed_count(binding)))
+                m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed))
         m.setdefault("mempolicy", mempolicy())
         return replace(res, metrics=m)
+
+    def _binding(self) -> tuple[dict[str, str], int]:
+        """The slot's binding as /proc/self/status says, and how many cpus it allows: read
+        once per set of cpus (a syscall tells whether they changed; parsing the file every
+        phase cost more than a null phase's own work)."""
+        cpus = frozenset(os.sched_getaffinity(0))
+        if self.binding is None or self.binding[0] != cpus:
+            got = proc_binding("self")
+            self.binding = (cpus, got, allowed_count(got))
+        return self.binding[1], self.binding[2]
 
     def cancel(self) -> None:
         if self.prepared is not None:

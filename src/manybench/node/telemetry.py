@@ -9,6 +9,7 @@ engines/base.py moves them into the coordinator's clock.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +32,24 @@ class _Counters:
     tx: int
 
 
+_WHOLE: dict[str, bool] = {}     # disk name -> a whole disk (not a partition), asked once
+
+
+def _whole(name: str) -> bool:
+    """A whole disk, as psutil's totals count them: one with its own /sys/block entry."""
+    got = _WHOLE.get(name)
+    if got is None:
+        got = _WHOLE[name] = os.path.exists(f"/sys/block/{name.replace('/', '!')}")
+    return got
+
+
 def _disks() -> tuple[int, int, dict[str, int]]:
-    total = psutil.disk_io_counters(perdisk=False)   # whole disks only (no double counting)
+    """Bytes read and written by whole disks (partitions would count them twice) and each
+    disk's busy time: one read of the kernel's counters (psutil's totals read them again)."""
     per = psutil.disk_io_counters(perdisk=True) or {}
+    whole = [c for d, c in per.items() if _whole(d)]
     busy = {d: getattr(c, "busy_time", 0) for d, c in per.items()}
-    return (total.read_bytes if total else 0, total.write_bytes if total else 0, busy)
+    return sum(c.read_bytes for c in whole), sum(c.write_bytes for c in whole), busy
 
 
 def _net() -> tuple[int, int]:
