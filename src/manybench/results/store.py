@@ -58,6 +58,18 @@ def _record_encoder() -> Any:
 
 
 _dumps_fast = _record_encoder()
+
+
+def _dumps_each(values: list) -> list[str]:
+    """_dumps_fast of each of a phase's dicts, in one call of the encoder: a call costs more
+    than encoding a record's small dict, so the list is encoded whole and cut between its
+    items ("},{"), unless an item holds that text itself (then one call each)."""
+    if len(values) < 2 or any(type(v) is not dict for v in values):
+        return [_dumps_fast(v) for v in values]
+    parts = _dumps_fast(values)[2:-2].split("},{")
+    if len(parts) != len(values):     # "},{" inside an item: cut where it is not a boundary
+        return [_dumps_fast(v) for v in values]
+    return ["{" + p + "}" for p in parts]
 _GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in one call
 _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
@@ -278,21 +290,22 @@ class Store:
                 None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        rrows, xrows = [], []
-        params: dict[int, str] = {}     # a phase's records share their params: encoded once
-        for r in records:
-            row = list(_GET_RECORD(r))
+        rrows, xrows = [list(_GET_RECORD(r)) for r in records], []
+        for r, row in zip(records, rrows):
             if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
                 row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
                 xrows += _series_rows(run_id, phase.index, r)
-            for i in _JSON_AT:
-                row[i] = _dumps_fast(row[i])
-            p = params.get(id(r.params))
+        for at in _JSON_AT:            # a column at a time (_dumps_each)
+            for row, text in zip(rrows, _dumps_each([row[at] for row in rrows])):
+                row[at] = text
+        params: dict[int, str] = {}     # a phase's records share their params: encoded once
+        for row in rrows:
+            p = params.get(id(row[_PARAMS_AT]))
             if p is None:
-                p = params[id(r.params)] = _dumps_fast(r.params)
+                p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
             row[_PARAMS_AT] = p
-            row[_HIST_AT] = _hist_out(r.hist)
-            rrows.append(row)
+            if row[_HIST_AT] is not None:
+                row[_HIST_AT] = _hist_out(row[_HIST_AT])
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
