@@ -253,9 +253,11 @@ class Agent:
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         self.t0_ns = t0_ns
-        go = CODEC.pack(SlotGo(t0_ns))   # once for every slot: the loop is the dispatch time
+        go = b""     # packed once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
             r = self.running[i]
+            if r.prepare is None and not go:
+                go = CODEC.pack(SlotGo(t0_ns))
             try:
                 self.slots[i].conn.send_bytes(go if r.prepare is None else
                                               CODEC.pack(SlotGo(t0_ns, r.prepare)))

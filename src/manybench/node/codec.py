@@ -6,8 +6,9 @@ type's place in that table (1, 2, ...), then its fields in declaration order. A 
 same with code 0, so what is sent as a tuple comes back a tuple (a list stays a list). The
 one phase sent to every node (the `shared` types: a WirePhase) is instead the extension of
 its code whose data is that array packed once, and reused while it is among the last few
-packed (an identity cache holding them, so an id is never reused under it; wire types are
-frozen). Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
+packed or unpacked (an identity cache holding them, so an id is never reused under it; wire
+types are frozen): the agent passes the phase it got on to its slots without packing it
+again. Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
 (int or str keys). Anything else is refused when packing (TypeError), and unpacking builds
 nothing but those types: a peer that is not manybench can speak this with any msgpack library
 and the table, and a hostile one can make no code run.
@@ -90,7 +91,10 @@ class Codec:
         values = self._unpack(data)          # a shared object: its array packed apart
         if code == TUPLE or not isinstance(values, list):
             raise ValueError(f"wire type {code} packed apart holds no fields")
-        return self._make(code, values)
+        obj = self._make(code, values)
+        # sent on (the agent hands the phase to its slots): its bytes as they came
+        self.recent = [(obj, msgpack.ExtType(code, data)), *self.recent[:_CACHE - 1]]
+        return obj
 
     def _list(self, values: list) -> Any:
         if not values or type(values[0]) is not _Mark:

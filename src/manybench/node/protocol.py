@@ -426,4 +426,4 @@ WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, Direc
               # agent -> slot, over a local pipe (the same encoding; no envelope there)
               Result, SlotContext, SlotPrepare, SlotConnect, SlotGo, SlotPing, SlotExit,
               SlotReady, SlotConnected, SlotDone, SlotPong)
-CODEC = Codec(WIRE_TYPES, shared=(WirePhase,))
+CODEC = Codec(WIRE_TYPES, shared=(WirePhase, WireTask))   # sent to every node and slot

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import socket
 import sys
 import traceback
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 
 from .agent import Agent
 from .direct import Listener, TlsFiles, recv_frame, send_frame
@@ -47,6 +48,7 @@ class AgentServer:
         self.agent: Agent | None = None
         self.listener: Listener | None = None
         self.direct: socket.socket | None = None     # the coordinator's connection
+        self.sel = selectors.DefaultSelector()        # kept: made anew, it costs per phase
 
     def reply(self, req: Request) -> object:
         """handle's answer, or Failed saying why it has none (a refused Start: the versions)."""
@@ -102,29 +104,39 @@ class AgentServer:
                                      self.direct_config.get("host", ""))
         except (OSError, ValueError) as e:     # no port, certificates it cannot load
             return None, f"the agent cannot listen: {e}"
+        self.sel.register(self.listener, selectors.EVENT_READ)
         return DirectOffer(self.listener.port, self.listener.tls), ""
 
+    def _set_direct(self, conn: socket.socket | None) -> None:
+        """The coordinator's connection (None: none)."""
+        if self.direct is not None:
+            self.sel.unregister(self.direct)
+            self.direct.close()
+        self.direct = conn
+        if conn is not None:
+            self.sel.register(conn, selectors.EVENT_READ)
+
     def _close_direct(self) -> None:
-        for s in (self.direct, self.listener):
-            if s is not None:
-                s.close()
-        self.direct = self.listener = None
+        self._set_direct(None)
+        if self.listener is not None:
+            self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = None
 
     # -- serving -------------------------------------------------------------------------------
     def serve(self) -> None:
+        self.sel.register(self.conn, selectors.EVENT_READ)
         try:
             while True:
-                ready = [self.conn, *(c for c in (self.listener, self.direct) if c)]
-                for r in wait(ready):
+                for key, _ in self.sel.select():
+                    r = key.fileobj
                     if r is self.conn:
                         if not self._from_worker():
                             return
                     elif r is self.listener:
                         conn = self.listener.accept()
                         if conn is not None:        # the run's coordinator (again): the last
-                            if self.direct is not None:
-                                self.direct.close()
-                            self.direct = conn
+                            self._set_direct(conn)
                     elif r is self.direct:
                         self._from_coordinator()
         except Stop:
@@ -173,8 +185,7 @@ class AgentServer:
                 if not (hasattr(sock, "pending") and sock.pending()):
                     return
         except (EOFError, OSError, ValueError):
-            sock.close()
-            self.direct = None
+            self._set_direct(None)
 
 
 def main() -> None:
