@@ -61,13 +61,12 @@ class Codec:
                     return base(obj)
             raise TypeError(f"{t.__module__}.{t.__qualname__} cannot cross to a node (not a "
                             "wire type of node/protocol.py)")
-        values = [head, *[getattr(obj, f) for f in self.fields[t]]]
         if t not in self.shared:
-            return values
+            return [head, *[getattr(obj, f) for f in self.fields[t]]]
         for held, ext in self.recent:
             if held is obj:
                 return ext
-        ext = msgpack.ExtType(head.code, self.pack(values[1:]))
+        ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
         self.recent = [(obj, ext), *self.recent[:_CACHE - 1]]
         return ext
 

@@ -75,6 +75,7 @@ class Coordinator:
         self.in_flight: InFlight | None = None    # the phase whose go is sent, until collected
         self.unsaved: PhaseOutcome | None = None  # the last finished phase, until committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
+        self.placements: dict[tuple, Work] = {}   # _work's: a placement's work, once
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -219,8 +220,18 @@ class Coordinator:
             Said("slot-replaced", notice) for notice in self.engine.take_notices())
         return replace(done, telemetry=tuple(self.engine.telemetry()), said=said)
 
+    def _work(self, phase: Phase, nodes: list[Node]) -> Work:
+        """work_of, once per placement: repetitions and points that place alike share it
+        (placing every node's slots is a phase's largest cost on the coordinator)."""
+        key = (phase.workers, phase.order, phase.pin, repr(phase.cpus), repr(phase.bind),
+               tuple(phase.task.nodes or ()), tuple(n.name for n in nodes))
+        work = self.placements.get(key)
+        if work is None:
+            work = self.placements[key] = work_of(phase, nodes)
+        return work
+
     def _run_phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
-        work = work_of(phase, nodes)
+        work = self._work(phase, nodes)
         if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
             self._flush()   # a short lead: the commit would compete with the slots arming
         self.engine.prepare(phase, work, bar.tick)
@@ -235,9 +246,9 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
-        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
-                               [r.start_ns for r in ok if r.start_ns])
+        ok = [(a, s) for arr in results.values()
+              for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status) if st == "ok"]
+        self.scheduler.observe(sent, t0, [a for a, _ in ok if a], [s for _, s in ok if s])
         done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
         self.in_flight = None
         stalled = flag_stalls(list(done.records))     # flagged in place: metrics.stall_s
