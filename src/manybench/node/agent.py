@@ -9,10 +9,11 @@ replaced; one that overruns its timeout is killed and yields a timeout result.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, Pipe, wait
+from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
 from ..kernels import WARM_UP, Result
@@ -282,9 +283,15 @@ class Agent:
         return done
 
     def _receive(self, timeout: float) -> None:
-        waiting = {self.slots[i].conn: i for i, r in self.running.items() if r.result is None}
-        for conn in wait(list(waiting), timeout):
-            i = waiting[conn]
+        waiting = {self.slots[i].conn.fileno(): i for i, r in self.running.items()
+                   if r.result is None}
+        # one poll object, no selector per call (this runs once or twice per phase)
+        ready = select.poll()
+        for fd in waiting:
+            ready.register(fd, select.POLLIN)
+        for fd, _ in ready.poll(max(0, round(timeout * 1000))):
+            i = waiting[fd]
+            conn = self.slots[i].conn
             try:
                 msg = _recv(conn)
             except (EOFError, OSError, ValueError):

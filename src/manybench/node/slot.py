@@ -223,8 +223,8 @@ class SlotLoop:
                 case SlotGo(t0_ns, None):
                     conn.send(self._done(self.go(t0_ns)))
                 case SlotGo(t0_ns, prep):     # prepare and go in one: one reply
-                    ready = self._prepare_reply(prep)
-                    conn.send(ready if isinstance(ready, SlotDone) else self._done(self.go(t0_ns)))
+                    failed = self.prepare(prep.phase, prep.ctx, prep.place)
+                    conn.send(self._done(failed if failed is not None else self.go(t0_ns)))
                 case SlotConnect(peers):
                     failed = self.connect(peers)
                     conn.send(SlotConnected() if failed is None else self._done(failed))
