@@ -27,7 +27,7 @@ from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Fai
                              Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare, Prepared,
                              ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
                              Started, TakeSnapshot, WirePhase, decode, encode)
-from .base import Engine, EngineError, Node, Results, Work, with_go
+from .base import Engine, EngineError, Node, Work, with_go
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
 
