@@ -54,11 +54,20 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
 
 def recv_frame(sock: socket.socket) -> bytes:
     """The next frame's envelope; EOFError when the peer closed, ValueError for a length
-    that is not ours."""
-    (n,) = FRAME.unpack(recv_exactly(sock, FRAME.size))
+    that is not ours. A small frame comes in one read (its peer sends one frame and waits:
+    nothing beyond it can be read here)."""
+    head = sock.recv(65536)
+    if not head:
+        raise EOFError("the connection closed")
+    if len(head) < FRAME.size:
+        head += recv_exactly(sock, FRAME.size - len(head))
+    (n,) = FRAME.unpack_from(head)
     if n > MAX_FRAME:
         raise ValueError(f"a frame of {n} bytes: not a manybench peer")
-    return recv_exactly(sock, n)
+    got = len(head) - FRAME.size
+    if got > n:
+        raise ValueError("more than one frame at once: not a manybench peer")
+    return head[FRAME.size:] + recv_exactly(sock, n - got) if got < n else head[FRAME.size:]
 
 
 def server_context(tls: TlsFiles) -> ssl.SSLContext:

@@ -126,7 +126,9 @@ class SlotLoop:
             return _error("go without a prepared phase")
         kernel, state, spin = self.prepared
         self.prepared = None
-        cpu0 = self_cpu()
+        # the slot's own cpu time says something only of in-process work (_readback)
+        counts_cpu = not kernel.runs_child and not kernel.sync_only
+        cpu0 = self_cpu() if counts_cpu else 0.0
         sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
             res = kernel.run(state, t0_ns, spin)
@@ -142,7 +144,7 @@ class SlotLoop:
         if sampler is not None and res.status == "ok" and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
-        return self._readback(res, kernel, self_cpu() - cpu0)
+        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0)
 
     def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
