@@ -169,17 +169,24 @@ class DaskEngine(Engine):
         ctx = None
         if sec is not None:
             ctx = sec.get_connection_args("client").get("ssl_context")
-        for n in self.nodes:
+
+        def open_one(n: Node) -> tuple[Any, str]:
             offer = started[n.name].direct
             why = refusal(offer, started[n.name].why, secured, ctx)
-            if not why:
-                try:
-                    self.fanout.add(n.name, connect(n.host, offer, self.secret, ctx,
-                                                    f"node {n.name}"))
-                    n.inventory["channel"] = "direct, TLS" if offer.tls else "direct"
-                    continue
-                except (OSError, DirectRefused, ProtocolMismatch, ValueError) as e:
-                    why = f"its direct channel ({n.host}:{offer.port}) failed: {e}"
+            if why:
+                return None, why
+            try:
+                return connect(n.host, offer, self.secret, ctx, f"node {n.name}"), ""
+            except (OSError, EOFError, DirectRefused, ProtocolMismatch, ValueError) as e:
+                return None, f"its direct channel ({n.host}:{offer.port}) failed: {e}"
+        # at once: a firewall that drops the connections costs one timeout, not one per node
+        with cf.ThreadPoolExecutor(max_workers=min(64, len(self.nodes))) as pool:
+            opened = list(pool.map(open_one, self.nodes))
+        for n, (sock, why) in zip(self.nodes, opened):
+            if sock is not None:
+                self.fanout.add(n.name, sock)
+                n.inventory["channel"] = "direct, TLS" if started[n.name].direct.tls else "direct"
+                continue
             n.inventory["channel"] = "relay"
             self.tell("relay", n.name, f"node {n.name} is reached through its Dask worker's "
                       f"relay, not directly: {why}; each of its phases costs more there")

@@ -113,11 +113,13 @@ class Fanout:
             link.sock.close()
 
     def close(self) -> None:
+        """Close every channel (the run ends); again: nothing more."""
         for node in list(self.links):
             self.drop(node)
-        self.sel.close()
-        self.wake_r.close()
-        self.wake_w.close()
+        if self.wake_r.fileno() >= 0:
+            self.sel.close()
+            self.wake_r.close()
+            self.wake_w.close()
 
     # -- one round -------------------------------------------------------------------------
     def send(self, reqs: dict[str, Request]) -> None:

@@ -4,11 +4,11 @@ A message is a frozen dataclass of a fixed table of wire types (protocol.WIRE_TY
 object of one is a msgpack array: first a msgpack extension with no data whose code is the
 type's place in that table (1, 2, ...), then its fields in declaration order. A tuple is the
 same with code 0, so what is sent as a tuple comes back a tuple (a list stays a list). The
-one phase sent to every node (the `shared` types: a WirePhase) is instead the extension of
-its code whose data is that array packed once, and reused while it is among the last few
-packed or unpacked (an identity cache holding them, so an id is never reused under it; wire
-types are frozen): the agent passes the phase it got on to its slots without packing it
-again. Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
+one phase sent to every node and a node's assignments sent phase after phase (the `shared`
+types) are instead the extension of their code whose data is that array packed once, and
+reused while among the last few thousand packed or unpacked (an identity cache holding
+them, so an id is never reused under it; wire types are frozen): the agent passes the phase
+it got on to its slots without packing it again. Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
 (int or str keys). Anything else is refused when packing (TypeError), and unpacking builds
 nothing but those types: a peer that is not manybench can speak this with any msgpack library
 and the table, and a hostile one can make no code run.
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import msgpack
 
 TUPLE = 0            # the code of a tuple
-_CACHE = 4           # shared objects whose packed bytes are kept (strong references)
+_CACHE = 4096        # shared objects whose packed bytes are kept (strong references)
 
 
 class _Mark:
@@ -43,7 +43,9 @@ class Codec:
         self.shared = frozenset(shared)
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
         self.names = [(), *[self.fields[t] for t in self.types]]
-        self.recent: list[tuple[object, msgpack.ExtType]] = []
+        # id -> (the object, its packed extension), oldest first; the object is held, so
+        # its id is not reused while it is here
+        self.recent: dict[int, tuple[object, msgpack.ExtType]] = {}
 
     # -- packing -----------------------------------------------------------------------------
     def pack(self, msg: object) -> bytes:
@@ -63,12 +65,18 @@ class Codec:
                             "wire type of node/protocol.py)")
         if t not in self.shared:
             return [head, *[getattr(obj, f) for f in self.fields[t]]]
-        for held, ext in self.recent:
-            if held is obj:
-                return ext
+        got = self.recent.get(id(obj))
+        if got is not None and got[0] is obj:
+            return got[1]
         ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
-        self.recent = [(obj, ext), *self.recent[:_CACHE - 1]]
+        self._remember(obj, ext)
         return ext
+
+    def _remember(self, obj: object, ext: msgpack.ExtType) -> None:
+        recent = self.recent
+        recent[id(obj)] = (obj, ext)
+        if len(recent) > _CACHE:
+            del recent[next(iter(recent))]
 
     # -- unpacking ---------------------------------------------------------------------------
     def unpack(self, data: bytes | memoryview) -> Any:
@@ -92,7 +100,7 @@ class Codec:
             raise ValueError(f"wire type {code} packed apart holds no fields")
         obj = self._make(code, values)
         # sent on (the agent hands the phase to its slots): its bytes as they came
-        self.recent = [(obj, msgpack.ExtType(code, data)), *self.recent[:_CACHE - 1]]
+        self._remember(obj, msgpack.ExtType(code, data))
         return obj
 
     def _list(self, values: list) -> Any:

@@ -426,4 +426,5 @@ WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, Direc
               # agent -> slot, over a local pipe (the same encoding; no envelope there)
               Result, SlotContext, SlotPrepare, SlotConnect, SlotGo, SlotPing, SlotExit,
               SlotReady, SlotConnected, SlotDone, SlotPong)
-CODEC = Codec(WIRE_TYPES, shared=(WirePhase, WireTask))   # sent to every node and slot
+# sent to every node and slot, or (a placement's assignments) phase after phase
+CODEC = Codec(WIRE_TYPES, shared=(WirePhase, WireTask, Assignment))
