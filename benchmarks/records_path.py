@@ -97,8 +97,8 @@ def main() -> None:
             c0 = cpu()
         phase = Phase(k, spec, "null", "", k, nodes * slots, "spread", "core", {}, "p")
         done = collect("r", phase, nodelist, work, T, engine.results(), go_ns=T - 1_000_000)
-        flag_stalls(list(done.records))
-        store.write_phase("r", phase, T, list(done.records), samples=done.samples,
+        flag_stalls(done.records)
+        store.write_phase("r", phase, T, done.records, samples=done.samples,
                           go_ns=T - 1_000_000)
     spent = cpu() - c0
     store.close()

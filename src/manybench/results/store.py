@@ -22,11 +22,12 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
+from ..record_columns import RecordColumns
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
@@ -276,7 +277,7 @@ class Store:
                            {n: d.after for n, d in done.items()}),
         ])
 
-    def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
+    def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: Sequence[Record],
                     status: str = "ok", samples: Iterable[Sample] = (),
                     go_ns: int | None = None) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
@@ -290,22 +291,14 @@ class Store:
                 None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        rrows, xrows = [list(_GET_RECORD(r)) for r in records], []
-        for r, row in zip(records, rrows):
-            if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
-                row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
-                xrows += _series_rows(run_id, phase.index, r)
-        for at in _JSON_AT:            # a column at a time (_dumps_each)
-            for row, text in zip(rrows, _dumps_each([row[at] for row in rrows])):
-                row[at] = text
-        params: dict[int, str] = {}     # a phase's records share their params: encoded once
-        for row in rrows:
-            p = params.get(id(row[_PARAMS_AT]))
-            if p is None:
-                p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
-            row[_PARAMS_AT] = p
-            if row[_HIST_AT] is not None:
-                row[_HIST_AT] = _hist_out(row[_HIST_AT])
+        rrows, xrows = _column_rows(records), []
+        if rrows is None:            # Records one by one
+            rrows = _record_rows(records)
+            for r, row in zip(records, rrows):
+                if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
+                    row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
+                    xrows += _series_rows(run_id, phase.index, r)
+            _encode_rows(rrows)
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
@@ -476,6 +469,45 @@ class Store:
                                    f"({type(e).__name__}: {e})") from None
             out.append(Record(**r))
         return out
+
+
+def _column_rows(records: Sequence[Record]) -> list[tuple] | None:
+    """A phase's rows from its columns (record_columns.py), each JSON column encoded in one
+    call; None when the records are to be taken one by one (made, or holding series)."""
+    if not isinstance(records, RecordColumns) or records.made is not None or any(
+            "series" in x for x in records.extra):
+        return None
+    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    ptexts = []
+    for p in records.column("params"):
+        text = params.get(id(p))
+        if text is None:
+            text = params[id(p)] = _dumps_fast(p)
+        ptexts.append(text)
+    return list(records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
+                              "extra": _dumps_each(records.extra),
+                              "hist": [None if h is None else _hist_out(h)
+                                       for h in records.hist]}))
+
+
+def _record_rows(records: Iterable[Record]) -> list[list]:
+    """Rows of Records (JSON columns still to encode: _encode_rows)."""
+    return [list(_GET_RECORD(r)) for r in records]
+
+
+def _encode_rows(rows: list[list]) -> None:
+    """The JSON columns of Records' rows encoded, a column at a time (_dumps_each)."""
+    for at in _JSON_AT:
+        for row, text in zip(rows, _dumps_each([row[at] for row in rows])):
+            row[at] = text
+    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    for row in rows:
+        p = params.get(id(row[_PARAMS_AT]))
+        if p is None:
+            p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
+        row[_PARAMS_AT] = p
+        if row[_HIST_AT] is not None:
+            row[_HIST_AT] = _hist_out(row[_HIST_AT])
 
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:

@@ -26,7 +26,7 @@ from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
 from ..plan.expand import distinct
-from ..record import Record
+from ..record_columns import RecordColumns
 from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
@@ -191,7 +191,7 @@ class Coordinator:
                 # when anything else happens first
                 self.unsaved = done
                 self.failed += done.failed
-                bar.advance(list(done.records))
+                bar.advance(done.records)
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._flush()
                     self._tear_down()
@@ -251,7 +251,7 @@ class Coordinator:
         self.scheduler.observe(sent, t0, [a for a, _ in ok if a], [s for _, s in ok if s])
         done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
         self.in_flight = None
-        stalled = flag_stalls(list(done.records))     # flagged in place: metrics.stall_s
+        stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
         return replace(done, said=tuple(Said("stall", stall_text(r), node=r.node, task=r.task,
                                              phase=r.phase) for r in stalled))
 
@@ -272,7 +272,7 @@ class Coordinator:
             self.commit_ns = time.monotonic_ns() - t
 
     def _commit(self, done: PhaseOutcome) -> None:
-        self.store.write_phase(self.run_id, done.phase, done.t0, list(done.records),
+        self.store.write_phase(self.run_id, done.phase, done.t0, done.records,
                                status=done.status, samples=done.samples, go_ns=done.go_ns)
         self.store.write_telemetry(self.run_id, done.telemetry)
 
@@ -327,13 +327,15 @@ class Coordinator:
         self.failed += done.failed
 
 
-def _metric_warnings(phase: Phase, records: Iterable[Record]) -> Iterator[Said]:
+def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     """The kernels' own warnings their records carry, and command metrics that matched
     nothing."""
-    for r in records:
-        for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
-            yield Said(kind, text, node=r.node, task=phase.task.name)
-        for name in r.extra.get("missing_metrics", ()):
+    for node, extra in zip(records.column("node"), records.column("extra")):
+        if "warnings" not in extra and "missing_metrics" not in extra:
+            continue
+        for kind, text in extra.get("warnings", ()):   # a kernel's own (kernels/)
+            yield Said(kind, text, node=node, task=phase.task.name)
+        for name in extra.get("missing_metrics", ()):
             yield Said("missing-metric", f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)

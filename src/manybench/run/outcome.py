@@ -11,7 +11,7 @@ from ..kernels import Result, kernel
 from ..kernels import figures as F
 from ..model import Phase
 from ..node.arrays import SlotResults
-from ..record import Record
+from ..record_columns import RecordColumns
 from ..results.contract import Sample, TelemetryRow
 from .samples import samples_at
 
@@ -35,7 +35,7 @@ class PhaseOutcome:
     """One phase as the loop got it: what its transaction stores, what is told of it."""
     phase: Phase
     t0: int                       # its T0 (a phase not run: when that was decided)
-    records: tuple[Record, ...]
+    records: RecordColumns        # reads as its Records (record_columns.py)
     samples: tuple[Sample, ...] = ()
     go_ns: int | None = None      # when its go was sent (the phase cycle); None: not run
     status: str = "ok"            # the stored phase's: ok | interrupted
@@ -45,7 +45,7 @@ class PhaseOutcome:
     @property
     def failed(self) -> int:
         """Its records whose status is not ok."""
-        return sum(r.status != "ok" for r in self.records)
+        return sum(s != "ok" for s in self.records.column("status"))
 
 
 @dataclass(frozen=True)
@@ -59,42 +59,30 @@ class InFlight:
     go_ns: int
 
 
-def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
-                res: Result, lead_ns: int | None = None) -> Record:
-    """A slot's result (stamps already in the coordinator's clock) as a record; `lead_ns`:
-    the lead its T0 was given (run/schedule.py adapts it)."""
-    return _record(run, phase, phase.record_params(), node, slot, cpu, rank, t0, lead_ns,
-                   SlotResults.of({slot: res}), 0)
-
-
-def _record(run: str, phase: Phase, params: dict, node: Node, slot: int, cpu: int, rank: int,
-            t0: int, lead_ns: int | None, arr: SlotResults, i: int) -> Record:
-    """Entry i of a node's arrays as a record (params: the phase's, shared by its records)."""
-    return _node_records(run, phase, {id(phase): params}, node, [(slot, cpu, rank)], arr, t0,
-                         lead_ns, arr)[0]
-
-
-def _node_records(run: str, phase: Phase, params: dict[int, dict], node: Node,
-                  assigned: list[tuple[int, int, int]], arr: SlotResults, t0: int,
-                  lead_ns: int | None, lacking: SlotResults) -> list[Record]:
-    """One node's records of a phase, from its arrays: (slot, cpu, rank) each; a slot the
-    arrays lack gets `lacking`'s one entry. A loop over columns, the phase's and the node's
+def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], node: Node,
+                  assigned: list[tuple[int, int, int]], arr: SlotResults,
+                  lead_ns: int | None, lacking: SlotResults) -> None:
+    """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
+    each; a slot the arrays lack gets `lacking`'s one entry. The phase's and the node's
     values taken once (a phase of 64,000 slots makes 64,000 records)."""
     at = arr.index()
-    offset, error, name = node.offset_ns, node.error_ns, node.name
-    members = phase.members
-    out = []
+    t0 = cols.t0
+    name, clock = node.name, {OFFSET: node.offset_ns, ERROR: node.error_ns}
+    heads: dict[int, tuple] = {}    # a phase's (or a group member's) own columns
+    add = cols.add
     for slot, cpu, rank in assigned:
         i = at.get(slot)
         got = arr
-        if i is None:
+        if i is None:          # no result from its node: `lacking` says why
             got, i = lacking, 0
         # a group's slots record their own task's phase (under the group's index)
-        mine = phase.member_of(rank)[0] if members else phase
+        mine = phase.member_of(rank)[0] if phase.members else phase
+        head = heads.get(id(mine))
+        if head is None:
+            head = heads[id(mine)] = (mine.index, mine.task.name, mine.kernel, mine.variant,
+                                      mine.rep, mine.workers, params[id(mine)])
         m = got.metrics.get(i)
-        metrics = dict(m) if m else {}
-        metrics[OFFSET] = offset
-        metrics[ERROR] = error
+        metrics = {**m, **clock} if m else dict(clock)
         x = got.extra.get(i)
         extra = dict(x) if x else {}
         armed = got.armed_ns[i]
@@ -105,20 +93,21 @@ def _node_records(run: str, phase: Phase, params: dict[int, dict], node: Node,
         if lead_ns is not None:
             metrics[LEAD] = lead_ns
         extra["rank"] = rank
-        out.append(Record(run, mine.index, mine.task.name, mine.kernel, mine.variant, mine.rep,
-                          mine.workers, name, slot, cpu, t0, got.start_ns[i], got.end_ns[i],
-                          got.elapsed_ns[i] / 1e9, got.ops[i], got.bytes[i], got.status[i],
-                          got.error.get(i, ""), params[id(mine)], metrics, got.hist.get(i),
-                          extra))
-    return out
+        add(head, name, slot, cpu, got.start_ns[i], got.end_ns[i], got.elapsed_ns[i] / 1e9,
+            got.ops[i], got.bytes[i], got.status[i], got.error.get(i, ""), metrics,
+            got.hist.get(i), extra)
 
 
-def finish_phase(records: list[Record]) -> None:
-    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place."""
-    for name in dict.fromkeys(r.kernel for r in records):
-        finish = kernel(name).finish_phase
-        if finish is not None:
-            finish([r for r in records if r.kernel == name])
+def finish_phase(records: RecordColumns) -> None:
+    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place;
+    a phase without such a kernel stays columns."""
+    names = dict.fromkeys(records.column("kernel"))
+    if any(kernel(name).finish_phase is not None for name in names):
+        made = records.records()
+        for name in names:
+            finish = kernel(name).finish_phase
+            if finish is not None:
+                finish([r for r in made if r.kernel == name])
 
 
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
@@ -127,7 +116,7 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     """The phase's outcome from its nodes' results (arrays, stamps in the coordinator's
     clock): one record per assigned slot (a slot without a result: an error saying
     `missing`) and their progress samples. Records of one phase share its params."""
-    records: list[Record] = []
+    records = RecordColumns(run, t0)
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
     params = {id(phase): phase.record_params()}
@@ -139,9 +128,9 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
         if not assigned:
             continue
         arr = results.get(node.name) or lacking
-        records += _node_records(run, phase, params, node, [(a.place.slot, a.place.cpu, a.rank)
-                                                            for a in assigned],
-                                 arr, t0, lead, lacking)
+        _node_records(records, phase, params, node,
+                      [(a.place.slot, a.place.cpu, a.rank) for a in assigned], arr, lead,
+                      lacking)
         if arr.samples:
             at = arr.index()
             for a in assigned:
@@ -149,4 +138,4 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
                 if i is not None and i in arr.samples:
                     samples += samples_at(run, phase.index, node.name, a.rank, t0, arr, i)
     finish_phase(records)
-    return PhaseOutcome(phase, t0, tuple(records), tuple(samples), go_ns, status)
+    return PhaseOutcome(phase, t0, records, tuple(samples), go_ns, status)
