@@ -112,15 +112,25 @@ def test_a_phases_records_come_from_the_arrays_whole():
 
 
 def test_a_phase_stored_in_bulk_reads_as_expected(tmp_path):
-    done = _outcome()
-    with Store(str(tmp_path)) as st:
-        st.begin_run("r", Plan(name="p", tasks=[_phase().task], source="", raw={}), [], {})
-        st.write_phase("r", done.phase, T, list(done.records), samples=done.samples,
-                       go_ns=T - 2_000)
-        stored = st.records("r")
-        samples = st.samples("r")
-    assert stored == list(done.records)
-    assert [(s.t_s, s.done) for s in samples] == [(500e-9, 1.0), (900e-9, 3.0)]
+    """The phase's columns stored with one executemany read back as the records they are,
+    byte for byte as the same records stored one by one, and as a fixed expectation."""
+    import sqlite3
+    stored_rows = {}
+    for how in ("columns", "one by one"):
+        done = _outcome()
+        with Store(str(tmp_path / how)) as st:
+            st.begin_run("r", Plan(name="p", tasks=[_phase().task], source="", raw={}), [], {})
+            st.write_phase("r", done.phase, T, done.records if how == "columns"
+                           else [r for r in done.records], samples=done.samples,
+                           go_ns=T - 2_000)
+            stored = st.records("r")
+            samples = st.samples("r")
+        db = sqlite3.connect(tmp_path / how / "results.db")
+        stored_rows[how] = db.execute("SELECT * FROM records ORDER BY node, slot").fetchall()
+        db.close()
+        assert stored == list(done.records)
+        assert [(s.t_s, s.done) for s in samples] == [(500e-9, 1.0), (900e-9, 3.0)]
+    assert stored_rows["columns"] == stored_rows["one by one"]
     out = io.StringIO()
     export(stored, "json", out)
     rows = json.loads(out.getvalue())
