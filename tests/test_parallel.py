@@ -215,18 +215,23 @@ def test_a_rank_that_dies_is_named_and_the_next_phase_runs(mpi, plan_file, tmp_p
         assert "signal 9" in errs["kill"] and "exit status 3" in errs["exit"]
 
 
-def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, plan_file, tmp_path):
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, ranks, plan_file,
+                                                                 tmp_path):
+    """Every rank's slot reaches the same deadline; the first to act kills its rank and the
+    launcher stops the others a moment later: all of them were ended by the timeout (4 ranks
+    on 2 cpus make that order all but certain)."""
     fam, launcher, probe = mpi
     hang = tmp_path / "hang-probe"     # a path of this test's own, to find its processes
     shutil.copy(probe, hang)
     recs = _run(plan_file, f"""
         name = "hangs"
         [placement]
-        workers = 2
+        workers = {ranks}
         [[task]]
         name = "hangs"
         command = ["{hang}", "hang"]
-        ranks = 2
+        ranks = {ranks}
         timeout = "3s"
         launcher = "{launcher}"
         [[task]]
@@ -236,7 +241,8 @@ def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, plan_file,
         launcher = "{launcher}"
         """, tmp_path, expect=1)
     tasks = _by_task(recs)
-    assert all(r["status"] == "timeout" for r in tasks["hangs"]), tasks["hangs"]
+    assert all(r["status"] == "timeout" for r in tasks["hangs"]), \
+        [(r["slot"], r["status"], r["error"]) for r in tasks["hangs"]]
     assert all(r["status"] == "ok" for r in tasks["after"])
     assert _alive(str(hang)) == [] and _alive(str(tmp_path / "res")) == []
 

@@ -73,7 +73,8 @@ class Launch:
     started_mono: int
     status: int | None = None
     exited_mono: int = 0
-    timed_out: bool = False
+    timed_out: bool = False     # ended by the task's timeout ...
+    killed: bool = False        # ... by this slot (else it ended once a rank was killed)
 
     def poll(self) -> int | None:
         if self.status is None:
@@ -83,6 +84,7 @@ class Launch:
         return self.status
 
     def kill(self) -> None:
+        self.killed = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -284,6 +286,12 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
         deadline = time.monotonic() + max(0.0, (t0_ns - time.time_ns()) / 1e9) + spec.timeout
     how = st.link.wait_end(deadline) if st.link.go(t0_ns, spin_ns) else "exited"
     gone_ns = time.time_ns()
+    # The job's slots share one deadline (T0 + timeout): the first to reach it kills its
+    # rank, and the launcher then stops the others, whose slots see them gone a moment after
+    # the deadline, before their own wait ran out. Whatever ends after the deadline was
+    # ended by the timeout.
+    if how == "exited" and _past(deadline):
+        how = "stopped"
     if st.launch is not None:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
@@ -292,8 +300,13 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
             st.launch.timed_out = True
             st.launch.kill()
             st.launch.proc.wait()
-        st.launch.poll()
+        if st.launch.poll() != 0 and _past(deadline):
+            st.launch.timed_out = True
     return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _cleanup(st: JobSlot) -> None:

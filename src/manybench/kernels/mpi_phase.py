@@ -52,8 +52,9 @@ def _causes(recs: list[Record], failures: dict[str, str]) -> None:
     culprits = "; ".join(f"rank {k}: {v}" for k, v in sorted(named.items())) or \
         "; ".join(f"{k}: {v}" for k, v in failures.items())
     for r in recs:
-        if r.status == "ok" or r.metrics.get("job_rank") == 0:
-            continue      # rank 0's error already holds the launcher's whole account
+        if r.status in ("ok", "timeout") or r.metrics.get("job_rank") == 0:
+            continue      # rank 0's error already holds the launcher's whole account; what
+                          # the launcher says of ranks the timeout killed is the kill
         rank = r.metrics.get("job_rank")
         if rank in named:
             r.error = f"rank {rank}: {named[rank]} (as its launcher reported)"

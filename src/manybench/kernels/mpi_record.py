@@ -42,7 +42,9 @@ FIGURES = (
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",
            "unfinalized": "exited without calling MPI_Finalize",
-           "timeout": "killed after the task's timeout"}
+           "timeout": "killed after the task's timeout",
+           "stopped": "stopped after the task's timeout (another rank of its job, or its "
+                      "launcher, was killed at the timeout)"}
 
 
 def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
@@ -74,8 +76,8 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
         m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, res.elapsed_ns / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
     res.extra["job"] = st.job
-    if how == "timeout":
-        res.status, res.error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
+    if how in ("timeout", "stopped"):
+        res.status, res.error = "timeout", f"rank {st.jrank}: {ENDINGS[how]}"
     elif how in ("exited", "unfinalized"):
         res.status = "error"
         res.error = (f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns
@@ -125,7 +127,9 @@ def _launcher(st: Any, res: Result) -> None:
         res.extra["missing_metrics"] = missing
     if launch.timed_out:
         res.status = "timeout"
-        res.error = f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+        res.error = (f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+                     if launch.killed else f"the launcher ended (status {launch.status}) "
+                     f"after the task's timeout {spec.timeout:g}s killed a rank of its job")
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
