@@ -79,3 +79,18 @@ def test_the_launchers_account_of_a_timed_out_job_leaves_the_timeout_verdicts():
             rec(1, "rank 1: killed after the task's timeout")]
     finish_jobs(recs)
     assert recs[1].error == "rank 1: killed after the task's timeout"
+
+
+def test_a_job_says_how_many_containers_its_ranks_ran_in():
+    from manybench.kernels.mpi_phase import finish_jobs
+    from manybench.record import Record
+
+    def rec(rank: int, mnt: str) -> Record:
+        return Record(run="r", phase=0, task="t", kernel="mpi", variant="", rep=0, workers=3,
+                      node="n", slot=rank, cpu=0, t0_ns=0, start_ns=10, end_ns=20,
+                      status="ok", error="",
+                      metrics={"job": 0, "job_rank": rank, "mnt_ns": mnt, "user_ns": mnt})
+    recs = [rec(0, "mnt:[1]"), rec(1, "mnt:[2]"), rec(2, "mnt:[1]")]
+    finish_jobs(recs)
+    assert recs[0].metrics["job_mount_namespaces"] == 2
+    assert "job_mount_namespaces" not in recs[1].metrics

@@ -36,6 +36,7 @@ from .binding import cpulist
 from .mpi_phase import finish_jobs
 from .mpi_record import FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
+from .scratchfs import install_copy, root_of
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
@@ -115,6 +116,8 @@ class JobSlot:
     launch: Launch | None = None        # ... started at connect
     connect_mono: int = 0
     abort: AbortChannel | None = None   # the other slots: told when the job will not start
+    preload: str = ""                   # libmbrank.so where the ranks load it (under a wrap:
+                                        # the copy in the run's directory, which it binds)
 
     @property
     def pid(self) -> int:
@@ -143,6 +146,9 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
     st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),
                  f"{cpulist(cpus)} {_memory_nodes()} {ctx.scratch}", cpus)
     try:
+        if ctx.wrap:     # every node of the job has it where the ranks' wrap binds
+            st.preload = install_copy(root_of(ctx), root_of(ctx), library(), LIBRARY,
+                                      "parallel task under a wrap")
         if jrank == 0:
             st.launcher = resolve(ctx.spec.launcher or "auto", {**os.environ, **ctx.env})
             library()
@@ -169,7 +175,7 @@ def _job_env(st: JobSlot) -> dict[str, str]:
     if len(st.cpus) > 1 and "OMP_NUM_THREADS" not in env:
         env["OMP_NUM_THREADS"] = str(len(st.cpus))
     pre = os.environ.get("LD_PRELOAD", "") if "LD_PRELOAD" not in env else env["LD_PRELOAD"]
-    env["LD_PRELOAD"] = library() + (f":{pre}" if pre else "")
+    env["LD_PRELOAD"] = (st.preload or library()) + (f":{pre}" if pre else "")
     env["MANYBENCH_MPI_SOCK"] = st.prefix
     passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
     env["MANYBENCH_MPI_PASS"] = ":".join(passed)    # no comma: srun --export splits on them
@@ -221,8 +227,14 @@ def _launcher_gone(st: JobSlot) -> str | None:
         return None
     out, err = st.launch.text()
     tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    hint = ""
+    if LIBRARY in out + err and "cannot be preloaded" in out + err:
+        hint = (f" ({LIBRARY} was not found where the ranks run" +
+                (": a wrap must bind {scratch}, the run's directory, at the same path"
+                 if st.ctx.wrap else ": is manybench installed at the same path on every "
+                 "node?") + ")")
     return (f"the launcher {os.path.basename(st.launch.argv[0])} exited with status "
-            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready"
+            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready{hint}"
             + (f": {tail}" if tail else ""))
 
 
@@ -330,7 +342,7 @@ MPI_JOB = Kernel(
         "T0 with the launcher's start-up and MPI_Init behind it; one record per rank.",
     params={"ranks": Param("int", "ranks per job", minimum=1)},
     prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
-    uses_dir=True, runs_child=True, from_command=True, takes_wrap=True,
+    uses_dir=True, runs_child=True, from_command=True, takes_wrap=True, job_wrap=True,
     figures=FIGURES, finish_phase=finish_jobs,
 )
 

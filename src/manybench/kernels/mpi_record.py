@@ -30,13 +30,17 @@ FIGURES = (
     Figure("job_startup_s", "s", "job\nstart-up", "", role=CONTEXT,
            note="job start-up = the slowest rank's launch-to-held time (launcher, wire-up, "
            "MPI_Init), outside the timed window"),
+    Figure("job_mount_namespaces", "", "mount\nnamespaces", "", role=CONTEXT,
+           note="mount namespaces = how many the job's ranks ran in: one per node on the "
+           "host or in one shared container per node, one per container otherwise"),
     Figure("mpi_init_s", "s", "MPI_Init", "", role=CONTEXT),
     Figure("mpi_startup_s", "s", "rank start-up", "", role=CONTEXT),
     Figure("finalize_s", "s", "MPI_Finalize", "", role=CONTEXT),
     Figure("launcher_exit_s", "s", "launcher exit", "", role=CONTEXT),
     EXIT_STATUS,
     *(_hidden(n) for n in ("job", "job_rank", "rank_pid", "rank_host", "mpi_sync",
-                           "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version")),
+                           "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version",
+                           "user_ns", "mnt_ns")),
 )
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
@@ -72,6 +76,7 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
     if s.finalized_ns and s.end_ns:
         m["finalize_s"] = round((s.finalized_ns - s.end_ns) / 1e9, 6)
     m.update(s.binding)
+    m.update(s.ns)
     if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and res.elapsed_ns >= MIN_CPU_NS:
         m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, res.elapsed_ns / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
