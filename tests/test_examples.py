@@ -22,7 +22,7 @@ from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(420)
 
 
 @dataclass
@@ -46,8 +46,13 @@ EXPECT = {
     "containers-003": Expect(["io: container against host", "net: container against host",
                               "times"],
                              tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static")]),
-    "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak"],
-                                tools=[("hpcc", "hpcc"), ("mpirun", "hpcc")], nodes=2),
+    "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak",
+                                 "himeno: ucx, ofi against tcp (mflops",
+                                 "hpl: ucx, ofi against tcp (gflops",
+                                 "latency: ucx, ofi against tcp (elapsed",
+                                 "bandwidth: ucx, ofi against tcp (bandwidth", "times"],
+                                tools=[("hpcc", "hpcc"), ("mpirun.openmpi", "openmpi-bin"),
+                                       ("mpicc.openmpi", "libopenmpi-dev")], nodes=2),
     "ha-004": Expect(["NODE LOST", "lost"], nodes=3, exit=1),
 }
 
@@ -124,21 +129,41 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert figure in report, (figure, report[-3000:])
 
 
+def _mpi_env() -> dict:
+    """The ranks' shells run `manybench mpi-build`: this Python's manybench on PATH."""
+    return {**os.environ,
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+
+
 @pytest.mark.e2e
-def test_interconnects_example_over_two_nodes(tmp_path):
+def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
+    """MPI jobs spanning two namespace nodes: mpirun reaches the second through an rsh agent
+    that enters its namespace (as ssh would on a cluster), named in the nodes' environment
+    (OMPI_MCA_plm_rsh_agent) before they start, so the README's smoke command runs as is."""
     expect = EXPECT["interconnects-001"]
     _needs(expect)
     from cluster_lab import DaskLab
+    from mpi_helpers import rsh_agent
     sets = smoke_overrides(EXAMPLES / "interconnects-001" / "README.md")
     out = str(tmp_path / "res")
+    agent = str(tmp_path / "rsh-agent")
+    for k, v in {**_mpi_env(), "OMPI_MCA_plm_rsh_agent": agent}.items():
+        monkeypatch.setenv(k, v)
     with DaskLab(2, slots=1) as lab:
+        rsh_agent(lab, agent)
         res = run_cli("run", str(EXAMPLES / "interconnects-001" / "plan.toml"), "-o", out, "-q",
                       "--scheduler", lab.scheduler, *[a for s in sets for a in ("--set", s)],
-                      timeout=240)
+                      timeout=280)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = export_json(out)
-    himeno = [r for r in rows if r["task"] == "himeno" and r["workers"] == 2]
-    assert {r["node"] for r in himeno} == {"n1", "n2"}
+    for task in ("himeno", "hpl", "latency", "bandwidth"):     # one rank on each node
+        two = [r for r in rows if r["task"] == task and r["workers"] == 2]
+        assert {r["node"] for r in two} == {"n1", "n2"}, task
+        assert all(r["kernel"] == "mpi" and r["status"] == "ok" for r in two), task
+        assert all(r["metrics"]["mpi_sync"] == "MPI_Init" for r in two), task
+    # every network ran its jobs
+    firsts = [r for r in rows if r["task"] == "bandwidth" and r["metrics"]["job_rank"] == 0]
+    assert {r["variant"] for r in firsts} == {"tcp", "ucx", "ofi"}
     report = _report(out)
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])

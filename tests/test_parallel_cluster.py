@@ -20,29 +20,11 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes, rsh_agent
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
-
-
-def rsh_agent(lab: DaskLab, path: str) -> str:
-    """An ssh-like agent: `agent [-opts] HOST COMMAND...` runs COMMAND in HOST's node."""
-    cases = "\n".join(f"  {lab.lab.ip(i)}) ns={lab.lab.names[i]}; name={node};;"
-                      for i, node in enumerate(lab.workers, start=1))
-    with open(path, "w") as f:
-        f.write(f"""#!/bin/sh
-while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
-host=$1; shift
-case "$host" in
-{cases}
-  *) echo "rsh agent: unknown host $host" >&2; exit 255;;
-esac
-exec {IP} netns exec "$ns" unshare --uts sh -c "hostname $name && $*"
-""")
-    os.chmod(path, 0o755)
-    return path
 
 
 def launcher_args(fam: str, agent: str) -> str:
