@@ -44,8 +44,13 @@ EXPECT = {
                                   "randread: ramdisk against disk", "ops/s"]),
     "vendor-000-tuned": Expect(["sync (null)"]),      # + the tuned branch below
     "containers-003": Expect(["io: container against host", "net: container against host",
-                              "times"],
-                             tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static")]),
+                              "latency: container, container-per-node against host (elapsed",
+                              "bandwidth: container, container-per-node against host "
+                              "(bandwidth", "allreduce: container, container-per-node against "
+                              "host", "times"],
+                             tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static"),
+                                    ("mpirun.openmpi", "openmpi-bin"),
+                                    ("mpicc.openmpi", "libopenmpi-dev")]),
     "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak",
                                  "himeno: ucx, ofi against tcp (mflops",
                                  "hpl: ucx, ofi against tcp (gflops",
@@ -108,7 +113,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
                             reason="variant wrap runs through kernels/wrapped.py (issue 9)")
     sets = smoke_overrides(EXAMPLES / name / "README.md")
     out = str(tmp_path / "res")
-    env = {**os.environ, "USER": os.environ.get("USER") or "root"}   # ch-run wants $USER
+    env = {**_mpi_env(), "USER": os.environ.get("USER") or "root"}   # ch-run wants $USER
     res = run_cli("run", str(EXAMPLES / name / "plan.toml"), "-o", out, "-q",
                   *[a for s in sets for a in ("--set", s)], timeout=240, env=env,
                   cwd=str(tmp_path))
@@ -127,6 +132,12 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert res.returncode == expect.exit, res.stderr[-3000:]
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
+    if name == "containers-003":       # containers per job: each rank's own, or one shared
+        want = {"host": 1, "container": 2, "container-per-node": 1}
+        for r in export_json(out):
+            if r["kernel"] == "mpi" and r["metrics"].get("job_rank") == 0:
+                assert r["metrics"]["job_mount_namespaces"] == want[r["variant"]], r
+                assert r["metrics"]["mpi_sync"] == "MPI_Init"
 
 
 def _mpi_env() -> dict:
