@@ -59,6 +59,9 @@ EXPECT = {
                                 tools=[("hpcc", "hpcc"), ("mpirun.openmpi", "openmpi-bin"),
                                        ("mpicc.openmpi", "libopenmpi-dev")], nodes=2),
     "ha-004": Expect(["NODE LOST", "lost"], nodes=3, exit=1),
+    "ranks-threads-004": Expect(["himeno: ranks against threads (mflops", "times", "decomp_i"],
+                                tools=[("mpiexec.mpich", "mpich"),
+                                       ("mpicc.mpich", "libmpich-dev")]),
 }
 
 
@@ -132,6 +135,17 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert res.returncode == expect.exit, res.stderr[-3000:]
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
+    if name == "ranks-threads-004":    # one rank of 2 threads, 2 ranks of 1, on their cpus
+        from manybench.kernels.binding import parse_cpulist
+        rows = export_json(out)
+        cpus = {(r["variant"], r["workers"], r["slot"]): parse_cpulist(
+            r["metrics"]["cpus_allowed"]) for r in rows}
+        assert {k: len(v) for k, v in cpus.items()} == {
+            ("threads", 1, 0): 2, ("ranks", 2, 0): 1, ("ranks", 2, 1): 1}, cpus
+        assert not set(cpus[("ranks", 2, 0)]) & set(cpus[("ranks", 2, 1)])
+        assert all(r["metrics"]["mpi_sync"] == "MPI_Init" for r in rows)
+        assert {r["metrics"]["decomp_i"] for r in rows if r["metrics"]["job_rank"] == 0} == \
+            {1, 2}
     if name == "containers-003":       # containers per job: each rank's own, or one shared
         want = {"host": 1, "container": 2, "container-per-node": 1}
         for r in export_json(out):
