@@ -219,6 +219,17 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
         err.close()
         raise KernelError(f"cannot start {argv[0]}: {e.strerror}") from None
     st.launch = Launch(st.launcher, argv, proc, out, err, time.monotonic_ns())
+    _kill_on_term(proc.pid)
+
+
+def _kill_on_term(pgid: int) -> None:
+    """The slot's SIGTERM handler (the agent stopping it: Ctrl-C, a lost coordinator's lease)
+    kills this process group too: neither the launcher (a session of its own) nor a rank (the
+    launcher's child, not ours) is in the slot's group, and a node may have no cgroup to hold
+    them. Forgotten after the phase, with the slot's other children."""
+    if pgid > 1 and pgid != os.getpgrp():
+        from .. import _native   # noqa: PLC0415
+        _native.track_child(pgid)
 
 
 def _launcher_gone(st: JobSlot) -> str | None:
@@ -254,6 +265,10 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
         if st.jrank == 0:
             _start(st, peers)
         st.link.wait_ready(st.place, deadline, lambda: _told(st))
+        try:   # the rank's group: its launcher's local daemon's, or its own
+            _kill_on_term(os.getpgid(st.link.st.pid))
+        except OSError:
+            pass
     except (KernelError, RankGone, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
