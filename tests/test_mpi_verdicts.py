@@ -7,6 +7,8 @@ import tempfile
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from manybench.kernels import mpi_job
 from manybench.kernels.rank_link import Stamps
 
@@ -33,11 +35,13 @@ def _slot(jrank: int, how: str, after_s: float, timeout: float, launch=None):
                            link=_Link(how, after_s), launch=launch, connect_mono=0, cpus=(0,))
 
 
-def test_a_rank_stopped_after_the_timeout_killed_another_rank_is_a_timeout():
+@pytest.mark.parametrize("how", ["exited", "unfinalized"])
+def test_a_rank_stopped_after_the_timeout_killed_another_rank_is_a_timeout(how):
     """The job's ranks share one deadline: whichever slot reaches it first kills its rank, and
     the launcher then stops the others, whose slots see them exit a moment after the deadline,
-    before their own wait ran out. Those ranks were ended by the timeout too."""
-    st = _slot(1, "exited", after_s=0.15, timeout=0.1)
+    before their own wait ran out (killed, or exiting from a signal handler without
+    MPI_Finalize). Those ranks were ended by the timeout too."""
+    st = _slot(1, how, after_s=0.15, timeout=0.1)
     res = mpi_job._run(st, time.time_ns(), 0)
     assert res.status == "timeout", res.error
     assert "timeout" in res.error and res.error.startswith("rank 1")

@@ -317,7 +317,7 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
     # rank, and the launcher then stops the others, whose slots see them gone a moment after
     # the deadline, before their own wait ran out. Whatever ends after the deadline was
     # ended by the timeout.
-    if how == "exited" and _past(deadline):
+    if how in ("exited", "unfinalized") and _past(deadline):
         how = "stopped"
     if st.launch is not None:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
