@@ -14,7 +14,7 @@ from typing import Any
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
-from .figures import CONTEXT, HIDDEN, LOWER, PHASE, Figure
+from .figures import CONTEXT, COUNT, HIDDEN, LOWER, PHASE, Figure
 
 
 def _hidden(name: str, unit: str = "") -> Figure:
@@ -30,9 +30,10 @@ FIGURES = (
     Figure("job_startup_s", "s", "job\nstart-up", "", role=CONTEXT,
            note="job start-up = the slowest rank's launch-to-held time (launcher, wire-up, "
            "MPI_Init), outside the timed window"),
-    Figure("job_mount_namespaces", "", "mount\nnamespaces", "", role=CONTEXT,
-           note="mount namespaces = how many the job's ranks ran in: one per node on the "
-           "host or in one shared container per node, one per container otherwise"),
+    Figure("job_mount_namespaces", "", "mount\nnamespaces", "", role=COUNT,
+           note="mount namespaces: namespaces x jobs; how many a job's ranks ran in: one per "
+           "node on the host or in one shared container per node, one per container "
+           "otherwise"),
     Figure("mpi_init_s", "s", "MPI_Init", "", role=CONTEXT),
     Figure("mpi_startup_s", "s", "rank start-up", "", role=CONTEXT),
     Figure("finalize_s", "s", "MPI_Finalize", "", role=CONTEXT),
