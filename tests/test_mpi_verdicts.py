@@ -60,7 +60,7 @@ def test_a_launcher_that_exits_after_the_timeout_killed_a_rank_is_a_timeout(tmp_
     fam = SimpleNamespace(name="openmpi", failures=lambda text: {})
     launch = mpi_job.Launch(SimpleNamespace(path="/x/mpirun", family=fam, version="4.1"),
                             ["/x/mpirun"], proc, tempfile.TemporaryFile(),
-                            tempfile.TemporaryFile(), time.monotonic_ns())
+                            tempfile.TemporaryFile())
     st = _slot(0, "exited", after_s=0.15, timeout=0.1, launch=launch)
     res = mpi_job._run(st, time.time_ns(), 0)
     assert res.status == "timeout", res.error

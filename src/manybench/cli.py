@@ -471,7 +471,7 @@ def info(plan_path: str | None, as_json: bool) -> None:
                                       "or the mpicc on PATH.")
 @click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")
 @click.option("--force", is_flag=True, help="Build again even when a cached build exists.")
-@click.option("--program", type=click.Choice(["mbmpi", "mbhimeno"]), default="mbmpi",
+@click.option("--program", type=_Registry(".kernels.mpi_program", "PROGRAMS"), default="mbmpi",
               show_default=True, help="mbmpi (ping-pong, bandwidth, collectives) or mbhimeno "
                                       "(Himeno with MPI ranks and OpenMP threads).")
 @click.option("--image", type=click.Path(file_okay=False),
