@@ -2,11 +2,14 @@
 """MPI jobs started at T0: start skew of ranks released at T0 across concurrent jobs, against
 the same ranks released by MPI_Barrier; and what interposition costs a ping-pong loop.
 
-    python benchmarks/bench_mpi_sync.py [--rounds 5] [--warmup 1] [--phases 20]
-                                        [--jobs 2] [--ranks 2] [--iters 20000] [--peer-only]
+    python benchmarks/bench_mpi_sync.py [--rounds 11] [--warmup 1] [--phases 20]
+                                        [--jobs 2] [--ranks R] [--iters 200000] [--peer-only]
 
-Both sides run mbmpi (the project's MPI test program, `manybench mpi-build`, built with the
-`mpicc` on PATH) under `mpirun` on this machine, ranks pinned as manybench's slots are.
+Both sides run mbmpi (the project's MPI test program, `manybench mpi-build`, built with Open
+MPI's mpicc.openmpi) under Open MPI's mpirun.openmpi on this machine, ranks pinned as
+manybench's slots are. R defaults to the cpus / jobs (at least 1), so the ranks do not share
+cpus (oversubscribed ranks busy-poll against each other: that measures the scheduler).
+The first lines name the machine and the MPI.
 
 Skew (each round: one manybench run against one peer run):
   manybench  a command task with `ranks = R`, `launcher = "mpirun"`, workers = J x R: J
@@ -17,6 +20,7 @@ Skew (each round: one manybench run against one peer run):
              `phases` trials; the round's figure the median. A barrier can only release the
              ranks of one job: the peer has the easier task.
   gates      median skew <= 50 us; median of the paired ratios manybench / barrier <= 1.0
+             (printed with its distribution-free 95% interval, harness.median_interval)
 Interposition (each round: one manybench phase against one plain mpirun):
   manybench  `mbmpi latency -m 8:8 -i ITERS` as a 2-rank job (start at T0: the ranks run
              with the PMPI interposer preloaded), latency from the rank-0 record (parse osu)
@@ -43,6 +47,7 @@ from manybench.kernels.mpi_program import MpiBuildError, build
 from manybench.parsers import PARSERS
 
 SKEW_GOAL_US = 50.0
+FAMILY, LAUNCHER = "openmpi", "mpirun.openmpi"
 
 
 def plan_skew(exe: str, jobs: int, ranks: int, phases: int) -> str:
@@ -54,7 +59,7 @@ workers = {jobs * ranks}
 name = "start"
 command = ["{exe}", "barrier", "-i", "1", "-x", "0"]
 ranks = {ranks}
-launcher = "mpirun"
+launcher = "{LAUNCHER}"
 timeout = 120
 """
 
@@ -67,7 +72,7 @@ workers = 2
 name = "pingpong"
 command = ["{exe}", "latency", "-m", "8:8", "-i", "{iters}", "-x", "{max(iters // 10, 1)}"]
 ranks = 2
-launcher = "mpirun"
+launcher = "{LAUNCHER}"
 parse = "osu"
 timeout = 300
 """
@@ -97,7 +102,12 @@ def ours_skew_us(exe: str, jobs: int, ranks: int, phases: int) -> float:
 
 
 def _mpirun(n: int) -> list[str]:
-    return harness.mpirun_pinned(harness.slot_affinity(n))
+    return harness.mpirun_pinned(harness.slot_affinity(n), LAUNCHER)
+
+
+def mpi_version() -> str:
+    p = subprocess.run([LAUNCHER, "--version"], capture_output=True, text=True)
+    return (p.stdout.strip().splitlines() or ["unknown"])[0]
 
 
 def peer_skew_us(exe: str, n: int, trials: int) -> float:
@@ -127,23 +137,30 @@ def peer_latency_us(exe: str, iters: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=11,
+                    help="counted pairs (a shared machine needs many: read the interval)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--phases", type=int, default=20, help="phases (and barrier trials)")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--ranks", type=int, default=2, help="ranks per job")
-    ap.add_argument("--iters", type=int, default=20000, help="ping-pong iterations")
+    ap.add_argument("--ranks", type=int, default=0,
+                    help="ranks per job (default: cpus / jobs, at least 1)")
+    ap.add_argument("--iters", type=int, default=200000,
+                    help="ping-pong iterations (a loop of ~50 ms at 0.13 us: a 5 ms one is at "
+                         "the mercy of one preemption)")
     ap.add_argument("--peer-only", action="store_true", help="measure only the peers")
     a = ap.parse_args()
+    a.ranks = a.ranks or max(1, len(os.sched_getaffinity(0)) // a.jobs)
     try:
-        exe = build("auto")
+        exe = build(FAMILY)
     except MpiBuildError as e:
         print(f"peer missing: {e}", file=sys.stderr)
         return 2
     why = None if a.peer_only else ranks_supported(exe)
     n = a.jobs * a.ranks
-    print(f"mbmpi: {exe}; {a.jobs} jobs x {a.ranks} ranks, {a.phases} phases per round",
-          flush=True)
+    print(f"machine: {harness.machine()}", flush=True)
+    print(f"MPI: {mpi_version()}; mbmpi: {exe}", flush=True)
+    print(f"{a.jobs} jobs x {a.ranks} ranks, {a.phases} phases per round, {a.rounds} rounds "
+          f"+ {a.warmup} warm-up, ping-pong {a.iters} iterations", flush=True)
     if a.peer_only or why:
         if why:
             print(f"manybench here runs no `ranks` task ({why.splitlines()[-1]}): peers only")

@@ -138,19 +138,36 @@ def paired(ours: list[float], peer: list[float]) -> list[float]:
     return [a / b if b else float("inf") for a, b in zip(ours, peer)]
 
 
+def median_interval(values: list[float], confidence: float = 0.95
+                    ) -> tuple[float, float, float]:
+    """A distribution-free interval of the median (order statistics, binomial): (low, high,
+    its coverage). The narrowest symmetric pair of order statistics covering at least
+    `confidence`; with too few values for that (n < 6 at 95%), the whole range and the
+    coverage it has (n = 5: 94%)."""
+    s, n = sorted(values), len(values)
+    def cover(k: int) -> float:      # P(X(k) <= median <= X(n-k+1)), k from 1
+        return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+    k = 1
+    while k + 1 <= (n + 1) // 2 and cover(k + 1) >= confidence:
+        k += 1
+    return s[k - 1], s[n - k], cover(k)
+
+
 def summary(goal: Goal, ours: list[float], peer: list[float], unit: str = "",
             gated: bool = True) -> tuple[str, bool]:
-    """The goal's line and whether it is met: the median of the paired ratios (the gate),
-    best-of-N beside it, then every pair's ratio."""
+    """The goal's line and whether it is met: the median of the paired ratios (the gate)
+    with its interval, best-of-N beside it, then every pair's ratio."""
     ratios = paired(ours, peer)
     med = statistics.median(ratios)
+    lo, hi, cov = median_interval(ratios)
     bo, bp = goal.best(ours), goal.best(peer)
     ok = goal.met(med)
     n = len(ratios)
     verdict_text = f"(goal {goal.text()}) {'PASS' if ok else 'FAIL'}" if gated else \
         "(for information, not gated)"
     unit = f" {unit}" if unit else ""
-    line = (f"{goal.name} = {rfmt(med)} median of {n} paired ratios {verdict_text}; "
+    line = (f"{goal.name} = {rfmt(med)} [{rfmt(lo)}, {rfmt(hi)}: {cov * 100:.0f}% interval] "
+            f"median of {n} paired ratios {verdict_text}; "
             f"best-of-{n} {rfmt(bo / bp if bp else float('inf'))} ({fmt(bo)} vs {fmt(bp)}{unit});"
             " pairs " + " ".join(rfmt(r) for r in ratios))
     return line, ok
@@ -159,31 +176,14 @@ def summary(goal: Goal, ours: list[float], peer: list[float], unit: str = "",
 AGREE = 0.05      # the agreement rule's tolerance around 1.0
 
 
-def median_interval(values: list[float]) -> tuple[float, float, float, float]:
-    """(median, low, high, coverage): the distribution-free interval of the median from
-    order statistics, the narrowest pair of ranks (k, n + 1 - k) whose binomial coverage is
-    at least 95%; with n < 6 no pair reaches 95% and the range (min-max) is given, with its
-    coverage (93.8% at n = 5)."""
-    xs = sorted(values)
-    n = len(xs)
-    if n == 0:
-        raise ValueError("no values")
-    def coverage(k: int) -> float:        # P(x_k <= median <= x_{n+1-k})
-        tail = sum(math.comb(n, i) for i in range(k)) / 2.0**n
-        return 1.0 - 2.0 * tail
-    k = 1
-    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= 0.95:
-        k += 1
-    return statistics.median(xs), xs[k - 1], xs[n - k], coverage(k)
-
-
 def agreement(name: str, ours: list[float], peer: list[float], unit: str = "",
               work: list[str] | None = None, matched: str = "") -> bool:
     """Print the agreement line and return whether the two sides agree by the rule: the same
     work per item (work: the differences found, [] for none, None when not measured) and
     the 95% interval of the median paired ratio reaching into 1.0 +- AGREE."""
     ratios = paired(ours, peer)
-    med, lo, hi, cov = median_interval(ratios)
+    med = statistics.median(ratios)
+    lo, hi, cov = median_interval(ratios)
     in_time = lo <= 1 + AGREE and hi >= 1 - AGREE
     same = work is not None and not work
     ok = in_time and same
@@ -303,9 +303,18 @@ def tool(name: str, env: str) -> str | None:
     return path if path and os.access(path, os.X_OK) else None
 
 
-def mpirun_pinned(affinities: list[tuple[int, ...]]) -> list[str]:
-    """mpirun for len(affinities) local tasks, task r pinned to exactly affinities[r] (the
-    cpus slot r gets), through taskset; root allowed for Open MPI. Append the command."""
+def machine() -> str:
+    """This machine, for a benchmark's first line: the report's host line (hostname: cpu
+    model, cpus, cores, memory, kernel, governor)."""
+    from manybench.inventory.environment import collect   # noqa: PLC0415
+    from manybench.report.header import host_summary   # noqa: PLC0415
+    return host_summary(collect())
+
+
+def mpirun_pinned(affinities: list[tuple[int, ...]], mpirun: str = "mpirun") -> list[str]:
+    """Open MPI's mpirun (`mpirun`: its name or path) for len(affinities) local tasks, task r
+    pinned to exactly affinities[r] (the cpus slot r gets), through taskset; root allowed.
+    Append the command."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     cpus = " ".join(cpulist(a) for a in affinities)
@@ -314,7 +323,7 @@ def mpirun_pinned(affinities: list[tuple[int, ...]]) -> list[str]:
     script = ('r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${PMIX_RANK:-0}}}; lists=$1; shift; '
               'i=0; for c in $lists; do [ "$i" = "$r" ] && cpus=$c; i=$((i+1)); done; '
               'exec taskset -c "$cpus" "$@"')
-    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(len(affinities)),
+    return [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(len(affinities)),
             "sh", "-c", script, "sh", cpus]
 
 

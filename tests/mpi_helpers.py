@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 
+import shutil
+
 import psutil
 
 HERE = os.path.dirname(__file__)
 PROBE = os.path.join(HERE, "fixtures", "mpi", "probe.c")
+IP = shutil.which("ip") or "/usr/sbin/ip"
 # family -> (compiler wrapper, launcher, Debian packages)
 FAMILIES = {"openmpi": ("mpicc.openmpi", "mpirun.openmpi", "openmpi-bin libopenmpi-dev"),
             "mpich": ("mpicc.mpich", "mpiexec.mpich", "mpich libmpich-dev")}
@@ -38,3 +41,21 @@ def _alive(path: str) -> list[str]:
         except psutil.Error:
             pass
     return out
+
+
+def rsh_agent(lab, path: str) -> str:
+    """An ssh-like agent: `agent [-opts] HOST COMMAND...` runs COMMAND in HOST's node."""
+    cases = "\n".join(f"  {lab.lab.ip(i)}) ns={lab.lab.names[i]}; name={node};;"
+                      for i, node in enumerate(lab.workers, start=1))
+    with open(path, "w") as f:
+        f.write(f"""#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "rsh agent: unknown host $host" >&2; exit 255;;
+esac
+exec {IP} netns exec "$ns" unshare --uts sh -c "hostname $name && $*"
+""")
+    os.chmod(path, 0o755)
+    return path

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from manybench.cli import main
 from manybench.engines.clusters import CLUSTERS
-from manybench.kernels.mpi_program import COMPILERS
+from manybench.kernels.mpi_program import COMPILERS, PROGRAMS
 from manybench.results import export
 from manybench.results.frames import TABLES
 
@@ -20,7 +20,8 @@ def _choice_options() -> dict[tuple[str, str], click.Choice]:
 
 def test_every_choice_of_the_command_line_equals_its_registry():
     registries = {("export", "fmt"): tuple(export.EXPORTERS), ("export", "table"): TABLES,
-                  ("run", "cluster"): tuple(CLUSTERS), ("mpi-build", "family"): tuple(COMPILERS)}
+                  ("run", "cluster"): tuple(CLUSTERS), ("mpi-build", "family"): tuple(COMPILERS),
+                  ("mpi-build", "program"): tuple(PROGRAMS)}
     choices = _choice_options()
     assert set(choices) == set(registries)     # no Choice the test does not know of
     for key, names in registries.items():

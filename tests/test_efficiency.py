@@ -366,3 +366,17 @@ def test_efficiency_above_100_percent_is_a_wrong_peak(tmp_path):
     right = NodePeaks(P.derive({"cores": 2, "base_ghz": 3.66, "dp_flops_per_cycle": 16}))
     [e] = evaluate(pts, recs, right).values()
     assert not e.efficiency.above_peak
+
+
+def test_share_of_one_mpi_job_over_every_worker():
+    """ranks = "workers": the job over 2 nodes is compared with the 1-rank job on one node
+    (ranks differ as the workers do); the job's figure is on its rank-0 record alone."""
+    records, infos = build(
+        point_records(0, "j1", "himeno", "mflops", [100.0], ["a"], params={"ranks": 1},
+                      kernel="mpi"),
+        point_records(1, "j2", "himeno", "mflops", [180.0, 0.0], ["a", "b"],
+                      params={"ranks": 2}, kernel="mpi"))
+    del records[-1].metrics["mflops"]                 # rank 1 of the job: no job figure
+    eff = evaluate(summarize(records, infos), records, P.derive({}))
+    assert eff["j2"].share is not None and eff["j2"].share.single_point == "j1"
+    assert eff["j2"].share.ratio == pytest.approx(180 / (2 * 100))

@@ -22,7 +22,7 @@ from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(420)
 
 
 @dataclass
@@ -44,11 +44,24 @@ EXPECT = {
                                   "randread: ramdisk against disk", "ops/s"]),
     "vendor-000-tuned": Expect(["sync (null)"]),      # + the tuned branch below
     "containers-003": Expect(["io: container against host", "net: container against host",
-                              "times"],
-                             tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static")]),
-    "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak"],
-                                tools=[("hpcc", "hpcc"), ("mpirun", "hpcc")], nodes=2),
+                              "latency: container, container-per-node against host (elapsed",
+                              "bandwidth: container, container-per-node against host "
+                              "(bandwidth", "allreduce: container, container-per-node against "
+                              "host", "times"],
+                             tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static"),
+                                    ("mpirun.openmpi", "openmpi-bin"),
+                                    ("mpicc.openmpi", "libopenmpi-dev")]),
+    "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak",
+                                 "himeno: ucx, ofi against tcp (mflops",
+                                 "hpl: ucx, ofi against tcp (gflops",
+                                 "latency: ucx, ofi against tcp (elapsed",
+                                 "bandwidth: ucx, ofi against tcp (bandwidth", "times"],
+                                tools=[("hpcc", "hpcc"), ("mpirun.openmpi", "openmpi-bin"),
+                                       ("mpicc.openmpi", "libopenmpi-dev")], nodes=2),
     "ha-004": Expect(["NODE LOST", "lost"], nodes=3, exit=1),
+    "ranks-threads-004": Expect(["himeno: ranks against threads (mflops", "times", "decomp_i"],
+                                tools=[("mpiexec.mpich", "mpich"),
+                                       ("mpicc.mpich", "libmpich-dev")]),
 }
 
 
@@ -114,7 +127,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
                             reason="variant wrap runs through kernels/wrapped.py (issue 9)")
     sets = smoke_overrides(EXAMPLES / name / "README.md")
     out = str(tmp_path / "res")
-    env = {**os.environ, "USER": os.environ.get("USER") or "root"}   # ch-run wants $USER
+    env = {**_mpi_env(), "USER": os.environ.get("USER") or "root"}   # ch-run wants $USER
     res = run_cli("run", str(EXAMPLES / name / "plan.toml"), "-o", out, "-q",
                   *[a for s in sets for a in ("--set", s)], timeout=240, env=env,
                   cwd=str(tmp_path))
@@ -134,23 +147,60 @@ def test_example_runs_at_smoke_size(name, tmp_path):
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
     _fits_80_columns(out)
+    if name == "ranks-threads-004":    # one rank of 2 threads, 2 ranks of 1, on their cpus
+        from manybench.kernels.binding import parse_cpulist
+        rows = export_json(out)
+        cpus = {(r["variant"], r["workers"], r["slot"]): parse_cpulist(
+            r["metrics"]["cpus_allowed"]) for r in rows}
+        assert {k: len(v) for k, v in cpus.items()} == {
+            ("threads", 1, 0): 2, ("ranks", 2, 0): 1, ("ranks", 2, 1): 1}, cpus
+        assert not set(cpus[("ranks", 2, 0)]) & set(cpus[("ranks", 2, 1)])
+        assert all(r["metrics"]["mpi_sync"] == "MPI_Init" for r in rows)
+        assert {r["metrics"]["decomp_i"] for r in rows if r["metrics"]["job_rank"] == 0} == \
+            {1, 2}
+    if name == "containers-003":       # containers per job: each rank's own, or one shared
+        want = {"host": 1, "container": 2, "container-per-node": 1}
+        for r in export_json(out):
+            if r["kernel"] == "mpi" and r["metrics"].get("job_rank") == 0:
+                assert r["metrics"]["job_mount_namespaces"] == want[r["variant"]], r
+                assert r["metrics"]["mpi_sync"] == "MPI_Init"
+
+
+def _mpi_env() -> dict:
+    """The ranks' shells run `manybench mpi-build`: this Python's manybench on PATH."""
+    return {**os.environ,
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
 @pytest.mark.e2e
-def test_interconnects_example_over_two_nodes(tmp_path):
+def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
+    """MPI jobs spanning two namespace nodes: mpirun reaches the second through an rsh agent
+    that enters its namespace (as ssh would on a cluster), named in the nodes' environment
+    (OMPI_MCA_plm_rsh_agent) before they start, so the README's smoke command runs as is."""
     expect = EXPECT["interconnects-001"]
     _needs(expect)
     from cluster_lab import DaskLab
+    from mpi_helpers import rsh_agent
     sets = smoke_overrides(EXAMPLES / "interconnects-001" / "README.md")
     out = str(tmp_path / "res")
+    agent = str(tmp_path / "rsh-agent")
+    for k, v in {**_mpi_env(), "OMPI_MCA_plm_rsh_agent": agent}.items():
+        monkeypatch.setenv(k, v)
     with DaskLab(2, slots=1) as lab:
+        rsh_agent(lab, agent)
         res = run_cli("run", str(EXAMPLES / "interconnects-001" / "plan.toml"), "-o", out, "-q",
                       "--scheduler", lab.scheduler, *[a for s in sets for a in ("--set", s)],
-                      timeout=240)
+                      timeout=280)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = export_json(out)
-    himeno = [r for r in rows if r["task"] == "himeno" and r["workers"] == 2]
-    assert {r["node"] for r in himeno} == {"n1", "n2"}
+    for task in ("himeno", "hpl", "latency", "bandwidth"):     # one rank on each node
+        two = [r for r in rows if r["task"] == task and r["workers"] == 2]
+        assert {r["node"] for r in two} == {"n1", "n2"}, task
+        assert all(r["kernel"] == "mpi" and r["status"] == "ok" for r in two), task
+        assert all(r["metrics"]["mpi_sync"] == "MPI_Init" for r in two), task
+    # every network ran its jobs
+    firsts = [r for r in rows if r["task"] == "bandwidth" and r["metrics"]["job_rank"] == 0]
+    assert {r["variant"] for r in firsts} == {"tcp", "ucx", "ofi"}
     report = _report(out)
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])

@@ -240,3 +240,19 @@ def test_ranks_sweep_and_show_in_the_dry_run(plan_file):
     assert done.returncode == 0, done.stderr
     assert [ln.split()[-1] for ln in done.stdout.splitlines() if ln.startswith("#")] == \
         ["ranks=1", "ranks=2", "ranks=4"]
+
+
+def test_ranks_workers_makes_one_job_of_every_worker():
+    """ranks = "workers": one job over all of a phase's workers, whatever the worker count
+    (a job over 1, 2, 4 nodes); anything else that is not a count is refused, naming it."""
+    from manybench.plan import PlanError, parse_plan
+    from manybench.plan.expand import expand
+    plan = parse_plan('[placement]\nworkers = [1, 2, 4]\n[[task]]\nname = "h"\n'
+                      'command = ["prog", "{ranks}"]\nranks = "workers"\n', check_dirs=False)
+    got = [(p.workers, p.params["ranks"]) for p in expand(plan)]
+    assert got == [(1, 1), (2, 2), (4, 4)]
+    with pytest.raises(PlanError) as e:
+        parse_plan('[[task]]\nname = "h"\ncommand = ["prog"]\nranks = "all"\n',
+                   check_dirs=False)
+    assert "task.h.ranks: expected ranks per job" in str(e.value)
+    assert '"workers"' in str(e.value)

@@ -96,3 +96,64 @@ def test_cli_prints_the_path_and_names_a_missing_wrapper(cache, tmp_path):
     out = run_cli("mpi-build", "--mpicc", str(tmp_path / "no-such-mpicc"), env=env)
     assert out.returncode == 2 and "no-such-mpicc" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_mbhimeno_ranks_and_threads_compute_what_the_himeno_kernel_does(family, cache):
+    """mbhimeno over 2 ranks, and over 1 rank of 2 threads, ends at the gosa the cpu.himeno
+    kernel (himenoBMTxp's loops) reaches in as many iterations, and says its decomposition."""
+    _need(family)
+    from manybench.kernels.native import native
+    from manybench.parsers import PARSERS
+    lib = native()
+    handle = lib.himeno_new(33, 33, 65, 1)
+    _, reference = lib.himeno_rehearse(handle, 20)
+    lib.himeno_release(handle)
+    exe = mpi_program.build(family, program="mbhimeno")
+    assert exe.endswith("/mbhimeno") and exe != mpi_program.build(family)
+    for ranks, threads in ((2, 1), (1, 2)):
+        launch = [*LAUNCH[family][:-1], str(ranks)]
+        done = subprocess.run([*launch, exe, "XS", "-n", "20"], capture_output=True, text=True,
+                              env=dict(ENV, OMP_NUM_THREADS=str(threads)), timeout=300)
+        assert done.returncode == 0, done.stderr
+        m = PARSERS["himeno"](done.stdout, done.stderr)
+        assert m["loops"] == 20 and m["mflops"] > 0 and m["decomp_i"] == ranks
+        assert (m["mimax"], m["mjmax"], m["mkmax"]) == (33, 33, 65)
+        assert m["gosa"] == pytest.approx(reference, rel=1e-4)
+        assert f"threads per rank = {threads}" in done.stdout
+
+
+def test_mbhimeno_calibrates_its_iterations_when_not_given(cache):
+    _need("mpich")
+    exe = mpi_program.build("mpich", program="mbhimeno")
+    done = subprocess.run([*LAUNCH["mpich"], exe, "XS", "-s", "0.2"], capture_output=True,
+                          text=True, env=ENV, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Measure the performance in 3 times" in done.stdout
+    bad = subprocess.run([*LAUNCH["mpich"], exe, "XXL"], capture_output=True, text=True,
+                         env=ENV, timeout=300)
+    assert bad.returncode != 0 and "usage: mbhimeno" in bad.stderr
+
+
+def test_cli_makes_an_image_holding_both_programs_and_refuses_a_foreign_directory(cache,
+                                                                                  tmp_path):
+    _need("mpich")
+    env = dict(os.environ, MANYBENCH_CACHE_DIR=str(cache))
+    img = tmp_path / "img"
+    for program in ("mbhimeno", "mbmpi"):
+        out = run_cli("mpi-build", "--family", "mpich", "--program", program, "--image",
+                      str(img), env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == f"/usr/local/bin/{program}"
+    for program in ("mbhimeno", "mbmpi"):         # the second kept the first
+        assert os.access(img / "usr/local/bin" / program, os.X_OK)
+    # what the program loads is in the image, at the host's paths
+    libmpi = next(p for p in ("/usr/lib/x86_64-linux-gnu/libmpich.so.12",
+                              "/lib/x86_64-linux-gnu/libmpich.so.12") if os.path.exists(p))
+    assert os.path.exists(str(img) + os.path.realpath(libmpi))
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "keep").write_text("x")
+    out = run_cli("mpi-build", "--family", "mpich", "--image", str(foreign), env=env)
+    assert out.returncode == 2 and "not an image made by manybench" in out.stderr
+    assert (foreign / "keep").read_text() == "x" and "Traceback" not in out.stderr

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 
 import psutil
 import pytest
@@ -215,18 +218,23 @@ def test_a_rank_that_dies_is_named_and_the_next_phase_runs(mpi, plan_file, tmp_p
         assert "signal 9" in errs["kill"] and "exit status 3" in errs["exit"]
 
 
-def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, plan_file, tmp_path):
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, ranks, plan_file,
+                                                                 tmp_path):
+    """Every rank's slot reaches the same deadline; the first to act kills its rank and the
+    launcher stops the others a moment later: all of them were ended by the timeout (4 ranks
+    on 2 cpus make that order all but certain)."""
     fam, launcher, probe = mpi
     hang = tmp_path / "hang-probe"     # a path of this test's own, to find its processes
     shutil.copy(probe, hang)
     recs = _run(plan_file, f"""
         name = "hangs"
         [placement]
-        workers = 2
+        workers = {ranks}
         [[task]]
         name = "hangs"
         command = ["{hang}", "hang"]
-        ranks = 2
+        ranks = {ranks}
         timeout = "3s"
         launcher = "{launcher}"
         [[task]]
@@ -236,7 +244,8 @@ def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, plan_file,
         launcher = "{launcher}"
         """, tmp_path, expect=1)
     tasks = _by_task(recs)
-    assert all(r["status"] == "timeout" for r in tasks["hangs"]), tasks["hangs"]
+    assert all(r["status"] == "timeout" for r in tasks["hangs"]), \
+        [(r["slot"], r["status"], r["error"]) for r in tasks["hangs"]]
     assert all(r["status"] == "ok" for r in tasks["after"])
     assert _alive(str(hang)) == [] and _alive(str(tmp_path / "res")) == []
 
@@ -341,3 +350,40 @@ def test_diff_shows_the_mpi_of_both_sides(plan_file, tmp_path):
     diff = run_cli("diff", *outs, timeout=120)
     assert "programs[mpirun.openmpi].package: openmpi-bin" in diff.stdout, diff.stdout
     assert "programs[mpiexec.mpich].package: mpich" in diff.stdout
+
+
+@pytest.mark.parametrize("cgroups", ["1", "0"])
+def test_ctrl_c_during_a_job_leaves_no_launcher_and_no_rank(mpi, cgroups, plan_file,
+                                                           tmp_path):
+    """Ctrl-C (SIGINT to the command's process group) while two jobs hang: exit 130, and
+    nothing of theirs is left, with the slots' cgroups (MANYBENCH_CGROUP=1) or without them
+    (=0: what a node without a delegated cgroup has), where only the slots' own kill of the
+    launcher's group and their ranks reaches them."""
+    fam, launcher, probe = mpi
+    hang = str(tmp_path / "ctrlc-probe")
+    shutil.copy(probe, hang)
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "ctrlc"
+        [placement]
+        workers = 4
+        [[task]]
+        name = "hang"
+        command = ["{hang}", "hang"]
+        ranks = 2
+        launcher = "{launcher}"
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q"],
+                            env={**os.environ, "MANYBENCH_CGROUP": cgroups},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_alive(hang)) < 4:
+        time.sleep(0.2)
+    assert len(_alive(hang)) >= 4, "the jobs' ranks never ran"
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)            # our own run, by its process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    time.sleep(1.0)
+    assert _alive(hang) == [] and _alive(out) == []

@@ -20,29 +20,11 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes, rsh_agent
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
-
-
-def rsh_agent(lab: DaskLab, path: str) -> str:
-    """An ssh-like agent: `agent [-opts] HOST COMMAND...` runs COMMAND in HOST's node."""
-    cases = "\n".join(f"  {lab.lab.ip(i)}) ns={lab.lab.names[i]}; name={node};;"
-                      for i, node in enumerate(lab.workers, start=1))
-    with open(path, "w") as f:
-        f.write(f"""#!/bin/sh
-while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
-host=$1; shift
-case "$host" in
-{cases}
-  *) echo "rsh agent: unknown host $host" >&2; exit 255;;
-esac
-exec {IP} netns exec "$ns" unshare --uts sh -c "hostname $name && $*"
-""")
-    os.chmod(path, 0o755)
-    return path
 
 
 def launcher_args(fam: str, agent: str) -> str:
@@ -242,3 +224,42 @@ def _kill_namespace(lab: DaskLab, i: int) -> None:
             os.kill(int(pid), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
             pass
+
+
+def test_ctrl_c_during_a_job_across_nodes_leaves_nothing_on_any_node(two_nodes, mpi,
+                                                                     plan_file, tmp_path):
+    """Ctrl-C while a job spans n1 and n2 (nodes whose agents have no cgroup: `ip netns exec`
+    hides it): the run ends 130 and, with the nodes still up, no launcher, remote daemon
+    (orted, hydra proxy) or rank of the job is left on either node."""
+    fam, launcher, probe = mpi
+    agent = rsh_agent(two_nodes, str(tmp_path / "rsh-agent"))
+    hang = str(tmp_path / "ctrlc-probe")
+    shutil.copy(probe, hang)
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "ctrlc"
+        [placement]
+        workers = 2
+        order = "spread"
+        [[task]]
+        name = "hang"
+        command = ["{hang}", "hang"]
+        ranks = 2
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                             "--scheduler", two_nodes.scheduler], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _running(hang, 2):
+        time.sleep(0.2)
+    assert _running(hang, 2), "the job's ranks never ran"
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)            # our own run, by its process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    end = time.monotonic() + 5
+    while time.monotonic() < end and (_alive(hang) or _alive(agent)):
+        time.sleep(0.2)
+    assert _alive(hang) == [] and _alive(agent) == [] and _alive(out) == []

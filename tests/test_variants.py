@@ -273,3 +273,16 @@ def test_a_wrapped_variant_of_a_kernel_that_cannot_run_wrapped_is_refused():
             """)
     assert "variant.ch.wrap: task 'mk': kernel meta.mkdir cannot run inside a wrap" in \
         str(e.value)
+
+
+def test_a_wrap_may_name_a_parameter_every_task_it_wraps_has():
+    """docs/plan.md: a wrap is templated with the task's parameters ({ranks} of a parallel
+    task: ch-run --join-ct={ranks}); a name one of its tasks lacks is refused."""
+    tasks = ('[[task]]\nname = "p"\ncommand = ["prog", "{size}"]\nranks = 2\nsize = "1"\n'
+             '[[task]]\nname = "q"\ncommand = ["prog"]\nranks = 1\n')
+    plan = _plan('[[variant]]\nname = "a"\nwrap = ["w", "--ct={ranks}", "--"]\n' + tasks)
+    assert plan.variants[0].wrap == ["w", "--ct={ranks}", "--"]
+    with pytest.raises(PlanError) as e:
+        _plan('[[variant]]\nname = "a"\nwrap = ["w", "{size}", "--"]\n' + tasks)
+    assert "variant.a.wrap: template names unknown value 'size'" in str(e.value)
+    _plan('[[variant]]\nname = "a"\ntasks = ["p"]\nwrap = ["w", "{size}", "--"]\n' + tasks)

@@ -471,14 +471,27 @@ def info(plan_path: str | None, as_json: bool) -> None:
                                       "or the mpicc on PATH.")
 @click.option("--mpicc", help="The compiler wrapper to use instead (a name on PATH or a path).")
 @click.option("--force", is_flag=True, help="Build again even when a cached build exists.")
-def mpi_build(family: str, mpicc: str | None, force: bool) -> None:
+@click.option("--program", type=_Registry(".kernels.mpi_program", "PROGRAMS"), default="mbmpi",
+              show_default=True, help="mbmpi (ping-pong, bandwidth, collectives) or mbhimeno "
+                                      "(Himeno with MPI ranks and OpenMP threads).")
+@click.option("--image", type=click.Path(file_okay=False),
+              help="Also make this directory a container image (ch-run, Apptainer sandbox) "
+                   "holding the program and a copy of this machine's MPI; print the "
+                   "program's path inside it.")
+def mpi_build(family: str, mpicc: str | None, force: bool, program: str,
+              image: str | None) -> None:
     """Build mbmpi, the project's MPI test program (ping-pong, bandwidth, collectives over
-    message sizes; `parse = "osu"` reads its output), and print its path (docs/mpi.md)."""
+    message sizes; `parse = "osu"` reads its output), or mbhimeno, and print its path
+    (docs/mpi.md)."""
+    from .kernels.mpi_image import ImageError, build_image
     from .kernels.mpi_program import MpiBuildError, build
     try:
-        click.echo(build(family, mpicc, force))
-    except MpiBuildError as e:
+        exe = build(family, mpicc, force, program)
+        click.echo(build_image(image, exe, family) if image else exe)
+    except (MpiBuildError, ImageError) as e:
         raise _fail(str(e))
+    except OSError as e:
+        raise _fail(f"--image {image}: {e.strerror or e}")
 
 
 @main.command()

@@ -31,7 +31,9 @@ declaration order: gflops, mflops, triad/copy/scale/add_mb_s), then bandwidth_mb
 
 Share (multi-node points only): share = figure at N nodes / (N x figure at one node), where
 the one-node figure is that of the same task, variant, parameters and pinning run on one node
-with the same workers per node (the "expected maximum" of N nodes). The figure compared is the
+with the same workers per node (the "expected maximum" of N nodes); a parallel task's job
+over all its workers (ranks = workers) is compared with the one-node job of that node's
+ranks. The figure compared is the
 efficiency's metric, else the point's first throughput metric (gflops, mflops, *_mb_s, ...),
 else aggregate bandwidth, else aggregate ops/s. A point whose slots are not spread evenly
 (the same count on every node, in every phase) gets no share.
@@ -315,8 +317,14 @@ def _share_metric(p: _Point, eff: Efficiency | None) -> str | None:
 
 
 def _same(a: PointSummary, b: PointSummary) -> bool:
-    dump = lambda d: json.dumps(d, sort_keys=True, default=str)
-    return a.task == b.task and a.variant == b.variant and dump(a.params) == dump(b.params)
+    return a.task == b.task and a.variant == b.variant and _params(a) == _params(b)
+
+
+def _params(s: PointSummary) -> str:
+    """A point's parameters but the ranks of a job over all its workers (ranks = "workers"),
+    which follow the worker count as the nodes do."""
+    params = {k: v for k, v in s.params.items() if not (k == "ranks" and v == s.workers)}
+    return json.dumps(params, sort_keys=True, default=str)
 
 
 def evaluate(summaries: Iterable[PointSummary], records: Iterable[Record],

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import psutil
 
 from .. import __version__
-from . import peaks, tunables
+from . import network, peaks, tunables
 from .cpu_peak import Measured, core_flops, frequencies, parse_cpuinfo
 from .memory_peak import memory_channels, parse_dmi_memory_device
 
@@ -198,6 +198,7 @@ def collect() -> dict:
     process's affinity), physical_cores, sockets, numa_nodes (count) and numa (per node: cpus,
     memory_total, distances), memory_total, os, kernel, python, governor, tuned_profile,
     tunables (THP, cpufreq, cpuidle, SMT, tuned, sysctls, kernel command line: tunables.py),
+    network (interfaces and RDMA ports: network.py),
     manybench, build (how its C kernels were compiled: _native.build_info()); cpu (SIMD, FMA
     pipes, flops per cycle, base and max clock, memory channels,
     each with where it came from) and peaks (peaks.Peaks.as_dict(): values, basis, detected,
@@ -220,6 +221,7 @@ def collect() -> dict:
         "tuned_profile": _read("/etc/tuned/active_profile") or None,
         # THP, cpufreq, tuned, sysctls, cmdline: what a setup step changes (tunables.py)
         "tunables": _safe(tunables.collect),
+        "network": _safe(network.collect),
         "manybench": __version__,
         "build": _safe(_build),
     }

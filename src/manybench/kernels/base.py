@@ -177,6 +177,8 @@ class Kernel:
     runs_child: bool = False     # runs a child process: exit statuses, output tails
     takes_wrap: bool = False     # puts a variant's `wrap` into its own command line (a
                                  # parallel task: between the launcher and the program)
+    job_wrap: bool = False       # that wrap is one command line for every rank of a job: its
+                                 # {scratch} is the run's directory, which holds every rank's
     from_command: bool = False   # built from a task's `command = [...]`, never `kernel = ...`
     sync_only: bool = False      # does no work: a phase's window is the sync overhead
     # The figures it shows (kernels/figures.py): the computed ones it has and the metrics

@@ -36,6 +36,7 @@ from .binding import cpulist
 from .mpi_phase import finish_jobs
 from .mpi_record import FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
+from .scratchfs import install_copy, root_of
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
@@ -72,7 +73,8 @@ class Launch:
     err: IO[bytes]
     status: int | None = None
     exited_mono: int = 0
-    timed_out: bool = False
+    timed_out: bool = False     # ended by the task's timeout ...
+    killed: bool = False        # ... by this slot (else it ended once a rank was killed)
 
     def poll(self) -> int | None:
         if self.status is None:
@@ -82,6 +84,7 @@ class Launch:
         return self.status
 
     def kill(self) -> None:
+        self.killed = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -112,6 +115,8 @@ class JobSlot:
     launch: Launch | None = None        # ... started at connect
     connect_mono: int = 0
     abort: AbortChannel | None = None   # the other slots: told when the job will not start
+    preload: str = ""                   # libmbrank.so where the ranks load it (under a wrap:
+                                        # the copy in the run's directory, which it binds)
 
     @property
     def pid(self) -> int:
@@ -140,6 +145,9 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
     st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),
                  f"{cpulist(cpus)} {_memory_nodes()} {ctx.scratch}", cpus)
     try:
+        if ctx.wrap:     # every node of the job has it where the ranks' wrap binds
+            st.preload = install_copy(root_of(ctx), root_of(ctx), library(), LIBRARY,
+                                      "parallel task under a wrap")
         if jrank == 0:
             st.launcher = resolve(ctx.spec.launcher or "auto", {**os.environ, **ctx.env})
             library()
@@ -166,7 +174,7 @@ def _job_env(st: JobSlot) -> dict[str, str]:
     if len(st.cpus) > 1 and "OMP_NUM_THREADS" not in env:
         env["OMP_NUM_THREADS"] = str(len(st.cpus))
     pre = os.environ.get("LD_PRELOAD", "") if "LD_PRELOAD" not in env else env["LD_PRELOAD"]
-    env["LD_PRELOAD"] = library() + (f":{pre}" if pre else "")
+    env["LD_PRELOAD"] = (st.preload or library()) + (f":{pre}" if pre else "")
     env["MANYBENCH_MPI_SOCK"] = st.prefix
     passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
     env["MANYBENCH_MPI_PASS"] = ":".join(passed)    # no comma: srun --export splits on them
@@ -210,6 +218,17 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
         err.close()
         raise KernelError(f"cannot start {argv[0]}: {e.strerror}") from None
     st.launch = Launch(st.launcher, argv, proc, out, err)
+    _kill_on_term(proc.pid)
+
+
+def _kill_on_term(pgid: int) -> None:
+    """The slot's SIGTERM handler (the agent stopping it: Ctrl-C, a lost coordinator's lease)
+    kills this process group too: neither the launcher (a session of its own) nor a rank (the
+    launcher's child, not ours) is in the slot's group, and a node may have no cgroup to hold
+    them. Forgotten after the phase, with the slot's other children."""
+    if pgid > 1 and pgid != os.getpgrp():
+        from .. import _native   # noqa: PLC0415
+        _native.track_child(pgid)
 
 
 def _launcher_gone(st: JobSlot) -> str | None:
@@ -218,8 +237,14 @@ def _launcher_gone(st: JobSlot) -> str | None:
         return None
     out, err = st.launch.text()
     tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    hint = ""
+    if LIBRARY in out + err and "cannot be preloaded" in out + err:
+        hint = (f" ({LIBRARY} was not found where the ranks run" +
+                (": a wrap must bind {scratch}, the run's directory, at the same path"
+                 if st.ctx.wrap else ": is manybench installed at the same path on every "
+                 "node?") + ")")
     return (f"the launcher {os.path.basename(st.launch.argv[0])} exited with status "
-            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready"
+            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready{hint}"
             + (f": {tail}" if tail else ""))
 
 
@@ -239,6 +264,10 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
         if st.jrank == 0:
             _start(st, peers)
         st.link.wait_ready(st.place, deadline, lambda: _told(st))
+        try:   # the rank's group: its launcher's local daemon's, or its own
+            _kill_on_term(os.getpgid(st.link.st.pid))
+        except OSError:
+            pass
     except (KernelError, RankGone, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
@@ -283,6 +312,12 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
         deadline = time.monotonic() + max(0.0, (t0_ns - time.time_ns()) / 1e9) + spec.timeout
     how = st.link.wait_end(deadline) if st.link.go(t0_ns, spin_ns) else "exited"
     gone_ns = time.time_ns()
+    # The job's slots share one deadline (T0 + timeout): the first to reach it kills its
+    # rank, and the launcher then stops the others, whose slots see them gone a moment after
+    # the deadline, before their own wait ran out. Whatever ends after the deadline was
+    # ended by the timeout.
+    if how in ("exited", "unfinalized") and _past(deadline):
+        how = "stopped"
     if st.launch is not None:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
@@ -291,8 +326,13 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
             st.launch.timed_out = True
             st.launch.kill()
             st.launch.proc.wait()
-        st.launch.poll()
+        if st.launch.poll() != 0 and _past(deadline):
+            st.launch.timed_out = True
     return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _cleanup(st: JobSlot) -> None:
@@ -316,7 +356,7 @@ MPI_JOB = Kernel(
         "T0 with the launcher's start-up and MPI_Init behind it; one record per rank.",
     params={"ranks": Param("int", "ranks per job", minimum=1)},
     prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
-    uses_dir=True, runs_child=True, from_command=True, takes_wrap=True,
+    uses_dir=True, runs_child=True, from_command=True, takes_wrap=True, job_wrap=True,
     figures=FIGURES, finish_phase=finish_jobs,
 )
 

@@ -6,6 +6,9 @@ each record is one rank, each job's ranks are told apart by `metrics.job`.
                  every rank of every job
   job_startup_s  on the job's rank-0 record: the slowest rank's launch-to-held time
                  (launcher start-up, wire-up, MPI_Init), outside the timed window
+  job_mount_namespaces  on the job's rank-0 record: how many mount namespaces its ranks
+                 ran in (one per node on the host or in a container per node; one per
+                 container)
   failures       the launcher names the rank (or the pid) that failed; each rank's record
                  says whether it was that one or was stopped because of it
 """
@@ -35,6 +38,9 @@ def finish_jobs(records: list[Record]) -> None:
                if isinstance(r.metrics.get("mpi_startup_s"), (int, float))]
         if len(ups) == len(recs):
             first.metrics["job_startup_s"] = max(ups)
+        mounts = {r.metrics["mnt_ns"] for r in recs if r.metrics.get("mnt_ns")}
+        if mounts:
+            first.metrics["job_mount_namespaces"] = len(mounts)
         _causes(recs, first.extra.get("rank_failures") or {})
 
 
@@ -52,8 +58,9 @@ def _causes(recs: list[Record], failures: dict[str, str]) -> None:
     culprits = "; ".join(f"rank {k}: {v}" for k, v in sorted(named.items())) or \
         "; ".join(f"{k}: {v}" for k, v in failures.items())
     for r in recs:
-        if r.status == "ok" or r.metrics.get("job_rank") == 0:
-            continue      # rank 0's error already holds the launcher's whole account
+        if r.status in ("ok", "timeout") or r.metrics.get("job_rank") == 0:
+            continue      # rank 0's error already holds the launcher's whole account; what
+                          # the launcher says of ranks the timeout killed is the kill
         rank = r.metrics.get("job_rank")
         if rank in named:
             r.error = f"rank {rank}: {named[rank]} (as its launcher reported)"

@@ -1,11 +1,13 @@
 """mbmpi, the project's own MPI test program (kernels/native/mpi/mbmpi.c: ping-pong,
-bandwidth and collectives over message sizes, OSU-like tables for `parse = "osu"`), built on
-demand with an MPI family's compiler wrapper: the package's own build needs no MPI.
+bandwidth and collectives over message sizes, OSU-like tables for `parse = "osu"`), and
+mbhimeno (native/mpi/mbhimeno.c: Himeno with MPI ranks and OpenMP threads, `parse =
+"himeno"`), built on demand with an MPI family's compiler wrapper: the package's own build
+needs no MPI.
 
     from manybench.kernels.mpi_program import build
     path = build("openmpi")          # or "mpich", or "auto" (the `mpicc` on PATH)
 
-The executable is cached in CACHE_DIR/mpi/<family>-<key>/mbmpi, where CACHE_DIR is
+The executable is cached in CACHE_DIR/mpi/<family>-<key>/<program>, where CACHE_DIR is
 $MANYBENCH_CACHE_DIR, else $XDG_CACHE_HOME/manybench, else ~/.cache/manybench; <key> hashes
 the source, the wrapper's path and what it compiles with (`-show` / `--showme`, the
 compiler's version), so a changed MPI gets its own build and a cached one is reused. On a
@@ -20,6 +22,9 @@ import subprocess
 import tempfile
 
 SOURCE = os.path.join(os.path.dirname(__file__), "native", "mpi", "mbmpi.c")
+# the programs and their own flags: mbhimeno is the Himeno benchmark with MPI ranks and
+# OpenMP threads (native/mpi/mbhimeno.c), compiled as optimised as Himeno's usual builds
+PROGRAMS = {"mbmpi": [], "mbhimeno": ["-O3", "-fopenmp"]}
 # the wrapper each family's Debian package installs (mpicc alone is whichever is the default)
 COMPILERS = {"auto": "mpicc", "openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
 PACKAGES = {"auto": "an MPI -dev package", "openmpi": "libopenmpi-dev", "mpich": "libmpich-dev"}
@@ -61,27 +66,32 @@ def _describe(cc: str) -> str:
     return "\n".join(out)
 
 
-def build(family: str = "auto", mpicc: str | None = None, force: bool = False) -> str:
-    """The path of mbmpi built with that family's wrapper (`mpicc` overrides the wrapper),
-    reusing a cached build unless `force`."""
+def build(family: str = "auto", mpicc: str | None = None, force: bool = False,
+          program: str = "mbmpi") -> str:
+    """The path of `program` (mbmpi, mbhimeno) built with that family's wrapper (`mpicc`
+    overrides the wrapper), reusing a cached build unless `force`."""
+    if program not in PROGRAMS:
+        raise MpiBuildError(f"unknown program {program!r} (known: {', '.join(PROGRAMS)})")
     cc = compiler(family, mpicc)
-    with open(SOURCE, "rb") as f:
+    source = os.path.join(os.path.dirname(SOURCE), program + ".c")
+    flags = CFLAGS + PROGRAMS[program]
+    with open(source, "rb") as f:
         src = f.read()
     key = hashlib.sha256(src + cc.encode() + _describe(cc).encode()
-                         + " ".join(CFLAGS).encode()).hexdigest()[:16]
+                         + " ".join(flags).encode()).hexdigest()[:16]
     out_dir = os.path.join(cache_dir(), f"{family}-{key}")
-    exe = os.path.join(out_dir, "mbmpi")
+    exe = os.path.join(out_dir, program)
     if os.access(exe, os.X_OK) and not force:
         return exe
     os.makedirs(out_dir, exist_ok=True)
     # built under a temporary name, then renamed: concurrent builds never see half a file
-    fd, tmp = tempfile.mkstemp(prefix=".mbmpi-", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{program}-", dir=out_dir)
     os.close(fd)
     try:
-        done = subprocess.run([cc, *CFLAGS, "-o", tmp, SOURCE], capture_output=True,
+        done = subprocess.run([cc, *flags, "-o", tmp, source], capture_output=True,
                               text=True, timeout=600)
         if done.returncode != 0:
-            raise MpiBuildError(f"{cc} failed to build {SOURCE}:\n{done.stderr.strip()}")
+            raise MpiBuildError(f"{cc} failed to build {source}:\n{done.stderr.strip()}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, exe)
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
-from .figures import CONTEXT, HIDDEN, LOWER, PHASE, Figure
+from .figures import CONTEXT, COUNT, HIDDEN, LOWER, PHASE, Figure
 
 
 def _hidden(name: str, unit: str = "") -> Figure:
@@ -31,19 +31,26 @@ FIGURES = (
     Figure("job_startup_s", "s", "job\nstart-up", "", role=CONTEXT,
            note="job start-up = the slowest rank's launch-to-held time (launcher, wire-up, "
            "MPI_Init), outside the timed window"),
+    Figure("job_mount_namespaces", "", "mount\nnamespaces", "", role=COUNT,
+           note="mount namespaces: namespaces x jobs; how many a job's ranks ran in: one per "
+           "node on the host or in one shared container per node, one per container "
+           "otherwise"),
     Figure("mpi_init_s", "s", "MPI_Init", "", role=CONTEXT),
     Figure("mpi_startup_s", "s", "rank start-up", "", role=CONTEXT),
     Figure("finalize_s", "s", "MPI_Finalize", "", role=CONTEXT),
     Figure("launcher_exit_s", "s", "launcher exit", "", role=CONTEXT),
     EXIT_STATUS,
     *(_hidden(n) for n in ("job", "job_rank", "rank_pid", "rank_host", "mpi_sync",
-                           "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version")),
+                           "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version",
+                           "user_ns", "mnt_ns")),
 )
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",
            "unfinalized": "exited without calling MPI_Finalize",
-           "timeout": "killed after the task's timeout"}
+           "timeout": "killed after the task's timeout",
+           "stopped": "stopped after the task's timeout (another rank of its job, or its "
+                      "launcher, was killed at the timeout)"}
 
 
 def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Result:
@@ -68,11 +75,12 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
     if s.finalized_ns and s.end_ns:
         m["finalize_s"] = round((s.finalized_ns - s.end_ns) / 1e9, 6)
     m.update(s.binding)
+    m.update(s.ns)
     if s.cpu_end_s >= 0 and s.cpu_start_s >= 0 and elapsed >= MIN_CPU_NS:
         m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, elapsed / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
-    if how == "timeout":
-        status, error = "timeout", f"rank {st.jrank}: {ENDINGS['timeout']}"
+    if how in ("timeout", "stopped"):
+        status, error = "timeout", f"rank {st.jrank}: {ENDINGS[how]}"
     elif how in ("exited", "unfinalized"):
         status = "error"
         error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
@@ -122,7 +130,9 @@ def _launcher(st: Any, res: Result) -> Result:
         extra["missing_metrics"] = missing
     if launch.timed_out:
         status = "timeout"
-        error = f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+        error = (f"the launcher was killed after the task's timeout {spec.timeout:g}s"
+                 if launch.killed else f"the launcher ended (status {launch.status}) "
+                 f"after the task's timeout {spec.timeout:g}s killed a rank of its job")
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())

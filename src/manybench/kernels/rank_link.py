@@ -46,6 +46,8 @@ class Stamps:
     finalized_ns: int = 0
     unfinalized_ns: int = 0    # an MPI program's exit() without MPI_Finalize
     binding: dict = field(default_factory=dict)   # /proc/<pid>: cpus_allowed, mems_allowed
+    ns: dict = field(default_factory=dict)        # /proc/<pid>/ns: user_ns, mnt_ns (its
+                                                  # container, when it runs in one)
     cpu_start_s: float = -1.0  # the rank's cpu time (/proc/<pid>/stat) at start and at end
     cpu_end_s: float = -1.0
 
@@ -62,6 +64,18 @@ def proc_cpu_s(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return -1.0
+
+
+def proc_namespaces(pid: int) -> dict[str, str]:
+    """The user and mount namespaces a process runs in ("user:[4026531837]"): ranks in one
+    container share them, ranks on the host have the host's."""
+    out = {}
+    for ns in ("user", "mnt"):
+        try:
+            out[f"{ns}_ns"] = os.readlink(f"/proc/{pid}/ns/{ns}")
+        except OSError:
+            pass
+    return out
 
 
 class RankLink:
@@ -208,6 +222,7 @@ class RankLink:
             if parts[0] == "start":
                 st.start_ns, st.start_mono, st.start_cpu = map(int, parts[1:4])
                 st.binding = proc_binding(st.pid)
+                st.ns = proc_namespaces(st.pid)
                 st.cpu_start_s = proc_cpu_s(st.pid)
             elif parts[0] == "end":
                 st.end_ns, st.end_mono, st.end_cpu = map(int, parts[1:4])

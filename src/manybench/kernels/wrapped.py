@@ -24,7 +24,6 @@ import os
 import select
 import shutil
 import signal
-import stat
 import struct
 import subprocess
 import tempfile
@@ -38,7 +37,7 @@ from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS
 from .native import native
-from .scratchfs import make_dir, root_of
+from .scratchfs import install_copy, root_of
 
 START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
 EXIT_TIMEOUT_S = 60.0     # after the result: the launcher's exit
@@ -59,34 +58,7 @@ def executable() -> str:
 def install(ctx: SlotContext) -> str:
     """mbkernel copied into the slot's scratch (the path the wrap binds); kept when current.
     Written by descriptor from the run's scratch root: never through a planted link."""
-    src = executable()
-    make_dir(root_of(ctx), ctx.scratch, "wrap")
-    dfd = os.open(ctx.scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        s = os.stat(src)
-        try:
-            d = os.stat(MBKERNEL, dir_fd=dfd, follow_symlinks=False)
-            if stat.S_ISREG(d.st_mode) and d.st_nlink == 1 and \
-                    (d.st_size, int(d.st_mtime)) == (s.st_size, int(s.st_mtime)):
-                return os.path.join(ctx.scratch, MBKERNEL)
-        except FileNotFoundError:
-            pass
-        tmp = f"{MBKERNEL}.{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o755, dir_fd=dfd)
-        try:
-            with open(src, "rb") as f:
-                os.sendfile(fd, f.fileno(), 0, s.st_size)
-            os.utime(fd, ns=(s.st_atime_ns, s.st_mtime_ns))
-        finally:
-            os.close(fd)
-        os.replace(tmp, MBKERNEL, src_dir_fd=dfd, dst_dir_fd=dfd)
-    except OSError as e:
-        raise KernelError(f"wrap: cannot install mbkernel in {ctx.scratch}: "
-                          f"{e.strerror or e}") from None
-    finally:
-        os.close(dfd)
-    return os.path.join(ctx.scratch, MBKERNEL)
+    return install_copy(root_of(ctx), ctx.scratch, executable(), MBKERNEL, "wrap")
 
 
 class Lines:

@@ -7,6 +7,8 @@ launcher its work runs under, all resolved on the node.
              ids[i]) in the resource's variable (gpu: CUDA_VISIBLE_DEVICES) and as {name}
   wrap       the variant's launcher prefix with its templates filled in: the task's params,
              {node} {slot} {rank} {scratch} {run} ..., {cpus} (the slot's cpu count),
+             ({scratch} is the run's directory for a parallel task: one wrap serves all
+             the job's ranks, each working in its own directory below it),
              {mbkernel} (the standalone kernel executable, kept in the slot's scratch), the
              resources and the variant's vars
 """
@@ -87,6 +89,9 @@ def slot_context(phase: WirePhase, place: SlotPlace, rank: int, node: str, run: 
         raise ContextError(str(e)) from None
     if wrapped:
         fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
+                # one wrap for a whole job's ranks: binding the run's directory gives each
+                # rank its own below it (and what the job installs there)
+                **({"scratch": ctx.root} if kernel.job_wrap else {}),
                 "cpus": len(place.affinity), "mbkernel": os.path.join(ctx.scratch, MBKERNEL),
                 **ctx.vars}
         try:

@@ -27,6 +27,7 @@ from ..units import format_duration, format_size
 from . import variant_plan
 from .groups import GROUP_KERNEL
 from .observe import task_sample, task_warmup
+from .schema import RANKS_ALL
 from .tasks import kernel_params, sweep_points
 from .variants import applies
 
@@ -55,7 +56,9 @@ def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
         params["dir"] = tdir
         for order, pin, cpus, bind, w in itertools.product(plan.order, plan.pin, plan.cpus,
                                                            plan.bind, workers):
-            out.append(Point(params, order, pin, cpus, bind, w))
+            # ranks = "workers": one job of them all, however many
+            out.append(Point({**params, "ranks": w} if params.get("ranks") == RANKS_ALL
+                             else params, order, pin, cpus, bind, w))
     return out
 
 

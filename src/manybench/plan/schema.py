@@ -26,11 +26,16 @@ def _workers_schema() -> dict:
                          "e.g. 4 or [1, 2, 4]"}
 
 
+RANKS_ALL = "workers"     # ranks = "workers": one job of all the phase's workers
+
+
 def _ranks_schema() -> dict:
     one = {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS}
-    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}],
-            "x-message": "expected ranks per job (1 or more) or a list of them, e.g. 4 or "
-                         "[1, 2, 4]"}
+    message = ("expected ranks per job (1 or more) or a list of them, e.g. 4 or [1, 2, 4], "
+               f'or "{RANKS_ALL}" (one job of every worker)')
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one},
+                      {"type": "string", "enum": [RANKS_ALL], "x-message": message}],
+            "x-message": message}
 
 
 def _choice_schema(choices: tuple) -> dict:

@@ -25,7 +25,7 @@ from ..templates import fields as template_fields
 from .binding import check_bind
 from .overrides import Loc, assign, entry_names, field_name, flatten, resolve_key
 from .schema import known_names
-from .tasks import check_dir, env_of
+from .tasks import TASK_FIELDS, check_dir, env_of
 
 # What a variant may `set`: per-phase things. Run-wide fields (slots, repeat, ...) would make
 # the variants' phases incomparable or cannot differ within one run.
@@ -100,7 +100,8 @@ def _check_templates(loc: Loc, v: dict, var: Variant, tasks: list[dict],
     """wrap/setup/teardown name only known values; a wrapped built-in kernel must be able to
     run as the standalone kernel executable."""
     known = set(var.vars)
-    for key, allowed in (("wrap", set(WRAP_NAMES) | set(resource_names)),
+    params = _common_params([t for t in tasks if applies(var, str(t.get("name")))])
+    for key, allowed in (("wrap", set(WRAP_NAMES) | set(resource_names) | params),
                          ("setup", set(NODE_NAMES)), ("teardown", set(NODE_NAMES))):
         argvs = [var.wrap or []] if key == "wrap" else getattr(var, key)
         for argv in argvs:
@@ -124,6 +125,16 @@ def _check_templates(loc: Loc, v: dict, var: Variant, tasks: list[dict],
                                            "inside a wrap (kernels that can: " + ", ".join(
                                                sorted(n for n, x in KERNELS.items()
                                                       if getattr(x, "standalone", None))) + ")"))
+
+
+def _common_params(tasks: list[dict]) -> set[str]:
+    """The parameters every one of these tasks has (a wrap is rendered with its task's):
+    what is not a task field, and a parallel task's `ranks`."""
+    out: set[str] | None = None
+    for t in tasks:
+        names = {k for k in t if k not in TASK_FIELDS or (k == "ranks" and "kernel" not in t)}
+        out = names if out is None else out & names
+    return out or set()
 
 
 def variant_raw(raw: dict, var: Variant) -> dict:
