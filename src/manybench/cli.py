@@ -56,8 +56,15 @@ def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], s
 
 
 def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
-            cluster: str | None):
-    """The local engine, or a Dask engine for --scheduler / --hosts / --cluster."""
+            cluster: str | None, simulate: str | None = None):
+    """The local engine, a Dask engine for --scheduler / --hosts / --cluster, or simulated
+    nodes for --simulate."""
+    if simulate:
+        from .engines.simulated import SimulatedEngine, parse_spec
+        try:
+            return SimulatedEngine(parse_spec(simulate))
+        except ValueError as e:
+            raise _fail(f"--simulate: {e}")
     if not (scheduler or hosts or cluster):
         from .engines import LocalEngine
         return LocalEngine()
@@ -165,9 +172,14 @@ def main() -> None:
 @click.option("--cluster", type=_Registry(".engines.clusters", "CLUSTERS"),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
+@click.option("--simulate", metavar="NxS[,OPT=V...]",
+              help="Simulated nodes instead of a cluster, to see what a run of N nodes x S "
+                   "slots costs the coordinator: nothing runs, records are synthetic "
+                   "(options delay, jitter, loss, offset, work, processes; docs/scale.md).")
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
-        scheduler: str | None, hosts: str | None, cluster: str | None) -> None:
+        scheduler: str | None, hosts: str | None, cluster: str | None,
+        simulate: str | None) -> None:
     """Run a plan."""
     if resume_dir is not None and (outdir is not None or dry_run):
         raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
@@ -175,9 +187,9 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         raise _fail("give a PLAN to run (or --resume DIR)")
     if plan is not None and not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
-    if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
-        raise _fail("give at most one of --scheduler, --hosts, --cluster")
-    distributed = bool(scheduler or hosts or cluster)
+    if sum(x is not None for x in (scheduler, hosts, cluster, simulate)) > 1:
+        raise _fail("give at most one of --scheduler, --hosts, --cluster, --simulate")
+    distributed = bool(scheduler or hosts or cluster or simulate)
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     here = None if distributed else slots
     # a resume only decides which phases remain and the run they go into; from here on it
@@ -189,7 +201,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     errs.preflight(the_plan, phases, distributed)
     if dry_run and distributed:     # the cluster's nodes and placement (run/dry_run.py)
         return _dry_run_cluster(the_plan, phases, slots,
-                                _engine(the_plan, slots, scheduler, hosts, cluster))
+                                _engine(the_plan, slots, scheduler, hosts, cluster, simulate))
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
@@ -197,7 +209,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     option = "-o" if resume is None else "--resume"
     errs.writable_results_dir(outdir, option)      # before any node or slot starts
     errs.own_results(outdir)         # locked by another process: exit 2, nothing started
-    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
+    engine = _engine(the_plan, slots, scheduler, hosts, cluster, simulate)
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine, resume)
 

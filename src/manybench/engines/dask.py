@@ -20,55 +20,36 @@ import secrets
 import time
 from typing import Any, Callable
 
-from ..kernels import Result
-from ..node.arrays import SlotResults
 from ..node.clock import measure_offset
-from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
-                             Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare, Prepared,
-                             ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
-                             Started, TakeSnapshot, WirePhase, decode, encode)
-from .base import Engine, EngineError, Node, Work, with_go
+from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, NodeInfo, NoiseFloor,
+                             Ping, ProtocolMismatch, Request, Start, Started, decode, encode)
+from .base import EngineError, Node
+from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
 
-LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
 CLOSE_S = 30.0                # every node's answer to Close / Abort within this
 # what waiting on the client's event loop raises when the answer does not come
 STUCK = (cf.TimeoutError, cf.CancelledError, RuntimeError)
-# how often a phase still waiting asks the scheduler which workers it has: the answer
-# describes every worker (64 nodes: a large message), so not at every 0.2 s poll
-CHECK_WORKERS_S = 2.0
 
 
-class DaskEngine(Engine):
+class DaskEngine(ChannelEngine):
     def __init__(self, client: Any, slots: dict[str, int] | None = None,
                  default_slots: int | None = None, on_close: Callable[[], None] | None = None,
                  expected: int | None = None, host_names: dict[str, str] | None = None) -> None:
         """client: a connected distributed.Client. slots: per-node slot counts (hostfile or
         allocation) by node name; default_slots: --slots for every node; expected: wait for
         this many workers; host_names: worker host -> node name (hostfile names)."""
+        super().__init__(Fanout(self._relay))
         self.client = client
         self.slots_by_name = slots or {}
         self.default_slots = default_slots
         self.on_close = on_close
         self.expected = expected
         self.host_names = host_names or {}
-        self.rows: dict[str, list] = {}     # telemetry received with results, not yet taken
-        self.nodes: list[Node] = []
         self.addr: dict[str, str] = {}      # node -> worker address
         self.echo: dict[str, tuple[str, int]] = {}
-        self.lost: dict[str, str] = {}      # node -> why
-        self.notices: list[str] = []        # slots replaced on nodes (Engine.take_notices)
-        self.pending = False                # a phase's Run sent, its replies not all in
-        self.deadline: float | None = None
-        self.work: Work = {}
-        self.phase: WirePhase | None = None
-        self.prepared = False
-        self.failed: dict[str, dict[int, Result]] = {}
-        self.done: dict[str, SlotResults] = {}
-        self.checked = 0.0                  # monotonic time of the last _check_workers
         self.secret = secrets.token_hex(16)     # the run's: only we drive its agents
-        self.fanout = Fanout(self._relay)
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
     def _submit(self, coro: Any) -> cf.Future:
@@ -103,12 +84,6 @@ class DaskEngine(Engine):
     def _relay(self, node: str, kind: str, data: bytes) -> cf.Future:
         """A request through the node's worker (no direct channel): its reply's bytes."""
         return self._submit(self.client.rpc(self.addr[node]).mb_call(kind=kind, request=data))
-
-    def _round(self, reqs: dict[str, Request]) -> dict[str, Any]:
-        """One request to each node, direct or relayed: every reply (or why there is none)."""
-        self.fanout.send(reqs)
-        self.fanout.wait(None)
-        return self.fanout.replies
 
     # -- start: discover nodes, their slots and clocks ---------------------------------
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -229,75 +204,6 @@ class DaskEngine(Engine):
                 continue
             n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
 
-    # -- one phase ----------------------------------------------------------------------
-    def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
-                 ) -> dict[str, dict[int, dict]]:
-        self.phase, self.work, self.done, self.failed = phase, work, {}, {}
-        self.prepared = not with_go(phase)
-        published: dict[str, dict[int, dict]] = {}
-        if self.prepared:
-            replies = self._live_round(lambda n: Prepare(phase, work[n]), tick)
-            for n, r in replies.items():
-                self.failed[n], published[n] = dict(r.failed), r.published
-                self.notices += r.notices
-        return published
-
-    def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
-        for n, r in self._live_round(lambda n: Connect(peers), tick).items():
-            self.failed[n] = {**self.failed.get(n, {}), **dict(r.failed)}
-
-    def _live_round(self, request: Callable[[str], Request],
-                    tick: Callable[[], None]) -> dict[str, Prepared | Connected]:
-        """One request to every live node of the phase, ticking the progress bar while the
-        replies come; a node that fails to answer is lost. The answers of the others."""
-        live = [n for n in self.work if n not in self.lost]
-        if not live:
-            return {}
-        self.fanout.send({n: request(n) for n in live})
-        while not self.fanout.wait(0.2):
-            tick()
-        out = {}
-        for n, r in self.fanout.replies.items():
-            if isinstance(r, Exception):
-                self._lose(n, r)
-            else:
-                out[n] = r
-        return out
-
-    def _go(self, t0_by_node: dict[str, int]) -> None:
-        phase = None if self.prepared else self.phase
-        reqs: dict[str, Request] = {n: Run(t0_by_node[n], self.work[n], phase)
-                                    for n in self.work if n not in self.lost}
-        self.deadline = None
-        timeout = self.phase.task.timeout if self.phase else None
-        if timeout is not None:
-            lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
-            self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
-        self.fanout.send(reqs)
-        self.pending = bool(reqs)
-
-    def poll(self, timeout: float) -> bool:
-        if not self.pending:
-            return True
-        if not self.fanout.wait(timeout):
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                for n in list(self.fanout.waiting):
-                    self._lose(n, NodeLost(f"node {n} lost: no answer past the timeout"))
-            elif time.monotonic() - self.checked >= CHECK_WORKERS_S:
-                self.checked = time.monotonic()
-                self._check_workers()
-            if not self.fanout.wait(0):
-                return False
-        self.pending = False
-        for n, r in self.fanout.replies.items():
-            if isinstance(r, Finished):
-                self.done[n] = r.results
-                self.notices += r.notices
-                self.rows.setdefault(n, []).extend(r.telemetry)
-            else:
-                self._lose(n, r)
-        return True
-
     def _check_workers(self) -> None:
         """A worker the scheduler has dropped is lost even if its socket has not closed."""
         try:
@@ -307,51 +213,6 @@ class DaskEngine(Engine):
         for n in self.work:
             if self.addr[n] not in alive and n not in self.lost:
                 self._lose(n, NodeLost(f"node {n} lost: its Dask worker left the cluster"))
-
-    # -- between phases: setup, teardown, provenance ------------------------------------
-    def _every_live_node(self, req: Request) -> dict[str, Any]:
-        """The same request to every live node at once; who does not answer is lost."""
-        live = [n.name for n in self.nodes if n.name not in self.lost]
-        out = {}
-        for n, r in (self._round({n: req for n in live}) if live else {}).items():
-            if isinstance(r, Exception):
-                self._lose(n, r)
-            else:
-                out[n] = r
-        return out
-
-    def _run_commands(self, req: RunCommands) -> dict[str, CommandsDone]:
-        return self._every_live_node(req)
-
-    def _snapshot(self, dirs: list[str] | dict[str, str], programs: list[str]
-                  ) -> dict[str, dict]:
-        got = self._every_live_node(TakeSnapshot(dirs, list(programs)))
-        return {n: r.data for n, r in got.items() if isinstance(r, SnapshotTaken)}
-
-    def lost_nodes(self) -> dict[str, str]:
-        return dict(self.lost)
-
-    def _lose(self, node: str, err: BaseException) -> None:
-        self.lost.setdefault(node, str(err) if isinstance(err, NodeLost) else f"node {node}: {err}")
-        self.fanout.lose(node, err if isinstance(err, Exception) else NodeLost(str(err)))
-
-    def _telemetry(self) -> dict[str, list]:
-        out, self.rows = self.rows, {}
-        return out
-
-    def _results(self) -> dict[str, SlotResults | dict[int, Result]]:
-        out: dict[str, SlotResults | dict[int, Result]] = {}
-        for n, assigned in self.work.items():
-            done = self.done.get(n)
-            if done is not None and not self.failed.get(n) and len(done) == len(assigned):
-                out[n] = done              # every slot answered its go: the arrays as sent
-                continue
-            got = {**self.failed.get(n, {}), **(dict(done) if done is not None else {})}
-            for a in assigned:
-                if a.place.slot not in got and n in self.lost:
-                    got[a.place.slot] = Result(status="lost", error=self.lost[n])
-            out[n] = got
-        return out
 
     # -- the end ---------------------------------------------------------------------
     def _finish(self, request: Request) -> None:

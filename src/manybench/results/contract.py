@@ -50,13 +50,15 @@ WARNING_KINDS = {
     # issue 21: how the coordinator reaches a node's agent
     "relay": "a node's agent could not be reached directly: its requests went through its "
              "Dask worker (each phase costs more there; the figures are the same)",
+    "simulated": "the nodes were simulated (--simulate): nothing ran on them, the records are "
+                 "synthetic and measure the coordinator's side only",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL"}
+                  "stall": "STALL", "simulated": "SIMULATED"}
 
 
 def warning_text(kind: str, message: str) -> str:
