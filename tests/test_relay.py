@@ -163,3 +163,56 @@ def test_the_relay_measures_each_members_clock():
         relay.close()
         for f in fakes.values():
             f.close()
+
+
+def _relay_node(fakes: dict[str, FakeMember]) -> tuple[FakeMember, Relay]:
+    """Node n1's channel serving as its agent does: Forward through a Relay of `fakes`, its
+    own request answered by itself."""
+    relay = Relay({n: f.member() for n, f in fakes.items()}, SECRET, name="n1")
+
+    def own(data: bytes) -> bytes:
+        return P.encode(P.SnapshotTaken({"node": "n1"}))
+
+    def answer(req):
+        if isinstance(req, P.Forward):
+            return relay.forward(req.frames, own)
+        return P.Grouped(relay.open()) if isinstance(req, P.Group) else P.SnapshotTaken({})
+    return FakeMember(answer), relay
+
+
+def test_the_coordinator_reaches_members_through_their_relay_and_loses_them_by_name():
+    from manybench.engines.direct import Fanout, NodeLost, connect
+    fakes = _members(n2=lambda req: P.SnapshotTaken({"node": "n2"}),
+                     n3=lambda req: None if req.dirs == ["die"] else P.SnapshotTaken({"node": "n3"}))
+    n1, relay = _relay_node(fakes)
+    fan = Fanout(relay=None)
+    fan.add("n1", connect("127.0.0.1", P.DirectOffer(n1.listener.port, False), SECRET, None, "n1"))
+    try:
+        fan.send({"n1": P.Group({n: f.member() for n, f in fakes.items()})})
+        assert fan.wait(10) and fan.replies["n1"] == P.Grouped({})
+        fan.group("n1", ["n2", "n3"])
+        fan.send({n: P.TakeSnapshot([], []) for n in ("n1", "n2", "n3")})
+        assert fan.wait(10)
+        assert {n: r.data["node"] for n, r in fan.replies.items()} == {n: n for n in fan.replies}
+        assert set(fan.replies) == {"n1", "n2", "n3"}
+        assert [type(r) for r in n1.got] == [P.Group, P.Forward]     # one frame for the group
+        # a member that dies mid-round: lost by name, through its relay; the others answer
+        fan.send({"n1": P.TakeSnapshot([], []), "n2": P.TakeSnapshot([], []),
+                  "n3": P.TakeSnapshot(["die"], [])})
+        assert fan.wait(10)
+        lost = fan.replies["n3"]
+        assert isinstance(lost, NodeLost) and "through relay n1" in str(lost), lost
+        assert isinstance(fan.replies["n2"], P.SnapshotTaken)
+        # the relay itself lost: its members are lost with it, said so
+        n1.answer = lambda req: None
+        fan.send({n: P.TakeSnapshot([], []) for n in ("n1", "n2")})
+        assert fan.wait(10)
+        assert isinstance(fan.replies["n1"], NodeLost)
+        assert "its relay n1 was lost" in str(fan.replies["n2"])
+        fan.send({"n2": P.TakeSnapshot([], [])})        # and in every later round
+        assert fan.wait(10) and "its relay n1 was lost" in str(fan.replies["n2"])
+    finally:
+        fan.close()
+        relay.close()
+        for f in (n1, *fakes.values()):
+            f.close()
