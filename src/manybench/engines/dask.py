@@ -24,12 +24,13 @@ from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import measure_offset
 from ..node.protocol import (Abort, Close, CommandsDone, Connect, Connected, Failed, Finished,
-                             Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare, Prepared,
-                             ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
-                             Started, TakeSnapshot, WirePhase, decode, encode)
+                             Info, MeasureNoise, Member, NodeInfo, NoiseFloor, Ping, Prepare,
+                             Prepared, ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken,
+                             Start, Started, TakeSnapshot, WirePhase, decode, encode)
 from .base import Engine, EngineError, Node, Work, with_go
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
+from .relays import form_groups, relay_clocks
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
 CLOSE_S = 30.0                # every node's answer to Close / Abort within this
@@ -138,7 +139,6 @@ class DaskEngine(Engine):
         self.nodes.sort(key=lambda n: n.name)
         if self.noise_s > 0:
             self._submit(self._noise()).result()
-        self.sync_clocks()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
                                                 self.telemetry_s, secret=self.secret)
                                   for n in self.nodes})
@@ -146,6 +146,8 @@ class DaskEngine(Engine):
             if not isinstance(r, Started):
                 raise EngineError(f"starting the agent on {name}: {r}")
         self._go_direct(replies)
+        self._form_groups(replies)
+        self.sync_clocks()       # relays measure their members' clocks (engines/relays.py)
         # warm the path (connections, first encoding) and time it: the first lead is the
         # slowest node's round trip to its slots plus a round trip to the nodes
         for _ in range(3):
@@ -216,10 +218,32 @@ class DaskEngine(Engine):
             return RuntimeError(got.error) if isinstance(got, Failed) else got
         return dict(zip(addrs, await asyncio.gather(*(one(a) for a in addrs))))
 
+    def _form_groups(self, started: dict[str, Started]) -> None:
+        """Relays for the largest runs (engines/relays.py: when, and who relays whom); how
+        each node is reached goes in its inventory."""
+        on_own = {n.name: Member(n.host, started[n.name].direct.port, started[n.name].direct.tls,
+                                 self.echo[n.name][1])
+                  for n in self.nodes if self.fanout.direct(n.name)}
+        formed, left = form_groups(self.fanout, on_own, self.per_relay)
+        by_name = {n.name: n for n in self.nodes}
+        for relay, members in formed.items():
+            by_name[relay].inventory["relay_for"] = members
+            for m in members:
+                by_name[m].inventory["channel"] = f"through relay {relay}"
+        for m, why in left.items():
+            self.tell("fanout", m, f"node {m} is reached on its own channel, not through a "
+                      f"relay: {why}")
+
     def sync_clocks(self) -> None:
-        """Re-estimate every live node's clock offset (Cristian, best of many exchanges)."""
+        """Re-estimate every live node's clock offset (Cristian, best of many exchanges):
+        relays measure their members (one round), the coordinator the relays and every
+        other node; a member's offset is its relay's plus its own against the relay, and so
+        is its bound."""
+        through, lost = relay_clocks(self.fanout)
+        for name, err in lost.items():
+            self._lose(name, err)
         for n in self.nodes:
-            if n.name in self.lost:
+            if n.name in self.lost or n.name in through or n.name in self.fanout.via:
                 continue
             host, port = self.echo[n.name]
             try:
@@ -228,6 +252,16 @@ class DaskEngine(Engine):
                 self.lost[n.name] = f"node {n.name} lost: clock echo failed: {e}"
                 continue
             n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+        by_name = {n.name: n for n in self.nodes}
+        for name, relay in self.fanout.via.items():
+            if name in self.lost:
+                continue
+            if relay in self.lost or name not in through:
+                self._lose(name, NodeLost(f"node {name} lost: its relay {relay} was lost"))
+                continue
+            _, offset, error = through[name]
+            node, r = by_name[name], by_name[relay]
+            node.offset_ns, node.error_ns = r.offset_ns + offset, r.error_ns + error
 
     # -- one phase ----------------------------------------------------------------------
     def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]

@@ -50,6 +50,8 @@ WARNING_KINDS = {
     # issue 21: how the coordinator reaches a node's agent
     "relay": "a node's agent could not be reached directly: its requests went through its "
              "Dask worker (each phase costs more there; the figures are the same)",
+    "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
+              "reaches it on its own channel (the figures are the same)",
 }
 
 
