@@ -5,6 +5,7 @@ node's share of one phase, from /proc, against the tree before the change.
   sudo python benchmarks/bench_node_phase.py                 # both parts, the goals' sizes
   sudo python benchmarks/bench_node_phase.py cluster --nodes 16,64 --phases 200 --rounds 3
   python benchmarks/bench_node_phase.py records --rounds 5
+  sudo python benchmarks/bench_node_phase.py cluster --nodes 16 --before '' --fanout 4   # relays
 
 cluster: one Dask scheduler in namespace 0 and one `manybench worker --slots 1` in each of N
 node namespaces (a fresh lab per run, running the measured tree's code), `--phases` null
@@ -48,6 +49,7 @@ from peer_tree import ROOT, NodeLab, before_tree, drop_tree, env_of, machine, ne
 
 BEFORE = "72bff4a"    # main when issue 21's change began
 KINDS = ("coordinator", "scheduler", "worker", "agent", "slot")
+RUN_ARGS: list[str] = []    # added to every measured `manybench run` (--fanout N: relays)
 
 
 # -- the processes of a run, by kind -----------------------------------------------------------
@@ -124,7 +126,7 @@ def measure(lab: NodeLab, tree: str, nodes: int, phases: int) -> dict:
             f.write(f'repeat = {phases}\n[placement]\nworkers = {nodes}\n'
                     '[[task]]\nname = "sync"\nkernel = "null"\n')
         run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
-                                "--scheduler", lab.scheduler], env=env_of(tree),
+                                "--scheduler", lab.scheduler, *RUN_ARGS], env=env_of(tree),
                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         watch = Watch(lab, run, os.path.join(d, "results.db"), phases)
         watch.start()
@@ -228,7 +230,11 @@ def main() -> int:
     ap.add_argument("--phases", type=int, default=200, help="cluster: null phases per run")
     ap.add_argument("--rounds", type=int, default=3, help="counted pairs")
     ap.add_argument("--before", default=BEFORE, help="git ref of the peer tree ('' = none)")
+    ap.add_argument("--fanout", help="cluster: `run --fanout` for every run (relays; the "
+                    "tree before has none: give --before '' with it)")
     a = ap.parse_args()
+    if a.fanout:
+        RUN_ARGS.extend(["--fanout", a.fanout])
     print(f"machine: {machine()}; {harness_load()}", flush=True)
     trees = {"this tree": ROOT}
     made = before_tree(a.before) if a.before else None

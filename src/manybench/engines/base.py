@@ -115,6 +115,8 @@ class Engine(ABC):
     telemetry_s: float = 0.0    # interval of each node's telemetry (set before start); 0: none
     noise_s: float = 0.0        # each node's noise floor measurement (inventory/noise.py) at
                                 # start, before its slots run; 0: none (set before start)
+    per_relay: int | None = None  # on a cluster, nodes per relay (engines/relays.py): None
+                                  # automatic, 0 none (set before start)
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,

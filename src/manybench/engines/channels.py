@@ -16,10 +16,13 @@ from typing import Any, Callable
 
 from ..kernels import Result
 from ..node.arrays import SlotResults
-from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Prepare, Prepared,
-                             Request, Run, RunCommands, SnapshotTaken, TakeSnapshot, WirePhase)
+from ..node.clock import Offset
+from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member, Prepare,
+                             Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
+                             WirePhase)
 from .base import Engine, Node, Work, with_go
 from .direct import Fanout, NodeLost
+from .relays import form_groups, relay_clocks
 
 LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
 # how often a phase still waiting asks whoever watches the nodes which are alive (Dask: the
@@ -42,6 +45,49 @@ class ChannelEngine(Engine):
         self.failed: dict[str, dict[int, Result]] = {}
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
+
+    # -- relays and clocks --------------------------------------------------------------------
+    def form_groups(self, on_own: dict[str, Member]) -> None:
+        """Relays for the largest runs (engines/relays.py: when, and who relays whom) among
+        the nodes on channels of their own (on_own: how a relay reaches each); how each node
+        is reached goes in its inventory."""
+        formed, left = form_groups(self.fanout, on_own, self.per_relay)
+        by_name = {n.name: n for n in self.nodes}
+        for relay, members in formed.items():
+            by_name[relay].inventory["relay_for"] = members
+            for m in members:
+                by_name[m].inventory["channel"] = f"through relay {relay}"
+        for m, why in left.items():
+            self.tell("fanout", m, f"node {m} is reached on its own channel, not through a "
+                      f"relay: {why}")
+
+    def compose_clocks(self, measure: Callable[[Node], Offset]) -> None:
+        """Re-estimate every live node's clock offset: relays measure their members (one
+        round), the coordinator the relays and every other node (measure: Cristian, best of
+        many exchanges); a member's offset is its relay's plus its own against the relay,
+        and so is its bound."""
+        through, lost = relay_clocks(self.fanout)
+        for name, err in lost.items():
+            self._lose(name, err)
+        for n in self.nodes:
+            if n.name in self.lost or n.name in through or n.name in self.fanout.via:
+                continue
+            try:
+                o = measure(n)
+            except OSError as e:
+                self._lose(n.name, NodeLost(f"node {n.name} lost: clock echo failed: {e}"))
+                continue
+            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+        by_name = {n.name: n for n in self.nodes}
+        for name, relay in self.fanout.via.items():
+            if name in self.lost:
+                continue
+            if relay in self.lost or name not in through:
+                self._lose(name, NodeLost(f"node {name} lost: its relay {relay} was lost"))
+                continue
+            _, offset, error = through[name]
+            node, r = by_name[name], by_name[relay]
+            node.offset_ns, node.error_ns = r.offset_ns + offset, r.error_ns + error
 
     def _round(self, reqs: dict[str, Request]) -> dict[str, Any]:
         """One request to each node, direct or relayed: every reply (or why there is none)."""

@@ -21,8 +21,9 @@ import time
 from typing import Any, Callable
 
 from ..node.clock import measure_offset
-from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, NodeInfo, NoiseFloor,
-                             Ping, ProtocolMismatch, Request, Start, Started, decode, encode)
+from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, NodeInfo,
+                             NoiseFloor, Ping, ProtocolMismatch, Request, Start, Started,
+                             decode, encode)
 from .base import EngineError, Node
 from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
@@ -113,7 +114,6 @@ class DaskEngine(ChannelEngine):
         self.nodes.sort(key=lambda n: n.name)
         if self.noise_s > 0:
             self._submit(self._noise()).result()
-        self.sync_clocks()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
                                                 self.telemetry_s, secret=self.secret)
                                   for n in self.nodes})
@@ -121,6 +121,8 @@ class DaskEngine(ChannelEngine):
             if not isinstance(r, Started):
                 raise EngineError(f"starting the agent on {name}: {r}")
         self._go_direct(replies)
+        self._form_groups(replies)
+        self.sync_clocks()       # relays measure their members' clocks (engines/relays.py)
         # warm the path (connections, first encoding) and time it: the first lead is the
         # slowest node's round trip to its slots plus a round trip to the nodes
         for _ in range(3):
@@ -191,18 +193,13 @@ class DaskEngine(ChannelEngine):
             return RuntimeError(got.error) if isinstance(got, Failed) else got
         return dict(zip(addrs, await asyncio.gather(*(one(a) for a in addrs))))
 
+    def _form_groups(self, started: dict[str, Started]) -> None:
+        self.form_groups({n.name: Member(n.host, started[n.name].direct.port,
+                                         started[n.name].direct.tls, self.echo[n.name][1])
+                          for n in self.nodes if self.fanout.direct(n.name)})
+
     def sync_clocks(self) -> None:
-        """Re-estimate every live node's clock offset (Cristian, best of many exchanges)."""
-        for n in self.nodes:
-            if n.name in self.lost:
-                continue
-            host, port = self.echo[n.name]
-            try:
-                o = measure_offset(host, port)
-            except OSError as e:
-                self.lost[n.name] = f"node {n.name} lost: clock echo failed: {e}"
-                continue
-            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+        self.compose_clocks(lambda n: measure_offset(*self.echo[n.name]))
 
     def _check_workers(self) -> None:
         """A worker the scheduler has dropped is lost even if its socket has not closed."""

@@ -12,6 +12,11 @@ Fanout sends a round of requests (one per node) and takes the replies in as they
 the direct channels (a selector on their sockets) and from relayed requests (futures on the
 Dask client's loop, which wake the selector). A direct channel that closes, times out or
 speaks garbage is a lost node (NodeLost), as a relayed request that fails is.
+
+Groups (the largest runs, engines/relays.py): a member node's request goes inside its
+relay's Forward, with the relay's own (node/relay.py); the relay's Forwarded is unpacked and
+each node's reply delivered as if it had come direct. A member the relay reports lost is lost
+"(through relay X)"; a relay lost loses its members with it, in that round and every later one.
 """
 from __future__ import annotations
 
@@ -24,19 +29,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..node.direct import FRAME, MAX_FRAME, recv_frame, send_frame, tune
-from ..node.protocol import DirectOffer, Failed, Hello, ProtocolMismatch, Request, decode, encode
+from ..node import direct as channel
+from ..node.direct import DirectRefused, FrameBuffer, send_frame
+from ..node.protocol import (DirectOffer, Failed, Forward, Forwarded, ProtocolMismatch, Request,
+                             decode, encode)
 
-CONNECT_S = 10.0      # to connect, finish TLS and have the Hello answered
-IO_S = 60.0           # a frame begun must be sent or read to its end within this
+__all__ = ["DirectRefused", "Fanout", "NodeLost", "connect", "refusal"]
 
 
 class NodeLost(Exception):
     """A node stopped answering: its channel closed, timed out, or its worker is gone."""
-
-
-class DirectRefused(Exception):
-    """The node answered Hello with Failed(why)."""
 
 
 def refusal(offer: DirectOffer | None, why: str, secured: bool,
@@ -57,32 +59,19 @@ def connect(host: str, offer: DirectOffer, secret: str, ctx: ssl.SSLContext | No
             who: str) -> socket.socket:
     """A node's direct channel, its Hello answered; DirectRefused (the node's reason),
     ProtocolMismatch or OSError otherwise."""
-    sock = socket.create_connection((host, offer.port), timeout=CONNECT_S)
-    try:
-        if offer.tls:
-            sock = ctx.wrap_socket(sock, server_hostname=host)
-        send_frame(sock, encode(Hello(secret)))
-        reply = decode(recv_frame(sock), who)
-    except BaseException:
-        sock.close()
-        raise
-    if isinstance(reply, Failed):
-        sock.close()
-        raise DirectRefused(reply.error)
-    tune(sock)
-    sock.settimeout(IO_S)
-    return sock
+    return channel.connect(host, offer.port, offer.tls, secret, ctx, who)
 
 
 @dataclass
 class _Link:
     node: str
     sock: socket.socket
-    buf: bytearray = field(default_factory=bytearray)
+    buf: FrameBuffer = field(default_factory=FrameBuffer)
 
 
 class Fanout:
-    """Rounds of requests, one per node, over direct channels or a relay."""
+    """Rounds of requests, one per node, over direct channels, relays (node/relay.py) or the
+    Dask worker's relay."""
 
     def __init__(self, relay: Callable[[str, str, bytes], cf.Future]) -> None:
         """relay(node, kind, request bytes): the future of the worker's reply bytes."""
@@ -96,11 +85,24 @@ class Fanout:
         self.waiting: set[str] = set()
         self.replies: dict[str, Any] = {}     # node -> reply, or the exception it came to
         self.round = 0
+        self.groups: dict[str, list[str]] = {}    # relay -> its members
+        self.via: dict[str, str] = {}             # member -> its relay
+        self.carried: dict[str, list[str]] = {}   # relay -> nodes of its Forward not answered
+        self.relay_lost: dict[str, str] = {}      # relay -> why it was lost
 
     def add(self, node: str, sock: socket.socket) -> None:
         link = _Link(node, sock)
         self.links[node] = link
         self.sel.register(sock, selectors.EVENT_READ, link)
+
+    def group(self, relay: str, members: list[str]) -> None:
+        """From now on, reach these nodes through `relay` (a relay's Forward): their own
+        channels are closed (their agents now serve the relay's)."""
+        for m in members:
+            self.drop(m)
+            self.via[m] = relay
+        if members:
+            self.groups[relay] = [*self.groups.get(relay, []), *members]
 
     def direct(self, node: str) -> bool:
         return node in self.links
@@ -123,10 +125,18 @@ class Fanout:
 
     # -- one round -------------------------------------------------------------------------
     def send(self, reqs: dict[str, Request]) -> None:
-        """Send each node its request (replies: wait); a round still waiting is abandoned."""
+        """Send each node its request (replies: wait); a round still waiting is abandoned.
+        A member's request goes in its relay's Forward, with the relay's own if it has one."""
         self.round += 1
-        self.replies, self.waiting = {}, set(reqs)
+        self.replies, self.waiting, self.carried = {}, set(reqs), {}
+        bundles: dict[str, dict[str, bytes]] = {}
         for node, req in reqs.items():
+            relay = self.via.get(node)
+            if relay is None and node in self.groups and any(m in reqs for m in self.groups[node]):
+                relay = node          # the relay's own request travels with its members'
+            if relay is not None:
+                bundles.setdefault(relay, {})[node] = encode(req)
+                continue
             data = encode(req)
             link = self.links.get(node)
             if link is None:
@@ -137,6 +147,15 @@ class Fanout:
                 send_frame(link.sock, data)
             except OSError as e:
                 self._lost(node, f"its direct channel failed: {e}")
+        for relay, frames in bundles.items():
+            self.carried[relay] = list(frames)
+            link = self.links.get(relay)
+            try:
+                if link is None:
+                    raise OSError(self.relay_lost.get(relay, "its channel is closed"))
+                send_frame(link.sock, encode(Forward(frames)))
+            except OSError as e:
+                self._lost(relay, f"its direct channel failed: {e}")
 
     def wait(self, timeout: float | None) -> bool:
         """Take replies in for up to `timeout` s (None: until all came); True once every node
@@ -156,7 +175,7 @@ class Fanout:
     def abandon(self) -> None:
         """Stop waiting for this round (its late replies are ignored)."""
         self.round += 1
-        self.waiting = set()
+        self.waiting, self.carried = set(), {}
 
     def _deliver(self, node: str, reply: Any) -> None:
         if node in self.waiting:
@@ -165,39 +184,60 @@ class Fanout:
 
     def lose(self, node: str, err: Exception) -> None:
         """The node is lost (found by the engine: a timeout, its worker gone): its channel
-        is closed and, if the round waits for it, err is its reply."""
+        is closed and, if the round waits for it, err is its reply. A relay's members in
+        the round are lost with it, and in every later round."""
         self.drop(node)
         self._deliver(node, err)
+        if node in self.groups:
+            why = str(err)
+            self.relay_lost.setdefault(node, why)
+            for m in self.carried.pop(node, self.groups[node]):
+                if m != node:
+                    self._deliver(m, NodeLost(f"node {m} lost: its relay {node} was lost ({why})"))
 
     def _lost(self, node: str, why: str) -> None:
         self.lose(node, NodeLost(f"node {node} lost: {why}"))
 
     def _read(self, link: _Link) -> None:
         try:
-            chunk = link.sock.recv(1 << 20)
-            while isinstance(link.sock, ssl.SSLSocket) and link.sock.pending():
-                chunk += link.sock.recv(link.sock.pending())
+            frames = link.buf.read(link.sock)
+        except EOFError:
+            self._lost(link.node, "its direct channel closed")
+            return
+        except ValueError:
+            self._lost(link.node, "its direct channel sent garbage")
+            return
         except OSError as e:      # reset, timed out (keepalive), TLS failure
             self._lost(link.node, f"its direct channel failed: {e}")
             return
-        if not chunk:
-            self._lost(link.node, "its direct channel closed")
-            return
-        buf = link.buf
-        buf += chunk
-        while len(buf) >= FRAME.size:
-            (n,) = FRAME.unpack_from(buf)
-            if n > MAX_FRAME:
-                self._lost(link.node, "its direct channel sent garbage")
-                return
-            if len(buf) < FRAME.size + n:
-                break
-            data = bytes(buf[FRAME.size:FRAME.size + n])
-            del buf[:FRAME.size + n]
-            if link.node not in self.waiting:
+        for data in frames:
+            if link.node in self.carried:
+                self._forwarded(link.node, data)
+            elif link.node in self.waiting:
+                self._deliver(link.node, self._reply(link.node, data))
+            else:
                 self._lost(link.node, "its direct channel sent what was not asked for")
                 return
-            self._deliver(link.node, self._reply(link.node, data))
+
+    def _forwarded(self, relay: str, data: bytes) -> None:
+        """A relay's Forwarded: each node's reply delivered as if it came direct."""
+        nodes = self.carried.pop(relay)
+        got = self._reply(relay, data)
+        if not isinstance(got, Forwarded):     # the relay failed the round: all of it
+            if not isinstance(got, Exception):
+                got = NodeLost(f"node {relay} lost: it answered a Forward with "
+                               f"{type(got).__name__}")
+            for n in nodes:
+                self._deliver(n, got if n == relay else NodeLost(
+                    f"node {n} lost: its relay {relay} failed the round ({got})"))
+            return
+        for n, reply in got.replies.items():
+            if n in nodes:
+                self._deliver(n, self._reply(n, reply))
+        for n, why in got.lost.items():
+            self._deliver(n, NodeLost(f"node {n} lost: {why} (through relay {relay})"))
+        for n in nodes:          # a relay that says nothing of a node: lost all the same
+            self._deliver(n, NodeLost(f"node {n} lost: relay {relay} gave no reply for it"))
 
     def _reply(self, node: str, data: bytes) -> Any:
         """A node's reply decoded; Failed as a RuntimeError, a foreign one as its error."""

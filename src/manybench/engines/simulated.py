@@ -155,15 +155,7 @@ class SimulatedEngine(ChannelEngine):
         return replies
 
     def sync_clocks(self) -> None:
-        for n in self.nodes:
-            if n.name in self.lost:
-                continue
-            try:
-                o = measure_offset("127.0.0.1", self.echo[n.name])
-            except OSError as e:
-                self._lose(n.name, NodeLost(f"node {n.name} lost: clock echo failed: {e}"))
-                continue
-            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+        self.compose_clocks(lambda n: measure_offset("127.0.0.1", self.echo[n.name]))
 
     # -- the end ----------------------------------------------------------------------------
     def _finish(self, req: Request) -> None:

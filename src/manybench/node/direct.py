@@ -12,6 +12,9 @@ cluster's own certificates (the worker's; the coordinator must present a certifi
 same authority), or there is no direct channel at all (dask_plugin.direct_config says why).
 
 Frames: the length of the envelope (4 bytes, big-endian), then the envelope (protocol.encode).
+
+The connecting side is here too (connect, FrameBuffer): the coordinator opens these channels
+(engines/direct.py), and so does a relay to its members (relay.py).
 """
 from __future__ import annotations
 
@@ -26,6 +29,12 @@ from .protocol import Failed, Hello, ProtocolMismatch, check_version, decode, en
 FRAME = struct.Struct("!I")
 MAX_FRAME = 1 << 30          # a length beyond this is not ours: the connection is dropped
 HELLO_S = 10.0               # a connection must say Hello (and finish TLS) within this
+CONNECT_S = 10.0             # to connect, finish TLS and have the Hello answered
+IO_S = 60.0                  # a frame begun must be sent or read to its end within this
+
+
+class DirectRefused(Exception):
+    """The node answered Hello with Failed(why)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,16 @@ def server_context(tls: TlsFiles) -> ssl.SSLContext:
     return ctx
 
 
+def client_context(tls: TlsFiles) -> ssl.SSLContext:
+    """TLS to another node's channel as the cluster's peers speak it: this node's
+    certificate, the same authority, no host name check (Dask's own choice)."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls.ca)
+    ctx.load_cert_chain(tls.cert, tls.key)
+    ctx.check_hostname = False
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
 def tune(sock: socket.socket) -> None:
     """No Nagle delay on small frames; keepalive probes, so a peer that vanished (its host
     down, a cable pulled) ends the connection instead of leaving it open for good."""
@@ -88,6 +107,57 @@ def tune(sock: socket.socket) -> None:
     for opt, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
         if hasattr(socket, opt):
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+
+
+def connect(host: str, port: int, tls: bool, secret: str, ctx: ssl.SSLContext | None,
+            who: str) -> socket.socket:
+    """A node's direct channel, its Hello answered; DirectRefused (the node's reason),
+    ProtocolMismatch or OSError otherwise."""
+    sock = socket.create_connection((host, port), timeout=CONNECT_S)
+    try:
+        if tls:
+            if ctx is None:
+                raise ssl.SSLError(f"{who} listens with TLS and there are no certificates here")
+            sock = ctx.wrap_socket(sock, server_hostname=host)
+        send_frame(sock, encode(Hello(secret)))
+        reply = decode(recv_frame(sock), who)
+    except BaseException:
+        sock.close()
+        raise
+    if isinstance(reply, Failed):
+        sock.close()
+        raise DirectRefused(reply.error)
+    tune(sock)
+    sock.settimeout(IO_S)
+    return sock
+
+
+class FrameBuffer:
+    """Frames out of the bytes read so far from a socket that is read when ready."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def read(self, sock: socket.socket) -> list[bytes]:
+        """The frames now complete after one read of a ready socket; EOFError when it
+        closed, ValueError for a length that is not ours, OSError as the socket raises."""
+        chunk = sock.recv(1 << 20)
+        while isinstance(sock, ssl.SSLSocket) and sock.pending():
+            chunk += sock.recv(sock.pending())
+        if not chunk:
+            raise EOFError("closed")
+        buf = self.buf
+        buf += chunk
+        out = []
+        while len(buf) >= FRAME.size:
+            (n,) = FRAME.unpack_from(buf)
+            if n > MAX_FRAME:
+                raise ValueError("garbage")
+            if len(buf) < FRAME.size + n:
+                break
+            out.append(bytes(buf[FRAME.size:FRAME.size + n]))
+            del buf[:FRAME.size + n]
+        return out
 
 
 class Listener:

@@ -33,6 +33,14 @@ Two hops, one vocabulary:
                                                          or teardown (node/commands.py)
   TakeSnapshot(dirs, programs)   -> SnapshotTaken(data)  provenance (inventory/provenance.py)
   Ping()                         -> None
+  Group(members)                 -> Grouped(failed)   become a relay (node/relay.py): open a
+                                                         direct channel to each member
+  Forward(frames)                -> Forwarded(replies, lost)   a relay: each member's request
+                                                         (an envelope, unread) sent on, its own
+                                                         (under its own name) served, the
+                                                         replies gathered (envelopes, unread)
+  SyncClocks()                   -> Clocks(offsets, lost)   a relay: each member's clock offset
+                                                         against the relay's (Cristian)
   Close() / Abort()              -> None, then the agent ends (scratch kept if Start said so)
   any request that fails         -> Failed(error)
 
@@ -79,7 +87,7 @@ from .codec import Codec
 
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size
@@ -347,6 +355,51 @@ class Ping:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A node a relay reaches: its direct channel and its clock echo."""
+    host: str
+    port: int
+    tls: bool
+    echo_port: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """Become the relay of these nodes (node/relay.py): open their direct channels with the
+    run's secret (Start.secret), over TLS with this node's certificates where they want it."""
+    members: dict[str, Member]
+
+
+@dataclass(frozen=True)
+class Grouped:
+    failed: dict[str, str]      # member -> why it could not be reached: not grouped
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One round for the relay's group: node -> its request's envelope, unread here. The
+    relay's own name: its own request, served while the members work."""
+    frames: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    replies: dict[str, bytes]   # node -> its reply's envelope (its stamps in its own clock)
+    lost: dict[str, str]        # member -> why it gave no reply (it is lost)
+
+
+@dataclass(frozen=True)
+class SyncClocks:
+    """A relay: measure each member's clock offset against this node's (Cristian)."""
+
+
+@dataclass(frozen=True)
+class Clocks:
+    offsets: dict[str, tuple[int, int]]   # member -> (its clock minus the relay's, bound) ns
+    lost: dict[str, str]                  # member -> why its echo failed
+
+
+@dataclass(frozen=True)
 class Close:
     """End the run: stop slots, remove scratch unless Start kept it."""
 
@@ -362,7 +415,7 @@ class Failed:
 
 
 Request = (Info | Renew | MeasureNoise | Start | Hello | Prepare | Connect | Run | RunCommands
-           | TakeSnapshot | Ping | Close | Abort)
+           | TakeSnapshot | Ping | Group | Forward | SyncClocks | Close | Abort)
 
 
 # -- agent -> slot -----------------------------------------------------------------------------
@@ -425,6 +478,8 @@ WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, Direc
               CommandsDone, TakeSnapshot, SnapshotTaken, Ping, Close, Abort, Failed,
               # agent -> slot, over a local pipe (the same encoding; no envelope there)
               Result, SlotContext, SlotPrepare, SlotConnect, SlotGo, SlotPing, SlotExit,
-              SlotReady, SlotConnected, SlotDone, SlotPong)
+              SlotReady, SlotConnected, SlotDone, SlotPong,
+              # relays (issue 21)
+              Member, Group, Grouped, Forward, Forwarded, SyncClocks, Clocks)
 # sent to every node and slot, or (a placement's assignments) phase after phase
 CODEC = Codec(WIRE_TYPES, shared=(WirePhase, WireTask, Assignment))

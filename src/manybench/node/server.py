@@ -8,6 +8,10 @@ that cannot reach this process directly), and, from the run's Start on, the coor
 itself over the direct channel (direct.py: its own port, the run's secret, TLS on a secured
 cluster). Each request of protocol.py gets its reply, or Failed(error).
 
+In the largest runs the agent may also be a relay (relay.py): Group makes it one, each
+Forward carries a round to its members while it serves its own request, SyncClocks measures
+their clocks. Its channels to them close with the run.
+
 SIGTERM (the worker aborting the run, its lease running out, or the worker dying: the
 kernel sends it then) stops every slot and its children, removes scratch unless the plan
 keeps it, and exits.
@@ -24,11 +28,12 @@ import traceback
 from multiprocessing.connection import Connection
 
 from .agent import Agent
-from .direct import Listener, TlsFiles, recv_frame, send_frame
+from .direct import Listener, TlsFiles, client_context, recv_frame, send_frame
 from .procs import die_with_parent
-from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Ping, Prepare,
-                       ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
-                       Started, TakeSnapshot, decode, encode)
+from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Forward, Group, Grouped, Ping,
+                       Prepare, ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken,
+                       Start, Started, SyncClocks, TakeSnapshot, decode, encode)
+from .relay import Relay
 
 
 class Stop(BaseException):
@@ -48,6 +53,9 @@ class AgentServer:
         self.agent: Agent | None = None
         self.listener: Listener | None = None
         self.direct: socket.socket | None = None     # the coordinator's connection
+        self.secret = ""                              # the run's (Start)
+        self.node = ""                                # this node's name in the run
+        self.relay: Relay | None = None               # this node relays a group (Group)
         self.sel = selectors.DefaultSelector()        # kept: made anew, it costs per phase
 
     def reply(self, req: Request) -> object:
@@ -62,6 +70,7 @@ class AgentServer:
     def handle(self, req: Request) -> object:
         if isinstance(req, Start):
             self.agent = Agent.of(req)
+            self.secret, self.node = req.secret, req.node
             dispatch = self.agent.start()
             offer, why = self._listen(req.secret)
             return Started(dispatch, offer, why)
@@ -83,6 +92,12 @@ class AgentServer:
                 return agent.connect(req)
             case RunCommands():
                 return agent.run_commands(req)
+            case Group(members):
+                return self._group(members)
+            case Forward(frames) if self.relay is not None:
+                return self.relay.forward(frames, self._own)
+            case SyncClocks() if self.relay is not None:
+                return self.relay.clocks()
             case Run(t0_ns, work, phase):
                 # a light phase's prepare travels with its go (one round trip to each slot)
                 agent.go(t0_ns, None if phase is None else Prepare(phase, work))
@@ -107,6 +122,29 @@ class AgentServer:
         self.sel.register(self.listener, selectors.EVENT_READ)
         return DirectOffer(self.listener.port, self.listener.tls), ""
 
+    def _group(self, members: dict) -> Grouped:
+        """Become the relay of these members (again: the old group's channels close)."""
+        self._close_relay()
+        if not self.secret:
+            raise RuntimeError("a relay needs the run's secret (Start gave none)")
+        tls = self.direct_config.get("tls")
+        self.relay = Relay(members, self.secret, client_context(TlsFiles(*tls)) if tls else None,
+                           self.node)
+        return Grouped(self.relay.open())
+
+    def _own(self, data: bytes) -> bytes:
+        """The relay's own request of a Forward, served as if it came alone."""
+        try:
+            req = decode(data, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:
+            return encode(Failed(str(e)))
+        return encode(self.reply(req))
+
+    def _close_relay(self) -> None:
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+
     def _set_direct(self, conn: socket.socket | None) -> None:
         """The coordinator's connection (None: none)."""
         if self.direct is not None:
@@ -117,6 +155,7 @@ class AgentServer:
             self.sel.register(conn, selectors.EVENT_READ)
 
     def _close_direct(self) -> None:
+        self._close_relay()
         self._set_direct(None)
         if self.listener is not None:
             self.sel.unregister(self.listener)

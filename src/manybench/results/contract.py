@@ -52,6 +52,8 @@ WARNING_KINDS = {
              "Dask worker (each phase costs more there; the figures are the same)",
     "simulated": "the nodes were simulated (--simulate): nothing ran on them, the records are "
                  "synthetic and measure the coordinator's side only",
+    "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
+              "reaches it on its own channel (the figures are the same)",
 }
 
 
