@@ -191,16 +191,10 @@ def main() -> None:
 @click.option("--cluster", type=_Registry(".engines.clusters", "CLUSTERS"),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
-<<<<<<< HEAD
 @click.option("--simulate", metavar="NxS[,OPT=V...]",
               help="Simulated nodes instead of a cluster, to see what a run of N nodes x S "
                    "slots costs the coordinator: nothing runs, records are synthetic "
                    "(options delay, jitter, loss, offset, work, processes; docs/scale.md).")
-def run(plan: str | None, outdir: str | None, resume_dir: str | None,
-        overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
-        scheduler: str | None, hosts: str | None, cluster: str | None,
-        simulate: str | None) -> None:
-=======
 @click.option("--fanout", type=_Fanout(), default=None,
               help="On a cluster: relays, nodes that carry each phase to a group of nodes "
                    "(docs/scale.md). auto (default): above 128 nodes, sqrt(N) per relay; off: "
@@ -208,8 +202,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
         scheduler: str | None, hosts: str | None, cluster: str | None,
-        fanout: int | None) -> None:
->>>>>>> h21relay
+        simulate: str | None, fanout: int | None) -> None:
     """Run a plan."""
     if resume_dir is not None and (outdir is not None or dry_run):
         raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
@@ -217,18 +210,12 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         raise _fail("give a PLAN to run (or --resume DIR)")
     if plan is not None and not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
-<<<<<<< HEAD
     if sum(x is not None for x in (scheduler, hosts, cluster, simulate)) > 1:
         raise _fail("give at most one of --scheduler, --hosts, --cluster, --simulate")
     distributed = bool(scheduler or hosts or cluster or simulate)
-=======
-    if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
-        raise _fail("give at most one of --scheduler, --hosts, --cluster")
-    distributed = bool(scheduler or hosts or cluster)
     if fanout is not None and not distributed:
-        raise _fail("--fanout needs a cluster (--scheduler, --hosts or --cluster): this "
-                    "machine's slots need no relay")
->>>>>>> h21relay
+        raise _fail("--fanout needs a cluster (--scheduler, --hosts, --cluster or --simulate):"
+                    " this machine's slots need no relay")
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     here = None if distributed else slots
     # a resume only decides which phases remain and the run they go into; from here on it
@@ -248,12 +235,8 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     option = "-o" if resume is None else "--resume"
     errs.writable_results_dir(outdir, option)      # before any node or slot starts
     errs.own_results(outdir)         # locked by another process: exit 2, nothing started
-<<<<<<< HEAD
     engine = _engine(the_plan, slots, scheduler, hosts, cluster, simulate)
-=======
-    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
     engine.per_relay = fanout
->>>>>>> h21relay
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine, resume)
 
