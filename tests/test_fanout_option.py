@@ -35,5 +35,5 @@ def test_the_fanout_option_is_checked(tmp_path):
         assert "Traceback" not in res.output
     res = CliRunner().invoke(main, ["run", str(plan), "--fanout", "2"])
     assert res.exit_code == 2, res.output
-    assert "--fanout needs a cluster (--scheduler, --hosts or --cluster)" in res.output
+    assert "--fanout needs a cluster (--scheduler, --hosts, --cluster or --simulate)" in res.output
     assert "--fanout" in CliRunner().invoke(main, ["run", "--help"]).output
