@@ -6,8 +6,9 @@ type's place in that table (1, 2, ...), then its fields in declaration order. A 
 same with code 0, so what is sent as a tuple comes back a tuple (a list stays a list). The
 one phase sent to every node and a node's assignments sent phase after phase (the `shared`
 types) are instead the extension of their code whose data is that array packed once, and
-reused while among the last few thousand packed or unpacked (an identity cache holding
-them, so an id is never reused under it; wire types are frozen): the agent passes the phase
+reused while among the last packed or unpacked of their type (an identity cache holding
+them, so an id is never reused under it; wire types are frozen; how many per type: the
+`shared` table), and bytes that come again make no new object: the agent passes the phase
 it got on to its slots without packing it again. Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
 (int or str keys). Anything else is refused when packing (TypeError), and unpacking builds
 nothing but those types: a peer that is not manybench can speak this with any msgpack library
@@ -16,13 +17,12 @@ and the table, and a hostile one can make no code run.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
 
 import msgpack
 
 TUPLE = 0            # the code of a tuple
-_CACHE = 1 << 17     # shared objects whose packed bytes are kept (strong references):
-                     # a run of 1,000 nodes x 64 slots reuses 64,000 assignments
 
 
 class _Mark:
@@ -34,23 +34,27 @@ class _Mark:
 
 
 class Codec:
-    def __init__(self, types: Sequence[type], shared: Sequence[type] = ()) -> None:
+    def __init__(self, types: Sequence[type], shared: Mapping[type, int] = {}) -> None:
         """types: the wire types, in their fixed order (their codes are 1, 2, ...); shared:
-        those whose packed bytes are reused (one object sent to every node)."""
+        those whose packed bytes are reused (one object sent to every node), each with how
+        many of its objects are kept (the most recent): a phase is new at every phase, a
+        placement's assignments come back phase after phase."""
         self.types = tuple(types)
         self.code = {t: i + 1 for i, t in enumerate(self.types)}
         self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}
         self.fields = {t: tuple(f.name for f in dataclasses.fields(t)) for t in self.types}
         self.shared = frozenset(shared)
+        self.limit = {self.code[t]: n for t, n in shared.items()}
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
         self.names = [(), *[self.fields[t] for t in self.types]]
         # id -> (the object, its packed extension), oldest first; the object is held, so
         # its id is not reused while it is here
-        self.recent: dict[int, tuple[object, msgpack.ExtType]] = {}
-        # packed bytes -> the shared object unpacked from them: the same assignments come
-        # phase after phase (64 per node), made once (wire types are frozen: one object may
-        # serve every message that holds it)
-        self.made: dict[tuple[int, bytes], object] = {}
+        self.recent: dict[int, OrderedDict[int, tuple[object, msgpack.ExtType]]] = {
+            c: OrderedDict() for c in self.limit}
+        # per type, packed bytes -> the shared object unpacked from them: the same
+        # assignments come phase after phase (64 per node), made once (wire types are
+        # frozen: one object may serve every message that holds it)
+        self.made: dict[int, OrderedDict[bytes, object]] = {c: OrderedDict() for c in self.limit}
 
     # -- packing -----------------------------------------------------------------------------
     def pack(self, msg: object) -> bytes:
@@ -70,7 +74,7 @@ class Codec:
                             "wire type of node/protocol.py)")
         if t not in self.shared:
             return [head, *[getattr(obj, f) for f in self.fields[t]]]
-        got = self.recent.get(id(obj))
+        got = self.recent[head.code].get(id(obj))
         if got is not None and got[0] is obj:
             return got[1]
         ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
@@ -78,10 +82,10 @@ class Codec:
         return ext
 
     def _remember(self, obj: object, ext: msgpack.ExtType) -> None:
-        recent = self.recent
+        recent = self.recent[ext.code]
         recent[id(obj)] = (obj, ext)
-        if len(recent) > _CACHE:
-            del recent[next(iter(recent))]
+        if len(recent) > self.limit[ext.code]:
+            recent.popitem(last=False)
 
     # -- unpacking ---------------------------------------------------------------------------
     def unpack(self, data: bytes | memoryview) -> Any:
@@ -100,19 +104,20 @@ class Codec:
             raise ValueError(f"unknown wire type {code}")
         if not data:
             return self.marks[code]
-        key = (code, data)
-        obj = self.made.get(key)
+        made = self.made.get(code)
+        obj = None if made is None else made.get(data)
         if obj is not None:
             return obj
         values = self._unpack(data)          # a shared object: its array packed apart
         if code == TUPLE or not isinstance(values, list):
             raise ValueError(f"wire type {code} packed apart holds no fields")
         obj = self._make(code, values)
-        # sent on (the agent hands the phase to its slots): its bytes as they came
-        self._remember(obj, msgpack.ExtType(code, data))
-        self.made[key] = obj
-        if len(self.made) > _CACHE:
-            del self.made[next(iter(self.made))]
+        if made is not None:
+            # sent on (the agent hands the phase to its slots): its bytes as they came
+            self._remember(obj, msgpack.ExtType(code, data))
+            made[data] = obj
+            if len(made) > self.limit[code]:
+                made.popitem(last=False)
         return obj
 
     def _list(self, values: list) -> Any:

@@ -482,4 +482,7 @@ WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, Direc
               # relays (issue 21)
               Member, Group, Grouped, Forward, Forwarded, SyncClocks, Clocks)
 # sent to every node and slot, or (a placement's assignments) phase after phase
-CODEC = Codec(WIRE_TYPES, shared=(WirePhase, WireTask, Assignment))
+# how many of each kept: a phase and its task are new at every phase (a few kept, not
+# thousands: memory stays flat), a placement's assignments come back phase after phase (a
+# run of 1,000 nodes x 64 slots has 64,000)
+CODEC = Codec(WIRE_TYPES, shared={WirePhase: 16, WireTask: 16, Assignment: 1 << 17})
