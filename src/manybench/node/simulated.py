@@ -90,7 +90,8 @@ class SimNode:
                 return NodeInfo(self.name, self.spec.slots, cpus,
                                 self.echo.getsockname()[1], "127.0.0.1", os.getpid(),
                                 f"simulated:{self.name}",
-                                {"simulated": asdict(self.spec)}), now
+                                {"simulated": {**asdict(self.spec),
+                                               "true_offset_ns": self.offset_ns}}), now
             case MeasureNoise():
                 return NoiseFloor(None), now
             case Start(slots=slots):
