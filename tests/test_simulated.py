@@ -103,3 +103,17 @@ def test_a_report_of_many_nodes_sums_their_clocks_up(plan_file, tmp_path):
     assert "clocks of 12 nodes: offsets" in rep and "clock sim01:" not in rep
     assert "sim01, ..., sim12" in rep
     assert "host           simulated: 12 nodes x 1 slots" in rep
+
+
+def _few_open_files() -> None:
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+
+
+def test_more_nodes_than_the_usual_open_file_limit_are_reached(plan_file, tmp_path):
+    # a socket and an echo per node: 150 nodes need more than a soft limit of 128 files
+    plan = plan_file(PLAN.format(workers=150).replace("repeat = 4", "repeat = 2"))
+    res = run_cli("run", plan, "-o", str(tmp_path / "res"), "-q", "--fanout", "off",
+                  "--simulate", "150x1", preexec_fn=_few_open_files, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]

@@ -11,6 +11,7 @@ coordinator's cost at scale) are the two.
 """
 from __future__ import annotations
 
+import resource
 import time
 from typing import Any, Callable
 
@@ -45,6 +46,16 @@ class ChannelEngine(Engine):
         self.failed: dict[str, dict[int, Result]] = {}
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
+
+    @staticmethod
+    def open_files_for(nodes: int) -> None:
+        """Raise this process's open-file limit for a socket (and an echo) per node, up to the
+        hard limit: 1,000 nodes reached directly at start need more than the usual 1,024."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 3 * nodes + 256
+        if soft != resource.RLIM_INFINITY and soft < want:
+            limit = want if hard == resource.RLIM_INFINITY else min(want, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, limit), hard))
 
     # -- relays and clocks --------------------------------------------------------------------
     def form_groups(self, on_own: dict[str, Member]) -> None:

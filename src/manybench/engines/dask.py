@@ -111,6 +111,7 @@ class DaskEngine(ChannelEngine):
                                    host=info.host, inventory=info.inventory))
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
+        self.open_files_for(len(self.nodes))
         self.nodes.sort(key=lambda n: n.name)
         if self.noise_s > 0:
             self._submit(self._noise()).result()

@@ -110,6 +110,7 @@ class SimulatedEngine(ChannelEngine):
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
+        self.open_files_for(self.spec.nodes)
         try:
             ports = self._spawn()
         except OSError as e:
