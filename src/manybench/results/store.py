@@ -75,6 +75,9 @@ _GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in o
 _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
 _EXTRA_AT = _REC_FIELDS.index("extra")
+_JSON_READ_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON)
+_SLOT_AT = _REC_FIELDS.index("slot")
+assert _REC_FIELDS[:2] == ("run", "phase")
 
 
 _decode = json.JSONDecoder().decode
@@ -452,22 +455,34 @@ class Store:
         sql = (f"SELECT {cols} FROM records rec LEFT JOIN runs ON runs.id = rec.run "
                + ("WHERE rec.run=? " if run_id is not None else "")
                + "ORDER BY runs.started_ns, rec.run, rec.phase, rec.node, rec.slot")
-        rows = self._query(sql, (run_id,) if run_id is not None else ())
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,) if run_id is not None else ()).fetchall()
+        # a phase's records share their params: one text, decoded once (as they were written)
+        params_of: dict[str, dict] = {}
         out = []
-        for r in rows:
+        for row in rows:
+            r = list(row)
             f = ""
             try:
-                for f in _REC_JSON:
-                    r[f] = _loads(r[f])
-                    if not isinstance(r[f], dict):
-                        raise TypeError(f"a {type(r[f]).__name__}, not an object")
+                for i in _JSON_READ_AT:
+                    f = _REC_FIELDS[i]
+                    text = r[i]
+                    if i == _PARAMS_AT:
+                        got = params_of.get(text)
+                        if got is None:
+                            got = params_of[text] = _loads(text)
+                    else:
+                        got = _loads(text)
+                    if type(got) is not dict:
+                        raise TypeError(f"a {type(got).__name__}, not an object")
+                    r[i] = got
                 f = "hist"
-                r["hist"] = _hist_in(r["hist"])
+                r[_HIST_AT] = _hist_in(r[_HIST_AT])
             except (ValueError, TypeError, AttributeError) as e:
                 raise DamagedError(f"{self.path} is damaged: bad JSON in records.{f} of run "
-                                   f"{r['run']} phase {r['phase']} slot {r['slot']} "
+                                   f"{r[0]} phase {r[1]} slot {r[_SLOT_AT]} "
                                    f"({type(e).__name__}: {e})") from None
-            out.append(Record(**r))
+            out.append(Record(*r))
         return out
 
 
