@@ -3,7 +3,7 @@
 (issue 21): CPU per phase, per record, dispatch, memory over the phases.
 
   python benchmarks/bench_sim.py                           # 100,300,1000 x 64, 100 phases
-  python benchmarks/bench_sim.py --nodes 1000 --phases 40 --fanout 32
+  python benchmarks/bench_sim.py --nodes 1000 --phases 40 --fanout off   # no relays
 
 Each size is one `manybench run plan.toml -q --simulate NxS[,opts]` of `--phases` null
 phases with every slot a worker: the real coordinator, engine channels, store (every record
@@ -12,7 +12,11 @@ sockets, synthetic results) in a few processes of this machine. While it runs, t
 coordinator's CPU (user + system, /proc) and RSS are read when a fifth and nine tenths of
 the phases are stored: CPU per phase = the CPU between the readings / the phases stored
 between them (start-up outside it); then the run is stopped as Ctrl-C stops it (its end,
-the quality checks over every record, is not the phase loop's cost: docs/scale.md). Dispatch per phase, from the results:
+the quality checks over every record, is not the phase loop's cost: docs/scale.md).
+`--fanout N|auto|off` is passed to
+the run (relays, engines/relays.py: automatic above 128 nodes, as without it; each relay
+runs the real relay code in a process of its own, node/simulated_relay.py); the relays
+formed are counted from the nodes' inventories. Dispatch per phase, from the results:
 the last slot armed (the go arrived at its node, coordinator's clock) - the go sent
 (phases.go_ns); the simulated nodes' own CPU shares the machine's 2 cpus and counts in
 dispatch, not in the coordinator's CPU.
@@ -77,7 +81,7 @@ class Watch(threading.Thread):
             con.close()
 
 
-def measure(nodes: int, slots: int, phases: int, options: str) -> dict:
+def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | None) -> dict:
     d = tempfile.mkdtemp(prefix="mb-sim-")
     try:
         plan = os.path.join(d, "plan.toml")
@@ -87,8 +91,9 @@ def measure(nodes: int, slots: int, phases: int, options: str) -> dict:
         spec = f"{nodes}x{slots}" + (f",{options}" if options else "")
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
         run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
-                                "--simulate", spec], env=env, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, text=True)
+                                "--simulate", spec, *(["--fanout", fanout] if fanout else [])],
+                               env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               text=True)
         watch = Watch(run, os.path.join(d, "results.db"), phases)
         watch.start()
         watch.join()
@@ -109,13 +114,16 @@ def measure(nodes: int, slots: int, phases: int, options: str) -> dict:
             "GROUP BY r.phase") if a and g]
         cycle = [t for (t,) in con.execute("SELECT go_ns FROM phases WHERE go_ns IS NOT NULL "
                                            "ORDER BY go_ns")]
+        relays = con.execute("SELECT COUNT(*) FROM nodes "
+                             "WHERE json_extract(inventory, '$.relay_for') IS NOT NULL"
+                             ).fetchone()[0]
         con.close()
         cpu = (c1 - c0) / (n1 - n0)
         return {"cpu_s": cpu, "per_record_us": cpu / (nodes * slots) * 1e6,
                 "per_node_ms": cpu / nodes * 1e3,
                 "dispatch_ms": statistics.median(dispatch), "dispatch_p99": pct(dispatch, 99),
                 "cycle_s": statistics.median([b - a for a, b in zip(cycle, cycle[1:])]) / 1e9,
-                "rss0": m0 / 2**20, "rss1": m1 / 2**20, "phases": n1 - n0}
+                "rss0": m0 / 2**20, "rss1": m1 / 2**20, "phases": n1 - n0, "relays": relays}
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -126,17 +134,20 @@ def main() -> int:
     ap.add_argument("--slots", type=int, default=64)
     ap.add_argument("--phases", type=int, default=100)
     ap.add_argument("--options", default="", help="more --simulate options (delay=1ms,...)")
+    ap.add_argument("--fanout", default=None, metavar="N|auto|off",
+                    help="run --fanout: members per relay (default: the run's, auto)")
     args = ap.parse_args()
     print(machine(), flush=True)
     counts = [int(x) for x in args.nodes.split(",")]
     got = {}
     print(f"{'nodes':>6} {'CPU/phase':>10} {'per node':>9} {'per record':>10} "
-          f"{'dispatch med/p99':>17} {'cycle':>7} {'RSS at 1/5 -> 9/10':>20}", flush=True)
+          f"{'dispatch med/p99':>17} {'cycle':>7} {'RSS at 1/5 -> 9/10':>20} {'relays':>7}",
+          flush=True)
     for n in counts:
-        g = got[n] = measure(n, args.slots, args.phases, args.options)
+        g = got[n] = measure(n, args.slots, args.phases, args.options, args.fanout)
         print(f"{n:>6} {g['cpu_s']:>8.3f} s {g['per_node_ms']:>6.2f} ms {g['per_record_us']:>7.2f} us "
               f"{g['dispatch_ms']:>7.1f}/{g['dispatch_p99']:>6.1f} ms {g['cycle_s']:>5.2f} s "
-              f"{g['rss0']:>8.0f} -> {g['rss1']:.0f} MB", flush=True)
+              f"{g['rss0']:>8.0f} -> {g['rss1']:.0f} MB {g['relays']:>7}", flush=True)
     ok = True
     if 1000 in got:
         g = got[1000]
@@ -144,7 +155,8 @@ def main() -> int:
         ok &= absolute("coordinator CPU per phase at 1,000 x 64", g["cpu_s"], 0.5, "s",
                        beside=f"curve {curve}")
         ok &= absolute("dispatch at 1,000 nodes (median)", g["dispatch_ms"], 100, "ms",
-                       beside=f"p99 {g['dispatch_p99']:.1f} ms; options {args.options or 'none'}")
+                       beside=f"p99 {g['dispatch_p99']:.1f} ms; options {args.options or 'none'}; "
+                       f"fanout {args.fanout or 'auto'}")
         growth = g["rss1"] - g["rss0"]
         ok &= absolute("coordinator RSS growth over the phases", growth,
                        max(20.0, 0.05 * g["rss0"]), "MB", beside=f"{g['phases']:.0f} phases")

@@ -126,16 +126,22 @@ class Fanout:
     # -- one round -------------------------------------------------------------------------
     def send(self, reqs: dict[str, Request]) -> None:
         """Send each node its request (replies: wait); a round still waiting is abandoned.
-        A member's request goes in its relay's Forward, with the relay's own if it has one."""
+        A member's request goes in its relay's Forward, with the relay's own if it has one;
+        each Forward is sent once its group is encoded, so relays carry the round on while
+        the coordinator encodes the next groups' requests."""
         self.round += 1
         self.replies, self.waiting, self.carried = {}, set(reqs), {}
-        bundles: dict[str, dict[str, bytes]] = {}
+        bundles: dict[str, dict[str, bytes]] = {}    # members whose relay has no request
         for node, req in reqs.items():
             relay = self.via.get(node)
-            if relay is None and node in self.groups and any(m in reqs for m in self.groups[node]):
-                relay = node          # the relay's own request travels with its members'
             if relay is not None:
-                bundles.setdefault(relay, {})[node] = encode(req)
+                if relay not in reqs:
+                    bundles.setdefault(relay, {})[node] = encode(req)
+                continue                 # else it went, or goes, with its relay's own
+            if node in self.groups and any(m in reqs for m in self.groups[node]):
+                frames = {node: encode(req)}   # the relay's own travels with its members'
+                frames.update((m, encode(reqs[m])) for m in self.groups[node] if m in reqs)
+                self._forward(node, frames)
                 continue
             data = encode(req)
             link = self.links.get(node)
@@ -148,14 +154,18 @@ class Fanout:
             except OSError as e:
                 self._lost(node, f"its direct channel failed: {e}")
         for relay, frames in bundles.items():
-            self.carried[relay] = list(frames)
-            link = self.links.get(relay)
-            try:
-                if link is None:
-                    raise OSError(self.relay_lost.get(relay, "its channel is closed"))
-                send_frame(link.sock, encode(Forward(frames)))
-            except OSError as e:
-                self._lost(relay, f"its direct channel failed: {e}")
+            self._forward(relay, frames)
+
+    def _forward(self, relay: str, frames: dict[str, bytes]) -> None:
+        """One relay's Forward of this round's frames (node -> its request's envelope)."""
+        self.carried[relay] = list(frames)
+        link = self.links.get(relay)
+        try:
+            if link is None:
+                raise OSError(self.relay_lost.get(relay, "its channel is closed"))
+            send_frame(link.sock, encode(Forward(frames)))
+        except OSError as e:
+            self._lost(relay, f"its direct channel failed: {e}")
 
     def wait(self, timeout: float | None) -> bool:
         """Take replies in for up to `timeout` s (None: until all came); True once every node

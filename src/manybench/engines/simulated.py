@@ -23,15 +23,17 @@ import time
 from typing import Any
 
 from ..node.clock import measure_offset
-from ..node.protocol import (Abort, Close, DirectOffer, Info, NodeInfo, Ping,
+from ..node.protocol import (Abort, Close, DirectOffer, Info, Member, NodeInfo, Ping,
                              ProtocolMismatch, Request, Start, Started)
 from ..node.simulated import SimSpec
 from ..units import parse_duration
 from .base import EngineError, Node
 from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect
+from .relays import per_relay_for, plan_groups
 
 NODES_PER_PROCESS = 250
+RELAYS_PER_PROCESS = 1       # threads of relays per process (each blocks on its members)
 MAX_NODES = 100_000
 _SIZE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
 _OPTIONS = {"delay": "delay_ns", "jitter": "jitter_ns", "offset": "offset_ns",
@@ -87,19 +89,20 @@ class SimulatedEngine(ChannelEngine):
 
     # -- start ----------------------------------------------------------------------------
     def _spawn(self) -> list[dict]:
-        """The node processes, started; each node's ports."""
+        """The node processes, started; each node's ports. The nodes that will relay (the
+        groups engines/relays.py would form, decided here first) run apart, RELAYS_PER_PROCESS
+        to a process: a relay blocks on its members (node/simulated_relay.py)."""
         spec = self.spec
-        per = max(1, math.ceil(spec.nodes / (spec.processes or max(
-            1, min(math.ceil(spec.nodes / NODES_PER_PROCESS), 2 * (os.cpu_count() or 1))))))
-        args = json.dumps(spec.__dict__)
-        for first in range(1, spec.nodes + 1, per):
-            last = min(spec.nodes, first + per - 1)
-            p = subprocess.Popen([sys.executable, "-m", "manybench.node.simulated", args,
-                                  str(first), str(last)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
-            p.stdin.write(self.secret + "\n")
-            p.stdin.flush()
-            self.procs.append(p)
+        names = spec.node_names()
+        relays = set(plan_groups(names, per_relay_for(len(names), self.per_relay)))
+        members = [n for n in names if n not in relays]
+        per = max(1, math.ceil(len(members) / (spec.processes or max(
+            1, min(math.ceil(len(members) / NODES_PER_PROCESS), 2 * (os.cpu_count() or 1))))))
+        for i in range(0, len(members), per):
+            self._start("manybench.node.simulated", members[i:i + per])
+        ordered = sorted(relays)
+        for i in range(0, len(ordered), RELAYS_PER_PROCESS):
+            self._start("manybench.node.simulated_relay", ordered[i:i + RELAYS_PER_PROCESS])
         ports = []
         for p in self.procs:
             line = p.stdout.readline()
@@ -107,6 +110,13 @@ class SimulatedEngine(ChannelEngine):
                 raise EngineError("a simulated node process did not start (see above)")
             ports += json.loads(line)
         return ports
+
+    def _start(self, module: str, names: list[str]) -> None:
+        p = subprocess.Popen([sys.executable, "-m", module, json.dumps(self.spec.__dict__)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        p.stdin.write(f"{self.secret}\n{json.dumps(names)}\n")
+        p.stdin.flush()
+        self.procs.append(p)
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -135,6 +145,9 @@ class SimulatedEngine(ChannelEngine):
             inv = dict(info.inventory, channel="direct")
             self.nodes.append(Node(name, slots or info.slots, tuple(info.cpus),
                                    machine=info.machine, host=info.host, inventory=inv))
+        # the groups _spawn started relays for (the same plan): members reached through them
+        self.form_groups({p["node"]: Member("127.0.0.1", p["port"], False, p["echo"])
+                          for p in ports})
         self.sync_clocks()
         started = self._must(self._round({
             n.name: Start(run, n.name, n.slots, default_dir, keep, self.telemetry_s,

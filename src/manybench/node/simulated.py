@@ -12,7 +12,8 @@ node's clock offset (its stamps, its T0 and its echo all read its own clock).
 
 One process serves its share of the nodes with one selector; engines/simulated.py starts
 a few (`python -m manybench.node.simulated`), reads each node's ports from the first line
-the process prints, and drives them. What the records say of such nodes is synthetic: their
+the process prints, and drives them. Nodes that relay run in processes of their own
+(simulated_relay.py): a relay waits on its members, and would hold a shared selector. What the records say of such nodes is synthetic: their
 inventory says `simulated`, and so does a warning in the run.
 """
 from __future__ import annotations
@@ -246,14 +247,18 @@ class SimServer:
                 sock.close()
 
 
-def main() -> None:
-    """argv: the spec (JSON), the first and last node's index (1-based), the run's secret on
-    stdin. Prints one JSON line: each node's ports."""
-    die_with_parent()
+def read_setup() -> tuple[SimSpec, str, list[str]]:
+    """A node process's setup: the spec (JSON) in argv; the run's secret and the names of
+    the nodes to serve (a JSON list) on stdin, a line each."""
     spec = SimSpec(**json.loads(sys.argv[1]))
-    first, last = int(sys.argv[2]), int(sys.argv[3])
     secret = sys.stdin.readline().strip()
-    names = spec.node_names()[first - 1:last]
+    return spec, secret, json.loads(sys.stdin.readline())
+
+
+def main() -> None:
+    """Serves the nodes read_setup names; prints one JSON line first: each node's ports."""
+    die_with_parent()
+    spec, secret, names = read_setup()
     nodes = [SimNode(n, spec, secret, random.Random(f"{spec.seed}:{n}")) for n in names]
     print(json.dumps([n.ports() for n in nodes]), flush=True)
     SimServer(nodes).serve()
