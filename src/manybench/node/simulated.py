@@ -137,7 +137,9 @@ class SimServer:
     def __init__(self, nodes: list[SimNode]) -> None:
         self.nodes = nodes
         self.sel = selectors.DefaultSelector()
-        self.due: list[tuple[int, int, SimNode, bytes]] = []   # (when, seq, node, frame)
+        # (when, seq, node, reply): encoded when sent, as a node's reply is made at its end
+        # (encoding at the go's arrival would load the machine while the go is dispatched)
+        self.due: list[tuple[int, int, SimNode, object]] = []
         self.seq = 0
         for n in nodes:
             self.sel.register(n.listener.sock, selectors.EVENT_READ, ("listen", n))
@@ -162,10 +164,10 @@ class SimServer:
                     self._read(node)
             now = time.time_ns()
             while self.due and self.due[0][0] <= now:
-                _, _, node, frame = heapq.heappop(self.due)
+                _, _, node, reply = heapq.heappop(self.due)
                 if node.conn is not None:
                     try:
-                        node.conn.sendall(frame)
+                        send_frame(node.conn, encode(reply))
                     except OSError:
                         self._end(node)
 
@@ -224,13 +226,11 @@ class SimServer:
             self._end(node)
             return
         reply, when = node.answer(req)
-        payload = encode(reply)
-        frame = FRAME.pack(len(payload)) + payload
         if when <= time.time_ns():
-            node.conn.sendall(frame)
+            send_frame(node.conn, encode(reply))
         else:
             self.seq += 1
-            heapq.heappush(self.due, (when, self.seq, node, frame))
+            heapq.heappush(self.due, (when, self.seq, node, reply))
         if isinstance(req, (Close, Abort)):
             self._end(node)
 
