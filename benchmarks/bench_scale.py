@@ -47,41 +47,9 @@ import resource
 
 import harness
 from harness import absolute, alternate
+from peer_tree import ROOT, NodeLab, before_tree, drop_tree, env_of, netns_available
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from netns import Lab, netns_available  # noqa: E402
-
-ROOT = os.path.dirname(harness.SRC)
 BEFORE = "fc55c4a"      # the tree issue #11's scale figures were measured on
-SCHED_PORT = 8786
-
-
-# -- the source trees compared ---------------------------------------------------------------
-def before_tree(ref: str) -> str:
-    """A worktree of `ref` in a temporary directory, its C extension this tree's own build
-    when the C sources are the same (else built there)."""
-    d = tempfile.mkdtemp(prefix="mb-before-")
-    subprocess.run(["git", "-C", ROOT, "worktree", "add", "-f", "--detach", d, ref],
-                   check=True, capture_output=True)
-    same = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", ref, "--",
-                           "src/manybench/kernels/native", "setup.py"]).returncode == 0
-    so = [f for f in os.listdir(os.path.join(harness.SRC, "manybench")) if f.startswith("_native")]
-    if same and so:
-        shutil.copy(os.path.join(harness.SRC, "manybench", so[0]),
-                    os.path.join(d, "src", "manybench"))
-    else:
-        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=d,
-                       check=True, capture_output=True)
-    return d
-
-
-def drop_tree(d: str) -> None:
-    subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", d], capture_output=True)
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def env_of(tree: str) -> dict:
-    return {**os.environ, "PYTHONPATH": os.path.join(tree, "src")}
 
 
 # -- one run, watched --------------------------------------------------------------------------
@@ -137,10 +105,12 @@ def run_watched(tree: str, plan: str, *args: str, watch: bool = False) -> dict:
            # cpu of the run and its slots (local engine), per phase: what load cannot inflate
            "cpu": cpu / len(t0s) * 1e6}
     if watch and len(t0s) > 1000 and samples:
-        at = t0s[1000]
+        # from phase 1,000 to the last phase: the run's end (quality checks over every
+        # record, the report) allocates on its own and is not growth over the phases
+        at, last = t0s[1000], t0s[-1]
         base = next((r for t, r in samples if t >= at), samples[-1][1])
-        out["growth"] = (max(r for t, r in samples if t >= at) - base) / 2**20 \
-            if any(t >= at for t, _ in samples) else 0.0
+        during = [r for t, r in samples if at <= t <= last]
+        out["growth"] = (max(during) - base) / 2**20 if during else 0.0
         out["rss"] = max(r for _, r in samples) / 2**20
     return out
 
@@ -194,37 +164,6 @@ def local_part(trees: dict[str, str], phases: int, rounds: int) -> bool:
 
 
 # -- the cluster part --------------------------------------------------------------------------
-class NodeLab:
-    """A scheduler in namespace 0 and one `manybench worker --slots 1` per node namespace,
-    running `tree`'s code."""
-
-    def __init__(self, nodes: int, tree: str) -> None:
-        self.lab = Lab(nodes + 1)
-        try:
-            ip0, env = self.lab.ip(0), env_of(tree)
-            sched = self.lab.popen(0, [sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                       "--host", ip0, "--port", str(SCHED_PORT),
-                                       "--dashboard-address", ":0", "--no-show"], env=env,
-                                   stderr=subprocess.DEVNULL)
-            self.lab.wait_port(0, SCHED_PORT, 60, proc=sched)
-            self.scheduler = f"tcp://{ip0}:{SCHED_PORT}"
-            self.workers = [self.lab.popen(i, [sys.executable, "-m", "manybench", "worker",
-                                               self.scheduler, "--name", f"n{i:02d}",
-                                               "--slots", "1", "--host", self.lab.ip(i)],
-                                           env=env, stderr=subprocess.DEVNULL)
-                            for i in range(1, nodes + 1)]
-            from distributed import Client
-            with Client(self.scheduler, timeout="60s") as c:
-                c.wait_for_workers(nodes, timeout=600)
-            time.sleep(0.5)
-        except BaseException:
-            self.lab.close()
-            raise
-
-    def close(self) -> None:
-        self.lab.close()
-
-
 def node_memory(lab: NodeLab, tree: str) -> tuple[float, float, float]:
     """RSS (MB) of one Dask worker, its agent and its slot while a pool is up (a command
     phase keeps it alive), medians over the nodes."""

@@ -109,3 +109,67 @@ def test_hosts_over_ssh(plan_file, tmp_path):
         assert res.returncode == 0, res.stderr[-3000:]
         nodes = sorted(r["node"] for r in export_json(out))
         assert nodes == sorted([lab.ip(0), lab.ip(0), lab.ip(1)])
+
+
+def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warning(plan_file,
+                                                                                   tmp_path):
+    """Issue 21: a node whose worker has its certificates in files is reached over a TLS
+    direct channel made with them; one whose certificates are held only in memory (given to
+    Dask as PEM text) cannot hand them to its agent, so it is reached through its worker's
+    relay, never in the clear, and the run says so (a `relay` warning naming why)."""
+    import sqlite3
+    c = _certs(tmp_path)
+    port = _free_port()
+    addr = f"tls://127.0.0.1:{port}"
+    tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
+    pem = {k: open(c[k]).read() for k in ("ca", "cert", "key")}
+    in_memory = {**os.environ, "MANYBENCH_SLOTS": "1", "MANYBENCH_NODE": "m2",
+                 "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": pem["ca"],
+                 "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT": pem["cert"],
+                 "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY": pem["key"],
+                 "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                               "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0", *tls], stderr=subprocess.DEVNULL)]
+    try:
+        time.sleep(1.5)
+        procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
+                                       "--name", "f1", "--slots", "1", *tls],
+                                      stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                       addr, "--name", "m2", "--nthreads", "1", "--no-nanny",
+                                       "--preload", "manybench.node.dask_plugin"],
+                                      env=in_memory, stderr=subprocess.DEVNULL))
+        plan = plan_file(f"""
+            repeat = 3
+            [placement]
+            workers = 2
+            [cluster]
+            tls = {{ ca_file = "{c['ca']}", cert = "{c['cert']}", key = "{c['key']}" }}
+            [[task]]
+            name = "sync"
+            kernel = "null"
+        """)
+        time.sleep(4)
+        out = str(tmp_path / "res")
+        res = run_cli("run", plan, "-o", out, "-q", "--scheduler", addr, timeout=180)
+        assert res.returncode == 0, res.stderr
+    finally:
+        for p in procs:          # our own processes, by pid
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    rows = export_json(out)
+    assert sorted(r["node"] for r in rows) == ["f1", "f1", "f1", "m2", "m2", "m2"]
+    assert all(r["status"] == "ok" for r in rows)
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    channels = dict(db.execute("SELECT name, json_extract(inventory, '$.channel') "
+                               "FROM nodes").fetchall())
+    relayed = db.execute("SELECT node, message FROM warnings WHERE kind = 'relay'").fetchall()
+    db.close()
+    assert channels == {"f1": "direct, TLS", "m2": "relay"}
+    assert len(relayed) == 1 and relayed[0][0] == "m2"
+    assert "certificates are held in memory" in relayed[0][1], relayed

@@ -93,3 +93,21 @@ def test_a_run_stores_its_nodes_telemetry_marked_with_phases(plan_file, tmp_path
     assert run_cli("run", off, "-o", out2).returncode == 0
     with Store(out2, readonly=True) as st:
         assert st.telemetry(st.runs()[0].run_id) == []
+
+
+def test_disk_and_network_counters_are_psutils_own_figures():
+    """The readings parse /proc themselves (psutil cost several times more per reading):
+    the same whole-disk bytes, busy times and non-loopback network bytes psutil gives."""
+    import psutil
+    from manybench.node.telemetry import _disks, _net
+    total = psutil.disk_io_counters(perdisk=False)
+    per = psutil.disk_io_counters(perdisk=True) or {}
+    nics = psutil.net_io_counters(pernic=True) or {}
+    read, written, busy = _disks()
+    rx, tx = _net()
+    if total is not None:
+        assert abs(read - total.read_bytes) < 1 << 24 and abs(written - total.write_bytes) < 1 << 28
+    assert set(busy) == set(per)
+    sent = sum(c.bytes_sent for n, c in nics.items() if n != "lo")
+    got = sum(c.bytes_recv for n, c in nics.items() if n != "lo")
+    assert 0 <= rx - got < 1 << 24 and 0 <= tx - sent < 1 << 24

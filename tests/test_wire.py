@@ -257,7 +257,7 @@ def test_a_kernel_whose_cleanup_raises_leaves_a_stored_warning_naming_it(tmp_pat
 def test_a_dask_worker_answers_typed_requests_through_its_one_handler(monkeypatch):
     pytest.importorskip("distributed")
     from manybench.node import dask_plugin
-    monkeypatch.setattr(dask_plugin, "_popen_agent", lambda: None)   # no agent process here
+    monkeypatch.setattr(dask_plugin, "_popen_agent", lambda *a: None)   # no agent process
 
     class Worker:
         ip, name = "127.0.0.1", "n1"

@@ -37,6 +37,25 @@ class _Registry(click.Choice):
         pass     # click.Choice.__init__ sets it: the registry stays the only source
 
 
+class _Fanout(click.ParamType):
+    """--fanout: auto (None), off (0), or nodes per relay (1 or more)."""
+    name = "auto|off|N"
+
+    def convert(self, value, param, ctx):
+        if value in (None, "auto") or isinstance(value, int):
+            return None if value == "auto" else value
+        if value == "off":
+            return 0
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            self.fail(f"{value!r}: give auto, off, or how many nodes each relay serves "
+                      "(1 or more)", param, ctx)
+        return n
+
+
 def _fail(msg: str) -> "click.exceptions.Exit":
     click.echo(f"manybench: {msg}", err=True)
     return click.exceptions.Exit(EXIT_USAGE)
@@ -56,8 +75,15 @@ def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], s
 
 
 def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
-            cluster: str | None):
-    """The local engine, or a Dask engine for --scheduler / --hosts / --cluster."""
+            cluster: str | None, simulate: str | None = None):
+    """The local engine, a Dask engine for --scheduler / --hosts / --cluster, or simulated
+    nodes for --simulate."""
+    if simulate:
+        from .engines.simulated import SimulatedEngine, parse_spec
+        try:
+            return SimulatedEngine(parse_spec(simulate))
+        except ValueError as e:
+            raise _fail(f"--simulate: {e}")
     if not (scheduler or hosts or cluster):
         from .engines import LocalEngine
         return LocalEngine()
@@ -165,9 +191,18 @@ def main() -> None:
 @click.option("--cluster", type=_Registry(".engines.clusters", "CLUSTERS"),
               help="Workers as batch jobs through dask-jobqueue ([cluster] in the plan); "
                    "slurm inside an allocation uses the allocation's nodes.")
+@click.option("--simulate", metavar="NxS[,OPT=V...]",
+              help="Simulated nodes instead of a cluster, to see what a run of N nodes x S "
+                   "slots costs the coordinator: nothing runs, records are synthetic "
+                   "(options delay, jitter, loss, offset, work, processes; docs/scale.md).")
+@click.option("--fanout", type=_Fanout(), default=None,
+              help="On a cluster: relays, nodes that carry each phase to a group of nodes "
+                   "(docs/scale.md). auto (default): above 128 nodes, sqrt(N) per relay; off: "
+                   "none; N: N nodes per relay.")
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
-        scheduler: str | None, hosts: str | None, cluster: str | None) -> None:
+        scheduler: str | None, hosts: str | None, cluster: str | None,
+        simulate: str | None, fanout: int | None) -> None:
     """Run a plan."""
     if resume_dir is not None and (outdir is not None or dry_run):
         raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
@@ -175,9 +210,12 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         raise _fail("give a PLAN to run (or --resume DIR)")
     if plan is not None and not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
-    if sum(x is not None for x in (scheduler, hosts, cluster)) > 1:
-        raise _fail("give at most one of --scheduler, --hosts, --cluster")
-    distributed = bool(scheduler or hosts or cluster)
+    if sum(x is not None for x in (scheduler, hosts, cluster, simulate)) > 1:
+        raise _fail("give at most one of --scheduler, --hosts, --cluster, --simulate")
+    distributed = bool(scheduler or hosts or cluster or simulate)
+    if fanout is not None and not distributed:
+        raise _fail("--fanout needs a cluster (--scheduler, --hosts, --cluster or --simulate):"
+                    " this machine's slots need no relay")
     # on a cluster, --slots is per node and worker counts are checked against the nodes found
     here = None if distributed else slots
     # a resume only decides which phases remain and the run they go into; from here on it
@@ -189,7 +227,7 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     errs.preflight(the_plan, phases, distributed)
     if dry_run and distributed:     # the cluster's nodes and placement (run/dry_run.py)
         return _dry_run_cluster(the_plan, phases, slots,
-                                _engine(the_plan, slots, scheduler, hosts, cluster))
+                                _engine(the_plan, slots, scheduler, hosts, cluster, simulate))
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
@@ -197,7 +235,8 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     option = "-o" if resume is None else "--resume"
     errs.writable_results_dir(outdir, option)      # before any node or slot starts
     errs.own_results(outdir)         # locked by another process: exit 2, nothing started
-    engine = _engine(the_plan, slots, scheduler, hosts, cluster)
+    engine = _engine(the_plan, slots, scheduler, hosts, cluster, simulate)
+    engine.per_relay = fanout
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine, resume)
 

@@ -62,3 +62,4 @@ class Record:
 FIELDS = fields(Record)
 # The export columns, in order. Other tools rely on exactly these.
 COLUMNS = tuple(f.name for f in FIELDS if f.metadata["export"])
+

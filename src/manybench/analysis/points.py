@@ -6,6 +6,7 @@ timing figure, since their stamps are partial or absent.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -109,9 +110,16 @@ def _median_of(records: list[Record], name: str) -> float | None:
 def extracted(r: Record, name: str) -> bool:
     """Whether a metric of the record is a figure of its own: not a latency percentile (those
     are merged apart), nor what every slot adds or a kernel counts (context, counts)."""
+    return _extracted(r.kernel, name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _extracted(kernel_name: str, name: str) -> bool:
+    # asked for every metric of every record (millions at 1,000 nodes x 64 slots): the
+    # answer depends on the kernel and the name only
     if F.latency_metric(name):
         return False
-    f = kernel(r.kernel).figure(name)
+    f = kernel(kernel_name).figure(name)
     return f is None or f.role not in (F.CONTEXT, F.COUNT)
 
 

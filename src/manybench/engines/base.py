@@ -6,6 +6,9 @@ measured by the engine); `go` shifts T0 into each node's clock and `results` shi
 stamps back, here, for every engine. An engine implements the node-facing halves
 (`_prepare`, `_connect`, `_go`, `_results`), which speak the node's clock.
 
+Results come back as arrays per node (node/arrays.SlotResults): their stamps are moved a
+column at a time (to_coordinator), once per phase.
+
 The coordinator's Phase becomes what crosses to nodes here too (wire_phase), and here is
 decided, for every engine, whether a phase's prepare may travel with its go (with_go).
 """
@@ -19,11 +22,12 @@ from typing import Callable
 from ..inventory.topology import Cpu
 from ..kernels import Result, kernel
 from ..model import Phase
+from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
 from ..results.contract import TelemetryRow
 
 Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
-Results = dict[str, dict[int, Result]]      # node -> slot -> result
+Results = dict[str, SlotResults]            # node -> its slots' results, as arrays
 
 
 class EngineError(Exception):
@@ -67,14 +71,20 @@ def to_node(t_ns: int, node: Node) -> int:
     return t_ns + node.offset_ns
 
 
-def to_coordinator(res: Result, node: Node) -> Result:
-    """A result whose stamps the node took, with the stamps in the coordinator's clock."""
+def to_coordinator(res: Result | SlotResults, node: Node) -> Result | SlotResults:
+    """Results whose stamps the node took (one Result, or a node's arrays), with the stamps
+    in the coordinator's clock; a stamp never taken (0: a slot that failed first) stays 0."""
     off = node.offset_ns
     if not off:
         return res
-    moved: dict = {f: getattr(res, f) - off for f in ("start_ns", "end_ns", "armed_ns")
-                   if getattr(res, f)}
-    if res.samples:     # progress samples (node/sampler.py), stamped there too
+    if isinstance(res, SlotResults):
+        moved: dict = {f: [t - off if t else 0 for t in getattr(res, f)] for f in STAMPS}
+        if res.samples:     # progress samples (node/sampler.py), stamped there too
+            moved["samples"] = {i: [[t - off for t in ts], done]
+                                for i, (ts, done) in res.samples.items()}
+        return res.moved(**moved)
+    moved = {f: getattr(res, f) - off for f in STAMPS if getattr(res, f)}
+    if res.samples:
         moved["samples"] = [(t - off, done) for t, done in res.samples]
     return dataclasses.replace(res, **moved)
 
@@ -105,6 +115,8 @@ class Engine(ABC):
     telemetry_s: float = 0.0    # interval of each node's telemetry (set before start); 0: none
     noise_s: float = 0.0        # each node's noise floor measurement (inventory/noise.py) at
                                 # start, before its slots run; 0: none (set before start)
+    per_relay: int | None = None  # on a cluster, nodes per relay (engines/relays.py): None
+                                  # automatic, 0 none (set before start)
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -155,9 +167,10 @@ class Engine(ABC):
         self._go({n.name: to_node(t0_ns, n) for n in self.nodes})
 
     def results(self) -> Results:
-        """Per node, per slot, stamps in the coordinator's clock."""
+        """Per node, its slots' results as arrays, stamps in the coordinator's clock."""
         by_name = {n.name: n for n in self.nodes}
-        return {name: {slot: to_coordinator(res, by_name[name]) for slot, res in got.items()}
+        return {name: to_coordinator(got if isinstance(got, SlotResults)
+                                     else SlotResults.of(got), by_name[name])
                 for name, got in self._results().items()}
 
     def telemetry(self) -> list[TelemetryRow]:
@@ -217,8 +230,9 @@ class Engine(ABC):
         """True once every slot of the phase has a result."""
 
     @abstractmethod
-    def _results(self) -> Results:
-        """Per node, per slot: every slot of the phase that has a result, stamps as taken."""
+    def _results(self) -> dict[str, SlotResults | dict[int, Result]]:
+        """Per node, every slot of the phase that has a result (arrays, or by slot), stamps
+        as taken."""
 
     @abstractmethod
     def close(self) -> None:

@@ -9,20 +9,21 @@ replaced; one that overruns its timeout is killed and yields a timeout result.
 from __future__ import annotations
 
 import os
-import pickle
+import select
 import signal
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, Pipe, wait
+from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
 from ..kernels import WARM_UP, Result
 from .procs import exit_text, reap
 from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
-from .protocol import (Assignment, CommandsDone, Connect, Connected, Prepare, Prepared,
-                       RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
-                       SlotPing, SlotPlace, SlotPrepare, SlotReady, Start, WirePhase, WireTask,
-                       check_version)
+from .arrays import SlotResults
+from .protocol import (CODEC, Assignment, CommandsDone, Connect, Connected, Finished, Prepare,
+                       Prepared, RunCommands, SlotConnect, SlotConnected, SlotDone, SlotExit,
+                       SlotGo, SlotPing, SlotPlace, SlotPrepare, SlotReady, Start, WirePhase,
+                       WireTask, check_version)
 from .context import ContextError, slot_context
 from .scratch import Scratch
 from .telemetry import Telemetry
@@ -87,9 +88,9 @@ class Agent:
         self._warm_up()
         t = time.monotonic_ns()
         for s in self.slots:
-            s.conn.send(SlotPing())
+            _send(s.conn, SlotPing())
         for s in self.slots:
-            s.conn.recv()
+            _recv(s.conn)
         return time.monotonic_ns() - t
 
     def _warm_up(self) -> None:
@@ -178,9 +179,9 @@ class Agent:
                 self._stop_preparing(limit, req.phase.task.timeout is not None)
             if tick:
                 tick()
-        return Prepared(self.results(), {i: r.info for i, r in self.running.items()
-                                         if r.ready and r.info is not None},
-                        self.take_notices())
+        return Prepared(SlotResults.of(self.results()),
+                        {i: r.info for i, r in self.running.items()
+                         if r.ready and r.info is not None}, self.take_notices())
 
     def _stop_preparing(self, limit: float, from_task: bool) -> None:
         """Past the prepare's deadline: each slot still preparing is stopped (and replaced)
@@ -200,10 +201,10 @@ class Agent:
         if status is not None:
             self._replace_idle(index, f"exited while idle ({exit_text(status)})")
         try:
-            self.slots[index].conn.send(msg)
+            _send(self.slots[index].conn, msg)
         except OSError:   # died between the check and the send
             self._replace_idle(index, "its pipe closed while idle")
-            self.slots[index].conn.send(msg)
+            _send(self.slots[index].conn, msg)
 
     def _exited(self, index: int) -> int | None:
         try:
@@ -231,12 +232,12 @@ class Agent:
         """Hand every ready slot its peers and wait until each has connected or failed."""
         for i in self._ready_slots():
             self.running[i].waiting = True
-            self.slots[i].conn.send(SlotConnect(req.peers))
+            _send(self.slots[i].conn, SlotConnect(req.peers))
         while any(r.waiting and r.result is None for r in self.running.values()):
             self._receive(0.2)
             if tick:
                 tick()
-        return Connected(self.results())
+        return Connected(SlotResults.of(self.results()))
 
     def go(self, t0_ns: int, light: Prepare | None = None) -> None:
         """Release the prepared slots at T0, in this node's clock. light: a phase whose
@@ -253,12 +254,14 @@ class Agent:
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         self.t0_ns = t0_ns
-        go = pickle.dumps(SlotGo(t0_ns))   # once for every slot: the loop is the dispatch time
+        go = b""     # packed once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
             r = self.running[i]
+            if r.prepare is None and not go:
+                go = CODEC.pack(SlotGo(t0_ns))
             try:
                 self.slots[i].conn.send_bytes(go if r.prepare is None else
-                                              pickle.dumps(SlotGo(t0_ns, r.prepare)))
+                                              CODEC.pack(SlotGo(t0_ns, r.prepare)))
             except OSError:   # died since it was ready: its record says so, the run goes on
                 r.result = Result(status="error", error="the slot died before its go")
 
@@ -280,12 +283,18 @@ class Agent:
         return done
 
     def _receive(self, timeout: float) -> None:
-        waiting = {self.slots[i].conn: i for i, r in self.running.items() if r.result is None}
-        for conn in wait(list(waiting), timeout):
-            i = waiting[conn]
+        waiting = {self.slots[i].conn.fileno(): i for i, r in self.running.items()
+                   if r.result is None}
+        # one poll object, no selector per call (this runs once or twice per phase)
+        ready = select.poll()
+        for fd in waiting:
+            ready.register(fd, select.POLLIN)
+        for fd, _ in ready.poll(max(0, round(timeout * 1000))):
+            i = waiting[fd]
+            conn = self.slots[i].conn
             try:
-                msg = conn.recv()
-            except (EOFError, OSError):
+                msg = _recv(conn)
+            except (EOFError, OSError, ValueError):
                 self.running[i].result = Result(status="error", error=self._replace(i, ""))
                 continue
             match msg:
@@ -301,6 +310,12 @@ class Agent:
     def results(self) -> dict[int, Result]:
         return {i: r.result for i, r in self.running.items() if r.result is not None}
 
+    def finished(self) -> Finished:
+        """The phase's reply: every slot's result as arrays, what happened to slots, the
+        telemetry taken since the last."""
+        return Finished(SlotResults.of(self.results()), self.take_notices(),
+                        self.telemetry.drain())
+
     # -- a variant's setup or teardown --------------------------------------------------
     def run_commands(self, req: RunCommands) -> CommandsDone:
         """Run the commands here, between phases (the slots are idle), with "{node}" filled."""
@@ -311,7 +326,7 @@ class Agent:
     def close(self) -> None:
         for s in self.slots:
             try:
-                s.conn.send(SlotExit())
+                _send(s.conn, SlotExit())
             except OSError:
                 pass
         self._reap_all(2.0)
@@ -335,3 +350,13 @@ class Agent:
                 s.cgroup.remove()
         self.slots = []
 
+
+
+def _send(conn: Connection, msg: object) -> None:
+    """A Slot* message down a slot's pipe (protocol.CODEC, as every message is encoded)."""
+    conn.send_bytes(CODEC.pack(msg))
+
+
+def _recv(conn: Connection) -> object:
+    """A slot's reply; EOFError when it is gone, ValueError for what is not a message."""
+    return CODEC.unpack(conn.recv_bytes())

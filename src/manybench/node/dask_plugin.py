@@ -1,13 +1,18 @@
 """The node side on Dask: a WorkerPlugin giving a Dask worker manybench's agent.
 
-It adds one RPC handler to the worker, `mb_call` (so the coordinator talks to each node
-directly, one message per node per phase, over Dask's comms and so its TLS), a TCP clock
-echo, and starts the node agent as a fresh subprocess (server.py) that owns the slot pool;
-the next run's agent is started ahead, when the worker starts or a run ends, so a run's
-start does not wait for an interpreter on every node. Requests and replies are protocol.py's,
-encoded by the engine and the agent server; the worker answers Info, Renew, MeasureNoise and
-Abort itself, relays the rest's bytes unread, and refuses a request of another protocol
-version before anything else.
+It adds one RPC handler to the worker, `mb_call` (over Dask's comms and so its TLS), a TCP
+clock echo, and starts the node agent as a fresh subprocess (server.py) that owns the slot
+pool; the next run's agent is started ahead, when the worker starts or a run ends, so a
+run's start does not wait for an interpreter on every node. Requests and replies are
+protocol.py's, encoded by the engine and the agent server; the worker answers Info, Renew,
+MeasureNoise and Abort itself, relays the rest's bytes unread, and refuses a request of
+another protocol version before anything else.
+
+A run's phases do not pass through here: the agent listens for the run's coordinator on a
+port of its own (node/direct.py), plain on an open cluster, TLS with this worker's own
+certificates on a secured one (direct_config). Where that cannot be (certificates held only
+in memory, MANYBENCH_DIRECT=0 on the node), the agent does not listen, says why in its
+Started, and the coordinator relays every request through here as before.
 
 Workers get it from `manybench worker` or, when started by SSHCluster, dask-jobqueue or
 srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
@@ -15,6 +20,7 @@ srun, through `--preload manybench.node.dask_plugin` (see dask_setup below).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -57,7 +63,8 @@ class AgentPlugin(WorkerPlugin):
         self.worker = worker
         self.echo = EchoServer("0.0.0.0", 0)
         worker.handlers["mb_call"] = self.call
-        self.spare = _popen_agent()
+        self.direct = direct_config(worker)
+        self.spare = _popen_agent(self.direct)
 
     def teardown(self, worker: Any) -> None:
         self.lease.stop()
@@ -154,14 +161,14 @@ class AgentPlugin(WorkerPlugin):
         if spare is None or spare[0].poll() is not None:
             if spare is not None:
                 spare[1].close()
-            spare = _popen_agent()
+            spare = _popen_agent(self.direct)
         self.proc, mine = spare
         self.stream = await asyncio.open_unix_connection(sock=mine)
 
     async def _ready_next(self) -> None:
         """After a run: the next run's agent, started while nothing is measured."""
         if self.spare is None:
-            self.spare = await asyncio.to_thread(_popen_agent)
+            self.spare = await asyncio.to_thread(_popen_agent, self.direct)
 
     def _stop(self, terminate: bool = False) -> None:
         """End our agent subprocess: SIGTERM makes it stop its slots and clean up first;
@@ -177,12 +184,36 @@ class AgentPlugin(WorkerPlugin):
             self.proc = None
 
 
-def _popen_agent() -> tuple[subprocess.Popen, socket.socket]:
-    """A fresh agent process (server.py) and our end of its pipe."""
+def direct_config(worker: Any) -> dict:
+    """How this node's agent listens for its run's coordinator (server.AgentServer): {"tls":
+    [ca, cert, key] | None} (files: the agent is another process), or {"off": why}. A secured
+    worker's agent listens with TLS or not at all: never in the clear."""
+    if os.environ.get("MANYBENCH_DIRECT", "1").strip().lower() in ("0", "no", "false", "off"):
+        return {"off": "MANYBENCH_DIRECT=0 on the node"}
+    sec = getattr(worker, "security", None)
+    tls = {}
+    if sec is not None:
+        tls = sec.get_tls_config_for_role("worker")
+    secured = (bool(getattr(sec, "require_encryption", False)) or any(tls.get(k) for k in (
+        "ca_file", "cert", "key")) or str(getattr(worker, "address", "")).startswith("tls://"))
+    if not secured:
+        return {"tls": None}
+    files = [tls.get("ca_file"), tls.get("cert"), tls.get("key") or tls.get("cert")]
+    if not all(files):
+        return {"off": "the cluster is secured but this worker has no TLS certificate and key "
+                       "of its own for the agent's channel"}
+    if any("\n" in f for f in files):
+        return {"off": "the cluster is secured and this worker's TLS certificates are held in "
+                       "memory, not in files its agent process can read"}
+    return {"tls": files}
+
+
+def _popen_agent(direct: dict | None = None) -> tuple[subprocess.Popen, socket.socket]:
+    """A fresh agent process (server.py) and our end of its pipe; direct: direct_config."""
     mine, theirs = socket.socketpair()
     proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
-                             str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                            stdin=subprocess.DEVNULL)
+                             str(theirs.fileno()), json.dumps(direct or {"off": ""})],
+                            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
     theirs.close()
     return proc, mine
 

@@ -4,28 +4,43 @@ else travels between the processes.
 Two hops, one vocabulary:
 
   engine -> node agent   requests below, answered by the reply named beside each. The local
-                         engine calls its in-process Agent with them; the Dask engine sends
-                         each one `encode`d through the worker's one handler, `mb_call`, which
-                         answers the first three itself and relays the rest to the agent
-                         server unread.
-  agent  -> slot         Slot* messages over each slot's pipe, answered by Slot* replies.
+                         engine calls its in-process Agent with them. On Dask, the run's Start
+                         (and Close, Abort, and the worker's own Info, Renew, MeasureNoise)
+                         go through the worker's one handler, `mb_call`; every other request
+                         goes straight to the agent over its direct channel (node/direct.py,
+                         engines/direct.py), opened with the run's secret, or through the
+                         worker's relay when a node cannot be reached directly.
+  agent  -> slot         Slot* messages over each slot's pipe (the same encoding, no envelope:
+                         both ends are one installation), answered by Slot* replies.
 
   Info()                         -> NodeInfo          the first request (Dask): who the node is
   Renew(seconds)                 -> None              the coordinator is alive (engines/lease.py)
   MeasureNoise(seconds)          -> NoiseFloor(floor) inventory/noise.py, before Start
-  Start(run, node, slots, ..., protocol)
-                                 -> Started(dispatch_ns)   refused unless protocol matches
+  Start(run, node, slots, ..., protocol, secret)
+                                 -> Started(dispatch_ns, direct, why)   refused unless protocol
+                                                         matches; direct: where the agent
+                                                         listens for the run's coordinator
+  Hello(secret, protocol)        -> None | Failed     the first frame of a direct channel
   Prepare(phase, work)           -> Prepared(failed, published, notices)
   Connect(peers)                 -> Connected(failed)
   Run(t0_ns, work, phase|None)   -> Finished(results, notices, telemetry)   phase given:
                                                          prepare first (one message per node
-                                                         per phase); telemetry: the node's
-                                                         rows since the last Finished
+                                                         per phase each way); results: the
+                                                         node's slots as arrays (arrays.py);
+                                                         telemetry: rows since the last
   RunCommands(commands, env, timeout, dirs, programs)
                                  -> CommandsDone(outputs, before, after)   a variant's setup
                                                          or teardown (node/commands.py)
   TakeSnapshot(dirs, programs)   -> SnapshotTaken(data)  provenance (inventory/provenance.py)
   Ping()                         -> None
+  Group(members)                 -> Grouped(failed)   become a relay (node/relay.py): open a
+                                                         direct channel to each member
+  Forward(frames)                -> Forwarded(replies, lost)   a relay: each member's request
+                                                         (an envelope, unread) sent on, its own
+                                                         (under its own name) served, the
+                                                         replies gathered (envelopes, unread)
+  SyncClocks()                   -> Clocks(offsets, lost)   a relay: each member's clock offset
+                                                         against the relay's (Cristian)
   Close() / Abort()              -> None, then the agent ends (scratch kept if Start said so)
   any request that fails         -> Failed(error)
 
@@ -40,13 +55,19 @@ A phase crosses as a WirePhase: frozen plain data (str, int, float, tuples, dict
 a node reads of it, built from the coordinator's Phase in one place (engines/base.wire_phase).
 No model object crosses: the coordinator's model may change without a protocol change.
 
-Versions: PROTOCOL_VERSION changes with any message here. On Dask every message is framed by
-`encode` with the sender's version ahead of the body, and `decode` reads the body only when
-the version is its own: a node with another manybench is refused at its first answer (Info),
-naming both versions, before anything of it is unpickled; a node refuses a request of another
-version unread. Start carries the version too, which the agent checks on both engines.
+Encoding (codec.py): the envelope, MAGIC then the version as an unsigned short, then the
+message as msgpack: each wire type (WIRE_TYPES, in that fixed order) is an extension whose
+code is its place in the table and whose data is the array of its fields. No pickle: a node
+or a coordinator that gets something else refuses it and runs nothing. On a direct channel
+each envelope is a frame: its length (4 bytes, big-endian) ahead of it.
 
-Times: every t0_ns sent to a node and every stamp in a Result, a CommandOutput or a
+Versions: PROTOCOL_VERSION changes with any message here. `decode` reads the body only when
+the version is its own: a node with another manybench is refused at its first answer (Info),
+naming both versions, before anything of it is read; a node refuses a request of another
+version unread, on the relay and on the direct channel (whose Hello carries it too). Start
+carries the version too, which the agent checks on both engines.
+
+Times: every t0_ns sent to a node and every stamp in its results, a CommandOutput or a
 snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there).
 engines/base.py converts both ways, and nothing else does.
 Published info and peers are what net kernels exchange before T0: each slot publishes (a
@@ -54,19 +75,22 @@ port, say); every slot then gets {rank: published info + "host" of its node}.
 """
 from __future__ import annotations
 
-import pickle
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..inventory.topology import Cpu
 from ..kernels.base import Result, SlotContext
+from ..results.contract import TelemetryRow
+from .arrays import SlotResults
+from .codec import Codec
 
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 3
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
+HEADER_SIZE = _HEAD.size
 
 
 class ProtocolMismatch(Exception):
@@ -81,8 +105,9 @@ class ProtocolMismatch(Exception):
 
 
 def encode(msg: object) -> bytes:
-    """One message as it crosses to or from a node: the envelope, then its body."""
-    return _HEAD.pack(MAGIC, PROTOCOL_VERSION) + pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+    """One message as it crosses to or from a node: the envelope, then its body (msgpack).
+    TypeError when it holds anything but wire values."""
+    return _HEAD.pack(MAGIC, PROTOCOL_VERSION) + CODEC.pack(msg)
 
 
 def version_of(data: bytes) -> int | None:
@@ -100,9 +125,10 @@ def check_envelope(data: bytes, who: str) -> None:
 
 
 def decode(data: bytes, who: str) -> Any:
-    """A message `who` sent; ProtocolMismatch, its body unread, when its version is not ours."""
+    """A message `who` sent; ProtocolMismatch, its body unread, when its version is not ours;
+    ValueError when the body is not a message of ours."""
     check_envelope(data, who)
-    return pickle.loads(memoryview(data)[_HEAD.size:])
+    return CODEC.unpack(memoryview(data)[_HEAD.size:])
 
 
 def check_version(theirs: int, who: str) -> None:
@@ -218,11 +244,28 @@ class Start:
     keep: bool = False          # leave scratch files at the end
     telemetry_s: float = 0.0    # interval of the node's telemetry (node/telemetry.py); 0: none
     protocol: int = PROTOCOL_VERSION   # the coordinator's: the agent refuses another
+    secret: str = ""            # the run's: a direct channel must present it (Hello)
+
+
+@dataclass(frozen=True)
+class DirectOffer:
+    """Where the agent listens for the run's coordinator (node/direct.py)."""
+    port: int
+    tls: bool                   # TLS with the cluster's own certificates (a secured cluster)
 
 
 @dataclass(frozen=True)
 class Started:
     dispatch_ns: int            # one round trip to all of the node's slots
+    direct: DirectOffer | None = None   # None: only the worker's relay reaches the agent
+    why: str = ""               # why there is no direct channel
+
+
+@dataclass(frozen=True)
+class Hello:
+    """A direct channel's first frame: the run's secret (Start.secret) and the version."""
+    secret: str
+    protocol: int = PROTOCOL_VERSION
 
 
 @dataclass(frozen=True)
@@ -233,7 +276,7 @@ class Prepare:
 
 @dataclass(frozen=True)
 class Prepared:
-    failed: dict[int, Result]   # slot -> why its prepare failed
+    failed: SlotResults         # slots whose prepare failed, and why
     published: dict[int, dict]  # slot -> what its kernel published for peers
     notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
 
@@ -245,7 +288,7 @@ class Connect:
 
 @dataclass(frozen=True)
 class Connected:
-    failed: dict[int, Result]
+    failed: SlotResults
 
 
 @dataclass(frozen=True)
@@ -257,9 +300,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Finished:
-    results: dict[int, Result]  # slot -> result, stamps in the node's clock
+    results: SlotResults        # every slot of the phase, stamps in the node's clock
     notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
-    telemetry: list = field(default_factory=list)   # TelemetryRows taken since the last
+    telemetry: list[TelemetryRow] = field(default_factory=list)   # taken since the last
 
 
 @dataclass(frozen=True)
@@ -312,6 +355,51 @@ class Ping:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A node a relay reaches: its direct channel and its clock echo."""
+    host: str
+    port: int
+    tls: bool
+    echo_port: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """Become the relay of these nodes (node/relay.py): open their direct channels with the
+    run's secret (Start.secret), over TLS with this node's certificates where they want it."""
+    members: dict[str, Member]
+
+
+@dataclass(frozen=True)
+class Grouped:
+    failed: dict[str, str]      # member -> why it could not be reached: not grouped
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One round for the relay's group: node -> its request's envelope, unread here. The
+    relay's own name: its own request, served while the members work."""
+    frames: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    replies: dict[str, bytes]   # node -> its reply's envelope (its stamps in its own clock)
+    lost: dict[str, str]        # member -> why it gave no reply (it is lost)
+
+
+@dataclass(frozen=True)
+class SyncClocks:
+    """A relay: measure each member's clock offset against this node's (Cristian)."""
+
+
+@dataclass(frozen=True)
+class Clocks:
+    offsets: dict[str, tuple[int, int]]   # member -> (its clock minus the relay's, bound) ns
+    lost: dict[str, str]                  # member -> why its echo failed
+
+
+@dataclass(frozen=True)
 class Close:
     """End the run: stop slots, remove scratch unless Start kept it."""
 
@@ -326,8 +414,8 @@ class Failed:
     error: str
 
 
-Request = (Info | Renew | MeasureNoise | Start | Prepare | Connect | Run | RunCommands
-           | TakeSnapshot | Ping | Close | Abort)
+Request = (Info | Renew | MeasureNoise | Start | Hello | Prepare | Connect | Run | RunCommands
+           | TakeSnapshot | Ping | Group | Forward | SyncClocks | Close | Abort)
 
 
 # -- agent -> slot -----------------------------------------------------------------------------
@@ -380,3 +468,21 @@ class SlotDone:
 class SlotPong:
     pid: int
 
+
+
+# -- the wire types, in their fixed order: a type's code is its place (codec.py) ---------------
+# Append only; any change here is a protocol change (PROTOCOL_VERSION).
+WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, DirectOffer, Started,
+              Hello, SlotPlace, Assignment, WireTask, WirePhase, Prepare, Prepared, SlotResults,
+              Connect, Connected, Run, Finished, TelemetryRow, RunCommands, CommandOutput,
+              CommandsDone, TakeSnapshot, SnapshotTaken, Ping, Close, Abort, Failed,
+              # agent -> slot, over a local pipe (the same encoding; no envelope there)
+              Result, SlotContext, SlotPrepare, SlotConnect, SlotGo, SlotPing, SlotExit,
+              SlotReady, SlotConnected, SlotDone, SlotPong,
+              # relays (issue 21)
+              Member, Group, Grouped, Forward, Forwarded, SyncClocks, Clocks)
+# sent to every node and slot, or (a placement's assignments) phase after phase
+# how many of each kept: a phase and its task are new at every phase (a few kept, not
+# thousands: memory stays flat), a placement's assignments come back phase after phase (a
+# run of 1,000 nodes x 64 slots has 64,000)
+CODEC = Codec(WIRE_TYPES, shared={WirePhase: 16, WireTask: 16, Assignment: 1 << 17})

@@ -2,25 +2,38 @@
 
 The Dask worker process is large and threaded: slots forked from it would each carry a
 share of its memory, and forking a threaded process is fragile. So the worker starts this
-fresh interpreter, which forks the slot pool and serves the worker over one pipe: each
-request of protocol.py (encoded, as the coordinator sent it) gets its reply, or
-Failed(error). SIGTERM (the worker
-aborting the run, or dying: the kernel sends it then) stops every slot and its children,
-removes scratch unless the plan keeps it, and exits.
+fresh interpreter, which forks the slot pool and serves two channels, one request at a time:
+the worker over one pipe (the run's Start, Close, and any request relayed for a coordinator
+that cannot reach this process directly), and, from the run's Start on, the coordinator
+itself over the direct channel (direct.py: its own port, the run's secret, TLS on a secured
+cluster). Each request of protocol.py gets its reply, or Failed(error).
+
+In the largest runs the agent may also be a relay (relay.py): Group makes it one, each
+Forward carries a round to its members while it serves its own request, SyncClocks measures
+their clocks. Its channels to them close with the run.
+
+SIGTERM (the worker aborting the run, its lease running out, or the worker dying: the
+kernel sends it then) stops every slot and its children, removes scratch unless the plan
+keeps it, and exits.
 """
 from __future__ import annotations
 
+import json
 import os
+import selectors
 import signal
+import socket
 import sys
 import traceback
 from multiprocessing.connection import Connection
 
 from .agent import Agent
+from .direct import Listener, TlsFiles, client_context, recv_frame, send_frame
 from .procs import die_with_parent
-from .protocol import (Abort, Close, Connect, Failed, Finished, Ping, Prepare,
-                       ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken, Start,
-                       Started, TakeSnapshot, decode, encode)
+from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Forward, Group, Grouped, Ping,
+                       Prepare, ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken,
+                       Start, Started, SyncClocks, TakeSnapshot, decode, encode)
+from .relay import Relay
 
 
 class Stop(BaseException):
@@ -32,9 +45,18 @@ def _on_term(signum: int, frame: object) -> None:
 
 
 class AgentServer:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection | None, direct: dict | None = None) -> None:
+        """conn: the pipe to the worker. direct: how to listen for the coordinator ({"host",
+        "tls": [ca, cert, key] | None}), or {"off": why} (dask_plugin.direct_config)."""
         self.conn = conn
+        self.direct_config = direct or {"off": "no direct channel was configured"}
         self.agent: Agent | None = None
+        self.listener: Listener | None = None
+        self.direct: socket.socket | None = None     # the coordinator's connection
+        self.secret = ""                              # the run's (Start)
+        self.node = ""                                # this node's name in the run
+        self.relay: Relay | None = None               # this node relays a group (Group)
+        self.sel = selectors.DefaultSelector()        # kept: made anew, it costs per phase
 
     def reply(self, req: Request) -> object:
         """handle's answer, or Failed saying why it has none (a refused Start: the versions)."""
@@ -48,7 +70,10 @@ class AgentServer:
     def handle(self, req: Request) -> object:
         if isinstance(req, Start):
             self.agent = Agent.of(req)
-            return Started(self.agent.start())
+            self.secret, self.node = req.secret, req.node
+            dispatch = self.agent.start()
+            offer, why = self._listen(req.secret)
+            return Started(dispatch, offer, why)
         if isinstance(req, Ping):
             return None
         if isinstance(req, TakeSnapshot):      # needs no slots: also before Start
@@ -67,44 +92,147 @@ class AgentServer:
                 return agent.connect(req)
             case RunCommands():
                 return agent.run_commands(req)
+            case Group(members):
+                return self._group(members)
+            case Forward(frames) if self.relay is not None:
+                return self.relay.forward(frames, self._own)
+            case SyncClocks() if self.relay is not None:
+                return self.relay.clocks()
             case Run(t0_ns, work, phase):
                 # a light phase's prepare travels with its go (one round trip to each slot)
                 agent.go(t0_ns, None if phase is None else Prepare(phase, work))
                 while not agent.poll(0.5):
                     pass
-                return Finished(agent.results(), notices=agent.take_notices(),
-                                telemetry=agent.telemetry.drain())
+                return agent.finished()
         raise ValueError(f"unknown request {type(req).__name__}")
 
+    def _listen(self, secret: str) -> tuple[DirectOffer | None, str]:
+        """Open the direct channel for the run that holds `secret`: where it listens, or why
+        it does not (the coordinator then keeps the worker's relay)."""
+        self._close_direct()
+        why = self.direct_config.get("off", "")
+        if why or not secret:
+            return None, why or "the coordinator gave no secret (it does not go direct)"
+        tls = self.direct_config.get("tls")
+        try:
+            self.listener = Listener(secret, TlsFiles(*tls) if tls else None,
+                                     self.direct_config.get("host", ""))
+        except (OSError, ValueError) as e:     # no port, certificates it cannot load
+            return None, f"the agent cannot listen: {e}"
+        self.sel.register(self.listener, selectors.EVENT_READ)
+        return DirectOffer(self.listener.port, self.listener.tls), ""
+
+    def _group(self, members: dict) -> Grouped:
+        """Become the relay of these members (again: the old group's channels close)."""
+        self._close_relay()
+        if not self.secret:
+            raise RuntimeError("a relay needs the run's secret (Start gave none)")
+        tls = self.direct_config.get("tls")
+        self.relay = Relay(members, self.secret, client_context(TlsFiles(*tls)) if tls else None,
+                           self.node)
+        return Grouped(self.relay.open())
+
+    def _own(self, data: bytes) -> bytes:
+        """The relay's own request of a Forward, served as if it came alone."""
+        try:
+            req = decode(data, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:
+            return encode(Failed(str(e)))
+        return encode(self.reply(req))
+
+    def _close_relay(self) -> None:
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+
+    def _set_direct(self, conn: socket.socket | None) -> None:
+        """The coordinator's connection (None: none)."""
+        if self.direct is not None:
+            self.sel.unregister(self.direct)
+            self.direct.close()
+        self.direct = conn
+        if conn is not None:
+            self.sel.register(conn, selectors.EVENT_READ)
+
+    def _close_direct(self) -> None:
+        self._close_relay()
+        self._set_direct(None)
+        if self.listener is not None:
+            self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = None
+
+    # -- serving -------------------------------------------------------------------------------
     def serve(self) -> None:
+        self.sel.register(self.conn, selectors.EVENT_READ)
         try:
             while True:
-                try:
-                    req = decode(self.conn.recv_bytes(), "the coordinator")
-                except (EOFError, OSError):   # the worker is gone
-                    break
-                except ProtocolMismatch as e:   # the relay refuses these first
-                    self.conn.send_bytes(encode(Failed(str(e))))
-                    continue
-                if isinstance(req, (Close, Abort)):
-                    if self.agent:
-                        (self.agent.close if isinstance(req, Close) else self.agent.abort)()
-                        self.agent = None
-                    self.conn.send_bytes(encode(None))
-                    return
-                self.conn.send_bytes(encode(self.reply(req)))
+                for key, _ in self.sel.select():
+                    r = key.fileobj
+                    if r is self.conn:
+                        if not self._from_worker():
+                            return
+                    elif r is self.listener:
+                        conn = self.listener.accept()
+                        if conn is not None:        # the run's coordinator (again): the last
+                            self._set_direct(conn)
+                    elif r is self.direct:
+                        self._from_coordinator()
         except Stop:
             pass
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if self.agent:
-            self.agent.abort()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            self._close_direct()
+            if self.agent:
+                self.agent.abort()
+                self.agent = None
+
+    def _from_worker(self) -> bool:
+        """One request from the worker's pipe; False once the agent must end."""
+        try:
+            data = self.conn.recv_bytes()
+        except (EOFError, OSError):   # the worker is gone
+            return False
+        try:
+            req = decode(data, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:   # the relay refuses these first
+            self.conn.send_bytes(encode(Failed(str(e))))
+            return True
+        if isinstance(req, (Close, Abort)):
+            self._close_direct()
+            if self.agent:
+                (self.agent.close if isinstance(req, Close) else self.agent.abort)()
+                self.agent = None
+            self.conn.send_bytes(encode(None))
+            return False
+        self.conn.send_bytes(encode(self.reply(req)))
+        return True
+
+    def _from_coordinator(self) -> None:
+        """The direct channel's requests, each answered on it; a channel that closes or
+        speaks garbage is dropped (the coordinator finds the node lost)."""
+        sock = self.direct
+        try:
+            while True:
+                data = recv_frame(sock)
+                try:
+                    reply = self.reply(decode(data, "the coordinator"))
+                except (ProtocolMismatch, ValueError) as e:
+                    reply = Failed(str(e))
+                send_frame(sock, encode(reply))
+                # TLS may hold a whole next frame already read off the socket
+                if not (hasattr(sock, "pending") and sock.pending()):
+                    return
+        except (EOFError, OSError, ValueError):
+            self._set_direct(None)
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the worker decides when we stop
     signal.signal(signal.SIGTERM, _on_term)
     die_with_parent()
-    AgentServer(Connection(int(sys.argv[1]))).serve()
+    direct = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    AgentServer(Connection(int(sys.argv[1])), direct).serve()
     os._exit(0)
 
 

@@ -20,7 +20,7 @@ from ..kernels.figures import CPUS_ALLOWED
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
-from .protocol import (SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
+from .protocol import (CODEC, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
@@ -54,6 +54,9 @@ class SlotLoop:
         self.mems: tuple[int, ...] | None = None
         self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
         self.told: list[list[str]] = []   # [kind, text] of cleanups that failed: warnings
+        # the last /proc readback of the binding and the cpus it was read with: read again
+        # only when the cpus the slot may use change (a new placement, a kernel's own pin)
+        self.binding: tuple[frozenset, dict[str, str], int] | None = None
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -123,7 +126,9 @@ class SlotLoop:
             return _error("go without a prepared phase")
         kernel, state, spin = self.prepared
         self.prepared = None
-        cpu0 = self_cpu()
+        # the slot's own cpu time says something only of in-process work (_readback)
+        counts_cpu = not kernel.runs_child and not kernel.sync_only
+        cpu0 = self_cpu() if counts_cpu else 0.0
         sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
             res = kernel.run(state, t0_ns, spin)
@@ -139,21 +144,31 @@ class SlotLoop:
         if sampler is not None and res.status == "ok" and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
-        return self._readback(res, kernel, self_cpu() - cpu0)
+        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0)
 
     def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
         m = dict(res.metrics)
         if CPUS_ALLOWED.name not in m:
-            binding = proc_binding("self")
+            binding, allowed = self._binding()
             m.update(binding)
             # the slot's own cpu time holds its last stretch of spinning before T0: only a
             # window long enough to dwarf it says anything about the work
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
-                m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed_count(binding)))
+                m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed))
         m.setdefault("mempolicy", mempolicy())
         return replace(res, metrics=m)
+
+    def _binding(self) -> tuple[dict[str, str], int]:
+        """The slot's binding as /proc/self/status says, and how many cpus it allows: read
+        once per set of cpus (a syscall tells whether they changed; parsing the file every
+        phase cost more than a null phase's own work)."""
+        cpus = frozenset(os.sched_getaffinity(0))
+        if self.binding is None or self.binding[0] != cpus:
+            got = proc_binding("self")
+            self.binding = (cpus, got, allowed_count(got))
+        return self.binding[1], self.binding[2]
 
     def cancel(self) -> None:
         if self.prepared is not None:
@@ -200,18 +215,18 @@ class SlotLoop:
             return self._done(_error(f"publish failed: {e!r}"))
 
     def serve(self) -> None:
-        conn = self.conn
+        conn = _Pipe(self.conn)
         while True:
             try:
                 msg = conn.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError, ValueError):
                 return
             match msg:
                 case SlotGo(t0_ns, None):
                     conn.send(self._done(self.go(t0_ns)))
                 case SlotGo(t0_ns, prep):     # prepare and go in one: one reply
-                    ready = self._prepare_reply(prep)
-                    conn.send(ready if isinstance(ready, SlotDone) else self._done(self.go(t0_ns)))
+                    failed = self.prepare(prep.phase, prep.ctx, prep.place)
+                    conn.send(self._done(failed if failed is not None else self.go(t0_ns)))
                 case SlotConnect(peers):
                     failed = self.connect(peers)
                     conn.send(SlotConnected() if failed is None else self._done(failed))
@@ -221,6 +236,19 @@ class SlotLoop:
                     conn.send(SlotPong(os.getpid()))
                 case SlotExit():
                     return
+
+
+class _Pipe:
+    """The slot's end of its pipe, speaking protocol.CODEC (the agent's _send, _recv)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def recv(self) -> object:
+        return CODEC.unpack(self.conn.recv_bytes())
+
+    def send(self, msg: object) -> None:
+        self.conn.send_bytes(CODEC.pack(msg))
 
 
 def arm_term_handler(cgroup: str | None) -> None:

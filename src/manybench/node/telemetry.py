@@ -1,14 +1,17 @@
 """A node's telemetry (issue 10, item 4): cpu user/system/iowait, memory used and cached, disk
-bytes and busy time, network bytes, read with psutil at the plan's `telemetry` interval.
+bytes and busy time, network bytes, read at the plan's `telemetry` interval (cpu and memory
+with psutil; disks and network from one read each of /proc/diskstats and /proc/net/dev, the
+same counts psutil gives at a fraction of its cost).
 
 No thread: the agent takes a reading when it is awake anyway, polling its slots during a
 phase (every 0.2-0.5 s), once the interval has passed and never between go and GUARD_NS
-after T0, while slots wait and start (a reading costs a millisecond or so of cpu). Rates are deltas
+after T0, while slots wait and start (a reading costs about 0.1 ms of cpu). Rates are deltas
 over the interval since the previous reading. Stamps are this node's CLOCK_REALTIME:
 engines/base.py moves them into the coordinator's clock.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,18 +34,54 @@ class _Counters:
     tx: int
 
 
+_WHOLE: dict[str, bool] = {}     # disk name -> a whole disk (not a partition), asked once
+SECTOR = 512                     # /proc/diskstats counts 512-byte sectors (psutil's unit too)
+
+
+def _whole(name: str) -> bool:
+    """A whole disk, as psutil's totals count them: one with its own /sys/block entry."""
+    got = _WHOLE.get(name)
+    if got is None:
+        got = _WHOLE[name] = os.path.exists(f"/sys/block/{name.replace('/', '!')}")
+    return got
+
+
 def _disks() -> tuple[int, int, dict[str, int]]:
-    total = psutil.disk_io_counters(perdisk=False)   # whole disks only (no double counting)
-    per = psutil.disk_io_counters(perdisk=True) or {}
-    busy = {d: getattr(c, "busy_time", 0) for d, c in per.items()}
-    return (total.read_bytes if total else 0, total.write_bytes if total else 0, busy)
+    """Bytes read and written by whole disks (partitions would count them twice) and each
+    disk's busy time (ms), from one read of /proc/diskstats: psutil reads it twice for this
+    and costs several times more (a reading is taken every second on every node)."""
+    r = w = 0
+    busy: dict[str, int] = {}
+    try:
+        with open("/proc/diskstats") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return 0, 0, busy
+    for line in lines:
+        x = line.split()
+        if len(x) < 14:          # a partition's short line (old kernels): no busy time
+            continue
+        busy[x[2]] = int(x[12])
+        if _whole(x[2]):
+            r += int(x[5]) * SECTOR
+            w += int(x[9]) * SECTOR
+    return r, w, busy
 
 
 def _net() -> tuple[int, int]:
+    """Bytes received and sent by every interface but loopback (the machine talking to
+    itself), from /proc/net/dev."""
     rx = tx = 0
-    for nic, c in (psutil.net_io_counters(pernic=True) or {}).items():
-        if nic != "lo":     # loopback is the machine talking to itself
-            rx, tx = rx + c.bytes_recv, tx + c.bytes_sent
+    try:
+        with open("/proc/net/dev") as f:
+            lines = f.read().splitlines()[2:]
+    except OSError:
+        return 0, 0
+    for line in lines:
+        nic, _, counts = line.partition(":")
+        x = counts.split()
+        if nic.strip() != "lo" and len(x) >= 9:
+            rx, tx = rx + int(x[0]), tx + int(x[8])
     return rx, tx
 
 

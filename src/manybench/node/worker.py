@@ -22,14 +22,16 @@ async def _serve(address: str, name: str | None, slots: int | None, host: str | 
                  sec) -> None:
     kwargs = {"security": sec} if sec else {}
     import dask   # noqa: PLC0415
-    # the worker only relays a few messages per phase: no sampling profiler (a thread waking
-    # every 10 ms), slower event-loop and system monitors; on a node that runs benchmarks
-    # (and on 64 namespace nodes sharing a few cpus) idle workers must stay idle
+    # the worker runs no tasks and no phase passes through it (the coordinator reaches the
+    # agent directly): no sampling profiler (a thread waking every 10 ms), slow event-loop,
+    # system and memory monitors, no disk counters; on a node that runs benchmarks (and on 64
+    # namespace nodes sharing a few cpus) idle workers must stay idle
     dask.config.set({"distributed.worker.profile.enabled": False,
-                     "distributed.admin.tick.interval": "1s",
-                     "distributed.admin.system-monitor.interval": "2s",
+                     "distributed.admin.tick.interval": "5s",
+                     "distributed.admin.system-monitor.interval": "10s",
+                     "distributed.admin.system-monitor.disk": False,
                      "distributed.admin.system-monitor.gil.enabled": False,
-                     "distributed.worker.memory.monitor-interval": "1s"})
+                     "distributed.worker.memory.monitor-interval": "5s"})
     name = name or socket.gethostname().split(".")[0]   # records name nodes by host
     # listen with the scheduler's scheme (tls:// when the cluster is secured)
     protocol = address.split("://", 1)[0] if "://" in address else "tcp"

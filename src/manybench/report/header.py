@@ -77,6 +77,10 @@ def _host_rows(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None
                ) -> list[tuple[str, str]]:
     """A host line (and a peaks line) per distinct machine the nodes ran on."""
     invs = [(n.name, n.inventory) for n in nodes if n.inventory] or [("", run.environment or {})]
+    sim = [inv["simulated"] for _, inv in invs if isinstance(inv.get("simulated"), dict)]
+    if sim:         # no machine: nothing to describe, no peak to hold figures against
+        return [("host", f"simulated: {sim[0].get('nodes')} nodes x {sim[0].get('slots')} "
+                         "slots in local processes (--simulate); records are synthetic")]
     rows: list[tuple[str, str]] = []
     seen: dict[str, list[str]] = {}
     for name, inv in invs:
@@ -119,6 +123,9 @@ def _machines(nodes: list[StoredNode]) -> list[list[StoredNode]]:
     return [same for same in by.values() if len(same) > 1]
 
 
+MANY_NODES = 8        # more nodes than this: their clocks and floors summed up in a line each
+
+
 def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
     """The run's set-up in sentences: slots, cpus, nodes; each node's clock."""
     n = run.notes
@@ -135,17 +142,37 @@ def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
             line += (": oversubscribed, no spinning (slots sleep until T0, so expect more "
                      "lateness and skew)")
         if nodes:
-            line += f"; {plural(len(nodes), 'node')}: {', '.join(x.name for x in nodes)}"
+            names = ([x.name for x in nodes] if len(nodes) <= MANY_NODES
+                     else [nodes[0].name, "...", nodes[-1].name])
+            line += f"; {plural(len(nodes), 'node')}: {', '.join(names)}"
         lines.append(line)
     for same in shared:
         lines.append(f"nodes {', '.join(x.name for x in same)} run on one machine (boot id "
                      f"{same[0].machine[:8]}): they share its {max(x.cpus for x in same)} cpus")
+    floors = [(node, f) for node in nodes if isinstance(f := (node.inventory or {}).get("noise"),
+                                                        dict) and "stall_ns" in f]
+    if len(nodes) > MANY_NODES:     # a line per node would bury the run's header
+        return lines + _many_nodes(nodes, floors)
     for node in nodes:
         lines.append(f"clock {node.name}: offset {ns(node.offset_ns)} (± {ns(node.error_ns)})")
-    for node in nodes:
-        floor = (node.inventory or {}).get("noise")
-        if isinstance(floor, dict) and "stall_ns" in floor:
-            lines.append(f"noise floor {node.name}: {noise_mod.describe(floor)}")
+    for node, floor in floors:
+        lines.append(f"noise floor {node.name}: {noise_mod.describe(floor)}")
+    return lines
+
+
+def _many_nodes(nodes: list[StoredNode], floors: list[tuple[StoredNode, dict]]) -> list[str]:
+    """The nodes' clocks and noise floors in a line each: the range, and the node at its
+    worst (every node's figures stay in the results: export --table nodes)."""
+    lo = min(nodes, key=lambda n: n.offset_ns)
+    hi = max(nodes, key=lambda n: n.offset_ns)
+    worst = max(nodes, key=lambda n: n.error_ns)
+    lines = [f"clocks of {len(nodes)} nodes: offsets {ns(lo.offset_ns)} ({lo.name}) to "
+             f"{ns(hi.offset_ns)} ({hi.name}), bounds up to ± {ns(worst.error_ns)} "
+             f"({worst.name})"]
+    if floors:
+        node, floor = max(floors, key=lambda nf: nf[1]["stall_ns"] or 0)
+        lines.append(f"noise floor of {len(floors)} nodes, the worst {node.name}: "
+                     f"{noise_mod.describe(floor)}")
     return lines
 
 

@@ -47,13 +47,20 @@ WARNING_KINDS = {
     # issue 16: a failure that used to vanish
     "cleanup": "a kernel's cleanup after a phase, or a node's end of the run, failed: files "
                "or processes it held may remain",
+    # issue 21: how the coordinator reaches a node's agent
+    "relay": "a node's agent could not be reached directly: its requests went through its "
+             "Dask worker (each phase costs more there; the figures are the same)",
+    "simulated": "the nodes were simulated (--simulate): nothing ran on them, the records are "
+                 "synthetic and measure the coordinator's side only",
+    "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
+              "reaches it on its own channel (the figures are the same)",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL"}
+                  "stall": "STALL", "simulated": "SIMULATED"}
 
 
 def warning_text(kind: str, message: str) -> str:

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
+from ..record_columns import RecordColumns
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
@@ -43,6 +45,39 @@ _INSERT_RECORD = (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
 def _dumps(value: Any) -> str:
     # default=str: a stray Path or Decimal in params must not lose a phase at commit time
     return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _record_encoder() -> Any:
+    """_dumps for a phase's records, made once: json.dumps builds its encoder at every call,
+    which costs as much as the encoding of a record's small objects."""
+    from json import encoder   # noqa: PLC0415
+    make = encoder.c_make_encoder
+    if make is None:      # a Python without json's C speedups
+        return _dumps
+    enc = make(None, str, encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    return lambda value: "".join(enc(value, 0))
+
+
+_dumps_fast = _record_encoder()
+
+
+def _dumps_each(values: list) -> list[str]:
+    """_dumps_fast of each of a phase's dicts, in one call of the encoder: a call costs more
+    than encoding a record's small dict, so the list is encoded whole and cut between its
+    items ("},{"), unless an item holds that text itself (then one call each)."""
+    if len(values) < 2 or any(type(v) is not dict for v in values):
+        return [_dumps_fast(v) for v in values]
+    parts = _dumps_fast(values)[2:-2].split("},{")
+    if len(parts) != len(values):     # "},{" inside an item: cut where it is not a boundary
+        return [_dumps_fast(v) for v in values]
+    return ["{" + p + "}" for p in parts]
+_GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in one call
+_JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
+_PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
+_EXTRA_AT = _REC_FIELDS.index("extra")
+_JSON_READ_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON)
+_SLOT_AT = _REC_FIELDS.index("slot")
+assert _REC_FIELDS[:2] == ("run", "phase")
 
 
 _decode = json.JSONDecoder().decode
@@ -245,7 +280,7 @@ class Store:
                            {n: d.after for n, d in done.items()}),
         ])
 
-    def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: list[Record],
+    def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: Sequence[Record],
                     status: str = "ok", samples: Iterable[Sample] = (),
                     go_ns: int | None = None) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
@@ -259,16 +294,14 @@ class Store:
                 None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        rrows, xrows = [], []
-        for r in records:
-            d = {f: getattr(r, f) for f in _REC_FIELDS}
-            if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
-                d["extra"] = {k: v for k, v in r.extra.items() if k != "series"}
-                xrows += _series_rows(run_id, phase.index, r)
-            for f in _REC_JSON:
-                d[f] = _dumps(d[f])
-            d["hist"] = _hist_out(r.hist)
-            rrows.append(tuple(d[f] for f in _REC_FIELDS))
+        rrows, xrows = _column_rows(records), []
+        if rrows is None:            # Records one by one
+            rrows = _record_rows(records)
+            for r, row in zip(records, rrows):
+                if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
+                    row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
+                    xrows += _series_rows(run_id, phase.index, r)
+            _encode_rows(rrows)
         self._write([
             ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
             ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
@@ -422,23 +455,74 @@ class Store:
         sql = (f"SELECT {cols} FROM records rec LEFT JOIN runs ON runs.id = rec.run "
                + ("WHERE rec.run=? " if run_id is not None else "")
                + "ORDER BY runs.started_ns, rec.run, rec.phase, rec.node, rec.slot")
-        rows = self._query(sql, (run_id,) if run_id is not None else ())
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,) if run_id is not None else ()).fetchall()
+        # a phase's records share their params: one text, decoded once (as they were written)
+        params_of: dict[str, dict] = {}
         out = []
-        for r in rows:
+        for row in rows:
+            r = list(row)
             f = ""
             try:
-                for f in _REC_JSON:
-                    r[f] = _loads(r[f])
-                    if not isinstance(r[f], dict):
-                        raise TypeError(f"a {type(r[f]).__name__}, not an object")
+                for i in _JSON_READ_AT:
+                    f = _REC_FIELDS[i]
+                    text = r[i]
+                    if i == _PARAMS_AT:
+                        got = params_of.get(text)
+                        if got is None:
+                            got = params_of[text] = _loads(text)
+                    else:
+                        got = _loads(text)
+                    if type(got) is not dict:
+                        raise TypeError(f"a {type(got).__name__}, not an object")
+                    r[i] = got
                 f = "hist"
-                r["hist"] = _hist_in(r["hist"])
+                r[_HIST_AT] = _hist_in(r[_HIST_AT])
             except (ValueError, TypeError, AttributeError) as e:
                 raise DamagedError(f"{self.path} is damaged: bad JSON in records.{f} of run "
-                                   f"{r['run']} phase {r['phase']} slot {r['slot']} "
+                                   f"{r[0]} phase {r[1]} slot {r[_SLOT_AT]} "
                                    f"({type(e).__name__}: {e})") from None
-            out.append(Record(**r))
+            out.append(Record(*r))
         return out
+
+
+def _column_rows(records: Sequence[Record]) -> list[tuple] | None:
+    """A phase's rows from its columns (record_columns.py), each JSON column encoded in one
+    call; None when the records are to be taken one by one (made, or holding series)."""
+    if not isinstance(records, RecordColumns) or records.made is not None or any(
+            "series" in x for x in records.extra):
+        return None
+    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    ptexts = []
+    for p in records.column("params"):
+        text = params.get(id(p))
+        if text is None:
+            text = params[id(p)] = _dumps_fast(p)
+        ptexts.append(text)
+    return list(records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
+                              "extra": _dumps_each(records.extra),
+                              "hist": [None if h is None else _hist_out(h)
+                                       for h in records.hist]}))
+
+
+def _record_rows(records: Iterable[Record]) -> list[list]:
+    """Rows of Records (JSON columns still to encode: _encode_rows)."""
+    return [list(_GET_RECORD(r)) for r in records]
+
+
+def _encode_rows(rows: list[list]) -> None:
+    """The JSON columns of Records' rows encoded, a column at a time (_dumps_each)."""
+    for at in _JSON_AT:
+        for row, text in zip(rows, _dumps_each([row[at] for row in rows])):
+            row[at] = text
+    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    for row in rows:
+        p = params.get(id(row[_PARAMS_AT]))
+        if p is None:
+            p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
+        row[_PARAMS_AT] = p
+        if row[_HIST_AT] is not None:
+            row[_HIST_AT] = _hist_out(row[_HIST_AT])
 
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:

@@ -26,7 +26,7 @@ from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
 from ..plan.expand import distinct
-from ..record import Record
+from ..record_columns import RecordColumns
 from ..results.contract import START, RunNotes, StoredNode
 from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
@@ -75,6 +75,7 @@ class Coordinator:
         self.in_flight: InFlight | None = None    # the phase whose go is sent, until collected
         self.unsaved: PhaseOutcome | None = None  # the last finished phase, until committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
+        self.placements: dict[tuple, Work] = {}   # _work's: a placement's work, once
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -154,6 +155,7 @@ class Coordinator:
             self.warnings = Warnings(store, run_id)
             for kind, node, msg in ([] if self.resume else start_warnings(self.phases, nodes)):
                 self.warnings.add(kind, msg, node=node)   # a resumed run has them already
+            self._engine_warnings()      # what the engine found starting (a node relayed)
             self._store_nodes()
             dirs, programs = provenance(self.plan, self.phases, default_dir)
             store.write_snapshots(run_id, "resume" if self.resume else START,
@@ -189,7 +191,7 @@ class Coordinator:
                 # when anything else happens first
                 self.unsaved = done
                 self.failed += done.failed
-                bar.advance(list(done.records))
+                bar.advance(done.records)
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._flush()
                     self._tear_down()
@@ -218,8 +220,18 @@ class Coordinator:
             Said("slot-replaced", notice) for notice in self.engine.take_notices())
         return replace(done, telemetry=tuple(self.engine.telemetry()), said=said)
 
+    def _work(self, phase: Phase, nodes: list[Node]) -> Work:
+        """work_of, once per placement: repetitions and points that place alike share it
+        (placing every node's slots is a phase's largest cost on the coordinator)."""
+        key = (phase.workers, phase.order, phase.pin, repr(phase.cpus), repr(phase.bind),
+               tuple(phase.task.nodes or ()), tuple(n.name for n in nodes))
+        work = self.placements.get(key)
+        if work is None:
+            work = self.placements[key] = work_of(phase, nodes)
+        return work
+
     def _run_phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
-        work = work_of(phase, nodes)
+        work = self._work(phase, nodes)
         if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
             self._flush()   # a short lead: the commit would compete with the slots arming
         self.engine.prepare(phase, work, bar.tick)
@@ -234,12 +246,12 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        ok = [r for got in results.values() for r in got.values() if r.status == "ok"]
-        self.scheduler.observe(sent, t0, [r.armed_ns for r in ok if r.armed_ns],
-                               [r.start_ns for r in ok if r.start_ns])
+        ok = [(a, s) for arr in results.values()
+              for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status) if st == "ok"]
+        self.scheduler.observe(sent, t0, [a for a, _ in ok if a], [s for _, s in ok if s])
         done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
         self.in_flight = None
-        stalled = flag_stalls(list(done.records))     # flagged in place: metrics.stall_s
+        stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
         return replace(done, said=tuple(Said("stall", stall_text(r), node=r.node, task=r.task,
                                              phase=r.phase) for r in stalled))
 
@@ -260,7 +272,7 @@ class Coordinator:
             self.commit_ns = time.monotonic_ns() - t
 
     def _commit(self, done: PhaseOutcome) -> None:
-        self.store.write_phase(self.run_id, done.phase, done.t0, list(done.records),
+        self.store.write_phase(self.run_id, done.phase, done.t0, done.records,
                                status=done.status, samples=done.samples, go_ns=done.go_ns)
         self.store.write_telemetry(self.run_id, done.telemetry)
 
@@ -315,13 +327,15 @@ class Coordinator:
         self.failed += done.failed
 
 
-def _metric_warnings(phase: Phase, records: Iterable[Record]) -> Iterator[Said]:
+def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     """The kernels' own warnings their records carry, and command metrics that matched
     nothing."""
-    for r in records:
-        for kind, text in r.extra.get("warnings", ()):   # a kernel's own (kernels/)
-            yield Said(kind, text, node=r.node, task=phase.task.name)
-        for name in r.extra.get("missing_metrics", ()):
+    for node, extra in zip(records.column("node"), records.column("extra")):
+        if "warnings" not in extra and "missing_metrics" not in extra:
+            continue
+        for kind, text in extra.get("warnings", ()):   # a kernel's own (kernels/)
+            yield Said(kind, text, node=node, task=phase.task.name)
+        for name in extra.get("missing_metrics", ()):
             yield Said("missing-metric", f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)

@@ -10,9 +10,13 @@ from ..engines.base import Node, Results, Work
 from ..kernels import Result, kernel
 from ..kernels import figures as F
 from ..model import Phase
-from ..record import Record
+from ..node.arrays import SlotResults
+from ..record_columns import RecordColumns
 from ..results.contract import Sample, TelemetryRow
-from .samples import samples_of
+from .samples import samples_at
+
+ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
+OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class PhaseOutcome:
     """One phase as the loop got it: what its transaction stores, what is told of it."""
     phase: Phase
     t0: int                       # its T0 (a phase not run: when that was decided)
-    records: tuple[Record, ...]
+    records: RecordColumns        # reads as its Records (record_columns.py)
     samples: tuple[Sample, ...] = ()
     go_ns: int | None = None      # when its go was sent (the phase cycle); None: not run
     status: str = "ok"            # the stored phase's: ok | interrupted
@@ -41,7 +45,7 @@ class PhaseOutcome:
     @property
     def failed(self) -> int:
         """Its records whose status is not ok."""
-        return sum(r.status != "ok" for r in self.records)
+        return sum(s != "ok" for s in self.records.column("status"))
 
 
 @dataclass(frozen=True)
@@ -55,54 +59,83 @@ class InFlight:
     go_ns: int
 
 
-def make_record(run: str, phase: Phase, node: Node, slot: int, cpu: int, rank: int, t0: int,
-                res: Result, lead_ns: int | None = None) -> Record:
-    """A slot's result (stamps already in the coordinator's clock) as a record; `lead_ns`:
-    the lead its T0 was given (run/schedule.py adapts it)."""
-    metrics = dict(res.metrics)
-    metrics.update(clock_offset_ns=node.offset_ns, clock_error_ns=node.error_ns)
-    extra = dict(res.extra)
-    if res.armed_ns:
-        extra["armed_ns"] = res.armed_ns
-        # a late start is data: how long after T0 the slot began waiting (analysis/late.py)
-        metrics[F.ARMED_LATE.name] = max(0, res.armed_ns - t0)
-    if lead_ns is not None:
-        metrics[F.LEAD.name] = lead_ns
-    extra["rank"] = rank
-    return Record(
-        run=run, phase=phase.index, task=phase.task.name, kernel=phase.kernel,
-        variant=phase.variant, rep=phase.rep, workers=phase.workers, node=node.name,
-        slot=slot, cpu=cpu, t0_ns=t0, start_ns=res.start_ns, end_ns=res.end_ns,
-        elapsed_s=res.elapsed_ns / 1e9, ops=res.ops, bytes=res.bytes, status=res.status,
-        error=res.error, params=phase.record_params(),
-        metrics=metrics, hist=res.hist, extra=extra)
+def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], node: Node,
+                  assigned: list[tuple[int, int, int]], arr: SlotResults,
+                  lead_ns: int | None, lacking: SlotResults) -> None:
+    """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
+    each; a slot the arrays lack gets `lacking`'s one entry. The phase's and the node's
+    values taken once (a phase of 64,000 slots makes 64,000 records)."""
+    at = arr.index()
+    t0 = cols.t0
+    name, clock = node.name, {OFFSET: node.offset_ns, ERROR: node.error_ns}
+    heads: dict[int, tuple] = {}    # a phase's (or a group member's) own columns
+    add = cols.add
+    for slot, cpu, rank in assigned:
+        i = at.get(slot)
+        got = arr
+        if i is None:          # no result from its node: `lacking` says why
+            got, i = lacking, 0
+        # a group's slots record their own task's phase (under the group's index)
+        mine = phase.member_of(rank)[0] if phase.members else phase
+        head = heads.get(id(mine))
+        if head is None:
+            head = heads[id(mine)] = (mine.index, mine.task.name, mine.kernel, mine.variant,
+                                      mine.rep, mine.workers, params[id(mine)])
+        m = got.metrics.get(i)
+        metrics = {**m, **clock} if m else dict(clock)
+        x = got.extra.get(i)
+        extra = dict(x) if x else {}
+        armed = got.armed_ns[i]
+        if armed:
+            extra["armed_ns"] = armed
+            # a late start is data: how long after T0 the slot began waiting (late.py)
+            metrics[ARMED_LATE] = armed - t0 if armed > t0 else 0
+        if lead_ns is not None:
+            metrics[LEAD] = lead_ns
+        extra["rank"] = rank
+        add(head, name, slot, cpu, got.start_ns[i], got.end_ns[i], got.elapsed_ns[i] / 1e9,
+            got.ops[i], got.bytes[i], got.status[i], got.error.get(i, ""), metrics,
+            got.hist.get(i), extra)
 
 
-def finish_phase(records: list[Record]) -> None:
-    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place."""
-    for name in dict.fromkeys(r.kernel for r in records):
-        finish = kernel(name).finish_phase
-        if finish is not None:
-            finish([r for r in records if r.kernel == name])
+def finish_phase(records: RecordColumns) -> None:
+    """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place;
+    a phase without such a kernel stays columns."""
+    names = dict.fromkeys(records.column("kernel"))
+    if any(kernel(name).finish_phase is not None for name in names):
+        made = records.records()
+        for name in names:
+            finish = kernel(name).finish_phase
+            if finish is not None:
+                finish([r for r in made if r.kernel == name])
 
 
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
             status: str = "ok") -> PhaseOutcome:
-    """The phase's outcome from its slots' results: one record per assigned slot (a slot
-    without a result: an error saying `missing`) and their progress samples."""
-    records: list[Record] = []
+    """The phase's outcome from its nodes' results (arrays, stamps in the coordinator's
+    clock): one record per assigned slot (a slot without a result: an error saying
+    `missing`) and their progress samples. Records of one phase share its params."""
+    records = RecordColumns(run, t0)
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
+    params = {id(phase): phase.record_params()}
+    for m in phase.members:
+        params[id(m)] = m.record_params()
+    lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
     for node in nodes:
-        for a in work.get(node.name, []):
-            res = results.get(node.name, {}).get(a.place.slot)
-            if res is None:
-                res = Result(status="error", error=missing or "no result")
-            # a group's slots record their own task's phase (under the group's index)
-            mine = phase.member_of(a.rank)[0] if phase.members else phase
-            records.append(make_record(run, mine, node, a.place.slot, a.place.cpu, a.rank, t0,
-                                       res, lead))
-            samples += samples_of(run, phase.index, node.name, a.rank, t0, res)
+        assigned = work.get(node.name)
+        if not assigned:
+            continue
+        arr = results.get(node.name) or lacking
+        _node_records(records, phase, params, node,
+                      [(a.place.slot, a.place.cpu, a.rank) for a in assigned], arr, lead,
+                      lacking)
+        if arr.samples:
+            at = arr.index()
+            for a in assigned:
+                i = at.get(a.place.slot)
+                if i is not None and i in arr.samples:
+                    samples += samples_at(run, phase.index, node.name, a.rank, t0, arr, i)
     finish_phase(records)
-    return PhaseOutcome(phase, t0, tuple(records), tuple(samples), go_ns, status)
+    return PhaseOutcome(phase, t0, records, tuple(samples), go_ns, status)

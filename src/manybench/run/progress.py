@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
@@ -59,7 +60,7 @@ class RunProgress:
             self.progress.update(self.task, description=label)
             self.tick()
 
-    def advance(self, records: list[Record] | None = None) -> None:
+    def advance(self, records: Sequence[Record] | None = None) -> None:
         """One phase done; its records give the rate shown until the next one ends."""
         if self.progress:
             rate = rate_text(records) if records else ""

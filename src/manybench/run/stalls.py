@@ -8,35 +8,62 @@ over the peers' median span; the run gets a stored `stall` warning.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+from typing import Sequence
+
 from ..record import Record
+from ..record_columns import RecordColumns
 
 STALL_FACTOR = 3.0     # this many times the peers' median span ...
 STALL_MIN_S = 0.5      # ... and at least this much longer: not scheduling noise
 
 
-def _median(values: list[int]) -> int:
-    s = sorted(values)
-    return s[(len(s) - 1) // 2]     # nearest-rank (docs/definitions.md), the lower middle
+def flag_stalls(records: Sequence[Record]) -> list[Record]:
+    """Mark the records of one phase that stalled against their peers; those marked. A
+    phase's columns (record_columns.py) are judged a column at a time."""
+    if isinstance(records, RecordColumns):
+        t0s: Sequence[int] = records.column("t0_ns")
+        cols = (records.column("task"), records.column("status"), records.column("end_ns"))
+        return [records.record(i) for i in _stalled(*cols, t0s, records.column("metrics"))]
+    return [records[i] for i in _stalled([r.task for r in records], [r.status for r in records],
+                                         [r.end_ns for r in records],
+                                         [r.t0_ns for r in records],
+                                         [r.metrics for r in records])]
 
 
-def flag_stalls(records: list[Record]) -> list[Record]:
-    """Mark the records of one phase that stalled against their peers; those marked."""
-    timed = [r for r in records if r.status == "ok" and r.end_ns and r.t0_ns]
+def _stalled(tasks: Sequence[str], status: Sequence[str], ends: Sequence[int],
+             t0s: Sequence[int], metrics: Sequence[dict]) -> list[int]:
+    """The stalled records' places (their metrics get stall_s)."""
+    timed = [i for i, (st, e, t) in enumerate(zip(status, ends, t0s)) if st == "ok" and e and t]
     if len(timed) < 2:
         return []
+    # peers: the same task's slots (a [[concurrent]] group's tasks differ in length); each
+    # task's spans sorted once, so a phase of many slots costs a sort, not a pass per record
+    spans: dict[str, list[int]] = {}
+    for i in timed:
+        spans.setdefault(tasks[i], []).append(ends[i] - t0s[i])
+    for s in spans.values():
+        s.sort()
     flagged = []
-    for r in timed:
-        # peers: the same task's slots (a [[concurrent]] group's tasks differ in length)
-        peers = [p.end_ns - p.t0_ns for p in timed if p is not r and p.task == r.task]
-        if not peers:
+    for i in timed:
+        s = spans[tasks[i]]
+        if len(s) < 2:
             continue
-        typical = max(_median(peers), 0)
-        span = r.end_ns - r.t0_ns
+        span = ends[i] - t0s[i]
+        typical = max(_peer_median(s, span), 0)
         excess = span - typical
         if span > STALL_FACTOR * typical and excess > STALL_MIN_S * 1e9:
-            r.metrics["stall_s"] = round(excess / 1e9, 6)
-            flagged.append(r)
+            metrics[i]["stall_s"] = round(excess / 1e9, 6)
+            flagged.append(i)
     return flagged
+
+
+def _peer_median(spans: list[int], own: int) -> int:
+    """The nearest-rank median (docs/definitions.md: the lower middle) of sorted `spans`
+    without one occurrence of `own`."""
+    k = bisect_left(spans, own)
+    m = (len(spans) - 2) // 2
+    return spans[m] if m < k else spans[m + 1]
 
 
 def stall_text(r: Record) -> str:

@@ -1,0 +1,142 @@
+"""The body of every message that crosses to a node: msgpack, typed, no pickle.
+
+A message is a frozen dataclass of a fixed table of wire types (protocol.WIRE_TYPES). An
+object of one is a msgpack array: first a msgpack extension with no data whose code is the
+type's place in that table (1, 2, ...), then its fields in declaration order. A tuple is the
+same with code 0, so what is sent as a tuple comes back a tuple (a list stays a list). The
+one phase sent to every node and a node's assignments sent phase after phase (the `shared`
+types) are instead the extension of their code whose data is that array packed once, and
+reused while among the last packed or unpacked of their type (an identity cache holding
+them, so an id is never reused under it; wire types are frozen; how many per type: the
+`shared` table), and bytes that come again make no new object: the agent passes the phase
+it got on to its slots without packing it again. Every other value is msgpack's own: None, bool, int, float, str, bytes, arrays, maps
+(int or str keys). Anything else is refused when packing (TypeError), and unpacking builds
+nothing but those types: a peer that is not manybench can speak this with any msgpack library
+and the table, and a hostile one can make no code run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+import msgpack
+
+TUPLE = 0            # the code of a tuple
+
+
+class _Mark:
+    """The extension heading an object's array: which type it is."""
+    __slots__ = ("code",)
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+class Codec:
+    def __init__(self, types: Sequence[type], shared: Mapping[type, int] = {}) -> None:
+        """types: the wire types, in their fixed order (their codes are 1, 2, ...); shared:
+        those whose packed bytes are reused (one object sent to every node), each with how
+        many of its objects are kept (the most recent): a phase is new at every phase, a
+        placement's assignments come back phase after phase."""
+        self.types = tuple(types)
+        self.code = {t: i + 1 for i, t in enumerate(self.types)}
+        self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}
+        self.fields = {t: tuple(f.name for f in dataclasses.fields(t)) for t in self.types}
+        self.shared = frozenset(shared)
+        self.limit = {self.code[t]: n for t, n in shared.items()}
+        self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
+        self.names = [(), *[self.fields[t] for t in self.types]]
+        # id -> (the object, its packed extension), oldest first; the object is held, so
+        # its id is not reused while it is here
+        self.recent: dict[int, OrderedDict[int, tuple[object, msgpack.ExtType]]] = {
+            c: OrderedDict() for c in self.limit}
+        # per type, packed bytes -> the shared object unpacked from them: the same
+        # assignments come phase after phase (64 per node), made once (wire types are
+        # frozen: one object may serve every message that holds it)
+        self.made: dict[int, OrderedDict[bytes, object]] = {c: OrderedDict() for c in self.limit}
+
+    # -- packing -----------------------------------------------------------------------------
+    def pack(self, msg: object) -> bytes:
+        """msg as msgpack bytes; TypeError naming what is not a wire value."""
+        return msgpack.packb(msg, default=self._default, use_bin_type=True, strict_types=True)
+
+    def _default(self, obj: Any) -> Any:
+        t = type(obj)
+        if t is tuple:
+            return [_TUPLE_HEAD, *obj]
+        head = self.head.get(t)
+        if head is None:
+            for base in (int, float, str, bytes, list, dict):   # a subclass of one (IntEnum)
+                if isinstance(obj, base):
+                    return base(obj)
+            raise TypeError(f"{t.__module__}.{t.__qualname__} cannot cross to a node (not a "
+                            "wire type of node/protocol.py)")
+        if t not in self.shared:
+            return [head, *[getattr(obj, f) for f in self.fields[t]]]
+        got = self.recent[head.code].get(id(obj))
+        if got is not None and got[0] is obj:
+            return got[1]
+        ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
+        self._remember(obj, ext)
+        return ext
+
+    def _remember(self, obj: object, ext: msgpack.ExtType) -> None:
+        recent = self.recent[ext.code]
+        recent[id(obj)] = (obj, ext)
+        if len(recent) > self.limit[ext.code]:
+            recent.popitem(last=False)
+
+    # -- unpacking ---------------------------------------------------------------------------
+    def unpack(self, data: bytes | memoryview) -> Any:
+        """The message packed in data; ValueError when it is not one of ours."""
+        try:
+            return self._unpack(data)
+        except (msgpack.UnpackException, ValueError, TypeError, IndexError) as e:
+            raise ValueError(f"not a manybench message: {type(e).__name__}: {e}") from None
+
+    def _unpack(self, data: bytes | memoryview) -> Any:
+        return msgpack.unpackb(data, ext_hook=self._ext, list_hook=self._list, raw=False,
+                               strict_map_key=False)
+
+    def _ext(self, code: int, data: bytes) -> Any:
+        if not 0 <= code <= len(self.types):
+            raise ValueError(f"unknown wire type {code}")
+        if not data:
+            return self.marks[code]
+        made = self.made.get(code)
+        obj = None if made is None else made.get(data)
+        if obj is not None:
+            return obj
+        values = self._unpack(data)          # a shared object: its array packed apart
+        if code == TUPLE or not isinstance(values, list):
+            raise ValueError(f"wire type {code} packed apart holds no fields")
+        obj = self._make(code, values)
+        if made is not None:
+            # sent on (the agent hands the phase to its slots): its bytes as they came
+            self._remember(obj, msgpack.ExtType(code, data))
+            made[data] = obj
+            if len(made) > self.limit[code]:
+                made.popitem(last=False)
+        return obj
+
+    def _list(self, values: list) -> Any:
+        if not values or type(values[0]) is not _Mark:
+            return values
+        code = values[0].code
+        return tuple(values[1:]) if code == TUPLE else self._make(code, values[1:])
+
+    def _make(self, code: int, values: list) -> Any:
+        """An object of the type: its fields set as its __init__ would (wire types are plain
+        dataclasses without __post_init__, frozen ones refuse only later changes), without
+        calling it: a frozen __init__ costs a call per field. A count of fields that does
+        not match goes through __init__ (its defaults, or its TypeError)."""
+        names = self.names[code]
+        if len(values) != len(names):
+            return self.types[code - 1](*values)
+        obj = object.__new__(self.types[code - 1])
+        obj.__dict__.update(zip(names, values))
+        return obj
+
+
+_TUPLE_HEAD = msgpack.ExtType(TUPLE, b"")

@@ -1,0 +1,216 @@
+"""The agent's own socket for its run's coordinator: the direct channel (issue 21).
+
+On Dask every phase used to cost a hop through the worker process (its event loop relayed
+each request and reply); now the agent listens on a TCP port of its own, opened at the run's
+Start, and the coordinator (engines/direct.py) sends it the run's requests there. Dask still
+starts, finds, watches and stops the node, and hands the agent the run's secret in Start.
+
+A connection's first frame must be Hello(secret, protocol) with that secret and this
+protocol version; anything else is answered Failed(why) and closed, so only the coordinator
+that started the run drives the node. On a secured cluster the channel is TLS with the
+cluster's own certificates (the worker's; the coordinator must present a certificate of the
+same authority), or there is no direct channel at all (dask_plugin.direct_config says why).
+
+Frames: the length of the envelope (4 bytes, big-endian), then the envelope (protocol.encode).
+
+The connecting side is here too (connect, FrameBuffer): the coordinator opens these channels
+(engines/direct.py), and so does a relay to its members (relay.py).
+"""
+from __future__ import annotations
+
+import hmac
+import socket
+import ssl
+import struct
+from dataclasses import dataclass
+
+from .protocol import Failed, Hello, ProtocolMismatch, check_version, decode, encode
+
+FRAME = struct.Struct("!I")
+MAX_FRAME = 1 << 30          # a length beyond this is not ours: the connection is dropped
+HELLO_S = 10.0               # a connection must say Hello (and finish TLS) within this
+CONNECT_S = 10.0             # to connect, finish TLS and have the Hello answered
+IO_S = 60.0                  # a frame begun must be sent or read to its end within this
+
+
+class DirectRefused(Exception):
+    """The node answered Hello with Failed(why)."""
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """The node's certificate authority, certificate and key, as files."""
+    ca: str
+    cert: str
+    key: str
+
+
+def send_frame(sock: socket.socket, data: bytes) -> None:
+    sock.sendall(FRAME.pack(len(data)) + data)
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    """n bytes; EOFError when the peer closes first."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
+            raise EOFError("the connection closed")
+        got += k
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket) -> bytes:
+    """The next frame's envelope; EOFError when the peer closed, ValueError for a length
+    that is not ours. A small frame comes in one read (its peer sends one frame and waits:
+    nothing beyond it can be read here)."""
+    head = sock.recv(65536)
+    if not head:
+        raise EOFError("the connection closed")
+    if len(head) < FRAME.size:
+        head += recv_exactly(sock, FRAME.size - len(head))
+    (n,) = FRAME.unpack_from(head)
+    if n > MAX_FRAME:
+        raise ValueError(f"a frame of {n} bytes: not a manybench peer")
+    got = len(head) - FRAME.size
+    if got > n:
+        raise ValueError("more than one frame at once: not a manybench peer")
+    return head[FRAME.size:] + recv_exactly(sock, n - got) if got < n else head[FRAME.size:]
+
+
+def server_context(tls: TlsFiles) -> ssl.SSLContext:
+    """TLS as the cluster's workers speak it: their certificate, peers of the same authority
+    only (Dask's own choice: no host name check, clusters are reached by address)."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=tls.ca)
+    ctx.load_cert_chain(tls.cert, tls.key)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def client_context(tls: TlsFiles) -> ssl.SSLContext:
+    """TLS to another node's channel as the cluster's peers speak it: this node's
+    certificate, the same authority, no host name check (Dask's own choice)."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls.ca)
+    ctx.load_cert_chain(tls.cert, tls.key)
+    ctx.check_hostname = False
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def tune(sock: socket.socket) -> None:
+    """No Nagle delay on small frames; keepalive probes, so a peer that vanished (its host
+    down, a cable pulled) ends the connection instead of leaving it open for good."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, opt):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+
+
+def connect(host: str, port: int, tls: bool, secret: str, ctx: ssl.SSLContext | None,
+            who: str) -> socket.socket:
+    """A node's direct channel, its Hello answered; DirectRefused (the node's reason),
+    ProtocolMismatch or OSError otherwise."""
+    sock = socket.create_connection((host, port), timeout=CONNECT_S)
+    try:
+        if tls:
+            if ctx is None:
+                raise ssl.SSLError(f"{who} listens with TLS and there are no certificates here")
+            sock = ctx.wrap_socket(sock, server_hostname=host)
+        send_frame(sock, encode(Hello(secret)))
+        reply = decode(recv_frame(sock), who)
+    except BaseException:
+        sock.close()
+        raise
+    if isinstance(reply, Failed):
+        sock.close()
+        raise DirectRefused(reply.error)
+    tune(sock)
+    sock.settimeout(IO_S)
+    return sock
+
+
+class FrameBuffer:
+    """Frames out of the bytes read so far from a socket that is read when ready."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def read(self, sock: socket.socket) -> list[bytes]:
+        """The frames now complete after one read of a ready socket; EOFError when it
+        closed, ValueError for a length that is not ours, OSError as the socket raises."""
+        chunk = sock.recv(1 << 20)
+        while isinstance(sock, ssl.SSLSocket) and sock.pending():
+            chunk += sock.recv(sock.pending())
+        if not chunk:
+            raise EOFError("closed")
+        buf = self.buf
+        buf += chunk
+        out = []
+        while len(buf) >= FRAME.size:
+            (n,) = FRAME.unpack_from(buf)
+            if n > MAX_FRAME:
+                raise ValueError("garbage")
+            if len(buf) < FRAME.size + n:
+                break
+            out.append(bytes(buf[FRAME.size:FRAME.size + n]))
+            del buf[:FRAME.size + n]
+        return out
+
+
+class Listener:
+    """The agent's socket for the run's coordinator, on any free port."""
+
+    def __init__(self, secret: str, tls: TlsFiles | None = None, host: str = "") -> None:
+        if not secret:
+            raise ValueError("a direct channel needs the run's secret")
+        self.secret = secret
+        self.ctx = server_context(tls) if tls else None
+        self.sock = socket.create_server((host, 0))
+        self.port = self.sock.getsockname()[1]
+
+    @property
+    def tls(self) -> bool:
+        return self.ctx is not None
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def accept(self) -> socket.socket | None:
+        """The next connection, once it has said Hello with the run's secret and our version;
+        None when it did not (it was answered Failed(why), then closed)."""
+        conn, _ = self.sock.accept()
+        conn.settimeout(HELLO_S)
+        try:
+            if self.ctx is not None:
+                conn = self.ctx.wrap_socket(conn, server_side=True)
+            why = self._refusal(recv_frame(conn))
+            send_frame(conn, encode(Failed(why) if why else None))
+        except (OSError, EOFError, ValueError):    # TLS refused, silence, garbage
+            conn.close()
+            return None
+        if why:
+            conn.close()
+            return None
+        conn.settimeout(None)
+        tune(conn)
+        return conn
+
+    def _refusal(self, data: bytes) -> str:
+        """Why a first frame does not open the channel; "" when it does."""
+        try:
+            hello = decode(data, "the coordinator")
+            if not isinstance(hello, Hello):
+                return f"a direct channel opens with Hello, not {type(hello).__name__}"
+            check_version(hello.protocol, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:
+            return str(e)
+        if not (isinstance(hello.secret, str)
+                and hmac.compare_digest(hello.secret.encode(), self.secret.encode())):
+            return "wrong secret: this node serves only the coordinator that started its run"
+        return ""
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,117 @@
+"""A phase's records as columns: what run/outcome.collect makes from the nodes' arrays and
+results/store.write_phase stores with one executemany, one entry per record.
+
+A phase of 64,000 slots would otherwise make 64,000 Record objects only to take them apart
+again into rows. The columns read as a sequence of Records (record.Record), made once, on
+the first read one by one (a kernel's finish_phase, a report's progress line, a test):
+from then on those Records are the phase's records, and the rows are taken from them (a
+kernel may have changed one). Until then each record's dicts (metrics, extra) are the
+columns' own, so a change made through record(i) is a change of the column.
+"""
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any, Iterator, Sequence, overload
+
+from .record import FIELDS, Record
+
+# what each record takes from its phase (or a group member's): index, task, kernel,
+# variant, rep, workers, params, in Record's field order
+HEAD = ("phase", "task", "kernel", "variant", "rep", "workers", "params")
+OWN = ("node", "slot", "cpu", "start_ns", "end_ns", "elapsed_s", "ops", "bytes", "status",
+       "error", "metrics", "hist", "extra")
+assert tuple(f.name for f in FIELDS) == ("run", *HEAD[:6], *OWN[:3], "t0_ns", *OWN[3:10],
+                                         "params", *OWN[10:])
+
+
+class RecordColumns(Sequence[Record]):
+    def __init__(self, run: str, t0: int) -> None:
+        self.run, self.t0 = run, t0
+        self.head: list[tuple] = []          # per record: its phase's HEAD values
+        for name in OWN:
+            setattr(self, name, [])
+        self.made: list[Record] | None = None
+
+    def add(self, head: tuple, node: str, slot: int, cpu: int, start_ns: int, end_ns: int,
+            elapsed_s: float, ops: int, nbytes: int, status: str, error: str, metrics: dict,
+            hist: dict | None, extra: dict) -> None:
+        """One record: its phase's HEAD values, then its own."""
+        self.head.append(head)
+        self.node.append(node)
+        self.slot.append(slot)
+        self.cpu.append(cpu)
+        self.start_ns.append(start_ns)
+        self.end_ns.append(end_ns)
+        self.elapsed_s.append(elapsed_s)
+        self.ops.append(ops)
+        self.bytes.append(nbytes)
+        self.status.append(status)
+        self.error.append(error)
+        self.metrics.append(metrics)
+        self.hist.append(hist)
+        self.extra.append(extra)
+
+    # -- one by one ----------------------------------------------------------------------------
+    def record(self, i: int) -> Record:
+        """Record i (its dicts the columns' own: a change to them is a change of the
+        column); once the records are made, that one."""
+        if self.made is not None:
+            return self.made[i]
+        h = self.head[i]
+        return Record(self.run, h[0], h[1], h[2], h[3], h[4], h[5], self.node[i],
+                      self.slot[i], self.cpu[i], self.t0, self.start_ns[i], self.end_ns[i],
+                      self.elapsed_s[i], self.ops[i], self.bytes[i], self.status[i],
+                      self.error[i], h[6], self.metrics[i], self.hist[i], self.extra[i])
+
+    def records(self) -> list[Record]:
+        """Every record as a Record, made once; from then on, the phase's records."""
+        if self.made is None:
+            self.made = [self.record(i) for i in range(len(self.node))]
+        return self.made
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.records()[i]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    # -- a column at a time -----------------------------------------------------------------------
+    def column(self, name: str) -> Sequence[Any]:
+        """A field's values, one per record (from the Records once they are made)."""
+        if self.made is not None:
+            return [getattr(r, name) for r in self.made]
+        if name in OWN:
+            return getattr(self, name)
+        if name == "run":
+            return [self.run] * len(self)
+        if name == "t0_ns":
+            return [self.t0] * len(self)
+        at = HEAD.index(name)
+        return [h[at] for h in self.head]
+
+    def rows(self, encoded: dict[str, Sequence[Any]]) -> Iterator[tuple] | None:
+        """Each record's values in Record's field order, for the store, with the columns in
+        `encoded` (the JSON ones, encoded: params, metrics, hist, extra) in place of the
+        values; None once the records are made (the store takes them one by one then)."""
+        if self.made is not None:
+            return None
+        n = len(self)
+        first = self.head[0] if n else ()
+        if all(h is first for h in self.head):    # one phase: its values repeated
+            heads = [repeat(v, n) for v in first[:6]]
+        else:
+            heads = [[h[k] for h in self.head] for k in range(6)]
+        cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
+        return zip(repeat(self.run, n), *heads, cols["node"], cols["slot"], cols["cpu"],
+                   repeat(self.t0, n), cols["start_ns"], cols["end_ns"], cols["elapsed_s"],
+                   cols["ops"], cols["bytes"], cols["status"], cols["error"],
+                   encoded.get("params") or self.column("params"), cols["metrics"],
+                   cols["hist"], cols["extra"])

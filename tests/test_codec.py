@@ -1,0 +1,113 @@
+"""What crosses to a node is msgpack of typed messages, never pickle (issue 21): every message
+round-trips exactly, a phase's reply carries a node's results as parallel arrays, and a body
+that is not ours (a pickle) is refused without running anything."""
+from __future__ import annotations
+
+import os
+import pickle
+
+import msgpack
+import pytest
+
+from manybench.engines.base import wire_phase
+from manybench.inventory.topology import Cpu
+from manybench.kernels import Result
+from manybench.model import Phase, TaskSpec
+from manybench.node import protocol as P
+from manybench.node.arrays import SlotResults
+from manybench.results.contract import TelemetryRow
+
+T = 1_700_000_000_000_000_000
+V = P.PROTOCOL_VERSION
+
+
+def _phase() -> Phase:
+    spec = TaskSpec("t", "command", {}, command=["echo", "{size}"], metrics={"r": "(\\d+)"})
+    return Phase(3, spec, "command", "v", 1, 2, "spread", "core", {"size": 4096, "l": (1, 2)},
+                 "p", env={"A": "1"}, wrap=["env", "--"], vars={"image": "x"}, sample=0.1)
+
+
+def _results() -> dict[int, Result]:
+    return {3: Result(start_ns=T + 10, end_ns=T + 20, elapsed_ns=10, armed_ns=T - 5, ops=7,
+                      bytes=4096, metrics={"lat_p50_us": 2.5}, hist={3: 7, 70: 1},
+                      extra={"rank": 1}, samples=[(T + 12, 3.0), (T + 20, 7.0)],
+                      sample_unit="ops"),
+            1: Result(status="error", error="prepare: no space")}
+
+
+def _messages() -> list:
+    phase = wire_phase(_phase())
+    place = P.SlotPlace(1, 3, (3,), False, 40_000, (0,))
+    row = TelemetryRow("", "n1", T, 1.0, 3, 1.5, 2.5, 0.0, 1 << 30, 1 << 20, 0.0, 1e6, 3.0,
+                       10.0, 20.0)
+    return [P.Info(), P.Renew(10.0), P.MeasureNoise(0.4), P.NoiseFloor({"gaps": [1, 2]}),
+            P.Start("run", "n1", 2, "/tmp", True, 1.0, secret="s3cret"),
+            P.Started(123, P.DirectOffer(4567, True)), P.Started(5, None, "no certificates"),
+            P.Hello("s3cret"), P.Prepare(phase, [P.Assignment(place, 0)]),
+            P.Prepared(SlotResults.of(_results()), {0: {"port": 1}}, ["slot 2 replaced"]),
+            P.Connect({0: {"host": "h", "port": 1}}), P.Connected(SlotResults()),
+            P.Run(T, [P.Assignment(place, 0)], phase), P.Run(T, [], None),
+            P.Finished(SlotResults.of(_results()), [], [row]),
+            P.RunCommands([["true"]], {"A": "1"}, 2.0, {"d": "/tmp"}, ["true"]),
+            P.CommandsDone([P.CommandOutput(["true"], 0, "", "", T, T + 1)], {"a": 1}, {}),
+            P.TakeSnapshot(["/tmp"], []), P.SnapshotTaken({"taken_ns": T}), P.Ping(),
+            P.Close(), P.Abort(), P.Failed("x"), None,
+            P.NodeInfo("n1", 2, (Cpu(0, 0, 0, 0),), 1234, "10.0.0.1", 99, "boot", {"a": 1})]
+
+
+def test_every_message_round_trips_exactly_as_msgpack_without_pickle():
+    for m in _messages():
+        data = P.encode(m)
+        assert P.version_of(data) == V
+        body = memoryview(data)[P.HEADER_SIZE:]
+        # plain msgpack reads every body: extensions only, no pickle opcode anywhere
+        msgpack.unpackb(body, ext_hook=lambda code, d: code, strict_map_key=False)
+        assert P.decode(data, "n1") == m, type(m).__name__
+    run = P.decode(P.encode(_messages()[12]), "n1")
+    assert run.phase.params["l"] == (1, 2) and run.phase.wrap == ("env", "--")   # tuples stay
+
+
+def test_a_phase_reply_carries_the_nodes_results_as_arrays():
+    arr = SlotResults.of(_results())
+    assert arr.slot == [1, 3] and arr.status == ["error", "ok"]
+    assert (arr.start_ns, arr.end_ns, arr.armed_ns) == ([0, T + 10], [0, T + 20], [0, T - 5])
+    assert (arr.ops, arr.bytes, arr.elapsed_ns) == ([0, 7], [0, 4096], [0, 10])
+    # what is rare travels only where present
+    assert arr.error == {0: "prepare: no space"} and arr.metrics == {1: {"lat_p50_us": 2.5}}
+    assert arr.extra == {1: {"rank": 1}} and arr.hist == {1: {3: 7, 70: 1}}
+    assert arr.samples == {1: [[T + 12, T + 20], [3.0, 7.0]]} and arr.sample_unit == {1: "ops"}
+    assert arr.to_dict() == _results()            # read back slot by slot, exactly
+    back = P.decode(P.encode(P.Finished(arr)), "n1").results
+    assert back == arr and back[3] == _results()[3]
+
+
+class _Boom:
+    def __reduce__(self):
+        return (os.system, ("touch boom-was-unpickled",))
+
+
+def test_a_body_that_is_not_ours_is_refused_and_nothing_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    evil = P.MAGIC + V.to_bytes(2, "big") + pickle.dumps(_Boom())
+    with pytest.raises(ValueError, match="not a manybench message"):
+        P.decode(evil, "node n1")
+    assert not (tmp_path / "boom-was-unpickled").exists()
+    for thing in (_Boom(), {1, 2}, Phase):          # nothing but wire types is packed
+        with pytest.raises(TypeError, match="cannot cross to a node"):
+            P.encode(thing)
+
+
+def test_the_phase_sent_to_every_node_is_packed_once():
+    phase = wire_phase(_phase())
+    place = P.SlotPlace(0, 0, (0,), True)
+    first = P.encode(P.Run(T, [P.Assignment(place, 0)], phase))
+    calls = []
+    real = P.CODEC.pack
+    P.CODEC.pack = lambda m: calls.append(type(m)) or real(m)
+    try:
+        again = P.encode(P.Run(T, [P.Assignment(place, 0)], phase))
+    finally:
+        P.CODEC.pack = real
+    assert again == first
+    # the fields of the Run, its assignment and slot place are packed; the phase is not
+    assert len(calls) < 8, calls
