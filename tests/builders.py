@@ -345,3 +345,13 @@ def instant_node_engine():
             pass
 
     return InstantNode
+
+
+def stored_inventories(out: str) -> dict[str, dict]:
+    """Each stored node's inventory (results.db's nodes table), by node name."""
+    import json
+    import sqlite3
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    rows = dict(db.execute("SELECT name, inventory FROM nodes").fetchall())
+    db.close()
+    return {n: json.loads(i) for n, i in rows.items()}

@@ -6,7 +6,6 @@ import ast
 import os
 import sys
 
-import pytest
 
 from fastpass import spawn_reason
 

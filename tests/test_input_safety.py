@@ -3,7 +3,6 @@ files stay in the slot's scratch, numbers are bounded at plan check, malformed p
 exit 2 with the field named, never a traceback or a hang."""
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest

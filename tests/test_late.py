@@ -3,7 +3,6 @@ reports count late slots per point with their causes, and the lead grows after a
 arming (run/schedule.py)."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap

@@ -3,7 +3,6 @@ the start of a run and by `manybench info`, stored with the node, shown and judg
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 

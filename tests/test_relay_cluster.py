@@ -4,10 +4,8 @@ the coordinator composed (n1's plus n3's against n1, bounds added) and still cor
 member killed mid-run is lost, the others' results kept and the run goes on."""
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -16,16 +14,10 @@ import time
 import pytest
 
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
+from builders import stored_inventories
 from conftest import export_json, run_cli
 
 pytestmark = pytest.mark.e2e
-
-
-def _inventory(out: str) -> dict[str, dict]:
-    db = sqlite3.connect(os.path.join(out, "results.db"))
-    rows = dict(db.execute("SELECT name, inventory FROM nodes").fetchall())
-    db.close()
-    return {n: json.loads(i) for n, i in rows.items()}
 
 
 def test_a_shifted_node_through_a_relay_has_its_clock_corrected(plan_file, tmp_path):
@@ -44,7 +36,7 @@ def test_a_shifted_node_through_a_relay_has_its_clock_corrected(plan_file, tmp_p
         res = run_cli("run", plan, "-o", out, "--scheduler", lab.scheduler, "--fanout", "2",
                       timeout=300)
     assert res.returncode == 0, res.stderr + res.stdout
-    inv = _inventory(out)
+    inv = stored_inventories(out)
     assert inv["n2"]["channel"] == inv["n3"]["channel"] == "through relay n1"
     assert inv["n1"]["relay_for"] == ["n2", "n3"] and inv["n4"]["channel"] == "direct"
     rows = export_json(out)
@@ -89,7 +81,7 @@ def test_a_member_killed_mid_run_is_lost_and_the_run_goes_on(plan_file, tmp_path
         _, err = proc.communicate(timeout=180)
     assert proc.returncode == 1, err
     assert "NODE LOST" in err and "node n3 lost" in err, err
-    assert _inventory(out)["n3"]["channel"] == "through relay n1"
+    assert stored_inventories(out)["n3"]["channel"] == "through relay n1"
     rows = export_json(out)
     first = [r for r in rows if r["phase"] == 0]
     # the relay's group answered for the others: their results kept

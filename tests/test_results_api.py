@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import manybench.results
 from conftest import run_cli
 from manybench.cli import main
-from manybench.record import COLUMNS, Record
+from manybench.record import COLUMNS
 from manybench.results.contract import RunNotes, Sample, StoredNode
 from manybench.results.store import Store
 from builders import T0, phase, plan, recs, telemetry

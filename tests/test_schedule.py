@@ -1,7 +1,6 @@
 """The T0 lead adapts to the dispatch times of earlier phases (run/schedule.py)."""
 from __future__ import annotations
 
-import pytest
 
 from manybench.run import schedule as S
 from manybench.run.schedule import Scheduler

@@ -2,12 +2,12 @@
 simulated nodes in local processes, speaking the real protocol over real sockets."""
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 
 import pytest
 
+from builders import stored_inventories
 from conftest import export_json, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -22,13 +22,6 @@ PLAN = """
     name = "sync"
     kernel = "null"
 """
-
-
-def _nodes(out: str) -> dict[str, dict]:
-    db = sqlite3.connect(os.path.join(out, "results.db"))
-    got = {n: json.loads(inv) for n, inv in db.execute("SELECT name, inventory FROM nodes")}
-    db.close()
-    return got
 
 
 def _warnings(out: str) -> list[tuple[str, str]]:
@@ -47,7 +40,7 @@ def test_simulated_nodes_run_every_phase_with_their_clocks_corrected(plan_file, 
     rows = export_json(out)
     assert len(rows) == 4 * 24 and all(r["status"] == "ok" for r in rows)
     assert {r["node"] for r in rows} == {f"sim{i}" for i in range(1, 7)}
-    nodes = _nodes(out)
+    nodes = stored_inventories(out)
     truth = {n: inv["simulated"]["true_offset_ns"] for n, inv in nodes.items()}
     assert max(abs(t) for t in truth.values()) > 0.5e6        # clocks really differ
     for r in rows:

@@ -5,10 +5,8 @@ member's offset is composed (its relay's, plus its own against the relay) and mu
 match the node's true offset; a member that dies is lost through its relay, the run goes on."""
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
 
+from builders import stored_inventories
 from conftest import export_json, run_cli
 
 import pytest
@@ -27,13 +25,6 @@ PLAN = """
 """
 
 
-def _nodes(out: str) -> dict[str, dict]:
-    db = sqlite3.connect(os.path.join(out, "results.db"))
-    got = {n: json.loads(inv) for n, inv in db.execute("SELECT name, inventory FROM nodes")}
-    db.close()
-    return got
-
-
 def test_members_through_simulated_relays_have_their_composed_clocks_corrected(
         plan_file, tmp_path):
     plan = plan_file(PLAN.format(repeat=4, workers=48))
@@ -41,7 +32,7 @@ def test_members_through_simulated_relays_have_their_composed_clocks_corrected(
     res = run_cli("run", plan, "-o", out, "--simulate", "12x4,offset=3ms,processes=2",
                   "--fanout", "3", timeout=120)
     assert res.returncode == 0, res.stderr + res.stdout
-    nodes = _nodes(out)
+    nodes = stored_inventories(out)
     relays = {"sim01": ["sim02", "sim03", "sim04"], "sim05": ["sim06", "sim07", "sim08"],
               "sim09": ["sim10", "sim11", "sim12"]}
     for relay, members in relays.items():
@@ -74,7 +65,7 @@ def test_a_simulated_member_that_dies_is_lost_through_its_relay_and_the_run_goes
                   "--fanout", "3", timeout=120)
     assert res.returncode == 1, res.stderr + res.stdout      # nodes lost: the run says so
     assert "NODE LOST" in res.stderr, res.stderr
-    nodes = _nodes(out)
+    nodes = stored_inventories(out)
     assert nodes["sim11"]["channel"] == "through relay sim09"
     rows = export_json(out)
     by_phase: dict[int, list[dict]] = {}
