@@ -114,8 +114,8 @@ class Phases(Sequence[Phase]):
     Only the points are built up front (a few per swept value, not per repeat), so len() is
     counted without building a phase, iterating yields them one at a time (a 200,000-phase
     plan starts at once and its memory stays flat), and points() gives one phase per distinct
-    point for the checks that look at placement or parameters. Indexing walks from the start:
-    meant for small plans and tests.
+    point for the checks that look at placement or parameters. Indexing counts from the start
+    but builds only the phase asked for.
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -155,9 +155,10 @@ class Phases(Sequence[Phase]):
         n = len(self)
         if not -n <= i < n:
             raise IndexError(i)
-        return next(itertools.islice(self, i % n, None))
+        return next(self._walk(every_rep=True, start=i % n))
 
-    def _walk(self, every_rep: bool) -> Iterator[Phase]:
+    def _walk(self, every_rep: bool, start: int = 0) -> Iterator[Phase]:
+        """The phases from index `start` on; those before it are counted, not built."""
         plan, index = self.plan, 0
         for u in self._units:
             for block in u.blocks:
@@ -167,7 +168,7 @@ class Phases(Sequence[Phase]):
                             pts = u.points[u.mine.index((v, vp))]
                             if i >= len(pts):
                                 continue
-                            if every_rep or rep == u.reps.start:
+                            if index >= start and (every_rep or rep == u.reps.start):
                                 parts = [_phase(index, v, vp.tasks[t], pts[i][k], rep, i,
                                                 u.shown[k], vp) for k, t in enumerate(u.unit)]
                                 yield (parts[0] if len(u.unit) == 1 else
