@@ -156,3 +156,32 @@ def test_a_failing_store_read_is_not_taken_for_an_older_results_db(tmp_path):
         from manybench.report.html import html_page
         with pytest.raises(RuntimeError, match="telemetry read failed"):
             html_page(st)
+
+
+@pytest.mark.parametrize("page", [False, True])
+def test_each_run_is_summarised_once_for_a_report(tmp_path, monkeypatch, page):
+    """The tables, headline, hints and (for a page) the figures come from one reading of each
+    run (report/build.py): summarize is called once per run, whichever module imported it."""
+    import sys
+
+    from manybench.analysis import points
+    make_store(tmp_path)
+    st = Store(tmp_path)
+    st.begin_run("r2", Plan(name="second", tasks=[]), [], ENV)
+    st.close()
+    calls = []
+    real = points.summarize
+
+    def counted(records, *a, **kw):
+        records = list(records)
+        calls.append(len(records))
+        return real(records, *a, **kw)
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("manybench") and \
+                getattr(mod, "summarize", None) is real:
+            monkeypatch.setattr(mod, "summarize", counted)
+    if page:
+        write_html(tmp_path, tmp_path / "report.html", all_runs=True)
+    else:
+        render_text(tmp_path, all_runs=True)
+    assert sorted(calls) == [0, 2 * NULLS + 2 * 2 + 2]   # r2 holds no record; r1 its own
