@@ -53,7 +53,7 @@ def new_run_id(name: str) -> str:
     return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     run_id: str
     status: str          # finished | failed | interrupted | aborted
