@@ -3,6 +3,7 @@ others (module-level and deferred imports alike; a package counts as its __init_
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 import manybench
@@ -47,6 +48,7 @@ def _targets(module: str, package: bool, node: ast.AST, known: dict[str, str]) -
     return out
 
 
+@functools.cache     # read once for the tests of this module (they do not change it)
 def import_graph() -> dict[str, set[str]]:
     known = _modules()
     graph: dict[str, set[str]] = {}
