@@ -10,8 +10,7 @@ import tempfile
 from ..engines.base import Engine
 from ..model import Phase, Plan
 from ..plan.expand import distinct
-from .coordinator import capacity, check_nodes
-from .placement import assign
+from .coordinator import capacity, check_nodes, work_of
 
 
 def on_cluster(plan: Plan, phases: list[Phase], engine: Engine, slots: int | None
@@ -34,9 +33,7 @@ def on_cluster(plan: Plan, phases: list[Phase], engine: Engine, slots: int | Non
                 if key in seen or p.workers > sum(capacity(p, nodes).values()):
                     continue
                 seen.add(key)
-                work = assign(p.workers, p.order, p.pin, capacity(p, nodes),
-                              {n.name: n.cpus for n in nodes},
-                              {n.name: n.machine for n in nodes}, p.cpus, p.bind)
+                work = work_of(p, nodes)   # as the coordinator places it, in one place
                 where = "; ".join(f"{name}: cpus " + ",".join(
                     ",".join(map(str, a.place.affinity)) or "*" for a in assigned)
                     for name, assigned in work.items() if assigned)
