@@ -66,7 +66,9 @@ def test_a_competing_pinned_spinner_is_seen_in_the_floor():
     assert got["cpu"] == cpu and got["pin_errno"] == 0
     assert got["lost_ns"] >= 0.25 * 200 * MS
     assert got["gaps_1ms"] >= 1 and got["gap_max_ns"] >= MS
-    assert got["wakes"] >= 50      # the sleep half ran: absolute 1 ms sleeps
+    # the sleep half ran (how many of its 1 ms wakes a loaded machine allows is no fact to
+    # assert: 28 of 100 under a load of 9 on 2 cpus)
+    assert got["wakes"] >= 1
     floor = noise.summarize([got], 0.3)
     assert noise.stalls("n", floor) is not None
 
