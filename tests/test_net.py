@@ -92,10 +92,12 @@ def test_pingpong_pair_metrics():
 
 @pytest.mark.parametrize("poll", ["block", "busy"])
 def test_pingpong_large_messages(poll):
-    server, client = run_pair("net.pingpong", {"iterations": 200, "msg_size": 256 * KiB,
+    # 50 round trips of messages larger than a default socket buffer: each crosses in several
+    # reads, and busy polling on both ends of a loaded 2-cpu machine stays short
+    server, client = run_pair("net.pingpong", {"iterations": 50, "msg_size": 256 * KiB,
                                                "poll": poll, "warmup": 5})
     assert server.status == client.status == "ok", (server.error, client.error)
-    assert client.bytes == 2 * 256 * KiB * 200
+    assert client.bytes == 2 * 256 * KiB * 50
 
 
 def test_stream_size_moves_exactly_size():
