@@ -126,3 +126,40 @@ def test_html_renders_offline_in_headless_chromium(tmp_path):
                    '<script>console.error("boom")</script></body></html>')
     caught = _console_errors(_chromium(bad.as_uri(), tmp_path, "bad").stderr)
     assert any("boom" in line for line in caught)
+
+
+def _plots(tmp_path) -> dict:
+    samples, telemetry = make_store(tmp_path)
+    with Store(tmp_path, readonly=True) as st:
+        records, phases = st.records("r1"), st.phases("r1")
+    return {d.task: d for d in split(summarize(records, phases), records, phases, {}, samples,
+                                     telemetry)}
+
+
+# axes that count or name things: no unit to state
+UNITLESS = {"workers", "slots busy", "node/slot", ""}
+
+
+def test_every_axis_of_every_figure_states_its_unit(tmp_path):
+    """Issue 17, Done means: every figure has its unit on its axis (a quantity's label ends
+    with its unit in parentheses, or is the unit itself, as telemetry's MiB/s and cpu %)."""
+    for d in _plots(tmp_path).values():
+        for p in task_plots(d):
+            for ax in p.figure.axes:
+                for label in (ax.get_xlabel(), ax.get_ylabel()):
+                    assert label in UNITLESS or re.search(r"\([^)]+\)|^\S*(/s|%)$|%$", label), \
+                        (p.task, p.name, label)
+
+
+def test_the_throughput_figure_draws_the_phases_aggregate_bandwidth(tmp_path):
+    """The series beside the figure the tables show: sum(bytes) / window of the phase drawn
+    (4 slots x 100 MiB over 1 s + 30 us: 400 MiB/s), a dashed line a reader compares the
+    points with (a ramp at the start and end puts the middle above it)."""
+    d = _plots(tmp_path)["write"]
+    (fig,) = [p.figure for p in task_plots(d) if p.name == "throughput"]
+    (ax,) = fig.axes
+    lines = [ln for ln in ax.get_lines() if "sum(bytes)" in str(ln.get_label())]
+    assert len(lines) == 1, [ln.get_label() for ln in ax.get_lines()]
+    ys = set(lines[0].get_ydata())
+    assert len(ys) == 1 and abs(ys.pop() - 400 / (1 + 30e-6)) < 1e-3
+    assert lines[0].get_linestyle() == "--"
