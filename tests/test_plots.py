@@ -163,3 +163,28 @@ def test_the_throughput_figure_draws_the_phases_aggregate_bandwidth(tmp_path):
     ys = set(lines[0].get_ydata())
     assert len(ys) == 1 and abs(ys.pop() - 400 / (1 + 30e-6)) < 1e-3
     assert lines[0].get_linestyle() == "--"
+
+
+def test_per_slot_figure_is_in_the_unit_of_the_tasks_aggregate(tmp_path):
+    """Issue 17, item 4: one unit across a task's tables and figures. Slots that each write
+    at 1.17 GiB/s in their own time, 9.5 s apart, make an aggregate of 120 MiB/s: the table
+    and the scaling figure say MiB/s, and the per-slot figure said GiB/s beside them."""
+    from manybench.model import Phase, Plan, TaskSpec
+    from manybench.record import Record
+    spec = TaskSpec("w", "io.write", {})
+    st = Store(tmp_path)
+    st.begin_run("r1", Plan(name="u", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    recs = [Record(run="r1", phase=0, task="w", kernel="io.write", variant="", rep=0,
+                   workers=2, node="n1", slot=s, cpu=s, t0_ns=T, start_ns=T + a,
+                   end_ns=T + a + S // 2, elapsed_s=0.5, ops=600, bytes=600 * MiB)
+            for s, a in enumerate((0, 19 * S // 2))]
+    st.write_phase("r1", Phase(0, spec, "io.write", "", 0, 2, "spread", "core", {}, "w-2"),
+                   T, recs)
+    st.end_run("r1", "finished")
+    st.close()
+    with Store(tmp_path, readonly=True) as st:
+        records, phases = st.records("r1"), st.phases("r1")
+    (d,) = split(summarize(records, phases), records, phases, {}, [], [])
+    labels = {p.name: p.figure.axes[0].get_ylabel() for p in task_plots(d)}
+    assert labels["scaling"] == "aggregate bandwidth (MiB/s)", labels
+    assert labels["per_slot"] == "bandwidth per slot (MiB/s)", labels
