@@ -83,3 +83,41 @@ def test_a_real_run_stores_when_each_go_was_sent(tmp_path):
     for point in data["runs"][0]["tasks"][0]["points"]:
         names = {v["figure"] for v in point["figures"]}
         assert {"sync_overhead", "cycle", "lateness", "skew"} <= names
+
+
+def test_at_80_columns_the_null_table_keeps_lateness_and_cycle_beside_late_starts(tmp_path):
+    """A real null run at 80 columns dropped lateness and phase cycle ("not shown at this
+    width: cycle, lateness") to keep the late-starts causes: the figures to set beside
+    SMTEF's go first only after the causes; the count of late phases stays."""
+    spec = TaskSpec("sync", "null", {})
+    st = Store(tmp_path)
+    st.begin_run("r", Plan(name="c", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    i = 0
+    for workers in (1, 2):
+        for rep in range(5):
+            t0 = T + i * 1000 * MS
+            # odd repetitions: slot 0 starts 8.24 ms late (a stall), slot 1 2.08 ms late
+            late = [8_240_000 * (rep % 2), 2_080_000 * (rep % 2)][:workers]
+            starts = [t0 + 31_000 + x for x in late]
+            ends = [s + 181_000 + 2_076_000 * (rep == 4) * (workers == 2) for s in starts]
+            recs = [Record(run="r", phase=i, task="sync", kernel="null", variant="", rep=rep,
+                           workers=workers, node="n1", slot=s, cpu=s, t0_ns=t0, start_ns=a,
+                           end_ns=b) for s, (a, b) in enumerate(zip(starts, ends))]
+            st.write_phase("r", Phase(i, spec, "null", "", rep, workers, "spread", "core", {},
+                                      f"sync-{workers}"), t0, recs, go_ns=t0 - 18_700_000)
+            i += 1
+    st.end_run("r", "finished")
+    st.close()
+    text = render_text(tmp_path, width=80)
+    table = text.split("sync (null)")[1].split("lateness =")[0]
+    for header in ("sync overhead", "lateness", "phase cycle", "skew"):
+        assert header in table, (header, table)
+    # a narrow terminal moves the late starts below the table, a line per row, and drops
+    # neither the cycle nor lateness
+    assert "not shown at this width" not in table, table
+    assert "late starts (phases): workers 1: 2/5 (a stall 2); workers 2: 2/5 (a stall 4)" \
+        in " ".join(table.split()), table
+    assert all(len(line.rstrip()) <= 80 for line in text.splitlines()), text
+    # a wider terminal shows the late starts and says why they were late
+    wide = render_text(tmp_path, width=200).split("sync (null)")[1]
+    assert "late starts" in wide and "(a stall" in wide, wide

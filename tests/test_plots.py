@@ -126,3 +126,65 @@ def test_html_renders_offline_in_headless_chromium(tmp_path):
                    '<script>console.error("boom")</script></body></html>')
     caught = _console_errors(_chromium(bad.as_uri(), tmp_path, "bad").stderr)
     assert any("boom" in line for line in caught)
+
+
+def _plots(tmp_path) -> dict:
+    samples, telemetry = make_store(tmp_path)
+    with Store(tmp_path, readonly=True) as st:
+        records, phases = st.records("r1"), st.phases("r1")
+    return {d.task: d for d in split(summarize(records, phases), records, phases, {}, samples,
+                                     telemetry)}
+
+
+# axes that count or name things: no unit to state
+UNITLESS = {"workers", "slots busy", "node/slot", ""}
+
+
+def test_every_axis_of_every_figure_states_its_unit(tmp_path):
+    """Issue 17, Done means: every figure has its unit on its axis (a quantity's label ends
+    with its unit in parentheses, or is the unit itself, as telemetry's MiB/s and cpu %)."""
+    for d in _plots(tmp_path).values():
+        for p in task_plots(d):
+            for ax in p.figure.axes:
+                for label in (ax.get_xlabel(), ax.get_ylabel()):
+                    assert label in UNITLESS or re.search(r"\([^)]+\)|^\S*(/s|%)$|%$", label), \
+                        (p.task, p.name, label)
+
+
+def test_the_throughput_figure_draws_the_phases_aggregate_bandwidth(tmp_path):
+    """The series beside the figure the tables show: sum(bytes) / window of the phase drawn
+    (4 slots x 100 MiB over 1 s + 30 us: 400 MiB/s), a dashed line a reader compares the
+    points with (a ramp at the start and end puts the middle above it)."""
+    d = _plots(tmp_path)["write"]
+    (fig,) = [p.figure for p in task_plots(d) if p.name == "throughput"]
+    (ax,) = fig.axes
+    lines = [ln for ln in ax.get_lines() if "sum(bytes)" in str(ln.get_label())]
+    assert len(lines) == 1, [ln.get_label() for ln in ax.get_lines()]
+    ys = set(lines[0].get_ydata())
+    assert len(ys) == 1 and abs(ys.pop() - 400 / (1 + 30e-6)) < 1e-3
+    assert lines[0].get_linestyle() == "--"
+
+
+def test_per_slot_figure_is_in_the_unit_of_the_tasks_aggregate(tmp_path):
+    """Issue 17, item 4: one unit across a task's tables and figures. Slots that each write
+    at 1.17 GiB/s in their own time, 9.5 s apart, make an aggregate of 120 MiB/s: the table
+    and the scaling figure say MiB/s, and the per-slot figure said GiB/s beside them."""
+    from manybench.model import Phase, Plan, TaskSpec
+    from manybench.record import Record
+    spec = TaskSpec("w", "io.write", {})
+    st = Store(tmp_path)
+    st.begin_run("r1", Plan(name="u", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    recs = [Record(run="r1", phase=0, task="w", kernel="io.write", variant="", rep=0,
+                   workers=2, node="n1", slot=s, cpu=s, t0_ns=T, start_ns=T + a,
+                   end_ns=T + a + S // 2, elapsed_s=0.5, ops=600, bytes=600 * MiB)
+            for s, a in enumerate((0, 19 * S // 2))]
+    st.write_phase("r1", Phase(0, spec, "io.write", "", 0, 2, "spread", "core", {}, "w-2"),
+                   T, recs)
+    st.end_run("r1", "finished")
+    st.close()
+    with Store(tmp_path, readonly=True) as st:
+        records, phases = st.records("r1"), st.phases("r1")
+    (d,) = split(summarize(records, phases), records, phases, {}, [], [])
+    labels = {p.name: p.figure.axes[0].get_ylabel() for p in task_plots(d)}
+    assert labels["scaling"] == "aggregate bandwidth (MiB/s)", labels
+    assert labels["per_slot"] == "bandwidth per slot (MiB/s)", labels

@@ -2,7 +2,7 @@
 sampling interval from T0) before they are summed. Known answers on constructed samples
 shaped as the sampler takes them (first at T0 + interval, microseconds apart between slots,
 an exact last one at each slot's end), and a real 4-worker io.write run whose aggregate
-series stays within 1.2 x the phase's aggregate bandwidth at every point."""
+series is its slots' own rates summed, no point above the sum of their own peaks."""
 from __future__ import annotations
 
 import json
@@ -117,20 +117,36 @@ def _run_once(tmp_path, attempt: int) -> tuple[dict, float, str]:
     return series, bw["median"], str(out)
 
 
+def _slots_own_peaks(out: str) -> float:
+    """The sum over slots of each slot's own fastest rate between two of its samples (its
+    start, from its record, as its first point at 0 bytes): an upper bound of any sum of
+    their rates at one instant, however uneven the machine made them."""
+    with Store(out, readonly=True) as st:
+        run = st.runs()[0].run_id
+        starts = {(r.node, r.extra["rank"]): (r.start_ns - r.t0_ns) / 1e9
+                  for r in st.records(run)}
+        by_slot: dict[tuple[str, int], list[tuple[float, float]]] = {}
+        for smp in st.samples(run):
+            by_slot.setdefault((smp.node, smp.rank), []).append((smp.t_s, smp.done))
+    peaks = 0.0
+    for key, pts in by_slot.items():
+        pts = [(min(starts[key], pts[0][0]), 0.0)] + sorted(pts)
+        peaks += max((d1 - d0) / (t1 - t0) for (t0, d0), (t1, d1) in zip(pts, pts[1:])
+                     if t1 > t0)
+    return peaks
+
+
 @pytest.mark.e2e
-def test_real_four_worker_write_stays_within_its_aggregate_bandwidth(tmp_path):
-    """A real run: the aggregate series never exceeds 1.2 x the phase's aggregate
-    bandwidth (sum(bytes) / window), where summing unaligned samples gave 1000x spikes in
-    every run. A real rate also varies with the machine's other load (on a shared 2-cpu
-    machine, slots that get less cpu end later and stretch the window): a run over the bound
-    is tried again, as the spikes were there every time; three in a row fail."""
-    for attempt in range(3):
-        series, bw, out = _run_once(tmp_path, attempt)
-        if max(series["rate"]) <= 1.2 * bw:
-            break
-    else:
-        pytest.fail(f"aggregate series above 1.2 x its bandwidth in 3 runs: "
-                    f"{max(series['rate']):.4g} > 1.2 x {bw:.4g}")
+def test_real_four_worker_write_is_its_slots_own_rates_summed(tmp_path):
+    """A real run: no point of the aggregate series exceeds the sum of the slots' own
+    fastest rates (summing samples microseconds apart and dividing by those microseconds
+    gave points 1000x above it in every run), and the series holds every byte written.
+    Points above the phase's average (sum(bytes) / window) are real here: writes into
+    memory burst, and slots a busy machine starts late or slows stretch the window
+    (docs/definitions.md); the report draws the average as a dashed line beside them."""
+    series, bw, out = _run_once(tmp_path, 0)
+    assert bw > 0
+    assert max(series["rate"]) <= 1.001 * _slots_own_peaks(out)
     assert series["unit"] == "B/s" and series["interval_s"] == 0.05
     # and the series holds every byte written: rate x bin width summed = 4 x 128 MiB
     t = series["t_s"]

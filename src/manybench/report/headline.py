@@ -213,6 +213,13 @@ def headline(points: list[PointSummary], values: Values,
         cols += got
     if not asked:
         flag_cols, flag_notes = _flag_columns(points, effs or {}, units)
+        if F.CYCLE.name in names:
+            # the null table sets lateness and phase cycle beside SMTEF's figure: a narrow
+            # terminal drops the late starts' causes (the run's notes count them) first
+            last = max((c.priority for c in cols), default=0)
+            for c in flag_cols:
+                if c.name == "late":
+                    c.priority = last + 1
         cols += flag_cols
         notes += flag_notes
     return Headline(cols, keys, notes, missing if asked else [])

@@ -99,6 +99,17 @@ def _parts(t: Table, console: Console) -> list[list[int]]:
     return parts
 
 
+def _late_line(t: Table, cols: list[int], j: int) -> str:
+    """A dropped late-starts column as one line: "late starts (phases): workers 1: 3/5
+    (a stall 2); ..." (each row named by its key cells)."""
+    keys = [k for k in cols if k < t.keys]
+    rows = []
+    for row in t.rows:
+        name = ", ".join(f"{t.columns[k].splitlines()[-1]} {row[k]}" for k in keys)
+        rows.append(f"{name}: {row[j]}" if name else row[j])
+    return f"{' '.join(t.columns[j].split())}: {'; '.join(rows)}"
+
+
 def _render_run(view: RunView, console: Console) -> None:
     console.rule(Text(view.title, style="bold"))
     head = RichTable.grid(padding=(0, 2))
@@ -127,6 +138,11 @@ def _render_run(view: RunView, console: Console) -> None:
             title = t.title if len(parts) == 1 else f"{t.title} ({i + 1}/{len(parts)})"
             console.print()
             console.print(_rich(t, cols, title, widths))
+        # late starts dropped at this width: a line below, each row's count and causes
+        late = [j for j in dropped if t.names and t.names[j] == "late"]
+        if late:
+            console.print(Text(_late_line(t, cols, late[0]), style="dim"))
+            dropped = [j for j in dropped if j not in late]
         if dropped:
             names = list(dict.fromkeys(t.names[j] if t.names else t.columns[j] for j in dropped))
             console.print(Text(f"not shown at this width: {', '.join(names)} (report --metrics "

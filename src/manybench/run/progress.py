@@ -13,6 +13,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Column
 
 from ..analysis.phase_figures import phase_figures
 from ..record import Record
@@ -38,12 +39,21 @@ class RunProgress:
         self.last = 0.0
         self.progress = None
         if self.enabled:
-            self.progress = Progress(TextColumn("[bold]phases"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("ETA"),
-                                     TimeRemainingColumn(), TextColumn("{task.fields[rate]}"),
-                                     TextColumn("{task.description}"),
-                                     console=console, auto_refresh=False, transient=False)
+            # every column but the point's label keeps its width (no_wrap, a minimum): on a
+            # narrow terminal the label is cut, never the counter ("4/…") or the rate
+            keep = lambda width=0: Column(no_wrap=True, min_width=width)
+            digits = len(str(total))
+            self.progress = Progress(
+                TextColumn("[bold]phases", table_column=keep(6)), BarColumn(bar_width=10),
+                MofNCompleteColumn(table_column=keep(2 * digits + 1)),
+                TimeElapsedColumn(table_column=keep(7)), TextColumn("ETA", table_column=keep(3)),
+                TimeRemainingColumn(table_column=keep(7)),
+                TextColumn("{task.fields[rate]}", table_column=keep(len("1,234.5 MiB/s"))),
+                TextColumn("{task.description}",
+                           table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                console=console, auto_refresh=False, transient=False, expand=True)
             self.task = self.progress.add_task("", total=total, rate="")
+        self.label = ""
 
     def __enter__(self) -> "RunProgress":
         if self.progress:
@@ -56,15 +66,19 @@ class RunProgress:
             self.progress.stop()
 
     def point(self, label: str) -> None:
+        """The phase about to run; a new point clears the rate of the one before (a mkdir
+        point showed the MiB/s of the io point before it)."""
         if self.progress:
-            self.progress.update(self.task, description=label)
+            fields = {} if label == self.label else {"rate": ""}
+            self.label = label
+            self.progress.update(self.task, description=label, **fields)
             self.tick()
 
     def advance(self, records: Sequence[Record] | None = None) -> None:
-        """One phase done; its records give the rate shown until the next one ends."""
+        """One phase done; its records give the rate shown until the next one ends (none
+        when the phase has no rate of its own, never the one before)."""
         if self.progress:
-            rate = rate_text(records) if records else ""
-            self.progress.update(self.task, advance=1, **({"rate": rate} if rate else {}))
+            self.progress.update(self.task, advance=1, rate=rate_text(records) if records else "")
             self.tick()
 
     def tick(self) -> None:

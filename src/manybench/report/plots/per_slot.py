@@ -20,7 +20,10 @@ def plot(d: TaskData):
     if not ok:
         return None
     if any(r.bytes for r in ok):
-        unit, div = rate_unit(r.bytes / _secs(r) for r in ok)
+        # the unit of the task's aggregate (its table and scaling figure): the per-slot
+        # figure beside them reads in the same unit
+        aggs = [p.bandwidth.median for p in d.points if p.bandwidth]
+        unit, div = rate_unit(aggs or [r.bytes / _secs(r) for r in ok])
         label, value = f"bandwidth per slot ({unit})", lambda r: r.bytes / _secs(r) / div
     elif any(r.ops for r in ok):
         label, value = "ops/s per slot", lambda r: r.ops / _secs(r)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.phase_figures import phase_figures
 from ...analysis.throughput import aggregate, phase_series, slot_starts
 from ...results.contract import Sample
 from ..colunits import rate_unit
@@ -24,7 +25,8 @@ def plot(d: TaskData):
     if phase not in counts:
         phase = max(counts, key=lambda k: counts[k])
     samples = [s for s in d.samples if s.phase_id == phase]
-    starts = slot_starts([r for r in d.records if r.phase == phase])
+    records = [r for r in d.records if r.phase == phase]
+    starts = slot_starts(records)
     series = phase_series(phase, samples, d.interval_s, starts)
     if series is None:
         return None
@@ -41,6 +43,13 @@ def plot(d: TaskData):
             break
         t, rate = aggregate(mine, series.interval_s, {key: starts.get(key, 0.0)})
         ax.plot(t, rate / div, lw=0.6, alpha=0.5, label="a slot" if i == 0 else None)
+    if series.unit == "B/s" and records:
+        # the figure the tables show, so a reader sets the points against it: a start and
+        # an end where fewer slots run put the middle of the series above it
+        bw = phase_figures(phase, records, d.kernel).bandwidth
+        if bw:
+            ax.axhline(bw / div, ls="--", lw=1.0, color="0.3",
+                       label="phase's aggregate bandwidth, sum(bytes) / window")
     ax.set_xlabel("time since T0 (s)")
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0)
