@@ -25,6 +25,8 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
+import orjson
+
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
 from ..record_columns import RecordColumns
@@ -59,18 +61,30 @@ def _record_encoder() -> Any:
 
 
 _dumps_fast = _record_encoder()
+_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
+_orjson_dumps = orjson.dumps
 
 
 def _dumps_each(values: list) -> list[str]:
-    """_dumps_fast of each of a phase's dicts, in one call of the encoder: a call costs more
-    than encoding a record's small dict, so the list is encoded whole and cut between its
-    items ("},{"), unless an item holds that text itself (then one call each)."""
-    if len(values) < 2 or any(type(v) is not dict for v in values):
-        return [_dumps_fast(v) for v in values]
-    parts = _dumps_fast(values)[2:-2].split("},{")
-    if len(parts) != len(values):     # "},{" inside an item: cut where it is not a boundary
-        return [_dumps_fast(v) for v in values]
-    return ["{" + p + "}" for p in parts]
+    """_dumps of each of a phase's dicts (records' metrics, extra: 64,000 at 1,000 nodes x 64
+    slots). orjson encodes one in ~0.3 us where json takes ~1.5. A value orjson writes
+    otherwise than json reads back (a NaN or an infinity as null) or cannot write (an int
+    past 64 bits) goes to json."""
+    try:      # one pass: a list of the encoded bytes kept whole first cost 5x as much here
+        return [t.decode() if b"null" not in (t := _orjson_dumps(v, str, _ORJSON_OPTS))
+                else _dumps(v) for v in values]
+    except (TypeError, ValueError):      # orjson.JSONEncodeError is a TypeError
+        return [_one(v) for v in values]
+
+
+def _one(value: Any) -> str:
+    try:
+        text = _orjson_dumps(value, str, _ORJSON_OPTS)
+    except (TypeError, ValueError):
+        return _dumps(value)
+    return _dumps(value) if b"null" in text else text.decode()
+
+
 _GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in one call
 _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
