@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 import orjson
 
+from ..gc_pause import gc_paused
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
 from ..record_columns import RecordColumns
@@ -223,7 +224,7 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             try:
                 for sql, params in statements:
-                    if isinstance(params, list):
+                    if isinstance(params, (list, Iterator)):   # rows: many (a phase's: zip)
                         db.executemany(sql, params)
                     else:
                         db.execute(sql, params)
@@ -294,6 +295,7 @@ class Store:
                            {n: d.after for n, d in done.items()}),
         ])
 
+    @gc_paused
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: Sequence[Record],
                     status: str = "ok", samples: Iterable[Sample] = (),
                     go_ns: int | None = None) -> None:
@@ -500,9 +502,10 @@ class Store:
         return out
 
 
-def _column_rows(records: Sequence[Record]) -> list[tuple] | None:
+def _column_rows(records: Sequence[Record]) -> Iterator[tuple] | None:
     """A phase's rows from its columns (record_columns.py), each JSON column encoded in one
-    call; None when the records are to be taken one by one (made, or holding series)."""
+    call, as one pass for executemany (a list of 64,000 rows costs its own time); None when
+    the records are to be taken one by one (made, or holding series)."""
     if not isinstance(records, RecordColumns) or records.made is not None or any(
             "series" in x for x in records.extra):
         return None
@@ -513,10 +516,9 @@ def _column_rows(records: Sequence[Record]) -> list[tuple] | None:
         if text is None:
             text = params[id(p)] = _dumps_fast(p)
         ptexts.append(text)
-    return list(records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
-                              "extra": _dumps_each(records.extra),
-                              "hist": [None if h is None else _hist_out(h)
-                                       for h in records.hist]}))
+    return records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
+                         "extra": _dumps_each(records.extra),
+                         "hist": [None if h is None else _hist_out(h) for h in records.hist]})
 
 
 def _record_rows(records: Iterable[Record]) -> list[list]:

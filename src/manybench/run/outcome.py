@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engines.base import Node, Results, Work
+from ..gc_pause import gc_paused
 from ..kernels import Result, kernel
 from ..kernels import figures as F
 from ..model import Phase
@@ -138,6 +139,7 @@ def finish_phase(records: RecordColumns) -> None:
                 finish([r for r in made if r.kernel == name])
 
 
+@gc_paused
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
             status: str = "ok") -> PhaseOutcome:
