@@ -73,7 +73,7 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
     whole = all(a is arr for a, _ in src)
     idx = [i for _, i in src]
     if whole and idx == list(range(len(arr.slot))):
-        pick = list                       # the node's arrays in its slots' order: as they are
+        pick = lambda col: col            # the node's arrays in its slots' order: as they are
     elif whole:
         pick = lambda col: [col[i] for i in idx]
     else:

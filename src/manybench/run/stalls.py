@@ -79,6 +79,30 @@ def _peer_median(spans: list[int], own: int) -> int:
     return spans[m] if m < k else spans[m + 1]
 
 
+def stall_texts(flagged: Sequence[Record]) -> list[tuple[str, str, int, str]]:
+    """One warning per task and phase of the flagged records (a node's 64 slots, or a
+    thousand nodes late at once, are one event to tell, not a line each): (node, or "" for
+    several, task, phase, text). Every record keeps its own metrics.stall_s."""
+    by: dict[tuple[str, int], list[Record]] = {}
+    for r in flagged:
+        by.setdefault((r.task, r.phase), []).append(r)
+    out = []
+    for (task, phase), rs in by.items():
+        nodes = list(dict.fromkeys(r.node for r in rs))
+        if len(rs) == 1:
+            out.append((rs[0].node, task, phase, stall_text(rs[0])))
+            continue
+        shown = ", ".join(nodes[:4]) + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+        lo = min(r.metrics["stall_s"] for r in rs)
+        hi = max(r.metrics["stall_s"] for r in rs)
+        out.append((nodes[0] if len(nodes) == 1 else "", task, phase,
+                    f"task {task} phase {phase}: {len(rs)} slots on {len(nodes)} "
+                    f"node{'s' if len(nodes) > 1 else ''} ({shown}) ended {lo:.3f}-{hi:.3f} s "
+                    "after their peers (stalled: stopped, swapped or starved?); their "
+                    "figures are kept, flagged with metrics.stall_s"))
+    return out
+
+
 def stall_text(r: Record) -> str:
     return (f"task {r.task} phase {r.phase}: node {r.node} slot {r.slot} ended "
             f"{r.metrics['stall_s']:.3f} s after its peers (stalled: stopped, swapped or "
