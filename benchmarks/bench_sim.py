@@ -90,10 +90,12 @@ def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | Non
                     '[[task]]\nname = "sync"\nkernel = "null"\n')
         spec = f"{nodes}x{slots}" + (f",{options}" if options else "")
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+        # stderr to a file: a pipe read only at the end fills with the run's warnings and
+        # blocks the coordinator mid-run
+        errf = open(os.path.join(d, "stderr.txt"), "w+")
         run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
                                 "--simulate", spec, *(["--fanout", fanout] if fanout else [])],
-                               env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                               text=True)
+                               env=env, stderr=errf, stdout=subprocess.DEVNULL, text=True)
         watch = Watch(run, os.path.join(d, "results.db"), phases)
         watch.start()
         watch.join()
@@ -101,7 +103,10 @@ def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | Non
         # cost: stopped as Ctrl-C stops it once both readings are taken (docs/scale.md)
         if run.poll() is None:
             run.send_signal(signal.SIGINT)
-        err = run.communicate()[1]
+        run.wait()
+        errf.seek(0)
+        err = errf.read()
+        errf.close()
         if run.returncode not in (0, 130):
             raise RuntimeError(f"the run failed (exit {run.returncode}):\n{err[-2000:]}")
         if len(watch.readings) < 2:

@@ -180,3 +180,23 @@ def test_stalls_are_judged_against_each_records_peers_as_defined():
         want = _stalls_by_brute_force(records)
         got = {r.slot: r.metrics["stall_s"] for r in flag_stalls(records)}
         assert got == want, n
+
+
+def test_a_phases_stalls_are_told_in_one_warning_per_task():
+    """A thousand slots late at once are one event: one warning naming how many, on which
+    nodes and by how much; each record keeps its own stall_s."""
+    from manybench.record import Record
+    from manybench.run.stalls import stall_texts
+
+    def rec(node: str, slot: int, stall: float, task: str = "t") -> Record:
+        return Record("r", 3, task, "null", "", 0, 64, node, slot, slot, 0, 1, 2, 1e-9, 1, 0,
+                      "ok", "", {}, {"stall_s": stall}, None, {})
+
+    many = [rec(f"n{i // 64:03d}", i % 64, 0.6 + i / 1e4) for i in range(640)]
+    told = stall_texts(many + [rec("n999", 0, 0.7, task="other")])
+    assert len(told) == 2
+    node, task, phase, text = told[0]
+    assert (node, task, phase) == ("", "t", 3)
+    assert "640 slots on 10 nodes (n000, n001, n002, n003 and 6 more)" in text
+    assert "0.600-0.664 s" in text
+    assert told[1][0] == "n999" and "node n999 slot 0 ended 0.700 s" in told[1][3]

@@ -51,6 +51,27 @@ class RecordColumns(Sequence[Record]):
         self.hist.append(hist)
         self.extra.append(extra)
 
+    def extend(self, heads: list[tuple], node: str, slot: list[int], cpu: list[int],
+               start_ns: list[int], end_ns: list[int], elapsed_s: list[float], ops: list[int],
+               nbytes: list[int], status: list[str], error: list[str], metrics: list[dict],
+               hist: list[dict | None], extra: list[dict]) -> None:
+        """One node's records at once, a list per field (its name repeated): `add` a
+        column at a time."""
+        self.head += heads
+        self.node += [node] * len(slot)
+        self.slot += slot
+        self.cpu += cpu
+        self.start_ns += start_ns
+        self.end_ns += end_ns
+        self.elapsed_s += elapsed_s
+        self.ops += ops
+        self.bytes += nbytes
+        self.status += status
+        self.error += error
+        self.metrics += metrics
+        self.hist += hist
+        self.extra += extra
+
     # -- one by one ----------------------------------------------------------------------------
     def record(self, i: int) -> Record:
         """Record i (its dicts the columns' own: a change to them is a change of the

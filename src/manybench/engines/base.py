@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..gc_pause import gc_paused
 from ..inventory.topology import Cpu
 from ..kernels import Result, kernel
 from ..model import Phase
@@ -166,6 +167,7 @@ class Engine(ABC):
         self.t0_ns = t0_ns
         self._go({n.name: to_node(t0_ns, n) for n in self.nodes})
 
+    @gc_paused
     def results(self) -> Results:
         """Per node, its slots' results as arrays, stamps in the coordinator's clock."""
         by_name = {n.name: n for n in self.nodes}

@@ -38,7 +38,7 @@ from . import interrupts
 from .heartbeat import Heartbeat, stamp
 from .jobs import layout_problems
 from .resume import Resume
-from .stalls import flag_stalls, stall_text
+from .stalls import flag_stalls, stall_texts
 from .setups import Setups, provenance
 from .warnings import Warnings, start_warnings
 
@@ -252,8 +252,8 @@ class Coordinator:
         done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
         self.in_flight = None
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
-        return replace(done, said=tuple(Said("stall", stall_text(r), node=r.node, task=r.task,
-                                             phase=r.phase) for r in stalled))
+        return replace(done, said=tuple(Said("stall", text, node=node, task=task, phase=at)
+                                        for node, task, at, text in stall_texts(stalled)))
 
     def _quality(self) -> None:
         """pyperf-style warnings on the whole run's figures (run/quality.py)."""

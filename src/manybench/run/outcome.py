@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engines.base import Node, Results, Work
+from ..gc_pause import gc_paused
 from ..kernels import Result, kernel
 from ..kernels import figures as F
 from ..model import Phase
@@ -63,39 +64,67 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
                   assigned: list[tuple[int, int, int]], arr: SlotResults,
                   lead_ns: int | None, lacking: SlotResults) -> None:
     """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
-    each; a slot the arrays lack gets `lacking`'s one entry. The phase's and the node's
-    values taken once (a phase of 64,000 slots makes 64,000 records)."""
+    each; a slot the arrays lack gets `lacking`'s one entry. Made a column at a time, the
+    phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records)."""
     at = arr.index()
     t0 = cols.t0
-    name, clock = node.name, {OFFSET: node.offset_ns, ERROR: node.error_ns}
+    # per record: the arrays its values come from and its entry there
+    src = [(arr, at[s]) if s in at else (lacking, 0) for s, _, _ in assigned]
+    whole = all(a is arr for a, _ in src)
+    idx = [i for _, i in src]
+    if whole and idx == list(range(len(arr.slot))):
+        pick = lambda col: col            # the node's arrays in its slots' order: as they are
+    elif whole:
+        pick = lambda col: [col[i] for i in idx]
+    else:
+        pick = None
+    def column(name: str) -> list:
+        if pick is not None:
+            return pick(getattr(arr, name))
+        return [getattr(a, name)[i] for a, i in src]
+    def sparse(name: str, empty: object) -> list:
+        if pick is None:
+            return [getattr(a, name).get(i, empty) for a, i in src]
+        got = getattr(arr, name)
+        return [got.get(i, empty) for i in idx] if got else [empty] * len(idx)
+
     heads: dict[int, tuple] = {}    # a phase's (or a group member's) own columns
-    add = cols.add
-    for slot, cpu, rank in assigned:
-        i = at.get(slot)
-        got = arr
-        if i is None:          # no result from its node: `lacking` says why
-            got, i = lacking, 0
+    def head_of(rank: int) -> tuple:
         # a group's slots record their own task's phase (under the group's index)
         mine = phase.member_of(rank)[0] if phase.members else phase
         head = heads.get(id(mine))
         if head is None:
             head = heads[id(mine)] = (mine.index, mine.task.name, mine.kernel, mine.variant,
                                       mine.rep, mine.workers, params[id(mine)])
-        m = got.metrics.get(i)
-        metrics = {**m, **clock} if m else dict(clock)
-        x = got.extra.get(i)
-        extra = dict(x) if x else {}
-        armed = got.armed_ns[i]
-        if armed:
-            extra["armed_ns"] = armed
-            # a late start is data: how long after T0 the slot began waiting (late.py)
-            metrics[ARMED_LATE] = armed - t0 if armed > t0 else 0
-        if lead_ns is not None:
-            metrics[LEAD] = lead_ns
-        extra["rank"] = rank
-        add(head, name, slot, cpu, got.start_ns[i], got.end_ns[i], got.elapsed_ns[i] / 1e9,
-            got.ops[i], got.bytes[i], got.status[i], got.error.get(i, ""), metrics,
-            got.hist.get(i), extra)
+        return head
+
+    if phase.members:
+        head_col = [head_of(rank) for _, _, rank in assigned]
+    else:
+        head_col = [head_of(0)] * len(assigned)
+    armed = column("armed_ns")
+    # what the coordinator adds to a slot's metrics: its node's clock, and when lead_ns is
+    # known, the lead and how late the slot armed (a late start is data: late.py)
+    clock = {OFFSET: node.offset_ns, ERROR: node.error_ns}
+    if lead_ns is not None:
+        clock[LEAD] = lead_ns
+    metrics = []
+    for m, a in zip(sparse("metrics", None), armed):
+        d = {**m, **clock} if m else dict(clock)
+        if a:
+            d[ARMED_LATE] = a - t0 if a > t0 else 0
+        metrics.append(d)
+    extra = []
+    for x, a, (_, _, rank) in zip(sparse("extra", None), armed, assigned):
+        d = dict(x) if x else {}
+        if a:
+            d["armed_ns"] = a
+        d["rank"] = rank
+        extra.append(d)
+    cols.extend(head_col, node.name, [s for s, _, _ in assigned], [c for _, c, _ in assigned],
+                column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
+                column("ops"), column("bytes"), column("status"), sparse("error", ""),
+                metrics, sparse("hist", None), extra)
 
 
 def finish_phase(records: RecordColumns) -> None:
@@ -110,6 +139,7 @@ def finish_phase(records: RecordColumns) -> None:
                 finish([r for r in made if r.kernel == name])
 
 
+@gc_paused
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
             status: str = "ok") -> PhaseOutcome:

@@ -44,6 +44,8 @@ def _stalled(tasks: Sequence[str], status: Sequence[str], ends: Sequence[int],
         spans.setdefault(tasks[i], []).append(ends[i] - t0s[i])
     for s in spans.values():
         s.sort()
+    if not any(_may_stall(s) for s in spans.values()):
+        return []       # the common phase: no span is far enough past its peers to check
     flagged = []
     for i in timed:
         s = spans[tasks[i]]
@@ -58,12 +60,47 @@ def _stalled(tasks: Sequence[str], status: Sequence[str], ends: Sequence[int],
     return flagged
 
 
+def _may_stall(spans: list[int]) -> bool:
+    """Whether the longest of a task's sorted spans may be flagged: a peer median is never
+    below spans[(n - 2) // 2] (one span left out), so the longest passing neither test against
+    that bound passes neither against its own peers' median (a phase of 64,000 slots is then
+    judged in one sort, not a median per record)."""
+    if len(spans) < 2:
+        return False
+    low, top = max(spans[(len(spans) - 2) // 2], 0), spans[-1]
+    return top > STALL_FACTOR * low and top - low > STALL_MIN_S * 1e9
+
+
 def _peer_median(spans: list[int], own: int) -> int:
     """The nearest-rank median (docs/definitions.md: the lower middle) of sorted `spans`
     without one occurrence of `own`."""
     k = bisect_left(spans, own)
     m = (len(spans) - 2) // 2
     return spans[m] if m < k else spans[m + 1]
+
+
+def stall_texts(flagged: Sequence[Record]) -> list[tuple[str, str, int, str]]:
+    """One warning per task and phase of the flagged records (a node's 64 slots, or a
+    thousand nodes late at once, are one event to tell, not a line each): (node, or "" for
+    several, task, phase, text). Every record keeps its own metrics.stall_s."""
+    by: dict[tuple[str, int], list[Record]] = {}
+    for r in flagged:
+        by.setdefault((r.task, r.phase), []).append(r)
+    out = []
+    for (task, phase), rs in by.items():
+        nodes = list(dict.fromkeys(r.node for r in rs))
+        if len(rs) == 1:
+            out.append((rs[0].node, task, phase, stall_text(rs[0])))
+            continue
+        shown = ", ".join(nodes[:4]) + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+        lo = min(r.metrics["stall_s"] for r in rs)
+        hi = max(r.metrics["stall_s"] for r in rs)
+        out.append((nodes[0] if len(nodes) == 1 else "", task, phase,
+                    f"task {task} phase {phase}: {len(rs)} slots on {len(nodes)} "
+                    f"node{'s' if len(nodes) > 1 else ''} ({shown}) ended {lo:.3f}-{hi:.3f} s "
+                    "after their peers (stalled: stopped, swapped or starved?); their "
+                    "figures are kept, flagged with metrics.stall_s"))
+    return out
 
 
 def stall_text(r: Record) -> str:
