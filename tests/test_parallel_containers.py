@@ -126,7 +126,7 @@ def test_a_wrap_that_hides_the_runs_directory_is_told_what_to_bind(image, plan_f
         workers = 2
         [[task]]
         name = "lat"
-        command = ["{mbmpi}", "latency", "-m", "8"]
+        command = ["{mbmpi}", "latency", "-m", "8", "-i", "20", "-x", "2"]   # short: it runs unheld
         ranks = 2
         launcher = "mpirun.openmpi"
         timeout = "60s"
