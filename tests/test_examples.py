@@ -31,6 +31,19 @@ class Expect:
     tools: list[tuple[str, str]] = field(default_factory=list)   # (program, Debian package)
     nodes: int = 0                                # a Dask lab of this many netns nodes
     exit: int = 0
+    ratios: list[str] = field(default_factory=list)   # comparisons whose rows say a ratio
+
+
+RATIO = re.compile(r"\d+(\.\d+)? times (faster|slower) \[\d+(\.\d+)?, \d+(\.\d+)?\]")
+
+
+def _says_ratios(report: str, expect: Expect) -> None:
+    """Each comparison the example answers with prints, under its title, a ratio with its
+    95% interval ("2.35 times faster [1.08, 5.11]"), not "n too small" or "-"."""
+    for title in expect.ratios:
+        assert title in report, (title, report[-3000:])
+        table = report.split(title, 1)[1].split("\ntest: ", 1)[0]
+        assert RATIO.search(table), (title, table)
 
 
 EXPECT = {
@@ -50,18 +63,26 @@ EXPECT = {
                               "host", "times"],
                              tools=[("ch-run", "charliecloud"), ("busybox", "busybox-static"),
                                     ("mpirun.openmpi", "openmpi-bin"),
-                                    ("mpicc.openmpi", "libopenmpi-dev")]),
+                                    ("mpicc.openmpi", "libopenmpi-dev")],
+                             ratios=["iojob: container, container-per-node against host",
+                                     "latency: container, container-per-node against host",
+                                     "bandwidth: container, container-per-node against host",
+                                     "allreduce: container, container-per-node against host"]),
     "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak",
                                  "himeno: ucx, ofi against tcp (mflops",
                                  "hpl: ucx, ofi against tcp (gflops",
                                  "latency: ucx, ofi against tcp (elapsed",
                                  "bandwidth: ucx, ofi against tcp (bandwidth", "times"],
                                 tools=[("hpcc", "hpcc"), ("mpirun.openmpi", "openmpi-bin"),
-                                       ("mpicc.openmpi", "libopenmpi-dev")], nodes=2),
+                                       ("mpicc.openmpi", "libopenmpi-dev")], nodes=2,
+                                ratios=["himeno: ucx, ofi against tcp", "hpl: ucx, ofi against tcp",
+                                        "latency: ucx, ofi against tcp",
+                                        "bandwidth: ucx, ofi against tcp"]),
     "ha-004": Expect(["NODE LOST", "lost"], nodes=3, exit=1),
     "ranks-threads-004": Expect(["himeno: ranks against threads (mflops", "times", "decomp_i"],
                                 tools=[("mpiexec.mpich", "mpich"),
-                                       ("mpicc.mpich", "libmpich-dev")]),
+                                       ("mpicc.mpich", "libmpich-dev")],
+                                ratios=["himeno: ranks against threads"]),
 }
 
 
@@ -146,6 +167,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert res.returncode == expect.exit, res.stderr[-3000:]
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
+    _says_ratios(report, expect)
     _fits_80_columns(out)
     if name == "ranks-threads-004":    # one rank of 2 threads, 2 ranks of 1, on their cpus
         from manybench.kernels.binding import parse_cpulist
@@ -159,11 +181,21 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert {r["metrics"]["decomp_i"] for r in rows if r["metrics"]["job_rank"] == 0} == \
             {1, 2}
     if name == "containers-003":       # containers per job: each rank's own, or one shared
-        want = {"host": 1, "container": 2, "container-per-node": 1}
-        for r in export_json(out):
-            if r["kernel"] == "mpi" and r["metrics"].get("job_rank") == 0:
+        rows = export_json(out)
+        for r in rows:
+            if r["kernel"] == "mpi" and r["metrics"].get("job_rank") == 0 and \
+                    r["task"] != "iojob":
+                want = {"host": 1, "container": 2, "container-per-node": 1}
                 assert r["metrics"]["job_mount_namespaces"] == want[r["variant"]], r
                 assert r["metrics"]["mpi_sync"] == "MPI_Init"
+        # IOR's layouts: N containers x 1 rank against 1 container x N ranks, N = 1 and 2
+        io = [r for r in rows if r["task"] == "iojob" and r["metrics"].get("job_rank") == 0]
+        got = {(r["variant"], r["workers"]): r["metrics"]["job_mount_namespaces"] for r in io}
+        assert got == {("host", 1): 1, ("host", 2): 1, ("container", 1): 1,
+                       ("container", 2): 2, ("container-per-node", 1): 1,
+                       ("container-per-node", 2): 1}, got
+        assert all(r["status"] == "ok" and r["metrics"]["mpi_sync"] == "main"
+                   for r in rows if r["task"] == "iojob")
 
 
 def _mpi_env() -> dict:
@@ -204,6 +236,7 @@ def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
     report = _report(out)
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])
+    _says_ratios(report, expect)
     assert re.search(r"\d+(\.\d+)?% of \d", report)      # HPL's share of the peak
     _fits_80_columns(out)
 

@@ -256,3 +256,20 @@ def test_ranks_workers_makes_one_job_of_every_worker():
                    check_dirs=False)
     assert "task.h.ranks: expected ranks per job" in str(e.value)
     assert '"workers"' in str(e.value)
+
+
+def test_auto_is_srun_in_an_allocation_else_mpirun_else_mpiexec(tmp_path):
+    from manybench.launchers import program
+    for name in ("srun", "mpirun", "mpiexec"):
+        p = tmp_path / name
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    path = str(tmp_path)
+    assert program("auto", {"PATH": path, "SLURM_JOB_ID": "7"}) == str(tmp_path / "srun")
+    assert program("auto", {"PATH": path}) == str(tmp_path / "mpirun")
+    (tmp_path / "mpirun").unlink()
+    assert program("auto", {"PATH": path}) == str(tmp_path / "mpiexec")
+    assert program("mpiexec", {"PATH": path}) == str(tmp_path / "mpiexec")
+    (tmp_path / "mpiexec").unlink()
+    with pytest.raises(LauncherError, match="no launcher mpirun or mpiexec found"):
+        program("auto", {"PATH": path})

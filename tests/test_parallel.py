@@ -162,6 +162,48 @@ def test_a_program_not_mpi_linked_is_held_before_main(mpi, plan_file, tmp_path):
     assert len(stamps) == 2 and all(t >= first["t0_ns"] for t in stamps)
 
 
+def test_a_job_that_ends_without_its_ranks_held_says_its_start_was_not_synchronized(
+        mpi, plan_file, tmp_path):
+    """A shell that runs only programs that are not MPI-linked: the shell is let through and
+    its child is a helper, so no rank is ever held; the job runs to its end before T0. Its
+    records say the start was not synchronized and why (not only that the launcher exited),
+    and keep the output."""
+    fam, launcher, probe = mpi
+    recs = _run(plan_file, f"""
+        name = "unheld"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "sh"
+        command = ["sh", "-c", "date +%s%N"]
+        ranks = 2
+        timeout = "60s"
+        launcher = "{launcher}"
+        """, tmp_path, expect=1)
+    first = next(r for r in recs if r["slot"] == 0)
+    assert "not synchronized" in first["error"], first["error"]
+    assert "not MPI-linked" in first["error"] and "exec" in first["error"]
+    stamps = first["error"].rsplit(": ", 1)[1].split()   # both ranks ran: output kept
+    assert len(stamps) == 2 and all(s.isdigit() for s in stamps), first["error"]
+    other = next(r for r in recs if r["slot"] == 1)
+    assert "not synchronized" in other["error"], other["error"]
+    # what the message advises: exec'd by the shell, the program is the rank, held before
+    # main() and released at T0
+    recs = _run(plan_file, f"""
+        name = "held"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "sh"
+        command = ["sh", "-c", "exec date +%s%N"]
+        ranks = 2
+        timeout = "60s"
+        launcher = "{launcher}"
+        """, tmp_path / "exec")
+    assert all(r["status"] == "ok" and r["metrics"]["mpi_sync"] == "main" for r in recs), \
+        [(r["status"], r["error"]) for r in recs]
+
+
 def test_a_statically_linked_program_is_refused_with_the_reason(mpi, plan_file, tmp_path):
     from manybench.kernels.mpi_job import statically_linked
     from manybench.kernels.wrapped import executable

@@ -21,6 +21,7 @@ import pytest
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
 from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes, rsh_agent
+from manybench.kernels.binding import parse_cpulist
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -263,3 +264,112 @@ def test_ctrl_c_during_a_job_across_nodes_leaves_nothing_on_any_node(two_nodes, 
     while time.monotonic() < end and (_alive(hang) or _alive(agent)):
         time.sleep(0.2)
     assert _alive(hang) == [] and _alive(agent) == [] and _alive(out) == []
+
+
+DAEMONS = ("orted", "hydra_pmi_proxy", "mpirun", "mpiexec", "prted")
+
+
+def _daemons_in(lab: DaskLab) -> list[str]:
+    """Launchers and their per-node daemons still running inside the lab's node namespaces
+    (the nodes' own processes: other work on this machine is not looked at)."""
+    left = []
+    for ns in lab.lab.names[1:]:
+        pids = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True).stdout
+        for pid in pids.split():
+            try:
+                p = psutil.Process(int(pid))
+                name = os.path.basename((p.cmdline() or [""])[0])
+                if any(name.startswith(d) for d in DAEMONS):
+                    left.append(f"{ns} {pid}: {' '.join(p.cmdline())}")
+            except (psutil.Error, ValueError):
+                pass
+    return left
+
+
+def test_a_job_across_nodes_that_hangs_is_ended_by_its_timeout_with_no_daemon_left(
+        two_nodes, mpi, plan_file, tmp_path):
+    """A job spanning n1 and n2 whose rank 1 (on n2) never finishes: at the timeout every
+    rank's record says `timeout`, the launcher's account is kept, no launcher, orted or
+    hydra_pmi_proxy is left in either node, and the next phase runs."""
+    fam, launcher, probe = mpi
+    agent = rsh_agent(two_nodes, str(tmp_path / "rsh-agent"))
+    hang = str(tmp_path / "hang-probe")
+    shutil.copy(probe, hang)
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "hangs-across"
+        [placement]
+        workers = 2
+        order = "spread"
+        [[task]]
+        name = "hangs"
+        command = ["{hang}", "hang"]
+        ranks = 2
+        timeout = "5s"
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        [[task]]
+        name = "after"
+        command = ["{probe}"]
+        ranks = 2
+        timeout = "120s"
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                             "--scheduler", two_nodes.scheduler], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _running(hang, 2):
+        time.sleep(0.2)
+    seen = _daemons_in(two_nodes)       # the check below sees the job's launcher and daemons
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err[-3000:]
+    assert any(ns == two_nodes.lab.names[2] for ns, *_ in (s.split() for s in seen)), seen
+    rows = export_json(out)
+    hangs = {r["node"]: r for r in rows if r["task"] == "hangs"}
+    assert set(hangs) == {"n1", "n2"}
+    assert all(r["status"] == "timeout" for r in hangs.values()), \
+        [(r["node"], r["status"], r["error"]) for r in hangs.values()]
+    after = [r for r in rows if r["task"] == "after"]
+    assert {r["node"] for r in after} == {"n1", "n2"}
+    assert all(r["status"] == "ok" for r in after), after
+    end = time.monotonic() + 5
+    while time.monotonic() < end and (_daemons_in(two_nodes) or _alive(hang)):
+        time.sleep(0.2)
+    assert _daemons_in(two_nodes) == [] and _alive(hang) == [] and _alive(out) == []
+
+
+def test_hybrid_ranks_across_nodes_get_their_slots_cpus_and_threads(two_nodes, mpi,
+                                                                    plan_file, tmp_path):
+    """One rank per node, each of 2 cpus: 2 OpenMP threads per rank, on the node its record
+    names."""
+    fam, launcher, probe = mpi
+    agent = rsh_agent(two_nodes, str(tmp_path / "rsh-agent"))
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "hybrid-across"
+        [placement]
+        workers = 2
+        cpus = 2
+        order = "spread"
+        [[task]]
+        name = "probe"
+        command = ["{probe}"]
+        ranks = 2
+        timeout = "120s"
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        """)
+    done = run_cli("run", plan, "-o", out, "--scheduler", two_nodes.scheduler, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = export_json(out)
+    assert {r["node"] for r in rows} == {"n1", "n2"}
+    assert all(r["status"] == "ok" for r in rows), rows
+    for r in rows:
+        assert len(parse_cpulist(r["metrics"]["cpus_allowed"])) == 2
+    first = next(r for r in rows if r["metrics"]["job_rank"] == 0)
+    lines = _probes(first["stdout"])
+    assert [(p["cpus"], p["threads"]) for p in lines] == [("2", "2")] * 2
+    other = next(r for r in rows if r["node"] != first["node"])   # started by the launcher
+    assert other["metrics"]["rank_host"] == other["node"]

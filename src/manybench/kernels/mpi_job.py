@@ -243,7 +243,19 @@ def _launcher_gone(st: JobSlot) -> str | None:
                 (": a wrap must bind {scratch}, the run's directory, at the same path"
                  if st.ctx.wrap else ": is manybench installed at the same path on every "
                  "node?") + ")")
-    return (f"the launcher {os.path.basename(st.launch.argv[0])} exited with status "
+    name = os.path.basename(st.launch.argv[0])
+    if st.launch.status == 0 and not hint:
+        # the job ran to its end and no rank was ever held: a wrapper (sh -c ...) whose
+        # programs are all helpers (not MPI-linked), or a program that exits before
+        # MPI_Init. Say so: "exited before ready" alone reads as a launcher failure.
+        return (f"job {st.job} ran to its end before its ranks were held: its start was not "
+                f"synchronized (the launcher {name} exited with status 0 before rank "
+                f"{st.jrank} was ready). Behind a wrapper ({', '.join(PASS[:4])} ...) only "
+                "an MPI-linked program is held; a program that is not MPI-linked is held "
+                "before main() when it is the command itself or what the wrapper execs: "
+                "`exec` it as the shell's last command, or drop the shell"
+                + (f": {tail}" if tail else ""))
+    return (f"the launcher {name} exited with status "
             f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready{hint}"
             + (f": {tail}" if tail else ""))
 
