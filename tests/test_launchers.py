@@ -273,3 +273,29 @@ def test_auto_is_srun_in_an_allocation_else_mpirun_else_mpiexec(tmp_path):
     (tmp_path / "mpiexec").unlink()
     with pytest.raises(LauncherError, match="no launcher mpirun or mpiexec found"):
         program("auto", {"PATH": path})
+
+
+def test_a_phase_of_several_jobs_says_how_far_apart_they_began():
+    """jobs_skew_s: max - min of the jobs' starts (a job's: its first rank's), on the first
+    job's rank 0; none with one job, none when a rank never started."""
+    from manybench.record import Record
+    from manybench.kernels.mpi_phase import finish_jobs
+
+    def rec(job: int, rank: int, start: int, started: bool = True) -> Record:
+        m = {"job": job, "job_rank": rank}
+        if started:
+            m["cpu_start"] = 0
+        return Record(run="r", phase=0, task="t", kernel="mpi", variant="", rep=0, workers=4,
+                      node="n", slot=2 * job + rank, cpu=0, t0_ns=0, start_ns=start,
+                      end_ns=start + 10, status="ok", metrics=m)
+    recs = [rec(1, 0, 1_000_700), rec(1, 1, 1_000_500), rec(0, 0, 1_000_000),
+            rec(0, 1, 1_000_100)]
+    finish_jobs(recs)
+    assert recs[2].metrics["jobs_skew_s"] == pytest.approx(500e-9)   # 1,000,500 - 1,000,000
+    assert all("jobs_skew_s" not in r.metrics for r in recs if r is not recs[2])
+    one = [rec(0, 0, 5), rec(0, 1, 9)]
+    finish_jobs(one)
+    assert "jobs_skew_s" not in one[0].metrics
+    unstarted = [rec(0, 0, 5), rec(0, 1, 9), rec(1, 0, 7), rec(1, 1, 0, started=False)]
+    finish_jobs(unstarted)
+    assert "jobs_skew_s" not in unstarted[0].metrics

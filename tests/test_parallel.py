@@ -119,6 +119,12 @@ def test_two_jobs_in_one_phase_each_with_its_own_ranks_released_at_t0(mpi, plan_
         assert mine <= pids and not mine & seen      # its own ranks, no other job's
         seen |= mine
         assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)
+    # how far apart the two jobs began: on the first job's rank 0, from the jobs' first starts
+    lead = min(firsts, key=lambda r: r["metrics"]["job"])
+    starts = [min(r["start_ns"] for r in recs if r["metrics"]["job"] == j["metrics"]["job"])
+              for j in firsts]
+    assert lead["metrics"]["jobs_skew_s"] == pytest.approx((max(starts) - min(starts)) / 1e9)
+    assert sum("jobs_skew_s" in r["metrics"] for r in recs) == 1
 
 
 def test_hybrid_ranks_get_their_slots_cpus_and_threads(mpi, plan_file, tmp_path):

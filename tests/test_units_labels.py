@@ -127,3 +127,22 @@ def test_mixed_or_missing_units_are_a_stored_warning(tmp_path):
     with Store(_command_run(tmp_path / "c", README_MIXED, r"(?P<value>[\d.]+) (?P<unit>[MG]B/s)"),
                readonly=True) as st:
         assert units(st.records("r")) == []
+
+
+def test_a_parallel_task_of_several_jobs_shows_one_jobs_share_beside_per_slot():
+    """A rate summed over a phase of 2 jobs of 4 ranks: aggregate, per slot (/ 8 ranks) and per
+    job (/ 2 jobs); one job of all the workers, or jobs of single ranks, get no per-job value
+    (it would repeat the aggregate or the per-slot one)."""
+    from manybench.analysis.points import PointSummary
+    from manybench.analysis.stats import Stats
+    from manybench.analysis.values import PER_JOB, point_values
+
+    def point(workers: int, ranks: int) -> PointSummary:
+        return PointSummary(point="p", task="t", kernel="command", variant="", workers=workers,
+                            params={"ranks": ranks}, metrics={"rate_mb_s": 80.0},
+                            metric_sums={"rate_mb_s": Stats.of([80.0, 80.0, 80.0])})
+    vs = point_values(point(8, 4))["rate_mb_s"]
+    assert [(v.scope, v.median) for v in vs] == [("aggregate", 80e6), (PER_JOB, 40e6),
+                                                 ("per slot", 10e6)]
+    for workers, ranks in ((8, 8), (8, 1)):
+        assert PER_JOB not in {v.scope for v in point_values(point(workers, ranks))["rate_mb_s"]}

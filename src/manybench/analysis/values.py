@@ -7,6 +7,8 @@ Per point, per figure its kernel declares (kernels/figures.py) or its records ca
                      over the phase's slots), over the point's phases
   scope "per slot"   aggregate / workers for a summed figure; else each slot's own value,
                      over the point's ok records
+  scope "per job"    aggregate / jobs for a summed figure of a parallel task running several
+                     jobs of `ranks` ranks at once (workers / ranks jobs): one job's share
 Each Value holds n, the median (nearest rank), min, max, p99 where the table shows it, and
 for figures over phases the 95% confidence interval of the mean (Student's t), left out
 (None, `interval_note` "n too small") with fewer than MIN_INTERVAL_N phases: a t interval
@@ -29,7 +31,7 @@ from .rates import summed
 from .points import PointSummary
 from .stats import Dist, Spread
 
-AGGREGATE, PER_SLOT = "aggregate", "per slot"
+AGGREGATE, PER_SLOT, PER_JOB = "aggregate", "per slot", "per job"
 MIN_INTERVAL_N = 3
 TOO_SMALL = "n too small"
 # a unit that is a multiple of seconds is given in seconds
@@ -49,7 +51,7 @@ class Value:
     figure: str              # the figure's name (what `report --metrics` takes)
     label: str               # how tables head it
     unit: str                # of every number here: "B/s", "ops/s", "s", "MB/s", "GFLOPS", ""
-    scope: str               # AGGREGATE | PER_SLOT
+    scope: str               # AGGREGATE | PER_SLOT | PER_JOB
     over: str                # "phases" | "records": what n counts
     n: int
     median: float
@@ -89,12 +91,29 @@ def _of(fig: F.Figure, scope: str, over: str, s: Spread | Dist, factor: float = 
                  None if hi is None else hi * f, why, fig.direction)
 
 
-def _per_slot(v: Value, workers: int) -> Value:
+def _per_slot(v: Value, workers: int, scope: str = PER_SLOT) -> Value:
     w = max(workers, 1)
     div = lambda x: None if x is None else x / w   # noqa: E731
-    return Value(v.figure, v.label, v.unit, PER_SLOT, v.over, v.n, v.median / w, v.min / w,
+    return Value(v.figure, v.label, v.unit, scope, v.over, v.n, v.median / w, v.min / w,
                  v.max / w, div(v.p99), div(v.ci_low), div(v.ci_high), v.interval_note,
                  v.direction)
+
+
+def jobs_of(p: PointSummary) -> int:
+    """How many jobs a parallel task's point ran at once (workers / ranks); 0 for a task
+    that is not parallel, or whose ranks are single (a job is then a slot)."""
+    ranks = p.params.get("ranks")
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 2:
+        return 0
+    return max(p.workers // ranks, 1)
+
+
+def _shares(v: Value, p: PointSummary) -> list[Value]:
+    """A summed figure's aggregate, per job where the point ran several jobs (before per
+    slot, which would split one job's figure over its ranks: a narrow table keeps it
+    longer), and per slot."""
+    jobs = jobs_of(p)
+    return [v, *([_per_slot(v, jobs, PER_JOB)] if jobs > 1 else []), _per_slot(v, p.workers)]
 
 
 def metric_unit(kernel_name: str, name: str, units: dict[str, str] | None = None
@@ -120,13 +139,13 @@ def _computed(p: PointSummary) -> dict[str, list[Value]]:
     out: dict[str, list[Value]] = {}
     if p.bandwidth is not None:
         v = _of(F.BANDWIDTH, AGGREGATE, "phases", p.bandwidth)
-        out[F.BANDWIDTH.name] = [v, _per_slot(v, p.workers)]
+        out[F.BANDWIDTH.name] = _shares(v, p)
     if p.ops_rate is not None and not kernel(p.kernel).sync_only:
         v = _of(F.OPS_RATE, AGGREGATE, "phases", p.ops_rate)
-        out[F.OPS_RATE.name] = [v, _per_slot(v, p.workers)]
+        out[F.OPS_RATE.name] = _shares(v, p)
     if p.stonewall_bandwidth is not None:
         v = _of(F.STONEWALL, AGGREGATE, "phases", p.stonewall_bandwidth)
-        out[F.STONEWALL.name] = [v, _per_slot(v, p.workers)]
+        out[F.STONEWALL.name] = _shares(v, p)
     for fig, d, over in ((F.SYNC_OVERHEAD, p.sync_overhead, "phases"),
                          (F.CYCLE, p.cycle, "phases"), (F.SKEW, p.skew, "phases"),
                          (F.LATENESS, p.lateness, "records")):
@@ -162,13 +181,16 @@ def point_values(p: PointSummary, slots: dict[str, Spread] | None = None
         unit, factor = metric_unit(p.kernel, name, p.units)
         if summed(p.kernel, name) and name in p.metric_sums:
             v = _of(fig, AGGREGATE, "phases", p.metric_sums[name], factor, unit)
-            out[name] = [v, _per_slot(v, p.workers)]
+            out[name] = _shares(v, p)
             continue
         s = (slots or {}).get(name)
         if s is None:
             x = p.metrics[name]
             s = Spread(x, x, x, 1)
-        out[name] = [_of(fig, PER_SLOT, "records", s, factor, unit)]
+        # a slot's own value, or where the kernel declares it a job's (one per job) or the
+        # phase's (one per phase), that one
+        scope = {F.JOB: PER_JOB, F.PHASE: AGGREGATE}.get(fig.scope, PER_SLOT)
+        out[name] = [_of(fig, scope, "records", s, factor, unit)]
     return out
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 HIGHER, LOWER = "higher", "lower"
-SLOT, PHASE = "slot", "phase"            # one slot's figure | the whole phase's (aggregate)
+SLOT, PHASE, JOB = "slot", "phase", "job"   # one slot's figure | the whole phase's
+                                            # (aggregate) | one job's of a parallel task
 FIGURE, FLAG, COUNT, CONTEXT, HIDDEN = "figure", "flag", "count", "context", "hidden"
 
 
@@ -37,7 +38,8 @@ class Figure:
     direction: str = HIGHER  # which way is better; "" for what is not a performance figure
     note: str = ""           # what it means, below the table that shows it
     headline: bool = False   # among the first figures a report shows (in declared order)
-    scope: str = SLOT        # SLOT: each slot's own value | PHASE: the whole phase's
+    scope: str = SLOT        # SLOT: each slot's own value | PHASE: the whole phase's |
+                             # JOB: each job's (on its rank 0's record)
     role: str = FIGURE
     computed: bool = False   # made by the analysis from any kernel's records, not a metric
     sums: bool = False       # a phase's figure is the sum over its slots (rates of work done
@@ -161,5 +163,5 @@ def by_name(figs: Iterable[Figure]) -> dict[str, Figure]:
     return {f.name: f for f in figs}
 
 
-__all__ = ["Figure", "HIGHER", "LOWER", "SLOT", "PHASE", "FIGURE", "FLAG", "COUNT", "CONTEXT",
+__all__ = ["Figure", "HIGHER", "LOWER", "SLOT", "PHASE", "JOB", "FIGURE", "FLAG", "COUNT", "CONTEXT",
            "HIDDEN", "COMPUTED", "EVERY_SLOT", "latency_metric", "by_name"]

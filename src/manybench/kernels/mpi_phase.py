@@ -4,6 +4,9 @@ each record is one rank, each job's ranks are told apart by `metrics.job`.
   job_skew_s     on the job's rank-0 record: max - min of its ranks' start stamps (the
                  coordinator's clock), the job's own start skew; the phase's skew is across
                  every rank of every job
+  jobs_skew_s    on the first job's rank-0 record, when a phase ran several jobs: max - min
+                 of the jobs' starts (a job's start: its first rank's), how far apart the
+                 concurrent jobs began
   job_startup_s  on the job's rank-0 record: the slowest rank's launch-to-held time
                  (launcher start-up, wire-up, MPI_Init), outside the timed window
   job_mount_namespaces  on the job's rank-0 record: how many mount namespaces its ranks
@@ -27,13 +30,16 @@ def finish_jobs(records: list[Record]) -> None:
         job = r.metrics.get("job")
         if isinstance(job, int) and "job_rank" in r.metrics:
             jobs.setdefault(job, []).append(r)
-    for recs in jobs.values():
+    job_starts: dict[int, int] = {}      # job -> its first rank's start, all ranks started
+    for job, recs in sorted(jobs.items()):
         first = next((r for r in recs if r.metrics.get("job_rank") == 0), None)
         if first is None:
             continue
         started = [r.start_ns for r in recs if r.metrics.get("cpu_start") is not None]
-        if len(started) == len(recs) and len(recs) > 1:
-            first.metrics["job_skew_s"] = (max(started) - min(started)) / 1e9
+        if len(started) == len(recs):
+            job_starts[job] = min(started)
+            if len(recs) > 1:
+                first.metrics["job_skew_s"] = (max(started) - min(started)) / 1e9
         ups = [r.metrics["mpi_startup_s"] for r in recs
                if isinstance(r.metrics.get("mpi_startup_s"), (int, float))]
         if len(ups) == len(recs):
@@ -42,6 +48,9 @@ def finish_jobs(records: list[Record]) -> None:
         if mounts:
             first.metrics["job_mount_namespaces"] = len(mounts)
         _causes(recs, first.extra.get("rank_failures") or {})
+    if len(job_starts) > 1 and len(job_starts) == len(jobs):
+        lead = next(r for r in jobs[min(job_starts)] if r.metrics.get("job_rank") == 0)
+        lead.metrics["jobs_skew_s"] = (max(job_starts.values()) - min(job_starts.values())) / 1e9
 
 
 def _causes(recs: list[Record], failures: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
-from .figures import CONTEXT, COUNT, HIDDEN, LOWER, PHASE, Figure
+from .figures import CONTEXT, COUNT, HIDDEN, JOB, LOWER, PHASE, Figure
 
 
 def _hidden(name: str, unit: str = "") -> Figure:
@@ -26,8 +26,11 @@ def _hidden(name: str, unit: str = "") -> Figure:
 # it was held (bookkeeping, never a figure of the program) and the job's start-up (context);
 # the job's skew (kernels/mpi_phase.py) is a figure
 FIGURES = (
-    Figure("job_skew_s", "s", "job skew", LOWER, scope=PHASE,
+    Figure("job_skew_s", "s", "job skew", LOWER, scope=JOB,
            note="job skew = max - min of one job's ranks' start stamps (on its rank 0)"),
+    Figure("jobs_skew_s", "s", "skew across\njobs", LOWER, scope=PHASE,
+           note="skew across jobs = max - min of a phase's jobs' starts (a job's start: its "
+           "first rank's; on the first job's rank 0)"),
     Figure("job_startup_s", "s", "job\nstart-up", "", role=CONTEXT,
            note="job start-up = the slowest rank's launch-to-held time (launcher, wire-up, "
            "MPI_Init), outside the timed window"),

@@ -31,7 +31,8 @@ from .view import GROUP_NOTE, Table, error_lines
 # figures every kernel may name besides its metrics (and what `--metrics` accepts)
 BUILTIN = tuple(f.name for f in F.COMPUTED)
 NOTE = ("figures: median (min-max) over phases, or over slots for a slot's own metric; "
-        "per slot = aggregate / workers")
+        "per slot = aggregate / workers; per job = aggregate / jobs (a parallel task's "
+        "workers / ranks)")
 # figures whose cells are distributions (median / p99 / max), not median (min-max): the
 # parts shown in a compact table
 _DIST = {F.SYNC_OVERHEAD.name: ("median", "p99", "max"), F.CYCLE.name: ("median", "max"),
@@ -103,7 +104,9 @@ def figure_columns(name: str, points: list[PointSummary], values: Values, prio: 
     computed = name in BUILTIN
     for i, scope in enumerate(scopes):
         vs = [v for p in points if (v := _pick(values, p, name, scope)) is not None]
-        scoped = len(scopes) > 1 or not computed
+        # a metric says its scope, but for the phase's own figure (a skew across jobs: no
+        # per slot beside it to tell apart)
+        scoped = len(scopes) > 1 or not (computed or scope == AGGREGATE)
         # the per-slot column of a sum is the first a narrow terminal drops
         rank = prio + i * 50
         # per slot in the aggregate's unit: the two columns read side by side

@@ -14,7 +14,7 @@ MAX_ERRORS = 5  # error lines shown per table; the rest are counted
 LEGEND = ("lateness = start - T0 per slot; skew = max(start) - min(start) per phase; "
           "sync overhead = last end - first start of a null phase; phase cycle = last end - "
           "when the coordinator sent the go; aggregate bandwidth = sum(bytes) / (last end - "
-          "first start); per slot = aggregate / workers; stonewall (estimated) = the window in "
+          "first start); per slot = aggregate / workers; per job = aggregate / jobs; stonewall (estimated) = the window in "
           "which every slot ran (bytes in it estimated proportionally). Percentiles and "
           "medians are nearest-rank over records (lateness, per-slot time) or phases (skew, "
           "sync overhead, cycle, bandwidth).")
