@@ -67,3 +67,35 @@ def test_a_real_commands_work_is_measured(tmp_path):
                            "conv=fsync", "status=none"], str(tmp_path))
     assert got.calls[("write", str(64 * 1024))] == 16 and got.calls[("fsync", "")] == 1
     assert shutil.which("dd") and os.path.getsize(out) == 16 * 64 * 1024
+
+
+def test_another_writer_on_the_device_is_not_the_commands_work(tmp_path):
+    """Device bytes are the measured command's own (its process tree's I/O accounting), not
+    the whole device's: on a shared machine another writer on the same disk made io.read
+    look as if it wrote 46 MiB. The command writes 4 MiB and syncs them, a thread of this
+    process (not the command) writes 32 MiB to the same file system meanwhile."""
+    if not work.strace():
+        pytest.skip("needs strace (Debian package strace)")
+    if work.device_of(str(tmp_path)) is None:
+        pytest.skip("needs a directory on a block device (tmp_path is on tmpfs)")
+    import threading
+    stop = threading.Event()
+
+    def other_writer() -> None:
+        block = b"x" * 2**20
+        while not stop.is_set():
+            with open(tmp_path / "other", "wb") as f:
+                for _ in range(32):
+                    f.write(block)
+                f.flush()
+                os.fsync(f.fileno())
+    t = threading.Thread(target=other_writer)
+    t.start()
+    try:
+        got, _ = work.measure(["sh", "-c", f"sleep 0.3; dd if=/dev/zero of={tmp_path}/mine "
+                               "bs=1M count=4 conv=fsync status=none; sleep 0.3"],
+                              str(tmp_path))
+    finally:
+        stop.set()
+        t.join()
+    assert 4 * 2**20 <= got.device_write < 5 * 2**20, got.line()
