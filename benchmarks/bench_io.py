@@ -19,8 +19,8 @@ end - first start). Against:
         reorder = true. IOR's Mean(MiB).
 After an uncounted warm-up round, rounds alternate which tool goes first, with a sync before
 each run; a round runs both the write and the read of each tool. First, per slot count, the
-work counters (work.py: device bytes from the I/O accounting of each side's processes, file system calls by size from
-strace -f), manybench beside fio (manybench's results directory on tmpfs, so its store's
+work counters (work.py: device bytes from the I/O accounting of each side's processes, file
+system calls by size from strace -f), manybench beside fio (manybench's results directory on tmpfs, so its store's
 writes are not the device's). Gate against fio, the agreement rule: the same calls per item
 and device bytes (within 5%) and the 95% interval of the median of the paired ratios
 (manybench / fio) reaching into 0.95-1.05, for each operation and slot count; best-of-N
