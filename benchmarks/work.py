@@ -160,8 +160,11 @@ def measure(cmd: list[str], under: str, env: dict | None = None) -> tuple[Work, 
     return Work(after[0] - before[0], after[1] - before[1], calls), p.stdout
 
 
-def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
-    """What differs between two sides' work (empty: they agree). only: compare these calls."""
+def agree(a: Work, b: Work, only: tuple[str, ...] = (),
+          device: tuple[str, ...] = ("read", "write")) -> list[str]:
+    """What differs between two sides' work (empty: they agree). only: compare these calls;
+    device: the directions of device bytes that are the items' work (a write job's reads are
+    its program's own pages when it starts cold, not its writes)."""
     diffs = []
     keys = {k for k in set(a.calls) | set(b.calls) if not only or k[0] in only}
     for k in sorted(keys):
@@ -170,6 +173,8 @@ def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
                          f"{b.calls.get(k, 0)}")
     for what, x, y in (("device read", a.device_read, b.device_read),
                        ("device write", a.device_write, b.device_write)):
+        if what.split()[1] not in device:
+            continue
         if max(x, y) > 2**20 and abs(x - y) > DEVICE_TOLERANCE * max(x, y):
             diffs.append(f"{what}: {x / 2**20:,.1f} vs {y / 2**20:,.1f} MiB")
     return diffs

@@ -99,3 +99,16 @@ def test_another_writer_on_the_device_is_not_the_commands_work(tmp_path):
         stop.set()
         t.join()
     assert 4 * 2**20 <= got.device_write < 5 * 2**20, got.line()
+
+
+def test_only_the_items_direction_of_device_bytes_is_compared_when_asked():
+    """A write job's device reads are its program's pages loaded cold (fio read 5.3 MiB of
+    its libraries during its first write job here), not the writes' work: bench_io compares
+    the device bytes of the item's direction and shows the other beside."""
+    a = work.Work(0, 128 * 2**20, work.parse(TRACE, "/d"))
+    b = work.Work(5 * 2**20, 128 * 2**20, a.calls)
+    assert work.agree(a, b, ("pwrite64",), device=("write",)) == []
+    assert work.agree(a, b, ("pwrite64",)) == ["device read: 0.0 vs 5.0 MiB"]
+    c = work.Work(0, 100 * 2**20, a.calls)
+    assert work.agree(a, c, ("pwrite64",), device=("write",)) == [
+        "device write: 128.0 vs 100.0 MiB"]
