@@ -116,9 +116,8 @@ def test_stream_second_run_on_the_same_arrays_still_validates():
 def test_stream_arrays_lie_as_stream_c_static_arrays_do(elements):
     """stream.c's a, b, c are static arrays back to back: each starts one array (rounded up to
     the 64 bytes the compiler aligns them to) after the other, so their offsets within a page
-    follow from the element count (20,000,000: b half a page off a and c). Three separate
-    allocations all start at one page offset instead, and Triad ran ~20% faster in them on a
-    Zen 4 guest than in stream.c's layout: a faster figure measuring another layout."""
+    follow from the element count (20,000,000: b half a page off a and c), where three
+    separate allocations all start at one page offset: not the reference's layout."""
     h = _native.stream_new(elements, 1)
     try:
         a, b, c = _native.stream_layout(h)

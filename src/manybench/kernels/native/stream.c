@@ -179,10 +179,8 @@ int nb_stream_new(uint64_t n, int threads, nb_stream **out, char *msg, size_t ms
     s->threads = threads;
     /* One block, the arrays back to back, as stream.c's static a, b, c lie: each one array
      * (rounded up to the compiler's 64-byte alignment) after the other. Their offsets within a
-     * page follow from n as in stream.c (n = 20,000,000: b half a page off a and c); three
-     * allocations of their own all start at one page offset, where the same Triad loop ran
-     * faster than in stream.c's layout (a Zen 4 guest, interleaved in one process): another
-     * layout, not the same work. */
+     * page follow from n as in stream.c (n = 20,000,000: b half a page off a and c), where
+     * three allocations of their own all start at one page offset. */
     size_t stride = ((size_t)n * sizeof(double) + ARRAY_ALIGN - 1) / ARRAY_ALIGN * ARRAY_ALIGN;
     if (stride > SIZE_MAX / 3) {
         free(s);
