@@ -19,8 +19,8 @@ end - first start). Against:
         reorder = true. IOR's Mean(MiB).
 After an uncounted warm-up round, rounds alternate which tool goes first, with a sync before
 each run; a round runs both the write and the read of each tool. First, per slot count, the
-work counters (work.py: device bytes from /proc/diskstats, file system calls by size from
-strace -f), manybench beside fio (manybench's results directory on tmpfs, so its store's
+work counters (work.py: device bytes from the I/O accounting of each side's processes, file
+system calls by size from strace -f), manybench beside fio (manybench's results directory on tmpfs, so its store's
 writes are not the device's). Gate against fio, the agreement rule: the same calls per item
 and device bytes (within 5%) and the 95% interval of the median of the paired ratios
 (manybench / fio) reaching into 0.95-1.05, for each operation and slot count; best-of-N
@@ -137,13 +137,14 @@ def work_pass(base: str, slots: int, size: int, block: int) -> dict[str, list[st
         a, b = _folded(ours[kind]), _folded(theirs[kind])
         print(f"  work of io.{kind}, {slots} slot(s): manybench {a.line()}")
         print(f"  work of io.{kind}, {slots} slot(s): fio       {b.line()}")
-        diffs = work.agree(a, b, ITEM_CALLS[kind])
+        diffs = work.agree(a, b, ITEM_CALLS[kind], device=(kind,))
         print(f"io.{kind}, {slots} slot(s): work " + (
             f"agrees with fio: the same {', '.join(ITEM_CALLS[kind])} calls and sizes, the "
-            "same device bytes" if not diffs else "DIFFERS from fio: " + "; ".join(diffs)))
-        other = [d for d in work.agree(a, b) if d not in diffs and "device" not in d
+            f"same bytes {'written to' if kind == 'write' else 'read from'} the device"
+            if not diffs else "DIFFERS from fio: " + "; ".join(diffs)))
+        other = [d for d in work.agree(a, b) if d not in diffs
                  and not d.startswith(_BOOKKEEPING)]
-        if other:     # before T0 or bookkeeping: shown, not gated
+        if other:     # before T0, bookkeeping, a cold program's pages: shown, not gated
             print(f"  io.{kind}, {slots} slot(s): besides the items: " + "; ".join(other))
         out[kind] = diffs
     return out

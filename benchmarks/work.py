@@ -4,9 +4,12 @@ Timing on a shared machine scatters (a VM's disk reads at 450 to 2,300 MiB/s fro
 the next); the work a tool does per item does not. Beside the paired ratios, a benchmark
 runs each side once more under these counters and prints them side by side:
 
-  device bytes   read and written at the block device holding the directory, from
-                 /proc/diskstats (sectors x 512) before and after (other writers on that
-                 device show up too: run on a quiet disk)
+  device bytes   read from and written to storage by the measured command's processes (the
+                 kernel's I/O accounting of the tree, summed as it is reaped:
+                 getrusage(RUSAGE_CHILDREN) ru_inblock/ru_oublock, 512-byte units): what
+                 the command made the device do, whoever else uses the disk meanwhile
+                 (/proc/diskstats counted every writer on it: on a shared machine a read
+                 looked as if it wrote 46 MiB)
   system calls   every file system call on paths under the directory, from `strace -f -y`,
                  by name and size (reads and writes) or advice (fadvise): what the tool asked
                  of the kernel per item
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -52,23 +56,18 @@ class Work:
 
 
 def device_of(path: str) -> str | None:
-    """The /proc/diskstats name of the block device holding `path` (None: not a block
+    """The name of the block device holding `path` (None: not a block
     device, e.g. tmpfs)."""
     dev = os.stat(path).st_dev
     link = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
     return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
 
 
-def diskstats(name: str | None) -> tuple[int, int]:
-    """Bytes read and written so far by device `name` (0, 0 when unknown)."""
-    if name is None:
-        return 0, 0
-    with open("/proc/diskstats") as f:
-        for line in f:
-            p = line.split()
-            if len(p) > 9 and p[2] == name:
-                return int(p[5]) * 512, int(p[9]) * 512
-    return 0, 0
+def children_io() -> tuple[int, int]:
+    """Bytes read from and written to storage so far by this process's reaped children and
+    their reaped descendants (write: dirtied for writeback, less what truncation cancelled)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_inblock * 512, ru.ru_oublock * 512
 
 
 # a *at call from the current directory with a full path walks the path as the plain call
@@ -144,16 +143,14 @@ def counted(texts: list[str], under: str, windows: list[tuple[float, float]] | N
 def measure(cmd: list[str], under: str, env: dict | None = None) -> tuple[Work, str]:
     """Run `cmd` under strace, counting its work under the directory `under`; (work, its
     stdout)."""
-    dev = device_of(under)
     with tempfile.TemporaryDirectory(suffix=".strace") as out:
         os.sync()
-        before = diskstats(dev)
+        before = children_io()
         # -ff: one file per process, so no call is split by another's ("<unfinished ...>")
         p = subprocess.run([strace() or "strace", "-ff", "-y", "-qq", "-o",
                             os.path.join(out, "p"), "-e", "trace=" + ",".join(SYSCALLS), *cmd],
                            capture_output=True, text=True, env=env)
-        os.sync()
-        after = diskstats(dev)
+        after = children_io()      # the command and its tree, reaped: their own bytes
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed under strace: {p.stderr.strip()}")
         calls: Counter = Counter()
@@ -163,8 +160,11 @@ def measure(cmd: list[str], under: str, env: dict | None = None) -> tuple[Work, 
     return Work(after[0] - before[0], after[1] - before[1], calls), p.stdout
 
 
-def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
-    """What differs between two sides' work (empty: they agree). only: compare these calls."""
+def agree(a: Work, b: Work, only: tuple[str, ...] = (),
+          device: tuple[str, ...] = ("read", "write")) -> list[str]:
+    """What differs between two sides' work (empty: they agree). only: compare these calls;
+    device: the directions of device bytes that are the items' work (a write job's reads are
+    its program's own pages when it starts cold, not its writes)."""
     diffs = []
     keys = {k for k in set(a.calls) | set(b.calls) if not only or k[0] in only}
     for k in sorted(keys):
@@ -173,6 +173,8 @@ def agree(a: Work, b: Work, only: tuple[str, ...] = ()) -> list[str]:
                          f"{b.calls.get(k, 0)}")
     for what, x, y in (("device read", a.device_read, b.device_read),
                        ("device write", a.device_write, b.device_write)):
+        if what.split()[1] not in device:
+            continue
         if max(x, y) > 2**20 and abs(x - y) > DEVICE_TOLERANCE * max(x, y):
             diffs.append(f"{what}: {x / 2**20:,.1f} vs {y / 2**20:,.1f} MiB")
     return diffs

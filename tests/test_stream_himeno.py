@@ -112,6 +112,21 @@ def test_stream_second_run_on_the_same_arrays_still_validates():
         _native.stream_run(object(), 3, 0, 0)
 
 
+@pytest.mark.parametrize("elements", [20_000_000 // 1000, 5001])
+def test_stream_arrays_lie_as_stream_c_static_arrays_do(elements):
+    """stream.c's a, b, c are static arrays back to back: each starts one array (rounded up to
+    the 64 bytes the compiler aligns them to) after the other, so their offsets within a page
+    follow from the element count (20,000,000: b half a page off a and c), where three
+    separate allocations all start at one page offset: not the reference's layout."""
+    h = _native.stream_new(elements, 1)
+    try:
+        a, b, c = _native.stream_layout(h)
+    finally:
+        _native.stream_release(h)
+    stride = -(-elements * 8 // 64) * 64
+    assert a % 64 == 0 and b - a == stride and c - b == stride
+
+
 def test_stream_wrong_results_fail_validation():
     # past ~261 iterations STREAM's values overflow a double: its check must catch that
     h = _native.stream_new(2000, 1)

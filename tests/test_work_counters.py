@@ -67,3 +67,48 @@ def test_a_real_commands_work_is_measured(tmp_path):
                            "conv=fsync", "status=none"], str(tmp_path))
     assert got.calls[("write", str(64 * 1024))] == 16 and got.calls[("fsync", "")] == 1
     assert shutil.which("dd") and os.path.getsize(out) == 16 * 64 * 1024
+
+
+def test_another_writer_on_the_device_is_not_the_commands_work(tmp_path):
+    """Device bytes are the measured command's own (its process tree's I/O accounting), not
+    the whole device's: on a shared machine another writer on the same disk made io.read
+    look as if it wrote 46 MiB. The command writes 4 MiB and syncs them, a thread of this
+    process (not the command) writes 32 MiB to the same file system meanwhile."""
+    if not work.strace():
+        pytest.skip("needs strace (Debian package strace)")
+    if work.device_of(str(tmp_path)) is None:
+        pytest.skip("needs a directory on a block device (tmp_path is on tmpfs)")
+    import threading
+    stop = threading.Event()
+
+    def other_writer() -> None:
+        block = b"x" * 2**20
+        while not stop.is_set():
+            with open(tmp_path / "other", "wb") as f:
+                for _ in range(32):
+                    f.write(block)
+                f.flush()
+                os.fsync(f.fileno())
+    t = threading.Thread(target=other_writer)
+    t.start()
+    try:
+        got, _ = work.measure(["sh", "-c", f"sleep 0.3; dd if=/dev/zero of={tmp_path}/mine "
+                               "bs=1M count=4 conv=fsync status=none; sleep 0.3"],
+                              str(tmp_path))
+    finally:
+        stop.set()
+        t.join()
+    assert 4 * 2**20 <= got.device_write < 5 * 2**20, got.line()
+
+
+def test_only_the_items_direction_of_device_bytes_is_compared_when_asked():
+    """A write job's device reads are its program's pages loaded cold (fio read 5.3 MiB of
+    its libraries during its first write job here), not the writes' work: bench_io compares
+    the device bytes of the item's direction and shows the other beside."""
+    a = work.Work(0, 128 * 2**20, work.parse(TRACE, "/d"))
+    b = work.Work(5 * 2**20, 128 * 2**20, a.calls)
+    assert work.agree(a, b, ("pwrite64",), device=("write",)) == []
+    assert work.agree(a, b, ("pwrite64",)) == ["device read: 0.0 vs 5.0 MiB"]
+    c = work.Work(0, 100 * 2**20, a.calls)
+    assert work.agree(a, c, ("pwrite64",), device=("write",)) == [
+        "device write: 128.0 vs 100.0 MiB"]

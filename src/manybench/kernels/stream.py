@@ -1,9 +1,9 @@
 """`mem.stream`: McCalpin's STREAM (Copy, Scale, Add, Triad) as a slot kernel.
 
 The C side (native/stream.c) has STREAM's loops, timing and checkSTREAMresults. Before T0
-(prepare) the three arrays are allocated and first-touched by the threads that will run the
-loops; the timed window is the `ntimes` iterations of the four kernels; the results are
-checked after the end stamp. The figures are computed here exactly as STREAM prints them:
+(prepare) the three arrays are allocated (one block, laid out as stream.c's static arrays)
+and first-touched by the threads that will run the loops; the timed window is the `ntimes`
+iterations of the four kernels; the results are checked after the end stamp. The figures are computed here exactly as STREAM prints them:
 per kernel, the best rate over iterations 2..ntimes (the first is left out) in MB/s with
 MB = 10^6 bytes and 16, 16, 24, 24 bytes per element for Copy, Scale, Add, Triad, and the
 average, minimum and maximum time of the same iterations.

@@ -3,6 +3,7 @@
  *   stream_run(handle, ntimes, t0_ns, spin_ns) -> dict (API.md's result dict, plus
  *       "times_ns": 4 tuples (Copy, Scale, Add, Triad) of ntimes per-iteration durations)
  *   stream_release(handle)                      free the arrays now (also done on collection)
+ *   stream_layout(handle) -> (a, b, c)          the arrays' addresses (their layout, tested)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,6 +108,18 @@ static PyObject *py_stream_release(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_stream_layout(PyObject *self, PyObject *args)
+{
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap))
+        return NULL;
+    nb_stream *s = handle(cap);
+    if (!s)
+        return NULL;
+    return Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)s->a,
+                         (unsigned long long)(uintptr_t)s->b, (unsigned long long)(uintptr_t)s->c);
+}
+
 PyMethodDef nb_stream_methods[] = {
     {"stream_new", py_stream_new, METH_VARARGS,
      "stream_new(elements, threads) -> handle: a, b, c allocated and first-touched"},
@@ -114,5 +127,7 @@ PyMethodDef nb_stream_methods[] = {
      "stream_run(handle, ntimes, t0_ns, spin_ns) -> dict with times_ns"},
     {"stream_release", py_stream_release, METH_VARARGS,
      "stream_release(handle): free the arrays now"},
+    {"stream_layout", py_stream_layout, METH_VARARGS,
+     "stream_layout(handle) -> (a, b, c): the arrays' addresses"},
     {NULL, NULL, 0, NULL},
 };

@@ -7,7 +7,7 @@
 #define NB_STREAM_KERNELS 4 /* Copy, Scale, Add, Triad, in STREAM's order */
 
 typedef struct {
-    double *a, *b, *c; /* NULL once released */
+    double *a, *b, *c; /* one block from a, back to back as stream.c's; NULL once released */
     uint64_t n;        /* elements per array */
     int threads;       /* OpenMP threads; 1 = plain loops, no OpenMP at all */
     int dirty;         /* the arrays hold a run's results: reset before the next run */
