@@ -112,3 +112,16 @@ def test_a_competing_spinner_makes_late_starts_counted_and_the_lead_grow(plan_fi
     # the report counts them per point, names the causes, and judges them
     assert "late starts" in res.stdout and f"{counted.late_phases}/40" in res.stdout
     assert any(c in res.stdout for c in ("a stall", "lead too short"))
+
+
+def test_the_leads_verdict_is_said_only_where_chance_cannot_turn_it():
+    """A plan run twice here had 3 to 10 phases in 300 late for a short lead, around a 1%
+    target: "kept" one run and "could not keep" the next. The verdict now takes the share's
+    95% interval: above the target, under it, or within chance of it."""
+    from manybench.analysis.late import _lead_verdict, share_interval
+    lo, hi = share_interval(3, 300)
+    assert lo < 0.01 < hi
+    for k in (1, 3, 5, 6):
+        assert "within chance of the target" in _lead_verdict(k, 300, 0.01), k
+    assert "could not keep" in _lead_verdict(30, 300, 0.01)
+    assert "kept late armings under the target" in _lead_verdict(2, 3000, 0.01)
