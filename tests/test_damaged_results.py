@@ -18,7 +18,7 @@ from manybench.cli import main
 from manybench.results import store as store_mod
 
 PLAN = 'name = "n"\nrepeat = 3\n[[task]]\nname = "n"\nkernel = "null"\n'
-READERS = ["report", "export", "diff", "compare", "history", "resume"]
+READERS = ["report", "export", "diff", "compare", "history", "resume", "run -o"]
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,8 @@ def reader_args(cmd: str, damaged: str, good: str) -> list[str]:
         return [cmd, damaged]
     if cmd == "resume":
         return ["run", "--resume", damaged, "-q"]
+    if cmd == "run -o":      # a new run added to a directory that holds one
+        return ["run", os.path.join(good, os.pardir, "p.toml"), "-o", damaged, "-q"]
     return [cmd, damaged, good]
 
 
@@ -88,7 +90,9 @@ DAMAGE = {
 
 # a reader that never reads the damaged column prints nothing wrong: diff compares the runs'
 # environments, not their records; export writes records, not the run's environment
-UNREAD = {("diff", "bad JSON in a record"), ("export", "bad JSON in a run")}
+# run -o adds a run beside the stored ones and reads none of their rows
+UNREAD = {("diff", "bad JSON in a record"), ("export", "bad JSON in a run"),
+          ("run -o", "bad JSON in a record"), ("run -o", "bad JSON in a run")}
 
 
 @pytest.mark.parametrize("cmd, damage", [(c, d) for c in READERS for d in DAMAGE
@@ -147,19 +151,34 @@ def _hold_lock(db: str, exclusive_mode: bool) -> subprocess.Popen:
     return p
 
 
-@pytest.mark.parametrize("args, exclusive_mode", [(["run", "--resume"], False),
-                                                  (["report"], True)])
-def test_a_locked_results_db_is_waited_on_then_exit_2(results, tmp_path, monkeypatch, args,
+# every reader against a file held in SQLite's exclusive locking mode (no reader gets in);
+# the two writers also against a plain write lock (a reader of a WAL file still reads then)
+LOCKS = [(cmd, True) for cmd in READERS] + [("resume", False), ("run -o", False)]
+
+
+@pytest.mark.parametrize("cmd, exclusive_mode", LOCKS)
+def test_a_locked_results_db_is_waited_on_then_exit_2(results, tmp_path, monkeypatch, cmd,
                                                        exclusive_mode):
     monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.5)
     d = tmp_path / "copy"
     shutil.copytree(results, d)
     holder = _hold_lock(str(d / "results.db"), exclusive_mode)
     try:
-        res = invoke(*args, str(d))
+        res = invoke(*reader_args(cmd, str(d), results))
     finally:
         holder.kill()
         holder.wait()
     assert res.exit_code == 2, res.output
     assert str(d) in res.stderr and "locked by another process" in res.stderr, res.stderr
     assert "0.5 s" in res.stderr
+
+
+def test_run_o_refuses_a_results_db_that_is_not_a_file(tmp_path):
+    """A directory (or anything but a file) named results.db: exit 2 before anything starts,
+    not a run whose every phase then fails to be stored."""
+    d = tmp_path / "out"
+    (d / "results.db").mkdir(parents=True)
+    (tmp_path / "p.toml").write_text(PLAN)
+    res = invoke("run", str(tmp_path / "p.toml"), "-o", str(d), "-q")
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    assert str(d / "results.db") in res.stderr and "not a file" in res.stderr, res.stderr

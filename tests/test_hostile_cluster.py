@@ -29,6 +29,7 @@ def lab():
 
 PLANTS = {
     "hard link": ('ln "$V/io.dat" "$S/io.dat"', "has 2 links"),
+    "symbolic link": ('ln -s "$V/io.dat" "$S/io.dat"', "io.dat is a symbolic link"),
     "fifo": ('mkfifo "$S/io.dat"', "io.dat is a FIFO"),
     "socket": ('python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"'
                ' "$S/io.dat"', "io.dat is a socket"),

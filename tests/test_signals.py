@@ -141,3 +141,30 @@ def test_an_interrupt_after_the_run_row_is_written_marks_it_interrupted(tmp_path
         for s, handler in saved.items():    # the run ends ignoring them: not pytest
             signal.signal(s, handler)
     assert _rows(out) == ["interrupted"]
+
+
+# A Ctrl-C that lands while Python runs a string through exec() (a dataclass or named tuple
+# being made as a module is imported: start-up) leaves CPython's "unhandled interrupt" flag
+# set even once the interrupt is handled; `python -m` then ends in death by SIGINT instead
+# of the exit status given (seen on Dask: exit -2 after "interrupted").
+FLAGGED = """
+import sys
+from manybench.entry import main
+sys.argv = ["manybench", "--version"]
+try:
+    main()               # once: every lazy import done, so none resets the flag below
+except SystemExit:
+    pass
+try:
+    exec("raise KeyboardInterrupt")      # a Ctrl-C inside exec'd code, handled
+except KeyboardInterrupt:
+    pass
+main()
+"""
+
+
+def test_a_handled_interrupt_inside_exec_does_not_become_a_death_by_signal(tmp_path):
+    (tmp_path / "flagged.py").write_text(FLAGGED)
+    res = subprocess.run([sys.executable, "-m", "flagged"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, (res.returncode, res.stderr)

@@ -33,12 +33,12 @@ def _reason(e: BaseException) -> str:
 
 def db_reason(e: sqlite3.Error) -> str:
     """SQLite's complaint in a user's words."""
-    from .results.store import LOCK_WAIT_S
+    from .results.store import db_problem
     text = str(e)
     if is_disk_full(e):
         return "the disk is full"
     if "locked" in text or "busy" in text:
-        return f"locked by another process (waited {LOCK_WAIT_S:g} s for it)"
+        return db_problem(e)
     if "malformed" in text or "not a database" in text or "file is not a database" in text:
         return "the file is damaged or is not a manybench results database"
     return text
@@ -145,8 +145,12 @@ def own_results(outdir: str) -> None:
     program's SQLite file is never written to. Else exit 2 naming it."""
     from .results.schema import SchemaError
     from .results.store import Store
-    if not os.path.isfile(os.path.join(outdir, "results.db")):
+    db = os.path.join(outdir, "results.db")
+    if not os.path.lexists(db):
         return
+    if not os.path.isfile(db) or os.path.islink(db):
+        raise UserError(f"{db} is not a file manybench made (a directory, a link or a device "
+                        "is in its place): give another directory")
     try:
         with Store(outdir) as store:
             store.check_writable()

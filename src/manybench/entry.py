@@ -8,6 +8,15 @@ import sys
 EXIT_INTERRUPTED = 130
 
 
+def _forget_handled_interrupt() -> None:
+    """A Ctrl-C that lands while Python runs a string through exec() (a dataclass or a named
+    tuple being made while a module is imported) sets CPython's "unhandled KeyboardInterrupt"
+    flag even when the interrupt is then handled, and `python -m manybench` would end in a
+    death by SIGINT instead of the status given. Every exec() of a string clears the flag
+    first; one that succeeds leaves it clear."""
+    exec("pass")
+
+
 def main() -> None:
     from .run.interrupts import ignored, own
     own()
@@ -18,3 +27,6 @@ def main() -> None:
         with ignored():
             print("interrupted", file=sys.stderr)
             sys.exit(EXIT_INTERRUPTED)
+    finally:
+        with ignored():          # the command is over: no interrupt may land inside it
+            _forget_handled_interrupt()

@@ -25,7 +25,7 @@ from typing import Any
 
 from .contract import START, RunInfo, StoredNode
 from .schema import SchemaError
-from .store import Store
+from .store import Store, db_problem
 
 Path = tuple[str, ...]
 
@@ -85,7 +85,8 @@ def open_run(arg: str, name: str) -> tuple[Store, RunInfo]:
     except SchemaError as e:
         raise DiffError(f"{name}: {e}") from None
     except sqlite3.DatabaseError as e:
-        raise DiffError(f"{name}: {directory}/results.db cannot be read: {e}") from None
+        raise DiffError(f"{name}: {directory}/results.db cannot be read: {db_problem(e)}") \
+            from None
     try:
         runs = store.runs()
         if not runs:

@@ -136,6 +136,14 @@ def _series_rows(run_id: str, phase_index: int, r: Record) -> list[tuple]:
             for s in r.extra.get("series") or () for x, y in s.get("points", ())]
 
 
+def db_problem(e: sqlite3.Error) -> str:
+    """SQLite's complaint, a lock stated with the time waited for it."""
+    text = str(e)
+    if "locked" in text or "busy" in text:
+        return f"locked by another process (waited {LOCK_WAIT_S:g} s for it)"
+    return text
+
+
 def db_path(directory: str | os.PathLike) -> str:
     """Path of the results database inside a results directory."""
     return os.path.join(os.fspath(directory), DB_NAME)
@@ -179,7 +187,9 @@ class Store:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._busy()
             with _opening(self.path):
-                check(self._db, self.path)   # another program's file is never touched
+                # another program's file is never touched, nor a damaged one written on
+                if check(self._db, self.path):
+                    integrity(self._db, self.path)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 # the writer appends: a small page cache keeps its memory flat over a long

@@ -19,7 +19,7 @@ from ..plan import PlanError, parse_plan
 from ..plan.expand import Remaining, expand
 from ..results.contract import RunInfo
 from ..results.schema import SchemaError
-from ..results.store import Store
+from ..results.store import Store, db_problem
 
 RESUMABLE = ("interrupted", "killed", "aborted")
 
@@ -73,8 +73,11 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
             failed = sum(r.status != "ok" for r in st.records(info.run_id) if r.phase in done)
     except OSError as e:
         raise ResumeError(f"--resume {directory}: no results there ({e})") from None
-    except (SchemaError, sqlite3.Error) as e:   # damaged, foreign, locked (the message says)
+    except SchemaError as e:                    # damaged, foreign or too new: it says which
         raise ResumeError(f"--resume {directory}: cannot read its results: {e}") from None
+    except sqlite3.Error as e:                  # locked, say: for how long it was waited on
+        raise ResumeError(f"--resume {directory}: cannot read its results: "
+                          f"{db_problem(e)}") from None
     if info.status not in RESUMABLE:
         why = ("its coordinator is still running" if info.status == "running" else
                "nothing is left to run")
