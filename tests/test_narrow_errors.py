@@ -52,7 +52,8 @@ def test_resume_of_an_unreadable_results_db_is_told_but_a_bug_is_raised(tmp_path
     def locked(self):
         raise sqlite3.OperationalError("database is locked")
     monkeypatch.setattr(Store, "runs", locked)
-    with pytest.raises(resume.ResumeError, match="cannot read its results: database is locked"):
+    with pytest.raises(resume.ResumeError,
+                       match=r"cannot read its results: locked by another process \(waited"):
         resume.latest_run(directory)
     monkeypatch.setattr(Store, "runs", lambda self: _bug())
     with pytest.raises(TypeError, match="a bug of ours"):
