@@ -37,11 +37,9 @@ def db_reason(e: sqlite3.Error) -> str:
     text = str(e)
     if is_disk_full(e):
         return "the disk is full"
-    if "locked" in text or "busy" in text:
-        return db_problem(e)
-    if "malformed" in text or "not a database" in text or "file is not a database" in text:
+    if "malformed" in text or "not a database" in text:
         return "the file is damaged or is not a manybench results database"
-    return text
+    return db_problem(e)        # a lock said with the time waited, else SQLite's words
 
 
 def is_disk_full(e: BaseException) -> bool:

@@ -91,8 +91,9 @@ def _of(fig: F.Figure, scope: str, over: str, s: Spread | Dist, factor: float = 
                  None if hi is None else hi * f, why, fig.direction)
 
 
-def _per_slot(v: Value, workers: int, scope: str = PER_SLOT) -> Value:
-    w = max(workers, 1)
+def _share(v: Value, among: int, scope: str = PER_SLOT) -> Value:
+    """A summed figure's Value divided among `among` slots (or jobs)."""
+    w = max(among, 1)
     div = lambda x: None if x is None else x / w   # noqa: E731
     return Value(v.figure, v.label, v.unit, scope, v.over, v.n, v.median / w, v.min / w,
                  v.max / w, div(v.p99), div(v.ci_low), div(v.ci_high), v.interval_note,
@@ -113,7 +114,7 @@ def _shares(v: Value, p: PointSummary) -> list[Value]:
     slot, which would split one job's figure over its ranks: a narrow table keeps it
     longer), and per slot."""
     jobs = jobs_of(p)
-    return [v, *([_per_slot(v, jobs, PER_JOB)] if jobs > 1 else []), _per_slot(v, p.workers)]
+    return [v, *([_share(v, jobs, PER_JOB)] if jobs > 1 else []), _share(v, p.workers)]
 
 
 def metric_unit(kernel_name: str, name: str, units: dict[str, str] | None = None
