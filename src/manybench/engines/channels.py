@@ -20,7 +20,7 @@ from ..node.arrays import SlotResults
 from ..node.clock import Offset
 from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member, Prepare,
                              Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
-                             WirePhase)
+                             WirePhase, encode_with, pack_value)
 from .base import Engine, Node, Work, with_go
 from .direct import Fanout, NodeLost
 from .relays import form_groups, relay_clocks
@@ -46,6 +46,7 @@ class ChannelEngine(Engine):
         self.failed: dict[str, dict[int, Result]] = {}
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
+        self.packed: dict[str, tuple[list, bytes]] = {}   # node -> its work, packed
 
     @staticmethod
     def open_files_for(nodes: int) -> None:
@@ -100,6 +101,22 @@ class ChannelEngine(Engine):
             node, r = by_name[name], by_name[relay]
             node.offset_ns, node.error_ns = r.offset_ns + offset, r.error_ns + error
 
+    def _envelopes(self, reqs: dict[str, Request]) -> dict[str, bytes]:
+        """The envelopes of requests that carry a node's assignments (Prepare, Run): the
+        same list comes phase after phase of a placement (run/coordinator._work caches it),
+        so it is packed once per node and reused while it holds the same assignments (most
+        of a Run's bytes, and of the coordinator's time to send a go to 1,000 nodes)."""
+        out = {}
+        for n, req in reqs.items():
+            work = getattr(req, "work", None)
+            if type(work) is not list:
+                continue
+            got = self.packed.get(n)
+            if got is None or got[0] != work:      # identity first, element by element
+                got = self.packed[n] = (list(work), pack_value(work))
+            out[n] = encode_with(req, {"work": got[1]})
+        return out
+
     def _round(self, reqs: dict[str, Request]) -> dict[str, Any]:
         """One request to each node, direct or relayed: every reply (or why there is none)."""
         self.fanout.send(reqs)
@@ -130,7 +147,8 @@ class ChannelEngine(Engine):
         live = [n for n in self.work if n not in self.lost]
         if not live:
             return {}
-        self.fanout.send({n: request(n) for n in live})
+        reqs = {n: request(n) for n in live}
+        self.fanout.send(reqs, self._envelopes(reqs))
         while not self.fanout.wait(0.2):
             tick()
         out = {}
@@ -150,7 +168,7 @@ class ChannelEngine(Engine):
         if timeout is not None:
             lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
             self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
-        self.fanout.send(reqs)
+        self.fanout.send(reqs, self._envelopes(reqs))
         self.pending = bool(reqs)
 
     def poll(self, timeout: float) -> bool:

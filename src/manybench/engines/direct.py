@@ -124,26 +124,32 @@ class Fanout:
             self.wake_w.close()
 
     # -- one round -------------------------------------------------------------------------
-    def send(self, reqs: dict[str, Request]) -> None:
+    def send(self, reqs: dict[str, Request], encoded: dict[str, bytes] | None = None) -> None:
         """Send each node its request (replies: wait); a round still waiting is abandoned.
+        encoded: envelopes already made for some of them (encode(req)'s bytes).
         A member's request goes in its relay's Forward, with the relay's own if it has one;
         each Forward is sent once its group is encoded, so relays carry the round on while
         the coordinator encodes the next groups' requests."""
         self.round += 1
         self.replies, self.waiting, self.carried = {}, set(reqs), {}
+        made = encoded or {}
+
+        def encode_(node: str) -> bytes:
+            got = made.get(node)
+            return got if got is not None else encode(reqs[node])
         bundles: dict[str, dict[str, bytes]] = {}    # members whose relay has no request
         for node, req in reqs.items():
             relay = self.via.get(node)
             if relay is not None:
                 if relay not in reqs:
-                    bundles.setdefault(relay, {})[node] = encode(req)
+                    bundles.setdefault(relay, {})[node] = encode_(node)
                 continue                 # else it went, or goes, with its relay's own
             if node in self.groups and any(m in reqs for m in self.groups[node]):
-                frames = {node: encode(req)}   # the relay's own travels with its members'
-                frames.update((m, encode(reqs[m])) for m in self.groups[node] if m in reqs)
+                frames = {node: encode_(node)}   # the relay's own travels with its members'
+                frames.update((m, encode_(m)) for m in self.groups[node] if m in reqs)
                 self._forward(node, frames)
                 continue
-            data = encode(req)
+            data = encode_(node)
             link = self.links.get(node)
             if link is None:
                 fut = self.relay(node, type(req).__name__, data)

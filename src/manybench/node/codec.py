@@ -46,6 +46,9 @@ class Codec:
         self.shared = frozenset(shared)
         self.limit = {self.code[t]: n for t, n in shared.items()}
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
+        # an object's bytes up to its first field: the array's length, the type's extension
+        self.prefix = {t: msgpack.Packer().pack_array_header(len(self.fields[t]) + 1)
+                       + msgpack.packb(self.head[t]) for t in self.types}
         self.names = [(), *[self.fields[t] for t in self.types]]
         # id -> (the object, its packed extension), oldest first; the object is held, so
         # its id is not reused while it is here
@@ -60,6 +63,20 @@ class Codec:
     def pack(self, msg: object) -> bytes:
         """msg as msgpack bytes; TypeError naming what is not a wire value."""
         return msgpack.packb(msg, default=self._default, use_bin_type=True, strict_types=True)
+
+    def pack_with(self, msg: object, packed: Mapping[str, bytes]) -> bytes:
+        """pack(msg), byte for byte, with the fields named in `packed` already packed
+        (pack(value) of each, by a caller that sends the same large value again and again:
+        a node's assignments, phase after phase). An object is its fields' packings after a
+        prefix, so they are joined, not packed again."""
+        prefix = self.prefix.get(type(msg))
+        if prefix is None:
+            return self.pack(msg)          # not an object of a wire type: its own message
+        parts = [prefix]
+        for f in self.fields[type(msg)]:
+            got = packed.get(f)
+            parts.append(got if got is not None else self.pack(getattr(msg, f)))
+        return b"".join(parts)
 
     def _default(self, obj: Any) -> Any:
         t = type(obj)

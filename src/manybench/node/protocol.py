@@ -110,6 +110,17 @@ def encode(msg: object) -> bytes:
     return _HEAD.pack(MAGIC, PROTOCOL_VERSION) + CODEC.pack(msg)
 
 
+def encode_with(msg: object, packed: dict[str, bytes]) -> bytes:
+    """encode(msg), byte for byte, with some of its fields already packed (codec.pack_with:
+    a node's assignments packed once, sent phase after phase)."""
+    return _HEAD.pack(MAGIC, PROTOCOL_VERSION) + CODEC.pack_with(msg, packed)
+
+
+def pack_value(value: object) -> bytes:
+    """One field's value packed as encode packs it inside a message (for encode_with)."""
+    return CODEC.pack(value)
+
+
 def version_of(data: bytes) -> int | None:
     """The protocol version a message was encoded with; None: no envelope of ours."""
     if len(data) < _HEAD.size or data[:len(MAGIC)] != MAGIC:
