@@ -22,6 +22,7 @@ import hmac
 import socket
 import ssl
 import struct
+import threading
 from dataclasses import dataclass
 
 from .protocol import Failed, Hello, ProtocolMismatch, check_version, decode, encode
@@ -31,6 +32,19 @@ MAX_FRAME = 1 << 30          # a length beyond this is not ours: the connection 
 HELLO_S = 10.0               # a connection must say Hello (and finish TLS) within this
 CONNECT_S = 10.0             # to connect, finish TLS and have the Hello answered
 IO_S = 60.0                  # a frame begun must be sent or read to its end within this
+READ_MAX = 1 << 20           # what one read of a ready socket takes at most
+_scratch = threading.local()
+
+
+def read_some(sock: socket.socket) -> bytes:
+    """What one read of a ready socket gives (b"": it closed), up to READ_MAX bytes, into a
+    buffer of this thread's kept for every read: sock.recv(READ_MAX) allocates READ_MAX
+    bytes each time (~12 us a read here, a 1,000-node go reads ~2,000 frames)."""
+    view = getattr(_scratch, "view", None)
+    if view is None:
+        view = _scratch.view = memoryview(bytearray(READ_MAX))
+    n = sock.recv_into(view)
+    return view[:n].tobytes()
 
 
 class DirectRefused(Exception):
@@ -141,7 +155,7 @@ class FrameBuffer:
     def read(self, sock: socket.socket) -> list[bytes]:
         """The frames now complete after one read of a ready socket; EOFError when it
         closed, ValueError for a length that is not ours, OSError as the socket raises."""
-        chunk = sock.recv(1 << 20)
+        chunk = read_some(sock)
         while isinstance(sock, ssl.SSLSocket) and sock.pending():
             chunk += sock.recv(sock.pending())
         if not chunk:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 from ..inventory.topology import Cpu
 from .arrays import SlotResults
-from .direct import FRAME, MAX_FRAME, Listener, send_frame
+from .direct import FRAME, MAX_FRAME, Listener, read_some, send_frame
 from .procs import die_with_parent
 from .protocol import (Abort, Close, CommandOutput, CommandsDone, Connect, Connected, Failed,
                        Finished, Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare,
@@ -71,6 +71,7 @@ class SimNode:
         self.buf = bytearray()
         self.slots = spec.slots
         self.alive = True
+        self.seen: tuple[list, list[int]] = ([], [])   # a Run's assignments, their slots
 
     def now(self) -> int:
         """This node's clock."""
@@ -103,7 +104,7 @@ class SimNode:
             case Connect():
                 return Connected(SlotResults()), now
             case Run(t0_ns=t0, work=work):
-                return self._finished(t0, [a.place.slot for a in work], now)
+                return self._finished(t0, self._slots(work), now)
             case RunCommands(commands=commands):
                 t = self.now()
                 outs = [CommandOutput(list(c), 0, "", "simulated: not run", t, t)
@@ -114,6 +115,14 @@ class SimNode:
             case Ping() | Renew() | Close() | Abort():
                 return None, now
         return Failed(f"a simulated node does not answer {type(req).__name__}"), now
+
+    def _slots(self, work: list) -> list[int]:
+        """The slots of a Run's assignments, listed again only when they are not the last
+        Run's: the same come phase after phase, the same objects (codec.py makes a shared
+        value once), so the check is one identity test per assignment."""
+        if self.seen[0] != work:
+            self.seen = (work, [a.place.slot for a in work])
+        return self.seen[1]
 
     def _finished(self, t0: int, slots: list[int], now: int) -> tuple[Finished, int]:
         armed = now + self.offset_ns       # the go arrived: the node's slots are armed
@@ -195,7 +204,7 @@ class SimServer:
 
     def _read(self, node: SimNode) -> None:
         try:
-            chunk = node.conn.recv(1 << 20)
+            chunk = read_some(node.conn)
         except OSError:
             chunk = b""
         if not chunk:
