@@ -153,15 +153,24 @@ def main() -> int:
         print(f"{n:>6} {g['cpu_s']:>8.3f} s {g['per_node_ms']:>6.2f} ms {g['per_record_us']:>7.2f} us "
               f"{g['dispatch_ms']:>7.1f}/{g['dispatch_p99']:>6.1f} ms {g['cycle_s']:>5.2f} s "
               f"{g['rss0']:>8.0f} -> {g['rss1']:.0f} MB {g['relays']:>7}", flush=True)
+    if len(counts) > 1:
+        # the curve over the sizes: how each figure grows with the nodes (relays as formed)
+        print(f"curve (fanout {args.fanout or 'auto'}): nodes -> dispatch median, coordinator "
+              "CPU per phase, relays")
+        for n in counts:
+            print(f"  {n:>6} | {'#' * min(60, max(1, round(got[n]['dispatch_ms'] / 5))):<40} "
+                  f"{got[n]['dispatch_ms']:7.1f} ms  {got[n]['cpu_s']:.3f} s  "
+                  f"{got[n]['relays']} relays", flush=True)
     ok = True
     if 1000 in got:
         g = got[1000]
         curve = ", ".join(f"{n}: {got[n]['cpu_s']:.3f} s" for n in counts)
         ok &= absolute("coordinator CPU per phase at 1,000 x 64", g["cpu_s"], 0.5, "s",
                        beside=f"curve {curve}")
+        dcurve = ", ".join(f"{n}: {got[n]['dispatch_ms']:.1f} ms" for n in counts)
         ok &= absolute("dispatch at 1,000 nodes (median)", g["dispatch_ms"], 100, "ms",
                        beside=f"p99 {g['dispatch_p99']:.1f} ms; options {args.options or 'none'}; "
-                       f"fanout {args.fanout or 'auto'}")
+                       f"fanout {args.fanout or 'auto'}; curve {dcurve}")
         growth = g["rss1"] - g["rss0"]
         ok &= absolute("coordinator RSS growth over the phases", growth,
                        max(20.0, 0.05 * g["rss0"]), "MB", beside=f"{g['phases']:.0f} phases")
