@@ -8,14 +8,28 @@ from __future__ import annotations
 import pytest
 
 from manybench.engines import channels
+from manybench.engines.base import wire_phase
 from manybench.engines.simulated import SimulatedEngine
+from manybench.model import Phase, TaskSpec
 from manybench.node import protocol as P
+from manybench.node.arrays import SlotResults
 from manybench.node.simulated import SimSpec
-from test_codec import T, _messages
+
+T = 1_700_000_000_000_000_000
 
 
-@pytest.mark.parametrize("msg", [m for m in _messages() if hasattr(m, "__dataclass_fields__")],
-                         ids=lambda m: type(m).__name__)
+def _messages() -> list:
+    spec = TaskSpec("t", "command", {}, command=["echo", "{size}"], metrics={"r": "(\\d+)"})
+    phase = wire_phase(Phase(3, spec, "command", "v", 1, 2, "spread", "core", {"size": 4096},
+                             "p", env={"A": "1"}))
+    work = [P.Assignment(P.SlotPlace(s, s, (s,), s % 2 == 0, 40_000, (0,)), s) for s in range(3)]
+    return [P.Run(T, work, phase), P.Run(T, work, None), P.Run(T, [], None),
+            P.Prepare(phase, work), P.Forward({"a": b"x", "b": b""}),
+            P.Finished(SlotResults([1], [T], [T + 1], [T - 1], [1], [1], [0], ["ok"]), [], []),
+            P.Start("run", "n1", 2, "/tmp", True, 1.0, secret="s"), P.Ping(), P.Failed("x")]
+
+
+@pytest.mark.parametrize("msg", _messages(), ids=lambda m: type(m).__name__)
 def test_a_message_with_fields_packed_apart_is_encode_byte_for_byte(msg):
     fields = list(msg.__dataclass_fields__)
     for k in range(len(fields) + 1):       # none, the first, the first two, ... packed apart
