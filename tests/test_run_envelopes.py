@@ -26,7 +26,8 @@ def _messages() -> list:
     return [P.Run(T, work, phase), P.Run(T, work, None), P.Run(T, [], None),
             P.Prepare(phase, work), P.Forward({"a": b"x", "b": b""}),
             P.Finished(SlotResults([1], [T], [T + 1], [T - 1], [1], [1], [0], ["ok"]), [], []),
-            P.Start("run", "n1", 2, "/tmp", True, 1.0, secret="s"), P.Ping(), P.Failed("x")]
+            P.Start("run", "n1", 2, "/tmp", True, 1.0, secret="s"), P.Ping(), P.Failed("x"),
+            phase, work[0]]                        # shared values: packed apart as a whole
 
 
 @pytest.mark.parametrize("msg", _messages(), ids=lambda m: type(m).__name__)

@@ -70,8 +70,8 @@ class Codec:
         a node's assignments, phase after phase). An object is its fields' packings after a
         prefix, so they are joined, not packed again."""
         prefix = self.prefix.get(type(msg))
-        if prefix is None:
-            return self.pack(msg)          # not an object of a wire type: its own message
+        if prefix is None or type(msg) in self.shared:
+            return self.pack(msg)          # not an array of its fields: packed as it is
         parts = [prefix]
         for f in self.fields[type(msg)]:
             got = packed.get(f)
