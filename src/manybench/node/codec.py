@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from typing import Any, Mapping, Sequence
+from operator import attrgetter
+from typing import Any, Callable, Mapping, Sequence
 
 import msgpack
 
@@ -43,6 +44,8 @@ class Codec:
         self.code = {t: i + 1 for i, t in enumerate(self.types)}
         self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}
         self.fields = {t: tuple(f.name for f in dataclasses.fields(t)) for t in self.types}
+        # each type's fields read in one C call (a getattr per field cost a call each)
+        self.values = {t: _reader(self.fields[t]) for t in self.types}
         self.shared = frozenset(shared)
         self.limit = {self.code[t]: n for t, n in shared.items()}
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
@@ -73,11 +76,11 @@ class Codec:
             raise TypeError(f"{t.__module__}.{t.__qualname__} cannot cross to a node (not a "
                             "wire type of node/protocol.py)")
         if t not in self.shared:
-            return [head, *[getattr(obj, f) for f in self.fields[t]]]
+            return [head, *self.values[t](obj)]
         got = self.recent[head.code].get(id(obj))
         if got is not None and got[0] is obj:
             return got[1]
-        ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
+        ext = msgpack.ExtType(head.code, self.pack(list(self.values[t](obj))))
         self._remember(obj, ext)
         return ext
 
@@ -140,3 +143,14 @@ class Codec:
 
 
 _TUPLE_HEAD = msgpack.ExtType(TUPLE, b"")
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[object], tuple]:
+    """obj -> its fields' values in order, as a tuple (attrgetter of one name gives the value
+    alone, of none is no getter at all)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
