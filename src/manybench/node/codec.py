@@ -103,10 +103,10 @@ class Codec:
                                strict_map_key=False)
 
     def _ext(self, code: int, data: bytes) -> Any:
-        if not 0 <= code <= len(self.types):
-            raise ValueError(f"unknown wire type {code}")
-        if not data:
+        if not data and 0 <= code < len(self.marks):   # an object's head: the most common
             return self.marks[code]
+        if not 0 <= code < len(self.marks):
+            raise ValueError(f"unknown wire type {code}")
         made = self.made.get(code)
         obj = None if made is None else made.get(data)
         if obj is not None:
@@ -127,7 +127,14 @@ class Codec:
         if not values or type(values[0]) is not _Mark:
             return values
         code = values[0].code
-        return tuple(values[1:]) if code == TUPLE else self._make(code, values[1:])
+        if code == TUPLE:
+            return tuple(values[1:])
+        names = self.names[code]
+        if len(values) != len(names) + 1:
+            return self.types[code - 1](*values[1:])
+        obj = object.__new__(self.types[code - 1])     # as _make, inline: every object
+        obj.__dict__.update(zip(names, values[1:]))
+        return obj
 
     def _make(self, code: int, values: list) -> Any:
         """An object of the type: its fields set as its __init__ would (wire types are plain
