@@ -49,6 +49,7 @@ class Codec:
         self.shared = frozenset(shared)
         self.limit = {self.code[t]: n for t, n in shared.items()}
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
+        self.last = len(self.types)     # the highest code
         self.names = [(), *[self.fields[t] for t in self.types]]
         # id -> (the object, its packed extension), oldest first; the object is held, so
         # its id is not reused while it is here
@@ -103,10 +104,10 @@ class Codec:
                                strict_map_key=False)
 
     def _ext(self, code: int, data: bytes) -> Any:
-        if not data and 0 <= code < len(self.marks):   # an object's head: the most common
-            return self.marks[code]
-        if not 0 <= code < len(self.marks):
+        if not 0 <= code <= self.last:
             raise ValueError(f"unknown wire type {code}")
+        if not data:           # an object's head: the most common
+            return self.marks[code]
         made = self.made.get(code)
         obj = None if made is None else made.get(data)
         if obj is not None:
