@@ -11,17 +11,24 @@ from .base import KernelError, Result
 from .hist import decode, latency_metrics
 
 
+_NATIVE: ModuleType | None = None     # once imported: a null phase's prepare is this call
+
+
 def native() -> ModuleType:
     """The compiled `manybench._native`, or a KernelError saying how to build it.
 
     Imported lazily so that plan checks and dry runs work without the C extension.
     """
-    try:
-        from .. import _native
-    except ImportError as e:
-        raise KernelError("manybench's C kernels are not built: run `pip install .` (or "
-                          f"`python setup.py build_ext --inplace`) in the source tree ({e})") from e
-    return _native
+    global _NATIVE
+    if _NATIVE is None:
+        try:
+            from .. import _native
+        except ImportError as e:
+            raise KernelError("manybench's C kernels are not built: run `pip install .` (or "
+                              "`python setup.py build_ext --inplace`) in the source tree "
+                              f"({e})") from e
+        _NATIVE = _native
+    return _NATIVE
 
 
 # What the user can do about the errors their plan can cause.

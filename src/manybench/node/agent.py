@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
 from ..kernels import WARM_UP, Result
+from . import pipe
 from .procs import exit_text, reap
 from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
 from .arrays import SlotResults
@@ -72,6 +73,8 @@ class Agent:
         self.forked = 0     # slot processes forked: names each one's cgroup
         self.telemetry = Telemetry(node, telemetry_s)
         self.t0_ns = 0      # the phase under way's T0 (this node's clock)
+        self._poller = select.poll()     # _receive's, for the fds in _polled
+        self._polled: set[int] = set()
 
     @classmethod
     def of(cls, req: Start) -> Agent:
@@ -260,8 +263,8 @@ class Agent:
             if r.prepare is None and not go:
                 go = CODEC.pack(SlotGo(t0_ns))
             try:
-                self.slots[i].conn.send_bytes(go if r.prepare is None else
-                                              CODEC.pack(SlotGo(t0_ns, r.prepare)))
+                pipe.send(self.slots[i].conn.fileno(), go if r.prepare is None else
+                          CODEC.pack(SlotGo(t0_ns, r.prepare)))
             except OSError:   # died since it was ready: its record says so, the run goes on
                 r.result = Result(status="error", error="the slot died before its go")
 
@@ -285,11 +288,14 @@ class Agent:
     def _receive(self, timeout: float) -> None:
         waiting = {self.slots[i].conn.fileno(): i for i, r in self.running.items()
                    if r.result is None}
-        # one poll object, no selector per call (this runs once or twice per phase)
-        ready = select.poll()
-        for fd in waiting:
-            ready.register(fd, select.POLLIN)
-        for fd, _ in ready.poll(max(0, round(timeout * 1000))):
+        # one poll object, made again only when the slots waited on change (this runs once
+        # or twice per phase); poll(2) is given the fds afresh at every call
+        if self._polled != waiting.keys():
+            self._poller = select.poll()
+            for fd in waiting:
+                self._poller.register(fd, select.POLLIN)
+            self._polled = set(waiting)
+        for fd, _ in self._poller.poll(max(0, round(timeout * 1000))):
             i = waiting[fd]
             conn = self.slots[i].conn
             try:
@@ -354,9 +360,9 @@ class Agent:
 
 def _send(conn: Connection, msg: object) -> None:
     """A Slot* message down a slot's pipe (protocol.CODEC, as every message is encoded)."""
-    conn.send_bytes(CODEC.pack(msg))
+    pipe.send(conn.fileno(), CODEC.pack(msg))
 
 
 def _recv(conn: Connection) -> object:
     """A slot's reply; EOFError when it is gone, ValueError for what is not a message."""
-    return CODEC.unpack(conn.recv_bytes())
+    return CODEC.unpack(pipe.recv(conn.fileno()))

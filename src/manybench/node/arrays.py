@@ -38,17 +38,37 @@ class SlotResults:
 
     @classmethod
     def of(cls, results: Mapping[int, Result]) -> SlotResults:
-        """Per-slot results as arrays, by slot."""
+        """Per-slot results as arrays, by slot (one pass: it runs on every node every phase)."""
         slots = sorted(results)
-        rs = [results[s] for s in slots]
-        sparse = lambda name: {i: getattr(r, name) for i, r in enumerate(rs) if getattr(r, name)}
-        return cls(slots, [r.start_ns for r in rs], [r.end_ns for r in rs],
-                   [r.armed_ns for r in rs], [r.elapsed_ns for r in rs], [r.ops for r in rs],
-                   [r.bytes for r in rs], [r.status for r in rs], sparse("error"),
-                   sparse("metrics"), sparse("extra"), sparse("hist"),
-                   {i: [[t for t, _ in r.samples], [d for _, d in r.samples]]
-                    for i, r in enumerate(rs) if r.samples},
-                   sparse("sample_unit"))
+        start, end, armed, elapsed, ops, nbytes, status = [], [], [], [], [], [], []
+        error, metrics, extra, hist, samples, unit = {}, {}, {}, {}, {}, {}
+        for i, s in enumerate(slots):
+            r = results[s]
+            start.append(r.start_ns)
+            end.append(r.end_ns)
+            armed.append(r.armed_ns)
+            elapsed.append(r.elapsed_ns)
+            ops.append(r.ops)
+            nbytes.append(r.bytes)
+            status.append(r.status)
+            if r.error:
+                error[i] = r.error
+            if r.metrics:
+                metrics[i] = r.metrics
+            if r.extra:
+                extra[i] = r.extra
+            if r.hist:
+                hist[i] = r.hist
+            if r.samples:
+                samples[i] = [[t for t, _ in r.samples], [d for _, d in r.samples]]
+            if r.sample_unit:
+                unit[i] = r.sample_unit
+        out = object.__new__(cls)     # frozen: its __init__ would set each field by a call
+        out.__dict__.update(slot=slots, start_ns=start, end_ns=end, armed_ns=armed,
+                            elapsed_ns=elapsed, ops=ops, bytes=nbytes, status=status,
+                            error=error, metrics=metrics, extra=extra, hist=hist,
+                            samples=samples, sample_unit=unit)
+        return out
 
     def moved(self, **columns: list | dict) -> SlotResults:
         """A copy with these columns replaced (dataclasses.replace costs a call per field)."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from typing import Any, Mapping, Sequence
+from operator import attrgetter
+from typing import Any, Callable, Mapping, Sequence
 
 import msgpack
 
@@ -43,12 +44,15 @@ class Codec:
         self.code = {t: i + 1 for i, t in enumerate(self.types)}
         self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}
         self.fields = {t: tuple(f.name for f in dataclasses.fields(t)) for t in self.types}
+        # each type's fields read in one C call (a getattr per field cost a call each)
+        self.values = {t: _reader(self.fields[t]) for t in self.types}
         self.shared = frozenset(shared)
         self.limit = {self.code[t]: n for t, n in shared.items()}
         self.marks = [_Mark(c) for c in range(len(self.types) + 1)]
         # an object's bytes up to its first field: the array's length, the type's extension
         self.prefix = {t: msgpack.Packer().pack_array_header(len(self.fields[t]) + 1)
                        + msgpack.packb(self.head[t]) for t in self.types}
+        self.last = len(self.types)     # the highest code
         self.names = [(), *[self.fields[t] for t in self.types]]
         # id -> (the object, its packed extension), oldest first; the object is held, so
         # its id is not reused while it is here
@@ -90,11 +94,11 @@ class Codec:
             raise TypeError(f"{t.__module__}.{t.__qualname__} cannot cross to a node (not a "
                             "wire type of node/protocol.py)")
         if t not in self.shared:
-            return [head, *[getattr(obj, f) for f in self.fields[t]]]
+            return [head, *self.values[t](obj)]
         got = self.recent[head.code].get(id(obj))
         if got is not None and got[0] is obj:
             return got[1]
-        ext = msgpack.ExtType(head.code, self.pack([getattr(obj, f) for f in self.fields[t]]))
+        ext = msgpack.ExtType(head.code, self.pack(list(self.values[t](obj))))
         self._remember(obj, ext)
         return ext
 
@@ -117,9 +121,9 @@ class Codec:
                                strict_map_key=False)
 
     def _ext(self, code: int, data: bytes) -> Any:
-        if not 0 <= code <= len(self.types):
+        if not 0 <= code <= self.last:
             raise ValueError(f"unknown wire type {code}")
-        if not data:
+        if not data:           # an object's head: the most common
             return self.marks[code]
         made = self.made.get(code)
         obj = None if made is None else made.get(data)
@@ -141,7 +145,14 @@ class Codec:
         if not values or type(values[0]) is not _Mark:
             return values
         code = values[0].code
-        return tuple(values[1:]) if code == TUPLE else self._make(code, values[1:])
+        if code == TUPLE:
+            return tuple(values[1:])
+        names = self.names[code]
+        if len(values) != len(names) + 1:
+            return self.types[code - 1](*values[1:])
+        obj = object.__new__(self.types[code - 1])     # as _make, inline: every object
+        obj.__dict__.update(zip(names, values[1:]))
+        return obj
 
     def _make(self, code: int, values: list) -> Any:
         """An object of the type: its fields set as its __init__ would (wire types are plain
@@ -157,3 +168,14 @@ class Codec:
 
 
 _TUPLE_HEAD = msgpack.ExtType(TUPLE, b"")
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[object], tuple]:
+    """obj -> its fields' values in order, as a tuple (attrgetter of one name gives the value
+    alone, of none is no getter at all)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()

@@ -30,9 +30,9 @@ from multiprocessing.connection import Connection
 from .agent import Agent
 from .direct import Listener, TlsFiles, client_context, recv_frame, send_frame
 from .procs import die_with_parent
-from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Forward, Group, Grouped, Ping,
-                       Prepare, ProtocolMismatch, Request, Run, RunCommands, SnapshotTaken,
-                       Start, Started, SyncClocks, TakeSnapshot, decode, encode)
+from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Finished, Forward, Group,
+                       Grouped, Ping, Prepare, ProtocolMismatch, Request, Run, RunCommands,
+                       SnapshotTaken, Start, Started, SyncClocks, TakeSnapshot, decode, encode)
 from .relay import Relay
 
 
@@ -68,6 +68,8 @@ class AgentServer:
             return Failed(f"{e!r}\n{traceback.format_exc(limit=5)}")
 
     def handle(self, req: Request) -> object:
+        if type(req) is Run and self.agent is not None:    # every phase: no chain of tests
+            return self._run(self.agent, req)
         if isinstance(req, Start):
             self.agent = Agent.of(req)
             self.secret, self.node = req.secret, req.node
@@ -98,13 +100,18 @@ class AgentServer:
                 return self.relay.forward(frames, self._own)
             case SyncClocks() if self.relay is not None:
                 return self.relay.clocks()
-            case Run(t0_ns, work, phase):
-                # a light phase's prepare travels with its go (one round trip to each slot)
-                agent.go(t0_ns, None if phase is None else Prepare(phase, work))
-                while not agent.poll(0.5):
-                    pass
-                return agent.finished()
+            case Run():
+                return self._run(agent, req)
         raise ValueError(f"unknown request {type(req).__name__}")
+
+    @staticmethod
+    def _run(agent: Agent, req: Run) -> Finished:
+        """A phase: go at T0, its results. A light phase's prepare travels with its go (one
+        round trip to each slot)."""
+        agent.go(req.t0_ns, None if req.phase is None else Prepare(req.phase, req.work))
+        while not agent.poll(0.5):
+            pass
+        return agent.finished()
 
     def _listen(self, secret: str) -> tuple[DirectOffer | None, str]:
         """Open the direct channel for the run that holds `secret`: where it listens, or why

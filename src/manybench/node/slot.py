@@ -17,6 +17,7 @@ from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
 from ..kernels.figures import CPUS_ALLOWED
+from . import pipe
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
@@ -28,6 +29,14 @@ SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the 
 
 def _error(msg: str) -> Result:
     return Result(status="error", error=msg)
+
+
+def _with(res: Result, **changes: Any) -> Result:
+    """A copy of res with these fields changed: what dataclasses.replace makes (Result is a
+    plain frozen dataclass) without its call per field, on every phase's result."""
+    out = object.__new__(Result)
+    out.__dict__.update(res.__dict__, **changes)
+    return out
 
 
 MPOL_DEFAULT, MPOL_BIND = 0, 2
@@ -158,7 +167,7 @@ class SlotLoop:
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
                 m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed))
         m.setdefault("mempolicy", mempolicy())
-        return replace(res, metrics=m)
+        return _with(res, metrics=m)
 
     def _binding(self) -> tuple[dict[str, str], int]:
         """The slot's binding as /proc/self/status says, and how many cpus it allows: read
@@ -243,12 +252,13 @@ class _Pipe:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+        self.fd = conn.fileno()
 
     def recv(self) -> object:
-        return CODEC.unpack(self.conn.recv_bytes())
+        return CODEC.unpack(pipe.recv(self.fd))
 
     def send(self, msg: object) -> None:
-        self.conn.send_bytes(CODEC.pack(msg))
+        pipe.send(self.fd, CODEC.pack(msg))
 
 
 def arm_term_handler(cgroup: str | None) -> None:
