@@ -118,21 +118,29 @@ class RecordColumns(Sequence[Record]):
         at = HEAD.index(name)
         return [h[at] for h in self.head]
 
-    def rows(self, encoded: dict[str, Sequence[Any]]) -> Iterator[tuple] | None:
-        """Each record's values in Record's field order, for the store, with the columns in
-        `encoded` (the JSON ones, encoded: params, metrics, hist, extra) in place of the
-        values; None once the records are made (the store takes them one by one then)."""
+    def rows(self, encoded: dict[str, Sequence[Any]]
+             ) -> tuple[dict[str, Any], Iterator[tuple]] | None:
+        """The records' values for the store, with the columns in `encoded` (the JSON ones,
+        encoded: params, metrics, hist, extra) in place of the values: those every record
+        shares (its run and T0, and its phase's HEAD values when the records are of one
+        phase), by field, and an iterator of each record's other values in Record's field
+        order; None once the records are made (the store takes them one by one then)."""
         if self.made is not None:
             return None
         n = len(self)
         first = self.head[0] if n else ()
-        if all(h is first for h in self.head):    # one phase: its values repeated
-            heads = [repeat(v, n) for v in first[:6]]
-        else:
-            heads = [[h[k] for h in self.head] for k in range(6)]
+        shared: dict[str, Any] = {"run": self.run, "t0_ns": self.t0}
         cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
-        return zip(repeat(self.run, n), *heads, cols["node"], cols["slot"], cols["cpu"],
-                   repeat(self.t0, n), cols["start_ns"], cols["end_ns"], cols["elapsed_s"],
-                   cols["ops"], cols["bytes"], cols["status"], cols["error"],
-                   encoded.get("params") or self.column("params"), cols["metrics"],
-                   cols["hist"], cols["extra"])
+        if n and all(h is first for h in self.head):    # one phase: its values once
+            shared.update(zip(HEAD[:6], first[:6]))
+            params = encoded.get("params") or self.column("params")
+            if all(p is params[0] for p in params):      # its params, encoded once
+                shared["params"] = params[0]
+            else:
+                cols["params"] = params
+        else:
+            for k, name in enumerate(HEAD[:6]):
+                cols[name] = [h[k] for h in self.head]
+            cols["params"] = encoded.get("params") or self.column("params")
+        own = [cols[f.name] for f in FIELDS if f.name not in shared]
+        return shared, zip(*own)

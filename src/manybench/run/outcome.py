@@ -66,18 +66,21 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
     """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
     each; a slot the arrays lack gets `lacking`'s one entry. Made a column at a time, the
     phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records)."""
-    at = arr.index()
     t0 = cols.t0
-    # per record: the arrays its values come from and its entry there
-    src = [(arr, at[s]) if s in at else (lacking, 0) for s, _, _ in assigned]
-    whole = all(a is arr for a, _ in src)
-    idx = [i for _, i in src]
-    if whole and idx == list(range(len(arr.slot))):
-        pick = lambda col: col            # the node's arrays in its slots' order: as they are
-    elif whole:
-        pick = lambda col: [col[i] for i in idx]
+    slots = [s for s, _, _ in assigned]
+    if slots == arr.slot:                 # the node's arrays in its slots' order: as they are
+        src: list[tuple[SlotResults, int]] = []
+        idx = range(len(slots))
+        pick = lambda col: col
     else:
-        pick = None
+        at = arr.index()
+        # per record: the arrays its values come from and its entry there
+        src = [(arr, at[s]) if s in at else (lacking, 0) for s in slots]
+        idx = [i for _, i in src]
+        if all(a is arr for a, _ in src):
+            pick = lambda col: [col[i] for i in idx]
+        else:
+            pick = None
     def column(name: str) -> list:
         if pick is not None:
             return pick(getattr(arr, name))
@@ -121,7 +124,7 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
             d["armed_ns"] = a
         d["rank"] = rank
         extra.append(d)
-    cols.extend(head_col, node.name, [s for s, _, _ in assigned], [c for _, c, _ in assigned],
+    cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
                 column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
                 column("ops"), column("bytes"), column("status"), sparse("error", ""),
                 metrics, sparse("hist", None), extra)
