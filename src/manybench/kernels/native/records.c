@@ -130,7 +130,110 @@ static PyObject *py_shift_stamps(PyObject *self, PyObject *args)
     return out;
 }
 
+/* slot_metrics(metrics, clock, armed, t0, late_key) -> [dict] | None: each slot's record
+ * metrics, as run/outcome._node_records makes them: {**m, **clock} (m None or empty: a copy
+ * of clock), and late_key: armed - t0 if armed > t0 else 0 where armed is not 0. None when
+ * an m is neither None nor a dict (the Python does it, and says what is wrong). */
+static PyObject *py_slot_metrics(PyObject *self, PyObject *args)
+{
+    PyObject *ms, *clock, *armed, *t0, *key;
+    if (!PyArg_ParseTuple(args, "O!O!O!OU:slot_metrics", &PyList_Type, &ms, &PyDict_Type,
+                          &clock, &PyList_Type, &armed, &t0, &key))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ms);
+    if (PyList_GET_SIZE(armed) != n) {
+        PyErr_SetString(PyExc_ValueError, "slot_metrics: metrics and armed differ in length");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n), *zero = PyLong_FromLong(0);
+    if (!out || !zero)
+        goto fail;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *m = PyList_GET_ITEM(ms, k), *a = PyList_GET_ITEM(armed, k);
+        int full = m == Py_None ? 0 : PyObject_IsTrue(m);
+        if (full < 0)
+            goto fail;
+        if (full && !PyDict_Check(m)) {
+            Py_DECREF(out);
+            Py_DECREF(zero);
+            Py_RETURN_NONE;
+        }
+        PyObject *d = full ? PyDict_Copy(m) : PyDict_New();
+        if (!d)
+            goto fail;
+        PyList_SET_ITEM(out, k, d);
+        if (PyDict_Update(d, clock) < 0)
+            goto fail;
+        int on = PyObject_IsTrue(a);
+        if (on < 0)
+            goto fail;
+        if (on) {
+            int later = PyObject_RichCompareBool(a, t0, Py_GT);
+            if (later < 0)
+                goto fail;
+            PyObject *late = later ? PyNumber_Subtract(a, t0) : (Py_INCREF(zero), zero);
+            if (!late)
+                goto fail;
+            int err = PyDict_SetItem(d, key, late);
+            Py_DECREF(late);
+            if (err < 0)
+                goto fail;
+        }
+    }
+    Py_DECREF(zero);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(zero);
+    return NULL;
+}
+
+/* slot_extra(extra, armed, ranks, armed_key, rank_key) -> [dict] | None: each slot's record
+ * extra, as run/outcome._node_records makes it: a copy of x (None or empty: {}), armed_key:
+ * armed where it is not 0, rank_key: its rank. None when an x is neither None nor a dict. */
+static PyObject *py_slot_extra(PyObject *self, PyObject *args)
+{
+    PyObject *xs, *armed, *ranks, *akey, *rkey;
+    if (!PyArg_ParseTuple(args, "O!O!O!UU:slot_extra", &PyList_Type, &xs, &PyList_Type,
+                          &armed, &PyList_Type, &ranks, &akey, &rkey))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(xs);
+    if (PyList_GET_SIZE(armed) != n || PyList_GET_SIZE(ranks) != n) {
+        PyErr_SetString(PyExc_ValueError, "slot_extra: extra, armed and ranks differ in length");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n);
+    if (!out)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *x = PyList_GET_ITEM(xs, k), *a = PyList_GET_ITEM(armed, k);
+        int full = x == Py_None ? 0 : PyObject_IsTrue(x);
+        if (full < 0)
+            goto fail;
+        if (full && !PyDict_Check(x)) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        PyObject *d = full ? PyDict_Copy(x) : PyDict_New();
+        if (!d)
+            goto fail;
+        PyList_SET_ITEM(out, k, d);
+        int on = PyObject_IsTrue(a);
+        if (on < 0 || (on && PyDict_SetItem(d, akey, a) < 0) ||
+            PyDict_SetItem(d, rkey, PyList_GET_ITEM(ranks, k)) < 0)
+            goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 PyMethodDef nb_records_methods[] = {
+    {"slot_metrics", py_slot_metrics, METH_VARARGS,
+     "slot_metrics(metrics, clock, armed, t0, late_key) -> [dict] | None (outcome.py's)"},
+    {"slot_extra", py_slot_extra, METH_VARARGS,
+     "slot_extra(extra, armed, ranks, armed_key, rank_key) -> [dict] | None (outcome.py's)"},
     {"json_items", py_json_items, METH_VARARGS,
      "json_items(data) -> [str | None]: each element's text of a compact JSON array (orjson's), "
      "None where it holds \"null\""},
