@@ -161,3 +161,29 @@ def test_a_shared_value_sql_cannot_hold_is_bound_with_every_row(tmp_path, monkey
     assert {r[0] for r in db.execute("SELECT run FROM records")} == {"r\x00n"}
     assert db.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 6
     db.close()
+
+
+def test_the_scheduler_learns_from_node_maxima_what_it_learnt_slot_by_slot():
+    from manybench.run.coordinator import _armed_and_started
+    from manybench.run.schedule import Scheduler
+    ok = SlotResults.of({s: Result(start_ns=T + 10 * s, end_ns=T + 99, armed_ns=T - s, ops=1)
+                         for s in range(4)})
+    mixed = SlotResults.of({0: Result(start_ns=T + 5_000_000, armed_ns=T + 7, ops=1),
+                            1: Result(status="error", error="x", start_ns=T + 9 * 10**9,
+                                      armed_ns=T + 10**9),
+                            2: Result(status="ok")})          # ok, never stamped
+    for results in ({"a": ok}, {"a": ok, "b": mixed}, {"b": mixed}, {}):
+        slot_by_slot = [(a, s) for arr in results.values()
+                        for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status)
+                        if st == "ok"]
+        armed, started = _armed_and_started(results)
+        ref_armed = [a for a, _ in slot_by_slot if a]
+        ref_started = [s for _, s in slot_by_slot if s]
+        assert bool(armed) == bool(ref_armed)
+        assert max(armed, default=0) == max(ref_armed, default=0)
+        assert max(started, default=0) == max(ref_started, default=0)
+        one, two = Scheduler(), Scheduler()
+        one.observe(T - 10**6, T, armed, started)
+        two.observe(T - 10**6, T, ref_armed, ref_started)
+        assert (one.samples, one.late, one.armed_late, one.gain_ns) == \
+               (two.samples, two.late, two.armed_late, two.gain_ns)
