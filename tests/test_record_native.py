@@ -133,7 +133,11 @@ def _stored(tmp: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> list
     return rows + types
 
 
-def test_a_phase_stored_through_the_helpers_is_the_reference_phase(tmp_path, monkeypatch):
+@pytest.mark.parametrize("share_from", [1, store_mod.SHARE_MIN_ROWS])
+def test_a_phase_stored_through_the_helpers_is_the_reference_phase(tmp_path, monkeypatch,
+                                                                   share_from):
+    # share_from 1: the shared values written into the statement (a large phase's way)
+    monkeypatch.setattr(store_mod, "SHARE_MIN_ROWS", share_from)
     fast = _stored(tmp_path / "fast", False, monkeypatch)
     ref = _stored(tmp_path / "ref", True, monkeypatch)
     assert len(fast) > 6 and fast == ref
@@ -150,6 +154,7 @@ def test_a_shared_value_sql_cannot_hold_is_bound_with_every_row(tmp_path, monkey
     # a NUL in the run's name: not written into the statement, bound as before
     assert store_mod._sql_literal("a\x00b") is None and store_mod._sql_literal(2**63) is None
     assert store_mod._sql_literal("it's") == "'it''s'" and store_mod._sql_literal(-3) == "-3"
+    monkeypatch.setattr(store_mod, "SHARE_MIN_ROWS", 1)
     nodes, work, results = _phase_results()
     spec = TaskSpec("t", "null", {})
     phase = Phase(0, spec, "null", "", 0, 6, "spread", "core", {}, "p")

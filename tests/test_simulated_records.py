@@ -35,6 +35,7 @@ from manybench.run import coordinator as C, outcome as O
 from manybench.run.stalls import flag_stalls
 
 twin = S.Store(sys.argv[1])
+S.SHARE_MIN_ROWS = 1     # a large phase's insert (the shared values in the statement)
 made = {}
 fast_collect, fast_write = C.collect, S.Store.write_phase
 

@@ -140,13 +140,14 @@ class RecordColumns(Sequence[Record]):
             return [self.one_head[at]] * len(self)
         return [h[at] for h in self.head]
 
-    def rows(self, encoded: dict[str, Sequence[Any]]
+    def rows(self, encoded: dict[str, Sequence[Any]], share: bool = True
              ) -> tuple[dict[str, Any], Iterator[tuple]] | None:
         """The records' values for the store, with the columns in `encoded` (the JSON ones,
         encoded: params, metrics, hist, extra) in place of the values: those every record
         shares (its run and T0, and its phase's HEAD values when the records are of one
         phase), by field, and an iterator of each record's other values in Record's field
-        order; None once the records are made (the store takes them one by one then)."""
+        order; None once the records are made (the store takes them one by one then).
+        share=False: none apart (every value in each row, the shared ones repeated)."""
         if self.made is not None:
             return None
         n = len(self)
@@ -164,5 +165,8 @@ class RecordColumns(Sequence[Record]):
             for k, name in enumerate(HEAD[:6]):
                 cols[name] = [h[k] for h in self.head]
             cols["params"] = encoded.get("params") or self.column("params")
+        if not share:
+            cols.update((name, repeat(value, n)) for name, value in shared.items())
+            shared = {}
         own = [cols[f.name] for f in FIELDS if f.name not in shared]
         return shared, zip(*own)
