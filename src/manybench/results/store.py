@@ -38,12 +38,6 @@ from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity,
 
 DB_NAME = "results.db"
 WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
-# a new file's page size: a phase appends ~20 MB of records at 1,000 nodes x 64 slots, and
-# 16 KiB pages cut its insert by ~5-10% against the default 4 KiB (fewer pages to fill,
-# split and link) and 64 x 64 by ~10%; larger pages cost small phases, whose every commit
-# writes each page it touched whole to the WAL (64 KiB: a 64-record phase took twice the
-# CPU). A file made before keeps its own (set only when the file is empty).
-PAGE_SIZE = 16384
 LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
@@ -209,8 +203,6 @@ class Store:
                 # another program's file is never touched, nor a damaged one written on
                 if check(self._db, self.path):
                     integrity(self._db, self.path)
-                else:     # before WAL and the first table: fixed from then on
-                    self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 # the writer appends: a small page cache keeps its memory flat over a long
