@@ -80,7 +80,10 @@ def to_node(t_ns: int, node: Node) -> int:
 def _shifted(stamps: list[int], off: int) -> list[int]:
     """[t - off if t else 0 for t in stamps], in C where the extension is built and every
     stamp is an int of 64 bits (a node's 64 slots' three stamps: ~3x faster)."""
-    got = None if _shift_stamps is None else _shift_stamps(stamps, off)
+    try:
+        got = None if _shift_stamps is None else _shift_stamps(stamps, off)
+    except OverflowError:        # an offset past 64 bits: the Python's arithmetic
+        got = None
     return [t - off if t else 0 for t in stamps] if got is None else got
 
 
