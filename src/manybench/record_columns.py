@@ -31,11 +31,17 @@ class RecordColumns(Sequence[Record]):
         for name in OWN:
             setattr(self, name, [])
         self.made: list[Record] | None = None
+        # the one HEAD every record has, while they have one (a phase not a group): its
+        # columns are then that value repeated, not read record by record
+        self.one_head: tuple | None = None
+        self.series = False        # whether a record's extra holds "series" (store.py)
 
     def add(self, head: tuple, node: str, slot: int, cpu: int, start_ns: int, end_ns: int,
             elapsed_s: float, ops: int, nbytes: int, status: str, error: str, metrics: dict,
             hist: dict | None, extra: dict) -> None:
         """One record: its phase's HEAD values, then its own."""
+        self._heads([head])
+        self.series = self.series or "series" in extra
         self.head.append(head)
         self.node.append(node)
         self.slot.append(slot)
@@ -54,9 +60,12 @@ class RecordColumns(Sequence[Record]):
     def extend(self, heads: list[tuple], node: str, slot: list[int], cpu: list[int],
                start_ns: list[int], end_ns: list[int], elapsed_s: list[float], ops: list[int],
                nbytes: list[int], status: list[str], error: list[str], metrics: list[dict],
-               hist: list[dict | None], extra: list[dict]) -> None:
+               hist: list[dict | None], extra: list[dict], series: bool = True) -> None:
         """One node's records at once, a list per field (its name repeated): `add` a
-        column at a time."""
+        column at a time. series: whether an extra may hold "series" (False: the caller
+        knows none does)."""
+        self._heads(heads)
+        self.series = self.series or (series and any("series" in x for x in extra))
         self.head += heads
         self.node += [node] * len(slot)
         self.slot += slot
@@ -71,6 +80,17 @@ class RecordColumns(Sequence[Record]):
         self.metrics += metrics
         self.hist += hist
         self.extra += extra
+
+    def _heads(self, heads: list[tuple]) -> None:
+        """Keep one_head up to date with these records' HEADs added."""
+        if not heads:
+            return
+        first = heads[0]
+        if not self.head:
+            self.one_head = first
+        if self.one_head is not None and (first is not self.one_head
+                                          or heads.count(first) != len(heads)):
+            self.one_head = None     # (count: a C loop, identity first)
 
     # -- one by one ----------------------------------------------------------------------------
     def record(self, i: int) -> Record:
@@ -116,23 +136,37 @@ class RecordColumns(Sequence[Record]):
         if name == "t0_ns":
             return [self.t0] * len(self)
         at = HEAD.index(name)
+        if self.one_head is not None:
+            return [self.one_head[at]] * len(self)
         return [h[at] for h in self.head]
 
-    def rows(self, encoded: dict[str, Sequence[Any]]) -> Iterator[tuple] | None:
-        """Each record's values in Record's field order, for the store, with the columns in
-        `encoded` (the JSON ones, encoded: params, metrics, hist, extra) in place of the
-        values; None once the records are made (the store takes them one by one then)."""
+    def rows(self, encoded: dict[str, Sequence[Any]], share: bool = True
+             ) -> tuple[dict[str, Any], Iterator[tuple]] | None:
+        """The records' values for the store, with the columns in `encoded` (the JSON ones,
+        encoded: params, metrics, hist, extra) in place of the values: those every record
+        shares (its run and T0, and its phase's HEAD values when the records are of one
+        phase), by field, and an iterator of each record's other values in Record's field
+        order; None once the records are made (the store takes them one by one then).
+        share=False: none apart (every value in each row, the shared ones repeated)."""
         if self.made is not None:
             return None
         n = len(self)
-        first = self.head[0] if n else ()
-        if all(h is first for h in self.head):    # one phase: its values repeated
-            heads = [repeat(v, n) for v in first[:6]]
-        else:
-            heads = [[h[k] for h in self.head] for k in range(6)]
+        first = self.one_head
+        shared: dict[str, Any] = {"run": self.run, "t0_ns": self.t0}
         cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
-        return zip(repeat(self.run, n), *heads, cols["node"], cols["slot"], cols["cpu"],
-                   repeat(self.t0, n), cols["start_ns"], cols["end_ns"], cols["elapsed_s"],
-                   cols["ops"], cols["bytes"], cols["status"], cols["error"],
-                   encoded.get("params") or self.column("params"), cols["metrics"],
-                   cols["hist"], cols["extra"])
+        if n and first is not None:                      # one phase: its values once
+            shared.update(zip(HEAD[:6], first[:6]))
+            params = encoded.get("params") or self.column("params")
+            if all(p is params[0] for p in params):      # its params, encoded once
+                shared["params"] = params[0]
+            else:
+                cols["params"] = params
+        else:
+            for k, name in enumerate(HEAD[:6]):
+                cols[name] = [h[k] for h in self.head]
+            cols["params"] = encoded.get("params") or self.column("params")
+        if not share:
+            cols.update((name, repeat(value, n)) for name, value in shared.items())
+            shared = {}
+        own = [cols[f.name] for f in FIELDS if f.name not in shared]
+        return shared, zip(*own)

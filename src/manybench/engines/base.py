@@ -27,6 +27,11 @@ from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
 from ..results.contract import TelemetryRow
 
+try:     # plan checks and dry runs work without the C extension (kernels/native.py)
+    from .._native import shift_stamps as _shift_stamps
+except ImportError:
+    _shift_stamps = None
+
 Work = dict[str, list[Assignment]]          # node -> its slots' assignments in one phase
 Results = dict[str, SlotResults]            # node -> its slots' results, as arrays
 
@@ -72,6 +77,16 @@ def to_node(t_ns: int, node: Node) -> int:
     return t_ns + node.offset_ns
 
 
+def _shifted(stamps: list[int], off: int) -> list[int]:
+    """[t - off if t else 0 for t in stamps], in C where the extension is built and every
+    stamp is an int of 64 bits (a node's 64 slots' three stamps: ~3x faster)."""
+    try:
+        got = None if _shift_stamps is None else _shift_stamps(stamps, off)
+    except OverflowError:        # an offset past 64 bits: the Python's arithmetic
+        got = None
+    return [t - off if t else 0 for t in stamps] if got is None else got
+
+
 def to_coordinator(res: Result | SlotResults, node: Node) -> Result | SlotResults:
     """Results whose stamps the node took (one Result, or a node's arrays), with the stamps
     in the coordinator's clock; a stamp never taken (0: a slot that failed first) stays 0."""
@@ -79,7 +94,7 @@ def to_coordinator(res: Result | SlotResults, node: Node) -> Result | SlotResult
     if not off:
         return res
     if isinstance(res, SlotResults):
-        moved: dict = {f: [t - off if t else 0 for t in getattr(res, f)] for f in STAMPS}
+        moved: dict = {f: _shifted(getattr(res, f), off) for f in STAMPS}
         if res.samples:     # progress samples (node/sampler.py), stamped there too
             moved["samples"] = {i: [[t - off for t in ts], done]
                                 for i, (ts, done) in res.samples.items()}

@@ -63,14 +63,29 @@ def _record_encoder() -> Any:
 
 _dumps_fast = _record_encoder()
 _ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
+try:     # plan checks, dry runs and readers work without the C extension (kernels/native.py)
+    from .._native import json_items as _json_items
+except ImportError:
+    _json_items = None
 _orjson_dumps = orjson.dumps
 
 
 def _dumps_each(values: list) -> list[str]:
     """_dumps of each of a phase's dicts (records' metrics, extra: 64,000 at 1,000 nodes x 64
-    slots). orjson encodes one in ~0.3 us where json takes ~1.5. A value orjson writes
+    slots). orjson encodes one in ~0.3 us where json takes ~1.5, and the whole column in one
+    call for a fifth of that again; the C extension cuts its text back into one value per
+    record (_native.json_items; without it, a call per value). A value orjson writes
     otherwise than json reads back (a NaN or an infinity as null) or cannot write (an int
-    past 64 bits) goes to json."""
+    past 64 bits) goes to json: the same texts either way (tests/test_record_native.py)."""
+    if _json_items is not None and values:
+        try:
+            text = _orjson_dumps(values, str, _ORJSON_OPTS)
+        except (TypeError, ValueError):      # one value orjson refuses: each on its own
+            return [_dumps_one(v) for v in values]
+        items = _json_items(text)     # None: its text holds "null"
+        if None in items:
+            return [_dumps(v) if t is None else t for v, t in zip(values, items)]
+        return items
     # one pass, each text decoded as made: a list of the encoded bytes kept whole first
     # cost 5x as much here
     return [_dumps_one(v) for v in values]
@@ -318,9 +333,11 @@ class Store:
                 None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        rrows, xrows = _column_rows(records), []
-        if rrows is None:            # Records one by one
-            rrows = _record_rows(records)
+        insert, xrows = _column_rows(records), []
+        if insert is not None:
+            isql, rrows = insert
+        else:                        # Records one by one
+            isql, rrows = _INSERT_RECORD, _record_rows(records)
             for r, row in zip(records, rrows):
                 if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
                     row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
@@ -334,7 +351,7 @@ class Store:
              "point, params, t0_ns, status, label, warmup, go_ns) "
              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              prow),
-            (_INSERT_RECORD, rrows),
+            (isql, rrows),
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
              "VALUES (?,?,?,?,?,?,?)", srows),
             (f"INSERT INTO series VALUES ({','.join('?' * 10)})", xrows),
@@ -510,12 +527,12 @@ class Store:
         return out
 
 
-def _column_rows(records: Sequence[Record]) -> Iterator[tuple] | None:
-    """A phase's rows from its columns (record_columns.py), each JSON column encoded in one
-    call, as one pass for executemany (a list of 64,000 rows costs its own time); None when
-    the records are to be taken one by one (made, or holding series)."""
-    if not isinstance(records, RecordColumns) or records.made is not None or any(
-            "series" in x for x in records.extra):
+def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | None:
+    """A phase's insert from its columns (record_columns.py), each JSON column encoded in one
+    call: the statement, with the values every record shares in it (_insert_sharing), and
+    the rows of the others, as one pass for executemany (a list of 64,000 rows costs its own
+    time); None when the records are to be taken one by one (made, or holding series)."""
+    if not isinstance(records, RecordColumns) or records.made is not None or records.series:
         return None
     params: dict[int, str] = {}     # a phase's records share their params: encoded once
     ptexts = []
@@ -524,9 +541,60 @@ def _column_rows(records: Sequence[Record]) -> Iterator[tuple] | None:
         if text is None:
             text = params[id(p)] = _dumps_fast(p)
         ptexts.append(text)
-    return records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
-                         "extra": _dumps_each(records.extra),
-                         "hist": [None if h is None else _hist_out(h) for h in records.hist]})
+    share = len(records) >= SHARE_MIN_ROWS
+    got = records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
+                        "extra": _dumps_each(records.extra),
+                        "hist": [None if h is None else _hist_out(h) for h in records.hist]},
+                       share)
+    if got is None:
+        return None
+    shared, rows = got
+    sql = _insert_sharing(shared) if share else _INSERT_RECORD
+    return (sql, rows) if sql else (_INSERT_RECORD, _full_rows(rows, shared))
+
+
+# a phase's shared values go into its insert from this many records: the statement is then
+# new at every phase, and preparing it (~20 us) costs more than binding them to fewer rows
+# (a local phase of 2 slots)
+SHARE_MIN_ROWS = 256
+_SQL_INT = range(-2**63 + 1, 2**63)
+
+
+def _sql_literal(value: Any) -> str | None:
+    """value as an SQL literal SQLite stores exactly as it would the value bound (an int of
+    64 bits; a str of no NUL that UTF-8 can encode); None for any other."""
+    if type(value) is int and value in _SQL_INT:
+        return str(value)
+    if type(value) is str and "\x00" not in value:
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return None
+        return "'" + value.replace("'", "''") + "'"
+    return None
+
+
+def _insert_sharing(shared: Mapping[str, Any]) -> str | None:
+    """The insert of records with the values every one shares (64,000 rows at 1,000 nodes x
+    64 slots: run, T0, the phase's) written into the statement once instead of bound per row
+    (~10% of SQLite's insert); None when one of them cannot be written in SQL."""
+    values = []
+    for name in _REC_FIELDS:
+        text = _sql_literal(shared[name]) if name in shared else "?"
+        if text is None:
+            return None
+        values.append(text)
+    return (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
+            f"VALUES ({', '.join(values)})")
+
+
+def _full_rows(rows: Iterator[tuple], shared: Mapping[str, Any]) -> Iterator[tuple]:
+    """Rows of the unshared values with the shared ones put back, in field order (the rare
+    phase whose shared values cannot all be written in SQL: bound with every row)."""
+    plan = [(name in shared, shared.get(name)) for name in _REC_FIELDS]
+    for row in rows:
+        own = iter(row)
+        yield tuple(value if fixed else next(own) for fixed, value in plan)
 
 
 def _record_rows(records: Iterable[Record]) -> list[list]:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
-from ..engines.base import Engine, EngineError, Node, Work
+from ..engines.base import Engine, EngineError, Node, Results, Work
 from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
@@ -246,9 +246,7 @@ class Coordinator:
         while not self.engine.poll(0.2):
             bar.tick()
         results = self.engine.results()
-        ok = [(a, s) for arr in results.values()
-              for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status) if st == "ok"]
-        self.scheduler.observe(sent, t0, [a for a, _ in ok if a], [s for _, s in ok if s])
+        self.scheduler.observe(sent, t0, *_armed_and_started(results))
         done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
         self.in_flight = None
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
@@ -339,6 +337,26 @@ def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
             yield Said("missing-metric", f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)
+
+
+def _armed_and_started(results: Results) -> tuple[list[int], list[int]]:
+    """What the scheduler learns of a phase (schedule.observe: the latest armed, whether a
+    start was late) from its ok slots' stamps, 0 left out: a node whose slots are all ok
+    and whose stamps are all >= 0 gives its largest of each, read in C (max), not slot by
+    slot (64,000 slots at 1,000 nodes x 64); the largest is all observe reads of them."""
+    armed: list[int] = []
+    started: list[int] = []
+    for arr in results.values():
+        n = len(arr.status)
+        if (n and arr.status.count("ok") == n and min(arr.armed_ns) >= 0
+                and min(arr.start_ns) >= 0):
+            pairs = [(max(arr.armed_ns), max(arr.start_ns))]
+        else:
+            pairs = [(a, s) for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status)
+                     if st == "ok"]
+        armed += [a for a, _ in pairs if a]
+        started += [s for _, s in pairs if s]
+    return armed, started
 
 
 def work_of(phase: Phase, nodes: list[Node]) -> Work:

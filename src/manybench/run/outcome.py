@@ -16,6 +16,13 @@ from ..record_columns import RecordColumns
 from ..results.contract import Sample, TelemetryRow
 from .samples import samples_at
 
+try:     # plan checks and dry runs work without the C extension (kernels/native.py)
+    from .. import _native
+    if not hasattr(_native, "slot_extra"):     # built before records.c had them
+        _native = None
+except ImportError:
+    _native = None
+
 ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
 OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
@@ -66,18 +73,21 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
     """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
     each; a slot the arrays lack gets `lacking`'s one entry. Made a column at a time, the
     phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records)."""
-    at = arr.index()
     t0 = cols.t0
-    # per record: the arrays its values come from and its entry there
-    src = [(arr, at[s]) if s in at else (lacking, 0) for s, _, _ in assigned]
-    whole = all(a is arr for a, _ in src)
-    idx = [i for _, i in src]
-    if whole and idx == list(range(len(arr.slot))):
-        pick = lambda col: col            # the node's arrays in its slots' order: as they are
-    elif whole:
-        pick = lambda col: [col[i] for i in idx]
+    slots = [s for s, _, _ in assigned]
+    if slots == arr.slot:                 # the node's arrays in its slots' order: as they are
+        src: list[tuple[SlotResults, int]] = []
+        idx = range(len(slots))
+        pick = lambda col: col
     else:
-        pick = None
+        at = arr.index()
+        # per record: the arrays its values come from and its entry there
+        src = [(arr, at[s]) if s in at else (lacking, 0) for s in slots]
+        idx = [i for _, i in src]
+        if all(a is arr for a, _ in src):
+            pick = lambda col: [col[i] for i in idx]
+        else:
+            pick = None
     def column(name: str) -> list:
         if pick is not None:
             return pick(getattr(arr, name))
@@ -108,23 +118,44 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
     clock = {OFFSET: node.offset_ns, ERROR: node.error_ns}
     if lead_ns is not None:
         clock[LEAD] = lead_ns
+    metrics = _slot_metrics(sparse("metrics", None), clock, armed, t0)
+    extra = _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])
+    series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
+    cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
+                column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
+                column("ops"), column("bytes"), column("status"), sparse("error", ""),
+                metrics, sparse("hist", None), extra, series)
+
+
+def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict]:
+    """Each slot's record metrics: its own, its node's clock, and how late it armed where it
+    did (in C where the extension is built: records.c's slot_metrics does this)."""
+    got = None if _native is None else _native.slot_metrics(ms, clock, armed, t0, ARMED_LATE)
+    if got is not None:
+        return got
     metrics = []
-    for m, a in zip(sparse("metrics", None), armed):
+    for m, a in zip(ms, armed):
         d = {**m, **clock} if m else dict(clock)
         if a:
             d[ARMED_LATE] = a - t0 if a > t0 else 0
         metrics.append(d)
+    return metrics
+
+
+def _slot_extra(xs: list, armed: list[int], ranks: list[int]) -> list[dict]:
+    """Each slot's record extra: its own, when it armed, its rank (in C where built:
+    records.c's slot_extra)."""
+    got = None if _native is None else _native.slot_extra(xs, armed, ranks, "armed_ns", "rank")
+    if got is not None:
+        return got
     extra = []
-    for x, a, (_, _, rank) in zip(sparse("extra", None), armed, assigned):
+    for x, a, rank in zip(xs, armed, ranks):
         d = dict(x) if x else {}
         if a:
             d["armed_ns"] = a
         d["rank"] = rank
         extra.append(d)
-    cols.extend(head_col, node.name, [s for s, _, _ in assigned], [c for _, c, _ in assigned],
-                column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
-                column("ops"), column("bytes"), column("status"), sparse("error", ""),
-                metrics, sparse("hist", None), extra)
+    return extra
 
 
 def finish_phase(records: RecordColumns) -> None:

@@ -31,7 +31,7 @@ def flag_stalls(records: Sequence[Record]) -> list[Record]:
                                          [r.metrics for r in records])]
 
 
-def _stalled(tasks: Sequence[str], status: Sequence[str], ends: Sequence[int],
+def _stalled(tasks: list[str], status: Sequence[str], ends: Sequence[int],
              t0s: Sequence[int], metrics: Sequence[dict]) -> list[int]:
     """The stalled records' places (their metrics get stall_s)."""
     timed = [i for i, (st, e, t) in enumerate(zip(status, ends, t0s)) if st == "ok" and e and t]
@@ -40,8 +40,11 @@ def _stalled(tasks: Sequence[str], status: Sequence[str], ends: Sequence[int],
     # peers: the same task's slots (a [[concurrent]] group's tasks differ in length); each
     # task's spans sorted once, so a phase of many slots costs a sort, not a pass per record
     spans: dict[str, list[int]] = {}
-    for i in timed:
-        spans.setdefault(tasks[i], []).append(ends[i] - t0s[i])
+    if tasks.count(tasks[0]) == len(tasks):     # one task (a C loop): its spans at once
+        spans[tasks[0]] = [ends[i] - t0s[i] for i in timed]
+    else:
+        for i in timed:
+            spans.setdefault(tasks[i], []).append(ends[i] - t0s[i])
     for s in spans.values():
         s.sort()
     if not any(_may_stall(s) for s in spans.values()):

@@ -16,4 +16,7 @@ extern PyMethodDef nb_meta_methods[], nb_stream_methods[], nb_himeno_methods[],
 
 /* NULL-terminated list, defined in families.c */
 extern PyMethodDef *nb_family_methods[];
+
+/* the coordinator's record path (records.c), not a kernel family */
+extern PyMethodDef nb_records_methods[];
 #endif

@@ -560,5 +560,8 @@ PyMODINIT_FUNC PyInit__native(void)
     for (PyMethodDef **t = nb_family_methods; m && *t; t++)
         if (PyModule_AddFunctions(m, *t) < 0)
             Py_CLEAR(m);
+    /* the coordinator's record path (records.c) */
+    if (m && PyModule_AddFunctions(m, nb_records_methods) < 0)
+        Py_CLEAR(m);
     return m;
 }
