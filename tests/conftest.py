@@ -97,6 +97,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         fastpass.current = None
 
 
+# The suite runs on several pytest-xdist workers (scripts/test.sh: -n N --dist loadgroup). A test
+# that uses a daemon a session fixture starts once per process (Slurm, Grid Engine) must run on
+# the one worker that started it: every such test joins that fixture's xdist group. Other tests
+# that must not overlap one another say so themselves with @pytest.mark.xdist_group("<name>").
+FIXTURE_GROUPS = {"slurm": "slurm", "sge": "gridengine"}
+
+
+@pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in FIXTURE_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
 # the developer's shell (PYTHONPATH=src) must still find the package there.
 if os.environ.get("PYTHONPATH"):
