@@ -97,19 +97,46 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         fastpass.current = None
 
 
-# The suite runs on several pytest-xdist workers (scripts/test.sh: -n N --dist loadgroup). A test
-# that uses a daemon a session fixture starts once per process (Slurm, Grid Engine) must run on
-# the one worker that started it: every such test joins that fixture's xdist group. Other tests
-# that must not overlap one another say so themselves with @pytest.mark.xdist_group("<name>").
+# The suite runs on several pytest-xdist workers (scripts/test.sh: -n N --dist loadgroup); each
+# worker is a process of its own, and the tests of one xdist group all run on one worker, one
+# after another. Tests join a group here when running apart would break or waste them:
+# - a test of a daemon that a session fixture starts once per process (Slurm, Grid Engine)
+#   runs on the one worker that started it;
+# - the tests of a module with a module-scoped fixture (a Dask lab, a bundle, a built MPI
+#   program) run on one worker, so the fixture is set up once, not once per worker.
+# Any other test that must not overlap another says so: @pytest.mark.xdist_group("<name>")
+# on both (docs/architecture.md, "Tests").
 FIXTURE_GROUPS = {"slurm": "slurm", "sge": "gridengine"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group this test joins for the reasons above, or None. One group only: xdist
+    names a test of two groups by both, a third group that neither worker runs."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in FIXTURE_GROUPS.items():
+        if fixture in names:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in ("module", "package") for ds in defs for d in ds):
+        return f"module:{item.module.__name__}" if item.module else item.nodeid
+    return None
+
+
+def _heavy_first(item: pytest.Item) -> int:
+    """Slow and end-to-end tests are handed out first and the many quick ones fill in at the
+    end, so no worker starts a minute-long test while the others have run dry."""
+    return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
 
 
 @pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for fixture, group in FIXTURE_GROUPS.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
+        group = _group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    if config.getoption("numprocesses", None):     # serially, the order stays the files'
+        items.sort(key=_heavy_first)               # stable: each module's tests stay together
 
 
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
