@@ -124,19 +124,43 @@ def _group(item: pytest.Item) -> str | None:
 
 
 def _heavy_first(item: pytest.Item) -> int:
-    """Slow and end-to-end tests are handed out first and the many quick ones fill in at the
-    end, so no worker starts a minute-long test while the others have run dry."""
-    return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
+    """Slow tests, then those that ask for a longer timeout than the suite's, then the other
+    end-to-end ones are handed out first; the many quick ones fill in at the end, so no
+    worker starts a minute-long test while the others have run dry."""
+    if item.get_closest_marker("slow"):
+        return 0
+    long = item.get_closest_marker("timeout")
+    if long and long.args and long.args[0] > float(item.config.getini("timeout") or 0):
+        return 1
+    return 2 if item.get_closest_marker("e2e") else 3
 
 
-@pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+# a wrapper, marking before any plain hook runs: xdist's own names each test by its groups
+# there, and a tryfirst hook in a conftest did not reliably come before it
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
     for item in items:
         group = _group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("numprocesses", None):     # serially, the order stays the files'
         items.sort(key=_heavy_first)               # stable: each module's tests stay together
+    result = yield
+    if getattr(config.option, "loadgroup", False):    # set on a worker of --dist loadgroup
+        _name_by_group(items)
+    return result
+
+
+def _name_by_group(items: list[pytest.Item]) -> None:
+    """xdist's loadgroup scheduler reads a test's group from its id ("...@group"), which
+    xdist 3.8 sets through item._nodeid; pytest 9 reads the id from item._id, so the groups
+    were silently lost (every test went to any worker). Set it where pytest 9 reads it."""
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
