@@ -135,10 +135,28 @@ def _heavy_first(item: pytest.Item) -> int:
     return 2 if item.get_closest_marker("e2e") else 3
 
 
+# MANYBENCH_ALONE (scripts/test.sh sets it): "skip" leaves out the tests marked `alone`
+# (the parallel pass), "only" keeps only them (run after it, in one process); unset, all run.
+ALONE = os.environ.get("MANYBENCH_ALONE", "")
+
+
+def _select_alone(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ALONE not in ("skip", "only"):
+        return
+    keep, drop = [], []
+    for item in items:
+        marked = item.get_closest_marker("alone") is not None
+        (keep if marked == (ALONE == "only") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 # a wrapper, marking before any plain hook runs: xdist's own names each test by its groups
 # there, and a tryfirst hook in a conftest did not reliably come before it
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    _select_alone(config, items)
     for item in items:
         group = _group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
