@@ -26,4 +26,19 @@ rm -rf build
 # Run from the tests against the installed package (not src/), as users get it; -rs lists
 # every skip and why (with MANYBENCH_REQUIRE=all, as .ci/run sets, a skip fails instead);
 # f and E keep pytest's default list of failures and errors, which a bare -rs replaces.
-exec "$PY" -m pytest -q -rfEs -p no:cacheprovider "$@"
+# The tests run on several workers (pytest-xdist): most of their time is spent waiting on
+# the processes they start, so more workers than cpus pays; tests that must not overlap share
+# an xdist group (tests/conftest.py). MANYBENCH_TEST_WORKERS=0 runs them in this one process.
+# Tests marked `alone` measure cpu or time in a way the others' load would skew: they run
+# after the parallel pass, one at a time. Exit 5 of a pass is "nothing selected" (arguments
+# that name only tests of the other pass).
+WORKERS="${MANYBENCH_TEST_WORKERS:-3}"
+status=0
+MANYBENCH_ALONE=skip "$PY" -m pytest -q -rfEs -p no:cacheprovider -n "$WORKERS" \
+  --dist loadgroup "$@" || status=$?
+[ "$status" = 5 ] && status=0
+alone=0
+MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "$@" || alone=$?
+[ "$alone" = 5 ] && alone=0
+[ "$status" != 0 ] && exit "$status"
+exit "$alone"

@@ -97,6 +97,90 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         fastpass.current = None
 
 
+# The suite runs on several pytest-xdist workers (scripts/test.sh: -n N --dist loadgroup); each
+# worker is a process of its own, and the tests of one xdist group all run on one worker, one
+# after another. Tests join a group here when running apart would break or waste them:
+# - a test of a daemon that a session fixture starts once per process (Slurm, Grid Engine)
+#   runs on the one worker that started it;
+# - the tests of a module with a module-scoped fixture (a Dask lab, a bundle, a built MPI
+#   program) run on one worker, so the fixture is set up once, not once per worker.
+# Any other test that must not overlap another says so: @pytest.mark.xdist_group("<name>")
+# on both (docs/architecture.md, "Tests").
+FIXTURE_GROUPS = {"slurm": "slurm", "sge": "gridengine"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group this test joins for the reasons above, or None. One group only: xdist
+    names a test of two groups by both, a third group that neither worker runs."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in FIXTURE_GROUPS.items():
+        if fixture in names:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in ("module", "package") for ds in defs for d in ds):
+        return f"module:{item.module.__name__}" if item.module else item.nodeid
+    return None
+
+
+def _heavy_first(item: pytest.Item) -> int:
+    """Slow tests, then those that ask for a longer timeout than the suite's, then the other
+    end-to-end ones are handed out first; the many quick ones fill in at the end, so no
+    worker starts a minute-long test while the others have run dry."""
+    if item.get_closest_marker("slow"):
+        return 0
+    long = item.get_closest_marker("timeout")
+    if long and long.args and long.args[0] > float(item.config.getini("timeout") or 0):
+        return 1
+    return 2 if item.get_closest_marker("e2e") else 3
+
+
+# MANYBENCH_ALONE (scripts/test.sh sets it): "skip" leaves out the tests marked `alone`
+# (the parallel pass), "only" keeps only them (run after it, in one process); unset, all run.
+ALONE = os.environ.get("MANYBENCH_ALONE", "")
+
+
+def _select_alone(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ALONE not in ("skip", "only"):
+        return
+    keep, drop = [], []
+    for item in items:
+        marked = item.get_closest_marker("alone") is not None
+        (keep if marked == (ALONE == "only") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+# a wrapper, marking before any plain hook runs: xdist's own names each test by its groups
+# there, and a tryfirst hook in a conftest did not reliably come before it
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    _select_alone(config, items)
+    for item in items:
+        group = _group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    if config.getoption("numprocesses", None):     # serially, the order stays the files'
+        items.sort(key=_heavy_first)               # stable: each module's tests stay together
+    result = yield
+    if getattr(config.option, "loadgroup", False):    # set on a worker of --dist loadgroup
+        _name_by_group(items)
+    return result
+
+
+def _name_by_group(items: list[pytest.Item]) -> None:
+    """xdist's loadgroup scheduler reads a test's group from its id ("...@group"), which
+    xdist 3.8 sets through item._nodeid; pytest 9 reads the id from item._id, so the groups
+    were silently lost (every test went to any worker). Set it where pytest 9 reads it."""
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
 # Children run in other directories (batch jobs, SSH logins): a relative import path from
 # the developer's shell (PYTHONPATH=src) must still find the package there.
 if os.environ.get("PYTHONPATH"):

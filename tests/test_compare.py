@@ -184,6 +184,7 @@ def _comparisons(directory: str) -> dict[str, Comparison]:
     return {c.other.label: c for c in tc.rows}
 
 
+@pytest.mark.alone     # a 10% difference in sleeps: other tests' load widens the interval
 @pytest.mark.e2e
 def test_a_variant_ten_percent_slower_is_significant_and_an_identical_one_is_not(
         plan_file, tmp_path):
@@ -227,6 +228,7 @@ env = { NAP = "0.20" }
 """
 
 
+@pytest.mark.alone     # runs 10% apart compared unpaired: load between the runs blurs it
 @pytest.mark.e2e
 def test_compare_across_runs(plan_file, tmp_path):
     """The same plan run again 10% slower (its env is not part of the point): compare finds

@@ -204,6 +204,7 @@ def _mpi_env() -> dict:
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
+@pytest.mark.alone     # MPI ranks busy-poll: under load ~6x slower, most cpu of the suite
 @pytest.mark.e2e
 def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
     """MPI jobs spanning two namespace nodes: mpirun reaches the second through an rsh agent
@@ -222,7 +223,7 @@ def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
         rsh_agent(lab, agent)
         res = run_cli("run", str(EXAMPLES / "interconnects-001" / "plan.toml"), "-o", out, "-q",
                       "--scheduler", lab.scheduler, *[a for s in sets for a in ("--set", s)],
-                      timeout=280)
+                      timeout=400)     # a hang guard: ~50 s alone, 280 s was outrun under load
     assert res.returncode == 0, res.stderr[-3000:]
     rows = export_json(out)
     for task in ("himeno", "hpl", "latency", "bandwidth"):     # one rank on each node

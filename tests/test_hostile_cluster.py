@@ -31,8 +31,10 @@ PLANTS = {
     "hard link": ('ln "$V/io.dat" "$S/io.dat"', "has 2 links"),
     "symbolic link": ('ln -s "$V/io.dat" "$S/io.dat"', "io.dat is a symbolic link"),
     "fifo": ('mkfifo "$S/io.dat"', "io.dat is a FIFO"),
-    "socket": ('python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"'
-               ' "$S/io.dat"', "io.dat is a socket"),
+    # bound from inside $S: a socket's path is limited to 107 bytes, and a slot's path
+    # under pytest's tmp (longer on an xdist worker: popen-gwN/) can exceed it
+    "socket": ('cd "$S" && python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'io.dat\')"',
+               "io.dat is a socket"),
     "directory symlink": ('mv "$S" "$S.moved" && ln -s "$V" "$S"', "is a symbolic link, not a "
                                                                     "directory"),
 }

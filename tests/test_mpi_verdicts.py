@@ -62,6 +62,10 @@ def test_a_launcher_that_exits_after_the_timeout_killed_a_rank_is_a_timeout(tmp_
                             ["/x/mpirun"], proc, tempfile.TemporaryFile(),
                             tempfile.TemporaryFile())
     st = _slot(0, "exited", after_s=0.15, timeout=0.1, launch=launch)
+    # the slot sees its rank gone once the launcher has exited: on a loaded machine (a
+    # parallel suite) `sleep 0.12` could outlast the 0.15 s wait, and the slot killed it
+    wait_end = st.link.wait_end
+    st.link.wait_end = lambda deadline: (wait_end(deadline), proc.wait())[0]
     res = mpi_job._run(st, time.time_ns(), 0)
     assert res.status == "timeout", res.error
     assert res.metrics["exit_status"] == 7

@@ -152,6 +152,7 @@ def test_a_launch_that_fails_is_told_to_the_job_on_other_nodes(two_nodes, mpi, p
     assert "did not start: see the record of its rank 0" in recs["n2"]["error"]
 
 
+@pytest.mark.alone     # MPICH's ranks busy-poll: under load past the timeout
 def test_a_node_lost_mid_job_is_told_and_the_next_phase_runs(mpi, plan_file, tmp_path):
     """Everything in node n2's namespace is killed while a job spanning n1 and n2 runs (a
     node lost): the records say which ranks were lost and what the launcher said; the next
@@ -286,6 +287,7 @@ def _daemons_in(lab: DaskLab) -> list[str]:
     return left
 
 
+@pytest.mark.alone     # MPICH's ranks busy-poll: under load past the timeout
 def test_a_job_across_nodes_that_hangs_is_ended_by_its_timeout_with_no_daemon_left(
         two_nodes, mpi, plan_file, tmp_path):
     """A job spanning n1 and n2 whose rank 1 (on n2) never finishes: at the timeout every

@@ -168,6 +168,7 @@ def _ids(text: str) -> list[int]:
     return parse_cpulist(str(text))
 
 
+@pytest.mark.alone     # cpu use of a pinned task: other tests' load takes its cpu
 @pytest.mark.e2e
 def test_a_multithreaded_task_held_to_one_cpu_is_flagged_cpu_bound(plan_file, tmp_path):
     """Two busy processes on a slot pinned to one cpu cannot use more than that cpu; the

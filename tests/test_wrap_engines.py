@@ -15,7 +15,9 @@ from cluster_lab import DaskLab
 from conftest import export_json, run_cli
 from manybench.node.protocol import PROTOCOL_VERSION
 
-pytestmark = pytest.mark.e2e
+# the Dask lab is a module fixture asked for by name (request.getfixturevalue), which the
+# conftest's grouping cannot see: the module's tests share one worker and so one lab
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("module:test_wrap_engines")]
 
 pytest.importorskip("manybench._native", reason="the C kernels are not built")
 
