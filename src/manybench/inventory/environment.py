@@ -174,7 +174,8 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
                 "dp_flops_per_cycle": flops.flops_per_cycle, "mem_channels": channels,
                 "mem_mt_s": rate}
     over = peaks.parse_env_override(os.environ.get(peaks.ENV_VAR))
-    return cpu, peaks.derive(detected, (peaks.ENV_VAR, over)).as_dict()
+    return cpu, peaks.derive(detected, (peaks.ENV_VAR, over),
+                             measured=peaks.measured_inputs(cpu)).as_dict()
 
 
 def _build() -> dict | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 
 # Machine figures: inputs of the formulas, then their outputs. Any other [peaks] key is the
@@ -26,6 +26,8 @@ INPUTS = ("cores", "base_ghz", "max_ghz", "dp_flops_per_cycle", "mem_channels", 
 OUTPUTS = ("dp_gflops", "dp_gflops_max", "mem_bw_mb_s")
 FIGURES = INPUTS + OUTPUTS
 ENV_VAR = "MANYBENCH_PEAKS"
+# the basis of an input measured on the node (a busy core's clock): not a rating of the machine
+MEASURED = "measured"
 BYTES_PER_TRANSFER = 8   # a 64-bit memory channel (a DDR5 DIMM's two 32-bit subchannels = one)
 
 UNITS = {"cores": "", "base_ghz": "GHz", "max_ghz": "GHz", "dp_flops_per_cycle": "flops/cycle",
@@ -66,13 +68,19 @@ def _g(x: float) -> str:
     return f"{x:.6g}"
 
 
-def derive(detected: Mapping[str, Any], *layers: tuple[str, Mapping[str, Any]]) -> Peaks:
+def derive(detected: Mapping[str, Any], *layers: tuple[str, Mapping[str, Any]],
+           measured: Collection[str] = ()) -> Peaks:
     """Peaks from detected inputs (INPUTS, as far as known) and override layers, each
     (source label, {name: number}); later layers win. Outputs are computed from the (possibly
-    overridden) inputs unless a layer gives the output itself."""
+    overridden) inputs unless a layer gives the output itself. `measured` names the inputs
+    that were measured, not read (a clock where cpufreq gives none): their basis, and that of
+    a peak computed from them, says so, as a peak that moves with the machine's load."""
     p = Peaks(detected={k: _num(detected.get(k)) for k in INPUTS})
     vals: dict[str, float | None] = dict(p.detected)
     basis = {k: ("detected" if vals[k] is not None else "not detected") for k in INPUTS}
+    for k in measured:
+        if vals.get(k) is not None:
+            basis[k] = MEASURED
     given: dict[str, str] = {}
     for source, layer in layers:
         clean = {str(k): float(v) for k, v in (layer or {}).items() if _num(v) is not None}
@@ -95,7 +103,8 @@ def derive(detected: Mapping[str, Any], *layers: tuple[str, Mapping[str, Any]]) 
             vals[out], basis[out] = None, f"{', '.join(missing)} unknown"
         else:
             vals[out] = cores * ghz * fpc
-            basis[out] = (f"{_g(cores)} cores x {_g(ghz)} GHz x {_g(fpc)} flops/cycle")
+            how = " (measured)" if basis.get(ghz_key) == MEASURED else ""
+            basis[out] = (f"{_g(cores)} cores x {_g(ghz)} GHz{how} x {_g(fpc)} flops/cycle")
 
     flops("base_ghz", "dp_gflops")
     flops("max_ghz", "dp_gflops_max")
@@ -141,4 +150,13 @@ def for_run(environment: Mapping[str, Any] | None, plan_peaks: Mapping[str, Any]
         detected["cores"] = env["physical_cores"]      # runs stored before peaks existed
     layers = [(src, vals) for src, vals in (stored.get("overrides") or {}).items()
               if src != "[peaks]"]
-    return derive(detected, *layers, ("[peaks]", dict(plan_peaks or {})))
+    return derive(detected, *layers, ("[peaks]", dict(plan_peaks or {})),
+                  measured=measured_inputs(env.get("cpu")))
+
+
+def measured_inputs(cpu: Any) -> set[str]:
+    """The clock inputs an inventory's cpu facts say were measured (their source)."""
+    cpu = cpu if isinstance(cpu, dict) else {}
+    return {k for k, src in (("base_ghz", cpu.get("base_source")),
+                             ("max_ghz", cpu.get("max_source")))
+            if isinstance(src, str) and src.startswith("measured")}

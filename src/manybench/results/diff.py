@@ -142,7 +142,8 @@ def compare(title: str, a: dict, b: dict, show_all: bool) -> tuple[Section, int]
         in_a, in_b = path in fa, path in fb
         if in_a and in_b and fa[path] == fb[path]:
             continue
-        if not show_all and path and (NOISE.match(path[-1]) or MEASURED & set(path)):
+        if not show_all and path and (NOISE.match(path[-1]) or MEASURED & set(path)
+                                      or _says_measured(path, fa, fb)):
             noise += 1
             continue
         key = key_text(path)
@@ -153,6 +154,19 @@ def compare(title: str, a: dict, b: dict, show_all: bool) -> tuple[Section, int]
         else:
             sec.only_b.append((key, fb[path]))
     return sec, noise
+
+
+def _says_measured(path: Path, fa: dict, fb: dict) -> bool:
+    """Whether either inventory says the value at path was measured, not read: a clock where
+    cpufreq gives none (`cpu.base_mhz` beside `cpu.base_source` "measured: ..."), and the
+    peaks computed from it (`peaks.*.base_ghz`, `peaks.*.dp_gflops`, whose `peaks.basis`
+    says "measured"). Two runs on one machine measure it apart under load: not a change."""
+    *head, last = path
+    sources = [(*head, last.rsplit("_", 1)[0] + "_source")]
+    if head and head[-1] in ("values", "detected", "basis"):
+        sources.append((*head[:-1], "basis", last))
+    return any(isinstance(f.get(s), str) and "measured" in f[s] for s in sources
+               for f in (fa, fb))
 
 
 def _fold_repeats(sections: list[Section]) -> None:
