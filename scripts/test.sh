@@ -32,6 +32,8 @@ rm -rf build
 # Tests marked `alone` measure cpu or time in a way the others' load would skew: they run
 # after the parallel pass, one at a time. Exit 5 of a pass is "nothing selected" (arguments
 # that name only tests of the other pass).
+# 3, not 4: on 4 a fresh-clone CI took 6 min 59 s against 7 min 42 s, but the next run on 4 timed
+# out a Ctrl-C test across namespace nodes (the Dask worker's event loop stalled 5 s)
 WORKERS="${MANYBENCH_TEST_WORKERS:-3}"
 status=0
 MANYBENCH_ALONE=skip "$PY" -m pytest -q -rfEs -p no:cacheprovider -n "$WORKERS" \
