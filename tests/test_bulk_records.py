@@ -200,3 +200,37 @@ def test_a_phases_stalls_are_told_in_one_warning_per_task():
     assert "640 slots on 10 nodes (n000, n001, n002, n003 and 6 more)" in text
     assert "0.600-0.664 s" in text
     assert told[1][0] == "n999" and "node n999 slot 0 ended 0.700 s" in told[1][3]
+
+
+def test_every_nodes_records_share_the_phases_values_once():
+    """The phase's values (index, task, kernel, variant, rep, workers, params) are one tuple
+    for every node: the store then writes them once into the phase's insert instead of
+    binding them with each of 64,000 rows (they were one per node, so a phase of two nodes
+    or more bound them all)."""
+    done = _outcome()
+    assert done.records.one_head is not None
+    shared, rows = done.records.rows({})
+    assert {k: shared[k] for k in ("phase", "task", "workers", "params")} == {
+        "phase": 4, "task": "t", "workers": 3, "params": {"size": 4096}}
+    assert len(list(rows)) == 3
+
+
+def test_stalls_of_an_all_ok_phase_of_columns_are_the_definitions():
+    """A phase whose every slot is ok (the common one, judged without a pass per record)
+    flags what the definition flags, as columns and as Records."""
+    import random
+    from builders import rec
+    from manybench.record_columns import RecordColumns
+    S = 1_000_000_000
+    rnd = random.Random(7)
+    for n in (2, 3, 17, 300):
+        records = [rec(0, i, T, T + 10, T + rnd.choice([S // 10, S // 5, 2 * S, 3 * S]))
+                   for i in range(n)]
+        want = _stalls_by_brute_force(records)
+        cols = RecordColumns("r", T)
+        for r in records:
+            cols.add((r.phase, r.task, r.kernel, r.variant, r.rep, r.workers, r.params),
+                     r.node, r.slot, r.cpu, r.start_ns, r.end_ns, r.elapsed_s, r.ops, r.bytes,
+                     r.status, r.error, dict(r.metrics), r.hist, dict(r.extra))
+        assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(cols)} == want, n
+        assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(records)} == want, n

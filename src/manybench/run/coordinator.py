@@ -19,6 +19,8 @@ import signal
 import sqlite3
 import time
 from dataclasses import dataclass, replace
+from itertools import compress, repeat
+from operator import contains
 from typing import Iterable, Iterator
 
 from ..engines.base import Engine, EngineError, Node, Results, Work
@@ -328,9 +330,14 @@ class Coordinator:
 def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     """The kernels' own warnings their records carry, and command metrics that matched
     nothing."""
-    for node, extra in zip(records.column("node"), records.column("extra")):
-        if "warnings" not in extra and "missing_metrics" not in extra:
-            continue
+    extras = records.column("extra")
+    # the records that say anything, found at C speed (a phase of 64,000 says nothing)
+    said = sorted({*compress(range(len(extras)), map(contains, extras, repeat("warnings"))),
+                   *compress(range(len(extras)),
+                             map(contains, extras, repeat("missing_metrics")))})
+    nodes = records.column("node") if said else ()
+    for i in said:
+        node, extra = nodes[i], extras[i]
         for kind, text in extra.get("warnings", ()):   # a kernel's own (kernels/)
             yield Said(kind, text, node=node, task=phase.task.name)
         for name in extra.get("missing_metrics", ()):

@@ -53,7 +53,8 @@ class PhaseOutcome:
     @property
     def failed(self) -> int:
         """Its records whose status is not ok."""
-        return sum(s != "ok" for s in self.records.column("status"))
+        status = self.records.column("status")
+        return len(status) - status.count("ok")
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,14 @@ class InFlight:
     go_ns: int
 
 
-def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], node: Node,
+def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], node: Node,
                   assigned: list[tuple[int, int, int]], arr: SlotResults,
                   lead_ns: int | None, lacking: SlotResults) -> None:
     """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
     each; a slot the arrays lack gets `lacking`'s one entry. Made a column at a time, the
-    phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records)."""
+    phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records).
+    heads: the phase's (and its group members') HEAD values by id of the phase, one tuple
+    for every node (the store writes a value every record shares once: record_columns)."""
     t0 = cols.t0
     slots = [s for s, _, _ in assigned]
     if slots == arr.slot:                 # the node's arrays in its slots' order: as they are
@@ -98,20 +101,10 @@ def _node_records(cols: RecordColumns, phase: Phase, params: dict[int, dict], no
         got = getattr(arr, name)
         return [got.get(i, empty) for i in idx] if got else [empty] * len(idx)
 
-    heads: dict[int, tuple] = {}    # a phase's (or a group member's) own columns
-    def head_of(rank: int) -> tuple:
-        # a group's slots record their own task's phase (under the group's index)
-        mine = phase.member_of(rank)[0] if phase.members else phase
-        head = heads.get(id(mine))
-        if head is None:
-            head = heads[id(mine)] = (mine.index, mine.task.name, mine.kernel, mine.variant,
-                                      mine.rep, mine.workers, params[id(mine)])
-        return head
-
-    if phase.members:
-        head_col = [head_of(rank) for _, _, rank in assigned]
+    if phase.members:     # a group's slots record their own task's phase (its index)
+        head_col = [heads[id(phase.member_of(rank)[0])] for _, _, rank in assigned]
     else:
-        head_col = [head_of(0)] * len(assigned)
+        head_col = [heads[id(phase)]] * len(assigned)
     armed = column("armed_ns")
     # what the coordinator adds to a slot's metrics: its node's clock, and when lead_ns is
     # known, the lead and how late the slot armed (a late start is data: late.py)
@@ -158,6 +151,24 @@ def _slot_extra(xs: list, armed: list[int], ranks: list[int]) -> list[dict]:
     return extra
 
 
+# a node's assignments -> their (slot, cpu, rank): the same lists come phase after phase (a
+# placement is made once: coordinator._work), so each is read once; keyed by id, with the
+# list kept so the id stays its own
+_PLACES: dict[int, tuple[list, list[tuple[int, int, int]]]] = {}
+_PLACES_MAX = 1 << 16
+
+
+def _places(assigned: list) -> list[tuple[int, int, int]]:
+    got = _PLACES.get(id(assigned))
+    if got is not None and got[0] is assigned:
+        return got[1]
+    if len(_PLACES) >= _PLACES_MAX:
+        _PLACES.clear()
+    places = [(a.place.slot, a.place.cpu, a.rank) for a in assigned]
+    _PLACES[id(assigned)] = (assigned, places)
+    return places
+
+
 def finish_phase(records: RecordColumns) -> None:
     """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place;
     a phase without such a kernel stays columns."""
@@ -180,18 +191,16 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     records = RecordColumns(run, t0)
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
-    params = {id(phase): phase.record_params()}
-    for m in phase.members:
-        params[id(m)] = m.record_params()
+    # each phase's HEAD values (a group's members' too), one tuple shared by every node
+    heads = {id(p): (p.index, p.task.name, p.kernel, p.variant, p.rep, p.workers,
+                     p.record_params()) for p in (phase, *phase.members)}
     lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
         if not assigned:
             continue
         arr = results.get(node.name) or lacking
-        _node_records(records, phase, params, node,
-                      [(a.place.slot, a.place.cpu, a.rank) for a in assigned], arr, lead,
-                      lacking)
+        _node_records(records, phase, heads, node, _places(assigned), arr, lead, lacking)
         if arr.samples:
             at = arr.index()
             for a in assigned:

@@ -9,6 +9,7 @@ over the peers' median span; the run gets a stored `stall` warning.
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import sub
 from typing import Sequence
 
 from ..record import Record
@@ -34,14 +35,20 @@ def flag_stalls(records: Sequence[Record]) -> list[Record]:
 def _stalled(tasks: list[str], status: Sequence[str], ends: Sequence[int],
              t0s: Sequence[int], metrics: Sequence[dict]) -> list[int]:
     """The stalled records' places (their metrics get stall_s)."""
-    timed = [i for i, (st, e, t) in enumerate(zip(status, ends, t0s)) if st == "ok" and e and t]
+    n = len(status)
+    if status.count("ok") == n and 0 not in ends and 0 not in t0s:
+        timed: Sequence[int] = range(n)       # the common phase: every record (C loops)
+    else:
+        timed = [i for i, (st, e, t) in enumerate(zip(status, ends, t0s))
+                 if st == "ok" and e and t]
     if len(timed) < 2:
         return []
     # peers: the same task's slots (a [[concurrent]] group's tasks differ in length); each
     # task's spans sorted once, so a phase of many slots costs a sort, not a pass per record
     spans: dict[str, list[int]] = {}
     if tasks.count(tasks[0]) == len(tasks):     # one task (a C loop): its spans at once
-        spans[tasks[0]] = [ends[i] - t0s[i] for i in timed]
+        spans[tasks[0]] = (list(map(sub, ends, t0s)) if len(timed) == n
+                           else [ends[i] - t0s[i] for i in timed])
     else:
         for i in timed:
             spans.setdefault(tasks[i], []).append(ends[i] - t0s[i])
