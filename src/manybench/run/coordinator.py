@@ -24,6 +24,7 @@ from operator import contains
 from typing import Iterable, Iterator
 
 from ..engines.base import Engine, EngineError, Node, Results, Work
+from ..gc_pause import PhaseCollector
 from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
@@ -78,6 +79,7 @@ class Coordinator:
         self.unsaved: PhaseOutcome | None = None  # the last finished phase, until committed
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
         self.placements: dict[tuple, Work] = {}   # _work's: a placement's work, once
+        self.collector = PhaseCollector()   # the cyclic collector around each phase
 
     def run(self) -> Outcome:
         os.makedirs(self.outdir, exist_ok=True)
@@ -131,6 +133,7 @@ class Coordinator:
         finally:
             signal.signal(signal.SIGTERM, previous)
             beat.stop()
+            self.collector.committed()     # nothing stays frozen past the run
         store.end_run(run_id, status)
         store.close()
         return Outcome(run_id, status, code, self.failed)
@@ -243,13 +246,19 @@ class Coordinator:
         t0 = self.scheduler.next_t0()
         sent = now_ns()
         self.in_flight = InFlight(phase, tuple(nodes), work, t0, sent)   # what Ctrl-C keeps
-        self.engine.go(t0)
-        self._flush()     # the previous phase, while this one waits for its (long) lead
-        while not self.engine.poll(0.2):
-            bar.tick()
-        results = self.engine.results()
-        self.scheduler.observe(sent, t0, *_armed_and_started(results))
-        done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
+        self.collector.pause((t0 - sent) / 1e9)
+        try:
+            self.engine.go(t0)
+            self._flush()     # the previous phase, while this one waits for its (long) lead
+            while not self.engine.poll(0.2):
+                bar.tick()
+                self.collector.waiting()
+            results = self.engine.results()
+            self.scheduler.observe(sent, t0, *_armed_and_started(results))
+            done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
+            self.collector.made()
+        finally:
+            self.collector.resume()
         self.in_flight = None
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
         return replace(done, said=tuple(Said("stall", text, node=node, task=task, phase=at)
@@ -269,6 +278,7 @@ class Coordinator:
             t = time.monotonic_ns()
             self._commit(self.unsaved)
             self.unsaved = None
+            self.collector.committed()
             self.commit_ns = time.monotonic_ns() - t
 
     def _commit(self, done: PhaseOutcome) -> None:
