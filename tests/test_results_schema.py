@@ -130,3 +130,42 @@ def test_a_newer_file_is_refused_with_a_clear_error(tmp_path):
 def test_a_new_file_gets_the_current_version(tmp_path):
     Store(tmp_path).close()
     assert _version(str(tmp_path / "results.db")) == SCHEMA_VERSION
+
+
+def _records_indexes(path: str) -> list:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT name FROM sqlite_master WHERE type='index' AND "
+                          "tbl_name='records'").fetchall()
+    finally:
+        db.close()
+
+
+def test_records_have_no_key_in_a_new_file_and_keep_theirs_in_an_old_one(tmp_path):
+    """Schema 7: a new file's records have no index (a quarter of a phase's insert); an older
+    file migrated keeps its key, and in both a phase stored again replaces its records."""
+    from builders import T0, phase, plan, recs
+    new = tmp_path / "new"
+    d = _copy(tmp_path)
+    for where in (str(new), d):
+        with Store(where) as st:
+            st.begin_run("w", plan(), [], {})
+            st.write_phase("w", phase(0), T0, recs("w", 0, nodes=("b", "a")))
+            st.write_phase("w", phase(1), T0, recs("w", 1))
+            st.write_phase("w", phase(0), T0, recs("w", 0, slots=(7,)))    # again: replaced
+            got = [(r.phase, r.node, r.slot) for r in st.records("w")]
+        assert got == [(0, "n1", 7), (1, "n1", 0), (1, "n1", 1)], where
+    assert _records_indexes(str(new / "results.db")) == []
+    assert _records_indexes(os.path.join(d, "results.db")) != []
+    assert _version(os.path.join(d, "results.db")) == SCHEMA_VERSION == 7
+
+
+def test_records_read_in_phase_node_slot_order_whatever_order_they_were_stored(tmp_path):
+    from builders import T0, phase, plan, recs
+    with Store(tmp_path) as st:
+        st.begin_run("w", plan(), [], {})
+        st.write_phase("w", phase(1), T0, recs("w", 1, nodes=("b", "a")))
+        st.write_phase("w", phase(0), T0, recs("w", 0, nodes=("c",)))
+        got = [(r.phase, r.node, r.slot) for r in st.records("w")]
+    assert got == [(0, "c", 0), (0, "c", 1), (1, "a", 0), (1, "a", 1), (1, "b", 0),
+                   (1, "b", 1)]

@@ -93,7 +93,7 @@ def test_one_transaction_per_phase(tmp_path):
 
     def trace(sql: str) -> None:
         # runs inside write_phase, after the phase row was inserted, before COMMIT
-        if sql.lstrip().upper().startswith("INSERT OR REPLACE INTO RECORDS"):
+        if sql.lstrip().upper().startswith("INSERT INTO RECORDS"):
             seen_during.append((len(reader.phases("r")), len(reader.records("r"))))
 
     st._db.set_trace_callback(trace)

@@ -14,6 +14,8 @@ change a file).
   5  + series (size-indexed tables a parser read from a record's output: OSU's, IMB's)
   6  + phases.go_ns (when the coordinator sent the phase's go: the phase cycle, SMTEF's
        figure; NULL for phases stored before)
+  7  records without a primary key in a new file (an older file keeps its own): rows are
+     inserted, not replaced, and a phase stored again is deleted first
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class SchemaError(Exception):
@@ -40,9 +42,13 @@ TABLES = {1: ("runs", "phases", "records"), 2: ("nodes", "warnings"),
           3: ("snapshots", "node_commands"), 4: ("samples", "telemetry"), 5: ("series",)}
 
 
+# No key since version 7: its index was a quarter of a phase's insert (64,000 rows at 1,000
+# nodes x 64 slots), and nothing needs it: a phase's records are written in one INSERT, once
+# (a phase stored again is deleted first: store.write_phase), and read in full, sorted
+# (store.records). A file of version 6 or older keeps its key.
 _RECORDS = ("CREATE TABLE IF NOT EXISTS records (\n    "
             + ",\n    ".join(f"{f.name} {f.metadata['sql']}" for f in FIELDS)
-            + ",\n    PRIMARY KEY (run, phase, node, slot)\n);\n")
+            + "\n);\n")
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -236,9 +242,15 @@ def _v5_to_v6(db: sqlite3.Connection) -> None:
     db.execute(_V6_GO)
 
 
+def _v6_to_v7(db: sqlite3.Connection) -> None:
+    """Nothing to change: the records keep their key (rebuilding a large table to drop an
+    index only its writer paid for is not worth it); version 7's writer inserts where it
+    replaced, which the key leaves as it was."""
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                               3: _v3_to_v4, 4: _v4_to_v5,
-                                                              5: _v5_to_v6}
+                                                              5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def version(db: sqlite3.Connection) -> int:

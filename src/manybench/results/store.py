@@ -41,7 +41,7 @@ WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
 LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
-_INSERT_RECORD = (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
+_INSERT_RECORD = (f"INSERT INTO records ({', '.join(_REC_FIELDS)}) "
                   f"VALUES ({', '.join('?' * len(_REC_FIELDS))})")
 
 
@@ -343,10 +343,13 @@ class Store:
                     row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
                     xrows += _series_rows(run_id, phase.index, r)
             _encode_rows(rrows)
+        # a phase stored again (run --resume) replaces what it stored: deleted first, only
+        # then (the records have no index since schema 7: a delete reads the table)
+        again = [(f"DELETE FROM {t} WHERE run=? AND phase=?", (run_id, phase.index))
+                 for t in ("records", "samples", "series")] if self._stored(
+                     run_id, phase.index) else []
         self._write([
-            ("DELETE FROM records WHERE run=? AND phase=?", (run_id, phase.index)),
-            ("DELETE FROM samples WHERE run=? AND phase=?", (run_id, phase.index)),
-            ("DELETE FROM series WHERE run=? AND phase=?", (run_id, phase.index)),
+            *again,
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
              "point, params, t0_ns, status, label, warmup, go_ns) "
              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -356,6 +359,12 @@ class Store:
              "VALUES (?,?,?,?,?,?,?)", srows),
             (f"INSERT INTO series VALUES ({','.join('?' * 10)})", xrows),
         ])
+
+    def _stored(self, run_id: str, index: int) -> bool:
+        """Whether phase `index` of the run is stored (its records would be)."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM phases WHERE run=? AND idx=?",
+                                    (run_id, index)).fetchone() is not None
 
     def write_telemetry(self, run_id: str, rows: Iterable[TelemetryRow]) -> None:
         """Store nodes' telemetry rows (t_ns already in the coordinator's clock)."""
@@ -584,7 +593,7 @@ def _insert_sharing(shared: Mapping[str, Any]) -> str | None:
         if text is None:
             return None
         values.append(text)
-    return (f"INSERT OR REPLACE INTO records ({', '.join(_REC_FIELDS)}) "
+    return (f"INSERT INTO records ({', '.join(_REC_FIELDS)}) "
             f"VALUES ({', '.join(values)})")
 
 
