@@ -1,4 +1,4 @@
-"""A phase's JSON columns are encoded by orjson for speed (results/store._dumps_each): what is
+"""A phase's JSON columns are encoded by orjson for speed (results/record_rows._dumps_each): what is
 stored must read back as json.dumps' text would, value for value."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from manybench.results.store import _dumps, _dumps_each
+from manybench.results.record_rows import _dumps_each, dumps as _dumps
 
 
 def _back(values: list) -> list:

@@ -18,9 +18,10 @@ from manybench.kernels import Result
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.node.arrays import SlotResults
 from manybench.node.protocol import Assignment, SlotPlace
-from manybench.results import store as store_mod
+from manybench.results import record_rows as store_mod
 from manybench.results.export import export
-from manybench.results.store import Store, _dumps_each, _dumps_one
+from manybench.results.record_rows import _dumps_each, _dumps_one
+from manybench.results.store import Store
 from manybench.run import outcome
 from manybench.run.outcome import collect
 from manybench.run.stalls import flag_stalls

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import operator
 import os
 import sqlite3
 import threading
@@ -25,87 +24,22 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
-import orjson
-
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
 from ..record import FIELDS, Record
-from ..record_columns import RecordColumns
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
+from .record_rows import dumps as _dumps, phase_rows
 from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity, upgrade
 
 DB_NAME = "results.db"
 WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
 LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
 _REC_FIELDS = tuple(f.name for f in FIELDS)
-_REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
-_INSERT_RECORD = (f"INSERT INTO records ({', '.join(_REC_FIELDS)}) "
-                  f"VALUES ({', '.join('?' * len(_REC_FIELDS))})")
-
-
-def _dumps(value: Any) -> str:
-    # default=str: a stray Path or Decimal in params must not lose a phase at commit time
-    return json.dumps(value, separators=(",", ":"), default=str)
-
-
-def _record_encoder() -> Any:
-    """_dumps for a phase's records, made once: json.dumps builds its encoder at every call,
-    which costs as much as the encoding of a record's small objects."""
-    from json import encoder   # noqa: PLC0415
-    make = encoder.c_make_encoder
-    if make is None:      # a Python without json's C speedups
-        return _dumps
-    enc = make(None, str, encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
-    return lambda value: "".join(enc(value, 0))
-
-
-_dumps_fast = _record_encoder()
-_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
-try:     # plan checks, dry runs and readers work without the C extension (kernels/native.py)
-    from .._native import json_items as _json_items
-except ImportError:
-    _json_items = None
-_orjson_dumps = orjson.dumps
-
-
-def _dumps_each(values: list) -> list[str]:
-    """_dumps of each of a phase's dicts (records' metrics, extra: 64,000 at 1,000 nodes x 64
-    slots). orjson encodes one in ~0.3 us where json takes ~1.5, and the whole column in one
-    call for a fifth of that again; the C extension cuts its text back into one value per
-    record (_native.json_items; without it, a call per value). A value orjson writes
-    otherwise than json reads back (a NaN or an infinity as null) or cannot write (an int
-    past 64 bits) goes to json: the same texts either way (tests/test_record_native.py)."""
-    if _json_items is not None and values:
-        try:
-            text = _orjson_dumps(values, str, _ORJSON_OPTS)
-        except (TypeError, ValueError):      # one value orjson refuses: each on its own
-            return [_dumps_one(v) for v in values]
-        items = _json_items(text)     # None: its text holds "null"
-        if None in items:
-            return [_dumps(v) if t is None else t for v, t in zip(values, items)]
-        return items
-    # one pass, each text decoded as made: a list of the encoded bytes kept whole first
-    # cost 5x as much here
-    return [_dumps_one(v) for v in values]
-
-
-def _dumps_one(value: Any) -> str:
-    try:
-        text = _orjson_dumps(value, str, _ORJSON_OPTS)
-    except (TypeError, ValueError):      # orjson.JSONEncodeError is a TypeError
-        return _dumps(value)
-    return _dumps(value) if b"null" in text else text.decode()
-
-
-_GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in one call
-_JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
+_JSON_READ_AT = tuple(i for i, f in enumerate(FIELDS) if f.metadata["json"])
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
-_EXTRA_AT = _REC_FIELDS.index("extra")
-_JSON_READ_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON)
 _SLOT_AT = _REC_FIELDS.index("slot")
-assert _REC_FIELDS[:2] == ("run", "phase")
 
 
 _decode = json.JSONDecoder().decode
@@ -115,10 +49,6 @@ def _loads(text: str) -> Any:
     # reading a large run decodes several objects per record: skip json.loads' checks and
     # the parser altogether for the common empty object
     return {} if text == "{}" else _decode(text)
-
-
-def _hist_out(hist: dict[int, int] | None) -> str | None:
-    return None if hist is None else _dumps({str(k): v for k, v in hist.items()})
 
 
 def _hist_in(text: str | None) -> dict[int, int] | None:
@@ -139,14 +69,6 @@ def _column(path: str, table: str, column: str, row: str, decode: Any, text: Any
         raise DamagedError(f"{path} is damaged: {table}.{column} of {row} holds a "
                            f"{type(value).__name__}, not a JSON {kind.__name__}")
     return value
-
-
-def _series_rows(run_id: str, phase_index: int, r: Record) -> list[tuple]:
-    """A record's extra["series"] (parsers' Series.to_json()) as series rows."""
-    rank = r.extra.get("rank")
-    return [(run_id, phase_index, r.node, r.slot, rank, str(s["name"]), float(x), float(y),
-             str(s.get("unit", "")), str(s.get("x_unit", "bytes")))
-            for s in r.extra.get("series") or () for x, y in s.get("points", ())]
 
 
 def db_problem(e: sqlite3.Error) -> str:
@@ -333,16 +255,7 @@ class Store:
                 None if go_ns is None else int(go_ns))
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
-        insert, xrows = _column_rows(records), []
-        if insert is not None:
-            isql, rrows = insert
-        else:                        # Records one by one
-            isql, rrows = _INSERT_RECORD, _record_rows(records)
-            for r, row in zip(records, rrows):
-                if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
-                    row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
-                    xrows += _series_rows(run_id, phase.index, r)
-            _encode_rows(rrows)
+        isql, rrows, xrows = phase_rows(run_id, phase.index, records)
         # a phase stored again (run --resume) replaces what it stored: deleted first, only
         # then (the records have no index since schema 7: a delete reads the table)
         again = [(f"DELETE FROM {t} WHERE run=? AND phase=?", (run_id, phase.index))
@@ -534,96 +447,6 @@ class Store:
                                    f"({type(e).__name__}: {e})") from None
             out.append(Record(*r))
         return out
-
-
-def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | None:
-    """A phase's insert from its columns (record_columns.py), each JSON column encoded in one
-    call: the statement, with the values every record shares in it (_insert_sharing), and
-    the rows of the others, as one pass for executemany (a list of 64,000 rows costs its own
-    time); None when the records are to be taken one by one (made, or holding series)."""
-    if not isinstance(records, RecordColumns) or records.made is not None or records.series:
-        return None
-    params: dict[int, str] = {}     # a phase's records share their params: encoded once
-    ptexts = []
-    for p in records.column("params"):
-        text = params.get(id(p))
-        if text is None:
-            text = params[id(p)] = _dumps_fast(p)
-        ptexts.append(text)
-    share = len(records) >= SHARE_MIN_ROWS
-    got = records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
-                        "extra": _dumps_each(records.extra),
-                        "hist": [None if h is None else _hist_out(h) for h in records.hist]},
-                       share)
-    if got is None:
-        return None
-    shared, rows = got
-    sql = _insert_sharing(shared) if share else _INSERT_RECORD
-    return (sql, rows) if sql else (_INSERT_RECORD, _full_rows(rows, shared))
-
-
-# a phase's shared values go into its insert from this many records: the statement is then
-# new at every phase, and preparing it (~20 us) costs more than binding them to fewer rows
-# (a local phase of 2 slots)
-SHARE_MIN_ROWS = 256
-_SQL_INT = range(-2**63 + 1, 2**63)
-
-
-def _sql_literal(value: Any) -> str | None:
-    """value as an SQL literal SQLite stores exactly as it would the value bound (an int of
-    64 bits; a str of no NUL that UTF-8 can encode); None for any other."""
-    if type(value) is int and value in _SQL_INT:
-        return str(value)
-    if type(value) is str and "\x00" not in value:
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            return None
-        return "'" + value.replace("'", "''") + "'"
-    return None
-
-
-def _insert_sharing(shared: Mapping[str, Any]) -> str | None:
-    """The insert of records with the values every one shares (64,000 rows at 1,000 nodes x
-    64 slots: run, T0, the phase's) written into the statement once instead of bound per row
-    (~10% of SQLite's insert); None when one of them cannot be written in SQL."""
-    values = []
-    for name in _REC_FIELDS:
-        text = _sql_literal(shared[name]) if name in shared else "?"
-        if text is None:
-            return None
-        values.append(text)
-    return (f"INSERT INTO records ({', '.join(_REC_FIELDS)}) "
-            f"VALUES ({', '.join(values)})")
-
-
-def _full_rows(rows: Iterator[tuple], shared: Mapping[str, Any]) -> Iterator[tuple]:
-    """Rows of the unshared values with the shared ones put back, in field order (the rare
-    phase whose shared values cannot all be written in SQL: bound with every row)."""
-    plan = [(name in shared, shared.get(name)) for name in _REC_FIELDS]
-    for row in rows:
-        own = iter(row)
-        yield tuple(value if fixed else next(own) for fixed, value in plan)
-
-
-def _record_rows(records: Iterable[Record]) -> list[list]:
-    """Rows of Records (JSON columns still to encode: _encode_rows)."""
-    return [list(_GET_RECORD(r)) for r in records]
-
-
-def _encode_rows(rows: list[list]) -> None:
-    """The JSON columns of Records' rows encoded, a column at a time (_dumps_each)."""
-    for at in _JSON_AT:
-        for row, text in zip(rows, _dumps_each([row[at] for row in rows])):
-            row[at] = text
-    params: dict[int, str] = {}     # a phase's records share their params: encoded once
-    for row in rows:
-        p = params.get(id(row[_PARAMS_AT]))
-        if p is None:
-            p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
-        row[_PARAMS_AT] = p
-        if row[_HIST_AT] is not None:
-            row[_HIST_AT] = _hist_out(row[_HIST_AT])
 
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:
