@@ -30,12 +30,12 @@ PLAN = """
 TWIN = """
 import sys
 from manybench.cli import main
-from manybench.results import store as S
+from manybench.results import record_rows as R, store as S
 from manybench.run import coordinator as C, outcome as O
 from manybench.run.stalls import flag_stalls
 
 twin = S.Store(sys.argv[1])
-S.SHARE_MIN_ROWS = 1     # a large phase's insert (the shared values in the statement)
+R.SHARE_MIN_ROWS = 1     # a large phase's insert (the shared values in the statement)
 made = {}
 fast_collect, fast_write = C.collect, S.Store.write_phase
 
@@ -56,11 +56,11 @@ def write_phase(self, run_id, phase, t0, records, *a, **k):
         ref = got[1]
         flag_stalls(ref)
         ref.records()
-        items, S._json_items = S._json_items, None
+        items, R._json_items = R._json_items, None
         try:
             fast_write(twin, run_id, phase, t0, ref, *a, **k)
         finally:
-            S._json_items = items
+            R._json_items = items
     return fast_write(self, run_id, phase, t0, records, *a, **k)
 
 C.collect, S.Store.write_phase = collect, write_phase
