@@ -194,3 +194,45 @@ def test_the_scheduler_learns_from_node_maxima_what_it_learnt_slot_by_slot():
         two.observe(T - 10**6, T, ref_armed, ref_started)
         assert (one.samples, one.late, one.armed_late, one.gain_ns) == \
                (two.samples, two.late, two.armed_late, two.gain_ns)
+
+
+def test_a_records_own_values_one_for_the_whole_phase_are_written_once(tmp_path, monkeypatch):
+    """Every slot ok, no error, no histogram, the same ops and bytes (a phase of 64,000 null
+    slots): written into the statement once, stored exactly as bound one by one; a value
+    that differs in one record is bound with every row."""
+    monkeypatch.setattr(store_mod, "SHARE_MIN_ROWS", 1)
+    nodes = [Node("a", 3, ()), Node("b", 2, ())]
+    work = {n.name: [Assignment(SlotPlace(s, s, (s,), True), 3 * i + s) for s in range(n.slots)]
+            for i, n in enumerate(nodes)}
+
+    def results(odd_bytes: bool) -> dict:
+        return {n.name: SlotResults.of({s: Result(start_ns=T + 10, end_ns=T + 90 + s,
+                                                  elapsed_ns=80, armed_ns=T - 5, ops=1,
+                                                  bytes=7 if odd_bytes and s == 1 else 0)
+                                        for s in range(n.slots)}) for n in nodes}
+    phase = Phase(0, TaskSpec("t", "null", {}), "null", "", 0, 5, "spread", "core", {}, "p")
+    stored = {}
+    for how in ("alike", "odd", "reference"):
+        done = collect("r", phase, nodes, work, T, results(how == "odd"), go_ns=T - 1_000)
+        statements = []
+        st = Store(tmp_path / how)
+        write = st._write
+        st._write = lambda pairs: write([statements.append(sql) or (sql, p) for sql, p in pairs])
+        st.write_phase("r", phase, T, done.records if how != "reference"
+                       else list(done.records))
+        st.close()
+        insert = next(s for s in statements if s.startswith("INSERT INTO records"))
+        cols = insert[insert.index("(") + 1:insert.index(")")].split(", ")
+        values = insert[insert.index("VALUES (") + 8:-1].split(", ")
+        stored[how] = dict(zip(cols, values))
+        db = sqlite3.connect(tmp_path / how / "results.db")
+        stored[how, "rows"] = db.execute(
+            "SELECT *, typeof(ops), typeof(bytes), typeof(status), typeof(error), "
+            "typeof(hist) FROM records ORDER BY node, slot").fetchall()
+        db.close()
+    alike = stored["alike"]
+    assert (alike["ops"], alike["bytes"], alike["status"], alike["error"], alike["hist"]) == (
+        "1", "0", "'ok'", "''", "NULL")
+    assert stored["odd"]["bytes"] == "?" and stored["odd"]["status"] == "'ok'"
+    assert stored["alike", "rows"] == stored["reference", "rows"]
+    assert len(stored["alike", "rows"]) == 5

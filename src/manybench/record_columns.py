@@ -24,6 +24,11 @@ assert tuple(f.name for f in FIELDS) == ("run", *HEAD[:6], *OWN[:3], "t0_ns", *O
                                          "params", *OWN[10:])
 
 
+# a record's own values that are often one for a whole phase (every slot ok, no error, no
+# histogram, the same count of ops or bytes): the store writes such a value once too
+ALIKE = ("ops", "bytes", "status", "error", "hist")
+
+
 class RecordColumns(Sequence[Record]):
     def __init__(self, run: str, t0: int) -> None:
         self.run, self.t0 = run, t0
@@ -168,5 +173,10 @@ class RecordColumns(Sequence[Record]):
         if not share:
             cols.update((name, repeat(value, n)) for name, value in shared.items())
             shared = {}
+        elif n:
+            for name in ALIKE:      # one value in every record: written once, like the phase's
+                col = cols[name]
+                if col.count(col[0]) == n:     # equal is enough: the columns' affinity
+                    shared[name] = col[0]      # stores 1 and 1.0 alike, as bound
         own = [cols[f.name] for f in FIELDS if f.name not in shared]
         return shared, zip(*own)

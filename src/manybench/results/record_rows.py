@@ -145,8 +145,10 @@ _SQL_INT = range(-2**63 + 1, 2**63)
 
 
 def _sql_literal(value: Any) -> str | None:
-    """value as an SQL literal SQLite stores exactly as it would the value bound (an int of
-    64 bits; a str of no NUL that UTF-8 can encode); None for any other."""
+    """value as an SQL literal SQLite stores exactly as it would the value bound (None, an
+    int of 64 bits, a str of no NUL that UTF-8 can encode); None for any other."""
+    if value is None:
+        return "NULL"
     if type(value) is int and value in _SQL_INT:
         return str(value)
     if type(value) is str and "\x00" not in value:
@@ -160,8 +162,9 @@ def _sql_literal(value: Any) -> str | None:
 
 def _insert_sharing(shared: Mapping[str, Any]) -> str | None:
     """The insert of records with the values every one shares (64,000 rows at 1,000 nodes x
-    64 slots: run, T0, the phase's) written into the statement once instead of bound per row
-    (~10% of SQLite's insert); None when one of them cannot be written in SQL."""
+    64 slots: run, T0, the phase's, and their own values that are one for all: status ok,
+    no error...) written into the statement once instead of bound per row (~10% of SQLite's
+    insert); None when one of them cannot be written in SQL."""
     values = []
     for name in _REC_FIELDS:
         text = _sql_literal(shared[name]) if name in shared else "?"
