@@ -19,7 +19,7 @@ from setuptools.command.build_ext import build_ext
 NATIVE = "src/manybench/kernels/native/"
 # core (timing, io, meta, spawn) and the kernel families, each a kernel file plus a bind file
 CORE = ["module.c", "timing.c", "io.c", "scratch.c", "spawn.c", "numa.c", "families.c",
-        "records.c"]
+        "records.c", "wire.c"]
 FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net", "probe"]
 SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES]
 

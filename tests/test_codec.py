@@ -15,6 +15,7 @@ from manybench.kernels import Result
 from manybench.model import Phase, TaskSpec
 from manybench.node import protocol as P
 from manybench.node.arrays import SlotResults
+from manybench.node.codec import Codec
 from manybench.results.contract import TelemetryRow
 
 T = 1_700_000_000_000_000_000
@@ -111,3 +112,52 @@ def test_the_phase_sent_to_every_node_is_packed_once():
     assert again == first
     # the fields of the Run, its assignment and slot place are packed; the phase is not
     assert len(calls) < 8, calls
+
+
+def _slot_messages() -> list:
+    phase = wire_phase(_phase())
+    place = P.SlotPlace(1, 3, (3,), False, 40_000, (0,))
+    from manybench.kernels.base import SlotContext
+    ctx = SlotContext("run", "n1", 1, 0, 2, 3, "/s", "/sh", phase=3, spec=phase.task,
+                      env={"A": "1"}, wrap=["env"], vars={"x": "y"})
+    return [P.SlotGo(T, P.SlotPrepare(phase, ctx, place)), P.SlotGo(T),
+            P.SlotDone(_results()[3]), P.SlotReady({"port": 1}, 7), P.SlotPong(5),
+            P.SlotConnect({0: {"host": "h"}}), ((1, (2, 3)), [4, (5,)])]
+
+
+@pytest.mark.skipif(not P.CODEC.native, reason="the C extension is not built")
+def test_the_hooks_in_c_pack_and_unpack_as_the_python_ones():
+    """kernels/native/wire.c is node/codec.py's hooks in C: the same bytes, the same objects,
+    the same refusals, either way round."""
+    types, shared = P.WIRE_TYPES, {P.WirePhase: 16, P.WireTask: 16, P.Assignment: 1 << 17}
+    c, py = Codec(types, shared), Codec(types, shared, native=False)
+    assert c.native and not py.native
+    for m in _messages() + _slot_messages():
+        for _ in range(2):             # shared objects packed, then reused from the caches
+            data = py.pack(m)
+            assert c.pack(m) == data, type(m).__name__
+            assert c.unpack(data) == m == py.unpack(data), type(m).__name__
+            assert type(c.unpack(data)) is type(m)
+    run = c.unpack(c.pack(_messages()[12]))
+    assert run.phase.params["l"] == (1, 2) and run.phase.wrap == ("env", "--")
+    # bytes that came before make no new object: the phase the agent passes on
+    data = py.pack(_messages()[12])
+    assert c.unpack(data).phase is c.unpack(data).phase
+    # ... and go on as they came (the agent's phase to its slots); the caches stay bounded
+    for i in range(40):
+        data = Codec(types, shared, native=False).pack(P.Run(T, [], P.WirePhase(i, "null", P.WireTask("t"),
+                                                                    {}, 1)))
+        assert c.pack(c.unpack(data)) == data == py.pack(py.unpack(data))
+    for code in c.made:
+        assert list(c.made[code]) == list(py.made[code])   # the same kept, the same order
+        assert len(c.recent[code]) == len(py.recent[code]) <= shared[c.types[code - 1]]
+    assert len(c.made[c.code[P.WirePhase]]) == 16
+    for codec in (c, py):
+        with pytest.raises(ValueError, match="unknown wire type 99"):
+            codec.unpack(msgpack.packb([msgpack.ExtType(99, b""), 1]))
+        with pytest.raises(ValueError, match="not a manybench message: TypeError"):
+            codec.unpack(msgpack.packb([msgpack.ExtType(py.code[P.Ping], b""), 1, 2]))
+        for thing in (_Boom(), {1, 2}, Phase, [P.Ping(), {3}]):
+            with pytest.raises(TypeError, match="cannot cross to a node"):
+                codec.pack(thing)
+        assert codec.unpack(codec.pack(P.Renew(True))) == P.Renew(True)

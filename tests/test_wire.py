@@ -145,6 +145,9 @@ class _Client:
     def scheduler_info(self, n_workers: int = 0) -> dict:
         return {"workers": {"tcp://a:1": {}, "tcp://b:1": {}}}
 
+    def nthreads(self) -> dict:
+        return {a: 1 for a in self.scheduler_info()["workers"]}
+
     def rpc(self, addr: str):
         client = self
 
@@ -214,6 +217,16 @@ def test_a_wrapped_light_phase_gets_its_prepare_round_on_both_engines():
         local.prepare(_phase("null", wrap=wrap), {"a": work["a"]}, lambda: None)
         local.go(T)
         assert local.agent.calls == calls
+
+
+def test_a_dask_worker_the_scheduler_dropped_is_a_lost_node():
+    engine, client = _two_node_engine(lambda addr, req: P.encode(None))
+    engine.work = {"a": [], "b": []}
+    engine._check_workers()
+    assert engine.lost_nodes() == {}
+    client.scheduler_info = lambda n_workers=0: {"workers": {"tcp://a:1": {}}}   # b is gone
+    engine._check_workers()
+    assert engine.lost_nodes() == {"b": "node b lost: its Dask worker left the cluster"}
 
 
 def test_a_dask_node_that_does_not_confirm_the_runs_end_is_a_warning():

@@ -2,6 +2,7 @@
 into Results and one-line messages a user can act on."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -66,6 +67,17 @@ def result_from_native(d: Mapping[str, Any],
         start_ns=d["start_ns"], end_ns=d["end_ns"], elapsed_ns=d["elapsed_ns"],
         armed_ns=d["armed_ns"], ops=d["ops"], bytes=d["bytes"],
         status="error" if err else "ok", error=text if err else "",
-        metrics={**latency_metrics(h), **(metrics or {})}, hist=h or None,
-        extra=dict(extra or {}))
-    return Result(**{**made, **fields})
+        metrics={**latency_metrics(h), **(metrics or {})} if h else dict(metrics or {}),
+        hist=h or None, extra=dict(extra or {}), samples=[], sample_unit="")
+    if fields:
+        made.update(fields)
+        if not made.keys() <= _RESULT_FIELDS:
+            return Result(**made)      # its TypeError names the field that is not one
+    # every field given: made as Result(**made) makes it (a frozen dataclass, no
+    # __post_init__), without its __init__'s call per field (every phase of every slot)
+    out = object.__new__(Result)
+    out.__dict__.update(made)
+    return out
+
+
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))

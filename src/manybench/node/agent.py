@@ -41,6 +41,14 @@ class SlotHandle:
     pid: int
     conn: Connection
     cgroup: SlotCgroup | None = None   # where cgroup v2 is writable (reaper.py)
+    fd: int = -1    # conn's, read once (every phase writes and reads it); -1 once closed
+
+    def __post_init__(self) -> None:
+        self.fd = self.conn.fileno()
+
+    def close(self) -> None:
+        self.conn.close()
+        self.fd = -1     # a write or read then fails (EBADF), never reaches a reused fd
 
 
 @dataclass
@@ -91,9 +99,9 @@ class Agent:
         self._warm_up()
         t = time.monotonic_ns()
         for s in self.slots:
-            _send(s.conn, SlotPing())
+            _send(s, SlotPing())
         for s in self.slots:
-            _recv(s.conn)
+            _recv(s)
         return time.monotonic_ns() - t
 
     def _warm_up(self) -> None:
@@ -118,7 +126,7 @@ class Agent:
                 cgroup.join()    # before anything it starts: they are all in it
                 parent.close()
                 for s in self.slots:
-                    s.conn.close()
+                    s.close()
                 from .slot import slot_main   # noqa: PLC0415 (only the child needs it)
                 slot_main(child, cgroup.path)
             finally:
@@ -129,7 +137,7 @@ class Agent:
     def _replace(self, index: int, why: str) -> str:
         """Reap a dead (or killed) slot, fork a fresh one in its place; returns why it died."""
         old = self.slots[index]
-        old.conn.close()
+        old.close()
         status = reap(old.pid, 1.0)
         # what the dead slot started (its command) dies too: its whole cgroup, else at
         # least the command's process group
@@ -204,10 +212,10 @@ class Agent:
         if status is not None:
             self._replace_idle(index, f"exited while idle ({exit_text(status)})")
         try:
-            _send(self.slots[index].conn, msg)
+            _send(self.slots[index], msg)
         except OSError:   # died between the check and the send
             self._replace_idle(index, "its pipe closed while idle")
-            _send(self.slots[index].conn, msg)
+            _send(self.slots[index], msg)
 
     def _exited(self, index: int) -> int | None:
         try:
@@ -235,7 +243,7 @@ class Agent:
         """Hand every ready slot its peers and wait until each has connected or failed."""
         for i in self._ready_slots():
             self.running[i].waiting = True
-            _send(self.slots[i].conn, SlotConnect(req.peers))
+            _send(self.slots[i], SlotConnect(req.peers))
         while any(r.waiting and r.result is None for r in self.running.values()):
             self._receive(0.2)
             if tick:
@@ -263,7 +271,7 @@ class Agent:
             if r.prepare is None and not go:
                 go = CODEC.pack(SlotGo(t0_ns))
             try:
-                pipe.send(self.slots[i].conn.fileno(), go if r.prepare is None else
+                pipe.send(self.slots[i].fd, go if r.prepare is None else
                           CODEC.pack(SlotGo(t0_ns, r.prepare)))
             except OSError:   # died since it was ready: its record says so, the run goes on
                 r.result = Result(status="error", error="the slot died before its go")
@@ -277,16 +285,24 @@ class Agent:
                     r.result = Result(status="timeout", error="killed by the agent after the "
                                       f"task's timeout ({self.phase.task.timeout:g}s)")
                     self._replace(i, "timeout")
-        if all(r.result for r in self.running.values()):
+        if self._done():
             return True
         self._receive(timeout)
-        done = all(r.result for r in self.running.values())
+        done = self._done()
         if self.phase is not None and self.phase.index >= 0:   # not the pool's warm-up
             self.telemetry.tick(None if done else self.phase.index, self.t0_ns)
         return done
 
+    def _done(self) -> bool:
+        """Every slot of the phase has its result (a plain loop: twice a phase, and all()
+        over a generator costs a frame and a call per slot)."""
+        for r in self.running.values():
+            if r.result is None:
+                return False
+        return True
+
     def _receive(self, timeout: float) -> None:
-        waiting = {self.slots[i].conn.fileno(): i for i, r in self.running.items()
+        waiting = {self.slots[i].fd: i for i, r in self.running.items()
                    if r.result is None}
         # one poll object, made again only when the slots waited on change (this runs once
         # or twice per phase); poll(2) is given the fds afresh at every call
@@ -297,9 +313,8 @@ class Agent:
             self._polled = set(waiting)
         for fd, _ in self._poller.poll(max(0, round(timeout * 1000))):
             i = waiting[fd]
-            conn = self.slots[i].conn
             try:
-                msg = _recv(conn)
+                msg = _recv(self.slots[i])
             except (EOFError, OSError, ValueError):
                 self.running[i].result = Result(status="error", error=self._replace(i, ""))
                 continue
@@ -332,7 +347,7 @@ class Agent:
     def close(self) -> None:
         for s in self.slots:
             try:
-                _send(s.conn, SlotExit())
+                _send(s, SlotExit())
             except OSError:
                 pass
         self._reap_all(2.0)
@@ -351,18 +366,18 @@ class Agent:
         end = time.monotonic() + grace
         for s in self.slots:
             reap(s.pid, max(0.0, end - time.monotonic()))
-            s.conn.close()
+            s.close()
             if s.cgroup is not None:
                 s.cgroup.remove()
         self.slots = []
 
 
 
-def _send(conn: Connection, msg: object) -> None:
+def _send(slot: SlotHandle, msg: object) -> None:
     """A Slot* message down a slot's pipe (protocol.CODEC, as every message is encoded)."""
-    pipe.send(conn.fileno(), CODEC.pack(msg))
+    pipe.send(slot.fd, CODEC.pack(msg))
 
 
-def _recv(conn: Connection) -> object:
+def _recv(slot: SlotHandle) -> object:
     """A slot's reply; EOFError when it is gone, ValueError for what is not a message."""
-    return CODEC.unpack(pipe.recv(conn.fileno()))
+    return CODEC.unpack(pipe.recv(slot.fd))

@@ -23,7 +23,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import msgpack
 
+try:   # the hooks in C (kernels/native/wire.c); these Python ones are the reference
+    from .._native import WireHooks
+except ImportError:      # the extension is not built: plan checks, dry runs, the coordinator
+    WireHooks = None
+
 TUPLE = 0            # the code of a tuple
+KEEP_PACKER = 1 << 20   # a packer whose message was larger is dropped (its buffer with it)
 
 
 class _Mark:
@@ -35,11 +41,13 @@ class _Mark:
 
 
 class Codec:
-    def __init__(self, types: Sequence[type], shared: Mapping[type, int] = {}) -> None:
+    def __init__(self, types: Sequence[type], shared: Mapping[type, int] = {},
+                 native: bool = True) -> None:
         """types: the wire types, in their fixed order (their codes are 1, 2, ...); shared:
         those whose packed bytes are reused (one object sent to every node), each with how
         many of its objects are kept (the most recent): a phase is new at every phase, a
-        placement's assignments come back phase after phase."""
+        placement's assignments come back phase after phase. native: msgpack's hooks in C
+        where the extension is built (the same bytes and objects: tests/test_codec.py)."""
         self.types = tuple(types)
         self.code = {t: i + 1 for i, t in enumerate(self.types)}
         self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}
@@ -62,11 +70,45 @@ class Codec:
         # assignments come phase after phase (64 per node), made once (wire types are
         # frozen: one object may serve every message that holds it)
         self.made: dict[int, OrderedDict[bytes, object]] = {c: OrderedDict() for c in self.limit}
+        # msgpack calls a hook for every object, tuple and type head: in C they cost no frame
+        # each (a null node-phase crosses ~35 of them between agent and slot); what they do
+        # not take (shared objects, subclasses, refusals) comes back to _ext and _default
+        self.native = native and WireHooks is not None
+        self._ext_hook, self._list_hook, self._default_hook = self._ext, self._list, self._default
+        if self.native:
+            plain = {t: c for t, c in self.code.items() if t not in self.shared}
+            try:
+                hooks = WireHooks((None, *self.types), tuple(self.names),
+                                  (_TUPLE_HEAD, *[self.head[t] for t in self.types]), plain,
+                                  _TUPLE_HEAD, self._ext, self._default,
+                                  {t: self.code[t] for t in self.shared}, self.recent,
+                                  self.made, self.limit, msgpack.unpackb, msgpack.ExtType)
+            except TypeError:    # an extension built from other sources: the Python hooks
+                self.native = False
+        if self.native:
+            self.marks = list(hooks.marks)
+            self._ext_hook, self._list_hook = hooks.ext_hook, hooks.list_hook
+            self._default_hook = hooks.default
+        self.packers: list[msgpack.Packer] = []
 
     # -- packing -----------------------------------------------------------------------------
     def pack(self, msg: object) -> bytes:
         """msg as msgpack bytes; TypeError naming what is not a wire value."""
-        return msgpack.packb(msg, default=self._default, use_bin_type=True, strict_types=True)
+        # packers kept, one per level of nesting (a shared object is packed apart inside
+        # the pack of the message that holds it): a new one each time allocates its
+        # buffer, and one made inside another's pack grew the heap and gave it back (brk
+        # twice, ~20 us) at every new phase
+        free = self.packers
+        packer = free.pop() if free else msgpack.Packer(
+            default=self._default_hook, use_bin_type=True, strict_types=True)
+        try:
+            out = packer.pack(msg)        # autoreset: empty again, even after a TypeError
+        except BaseException:
+            free.append(packer)
+            raise
+        if len(out) <= KEEP_PACKER:       # its buffer grew to the message: not kept past this
+            free.append(packer)
+        return out
 
     def pack_with(self, msg: object, packed: Mapping[str, bytes]) -> bytes:
         """pack(msg), byte for byte, with the fields named in `packed` already packed
@@ -117,8 +159,8 @@ class Codec:
             raise ValueError(f"not a manybench message: {type(e).__name__}: {e}") from None
 
     def _unpack(self, data: bytes | memoryview) -> Any:
-        return msgpack.unpackb(data, ext_hook=self._ext, list_hook=self._list, raw=False,
-                               strict_map_key=False)
+        return msgpack.unpackb(data, ext_hook=self._ext_hook, list_hook=self._list_hook,
+                               raw=False, strict_map_key=False)
 
     def _ext(self, code: int, data: bytes) -> Any:
         if not 0 <= code <= self.last:
@@ -142,7 +184,7 @@ class Codec:
         return obj
 
     def _list(self, values: list) -> Any:
-        if not values or type(values[0]) is not _Mark:
+        if not values or type(values[0]) is not type(self.marks[0]):
             return values
         code = values[0].code
         if code == TUPLE:

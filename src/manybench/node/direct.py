@@ -161,6 +161,12 @@ class FrameBuffer:
         if not chunk:
             raise EOFError("closed")
         buf = self.buf
+        if not buf and len(chunk) >= FRAME.size:
+            # the usual read: one whole frame (a node answers one request with one frame),
+            # taken from the chunk as it is, not copied through the buffer and out again
+            (n,) = FRAME.unpack_from(chunk)
+            if n == len(chunk) - FRAME.size:
+                return [chunk[FRAME.size:]]
         buf += chunk
         out = []
         while len(buf) >= FRAME.size:

@@ -13,7 +13,8 @@ import time
 from typing import Awaitable, Callable
 
 DEFAULT_LEASE_S = 15.0    # until the coordinator's first renewal names its own length
-CHECK_S = 0.5
+CHECK_S = 0.5             # how often a node whose lease is released looks again
+LATE_S = 0.005            # a watch wakes this long after the lease's end (timers wake early)
 
 
 class Lease:
@@ -21,11 +22,17 @@ class Lease:
         self.until: float | None = None     # monotonic; None: no run holds the node
         self.length = DEFAULT_LEASE_S
         self._task: asyncio.Task | None = None
+        self._on_expiry: Callable[[], Awaitable[None]] | None = None
+        self._wake_at: float | None = None  # when the watch wakes next (monotonic)
 
     def renew(self, seconds: float | None = None) -> None:
         if seconds is not None and seconds > 0:
             self.length = float(seconds)
         self.until = time.monotonic() + self.length
+        # the watch sleeps to the lease's end as it was; a renewal moves the end later, and
+        # one that moves it earlier (a shorter length) wakes the watch at the new end
+        if self._wake_at is not None and self.until + LATE_S < self._wake_at:
+            self._restart()
 
     def release(self) -> None:
         self.until = None
@@ -35,17 +42,33 @@ class Lease:
 
     def watch(self, on_expiry: Callable[[], Awaitable[None]]) -> None:
         """Start the watchdog on the running event loop (once)."""
+        self._on_expiry = on_expiry
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._watch(on_expiry))
 
+    def _restart(self) -> None:
+        if self._task is not None and self._on_expiry is not None and not self._task.done():
+            self._task.cancel()
+            self._wake_at = None
+            self._task = self._task.get_loop().create_task(self._watch(self._on_expiry))
+
     async def _watch(self, on_expiry: Callable[[], Awaitable[None]]) -> None:
+        """Sleep to the lease's end and look again there, not every CHECK_S: renewals (every
+        few seconds) only push the end on, so this wakes about once per lease length, where
+        it woke the worker's event loop twice a second on every node for nothing."""
         while True:
-            await asyncio.sleep(CHECK_S)
             if self.expired():
                 self.release()
+                self._wake_at = None
                 await on_expiry()
+                continue
+            now = time.monotonic()
+            wait = CHECK_S if self.until is None else max(0.0, self.until - now) + LATE_S
+            self._wake_at = now + wait
+            await asyncio.sleep(wait)
 
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        self._wake_at = None

@@ -44,14 +44,22 @@ MPOL_NAMES = {0: "default", 1: "preferred", 2: "bind", 3: "interleave", 4: "loca
               5: "preferred_many", 6: "weighted_interleave"}
 
 
+_NAMED: dict[tuple, str] = {}    # (mode, nodes) read back -> its name: a few per slot
+
+
 def mempolicy() -> str:
-    """This thread's memory policy as numactl --show would name it: "default", "bind:0-1"."""
+    """This thread's memory policy as numactl --show would name it: "default", "bind:0-1".
+    Read every phase (the policy the work ran with); only its naming is kept."""
     try:
         mode, nodes = _native.get_mempolicy()
     except OSError:
         return ""
-    name = MPOL_NAMES.get(mode & 0xFF, str(mode))
-    return f"{name}:{cpulist(nodes)}" if nodes and name != "default" else name
+    key = (mode, *nodes)
+    got = _NAMED.get(key)
+    if got is None:
+        name = MPOL_NAMES.get(mode & 0xFF, str(mode))
+        got = _NAMED[key] = f"{name}:{cpulist(nodes)}" if nodes and name != "default" else name
+    return got
 
 
 class SlotLoop:
@@ -65,7 +73,7 @@ class SlotLoop:
         self.told: list[list[str]] = []   # [kind, text] of cleanups that failed: warnings
         # the last /proc readback of the binding and the cpus it was read with: read again
         # only when the cpus the slot may use change (a new placement, a kernel's own pin)
-        self.binding: tuple[frozenset, dict[str, str], int] | None = None
+        self.binding: tuple[set, dict[str, str], int] | None = None
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -173,7 +181,7 @@ class SlotLoop:
         """The slot's binding as /proc/self/status says, and how many cpus it allows: read
         once per set of cpus (a syscall tells whether they changed; parsing the file every
         phase cost more than a null phase's own work)."""
-        cpus = frozenset(os.sched_getaffinity(0))
+        cpus = os.sched_getaffinity(0)      # a set: compared as it is, kept as it is
         if self.binding is None or self.binding[0] != cpus:
             got = proc_binding("self")
             self.binding = (cpus, got, allowed_count(got))

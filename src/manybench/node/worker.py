@@ -24,10 +24,13 @@ async def _serve(address: str, name: str | None, slots: int | None, host: str | 
     import dask   # noqa: PLC0415
     # the worker runs no tasks and no phase passes through it (the coordinator reaches the
     # agent directly): no sampling profiler (a thread waking every 10 ms), slow event-loop,
-    # system and memory monitors, no disk counters; on a node that runs benchmarks (and on 64
-    # namespace nodes sharing a few cpus) idle workers must stay idle
+    # system and memory monitors, no disk counters, the ticks' statistics not recomputed every
+    # second (a wake-up of its event loop each: every node, every second of a run); on a node
+    # that runs benchmarks (and on 64 namespace nodes sharing a few cpus) idle workers must
+    # stay idle
     dask.config.set({"distributed.worker.profile.enabled": False,
                      "distributed.admin.tick.interval": "5s",
+                     "distributed.admin.tick.cycle": "10s",
                      "distributed.admin.system-monitor.interval": "10s",
                      "distributed.admin.system-monitor.disk": False,
                      "distributed.admin.system-monitor.gil.enabled": False,

@@ -19,4 +19,6 @@ extern PyMethodDef *nb_family_methods[];
 
 /* the coordinator's record path (records.c), not a kernel family */
 extern PyMethodDef nb_records_methods[];
+/* wire.c: node/codec.py's msgpack hooks (WireHooks, WireMark) added to the module */
+int nb_add_wire(PyObject *m);
 #endif

@@ -563,5 +563,8 @@ PyMODINIT_FUNC PyInit__native(void)
     /* the coordinator's record path (records.c) */
     if (m && PyModule_AddFunctions(m, nb_records_methods) < 0)
         Py_CLEAR(m);
+    /* the wire codec's msgpack hooks (wire.c) */
+    if (m && nb_add_wire(m) < 0)
+        Py_CLEAR(m);
     return m;
 }
