@@ -150,6 +150,19 @@ def _select_alone(config: pytest.Config, items: list[pytest.Item]) -> None:
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    if ALONE == "skip" and os.environ.get("MANYBENCH_ALONE_FILES"):
+        _write_alone_files(os.environ["MANYBENCH_ALONE_FILES"], drop)
+
+
+def _write_alone_files(path: str, alone: list[pytest.Item]) -> None:
+    """The files that hold the tests this pass left out, one a line: scripts/test.sh's
+    second pass collects only those (collecting all ~130 modules again took ~5.6 cpu-s for
+    its 14 tests). Each xdist worker writes the same list; whole, by a rename."""
+    files = sorted({str(item.path) for item in alone})
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write("".join(line + "\n" for line in files))
+    os.replace(tmp, path)
 
 
 # a wrapper, marking before any plain hook runs: xdist's own names each test by its groups
