@@ -36,7 +36,7 @@ rm -rf build
 # out a Ctrl-C test across namespace nodes (the Dask worker's event loop stalled 5 s)
 WORKERS="${MANYBENCH_TEST_WORKERS:-3}"
 # The first pass writes the files that hold the `alone` tests it left out (tests/conftest.py);
-# with no arguments the second collects only those, not all ~130 modules again.
+# run with no arguments, the second collects only those, not all ~130 modules again.
 alone_files="$(mktemp)"
 trap 'rm -f "$alone_files"' EXIT
 status=0
@@ -44,12 +44,10 @@ MANYBENCH_ALONE=skip MANYBENCH_ALONE_FILES="$alone_files" "$PY" -m pytest -q -rf
   -p no:cacheprovider -n "$WORKERS" --dist loadgroup "$@" || status=$?
 [ "$status" = 5 ] && status=0
 alone=0
-if [ $# -gt 0 ]; then
-  MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "$@" || alone=$?
-elif [ -s "$alone_files" ]; then
-  mapfile -t files <"$alone_files"
-  MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "${files[@]}" || alone=$?
-fi
+files=("$@")
+# no list (no alone test seen, or the first pass ended early): all of them, as asked
+[ $# -eq 0 ] && [ -s "$alone_files" ] && mapfile -t files <"$alone_files"
+MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "${files[@]}" || alone=$?
 [ "$alone" = 5 ] && alone=0
 [ "$status" != 0 ] && exit "$status"
 exit "$alone"

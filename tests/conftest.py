@@ -151,15 +151,23 @@ def _select_alone(config: pytest.Config, items: list[pytest.Item]) -> None:
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    if ALONE == "skip" and os.environ.get("MANYBENCH_ALONE_FILES"):
+    if ALONE == "skip" and drop and os.environ.get("MANYBENCH_ALONE_FILES"):
         _write_alone_files(os.environ["MANYBENCH_ALONE_FILES"], drop)
 
 
 def _write_alone_files(path: str, alone: list[pytest.Item]) -> None:
     """The files that hold the tests this pass left out, one a line: scripts/test.sh's
     second pass collects only those (collecting all ~130 modules again took ~5.6 cpu-s for
-    its 14 tests). Each xdist worker writes the same list; whole, by a rename."""
-    files = sorted({str(item.path) for item in alone})
+    its 14 tests). Each xdist worker writes the same list, whole, by a rename; added to what
+    is there, never less: a child pytest of a test (test_require.py) loads this conftest with
+    the same environment and has its own few files."""
+    files = {str(item.path) for item in alone}
+    try:
+        with open(path) as f:
+            files.update(line.strip() for line in f if line.strip())
+    except OSError:
+        pass
+    files = sorted(files)
     tmp = f"{path}.{os.getpid()}"
     with open(tmp, "w") as f:
         f.write("".join(line + "\n" for line in files))
