@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from daemons import stop_detached, wait_unlocked
 from fastpass import require_e2e
 
 __all__ = ["SgeInfo", "sge", "probe_sge"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "sge-local.sh"
+RUN_DIR = "/run/manybench-sge"      # the script's pid files and lock
 START_TIMEOUT = 900
 ENV = {"SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default"}
 
@@ -62,6 +64,7 @@ _started_here = False
 def _available() -> tuple[SgeInfo | None, str]:
     global _result, _started_here
     if _result is None:
+        wait_unlocked(RUN_DIR)     # a stop of an earlier session's daemons is over
         info, why = probe_sge()
         if info is None and os.environ.get("MANYBENCH_SGE_START", "1") != "0":
             if os.geteuid() != 0 and shutil.which("sudo") is None:
@@ -98,5 +101,4 @@ def sge():
     global _started_here
     if _started_here and os.environ.get("MANYBENCH_SGE_KEEP") != "1":
         _started_here = False
-        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
+        stop_detached(SCRIPT)      # not waited for (tests/daemons.py)

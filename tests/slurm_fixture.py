@@ -26,11 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from daemons import stop_detached, wait_unlocked
 from fastpass import require_e2e
 
 __all__ = ["SlurmInfo", "slurm", "probe_slurm"]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-local.sh"
+RUN_DIR = "/run/manybench-slurm"    # the script's pid files and lock
 # "allocated" counts too: slurm-local.sh's partition lets up to 4 jobs share a core (OverSubscribe=FORCE:4).
 USABLE_STATES = {"idle", "mixed", "allocated"}
 MARKER = "# Written by manybench scripts/slurm-local.sh"  # first line of the slurm.conf it writes
@@ -112,6 +114,7 @@ _started_here = False
 def _available() -> tuple[SlurmInfo | None, str]:
     global _result, _started_here
     if _result is None:
+        wait_unlocked(RUN_DIR)     # a stop of an earlier session's daemons is over
         info, why = probe_slurm()
         if info is None and os.environ.get("MANYBENCH_SLURM_START", "1") != "0":
             failure = _start_local()
@@ -129,8 +132,7 @@ def _stop_if_started_here() -> None:
     global _started_here
     if _started_here and os.environ.get("MANYBENCH_SLURM_KEEP") != "1":
         _started_here = False
-        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
+        stop_detached(SCRIPT)      # not waited for (tests/daemons.py)
 
 
 @pytest.fixture(scope="session")

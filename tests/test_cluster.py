@@ -43,7 +43,8 @@ def test_spread_over_nodes_with_corrected_clocks(four_nodes, plan_file, tmp_path
         kernel = "null"
     """)
     out = str(tmp_path / "res")
-    res = run_cli("run", plan, "-o", out, "--scheduler", four_nodes.scheduler, timeout=300)
+    res = run_cli("run", plan, "-o", out, "--scheduler", four_nodes.scheduler, timeout=300,
+                  default_noise=True)     # the floors' default length, checked below
     assert res.returncode == 0, res.stderr + res.stdout
     rows = export_json(out)
     for recs in _phases(rows).values():
