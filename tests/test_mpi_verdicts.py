@@ -102,3 +102,28 @@ def test_a_job_says_how_many_containers_its_ranks_ran_in():
     finish_jobs(recs)
     assert recs[0].metrics["job_mount_namespaces"] == 2
     assert "job_mount_namespaces" not in recs[1].metrics
+
+
+def test_a_preemption_between_the_clock_reads_does_not_move_a_slots_deadline(monkeypatch):
+    """Two slots of one job must agree on T0 + timeout in CLOCK_MONOTONIC: a slot preempted
+    for 40 ms between reading one clock and the other (a loaded machine) would have its
+    deadline 40 ms off its peers', and its rank, stopped after a peer's timeout, told as an
+    error. The pair is read again until the two reads are one instant."""
+    mono = [10_000_000_000]
+    wall = [1_700_000_000_000_000_000]
+    stalls = iter([40_000_000, 0, 0])      # the first pair is split by a preemption
+
+    def monotonic_ns():
+        return mono[0]
+
+    def time_ns():
+        mono[0] += next(stalls, 0)        # preempted after the first read, for a while
+        wall[0] = 1_700_000_000_000_000_000 + mono[0] - 10_000_000_000
+        return wall[0]
+
+    monkeypatch.setattr(mpi_job.time, "monotonic_ns", monotonic_ns)
+    monkeypatch.setattr(mpi_job.time, "time_ns", time_ns)
+    t0 = 1_700_000_001_000_000_000          # 1 s after the clocks' common origin
+    # read once, the split pair would say 10.98 (its midpoint) or 10.96 (one clock, then
+    # the other); read again, the pair is one instant
+    assert mpi_job.monotonic_at(t0) == 11.0

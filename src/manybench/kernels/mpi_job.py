@@ -321,7 +321,7 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
     spec = st.ctx.spec
     deadline = None
     if spec.timeout is not None:
-        deadline = time.monotonic() + max(0.0, (t0_ns - time.time_ns()) / 1e9) + spec.timeout
+        deadline = max(monotonic_at(t0_ns), time.monotonic()) + spec.timeout
     how = st.link.wait_end(deadline) if st.link.go(t0_ns, spin_ns) else "exited"
     gone_ns = time.time_ns()
     # The job's slots share one deadline (T0 + timeout): the first to reach it kills its
@@ -341,6 +341,24 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
         if st.launch.poll() != 0 and _past(deadline):
             st.launch.timed_out = True
     return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+PAIR_NS = 50_000     # two clock reads this close are one instant, for a deadline
+
+
+def monotonic_at(wall_ns: int) -> float:
+    """The CLOCK_MONOTONIC instant (s) of a wall-clock instant, from a close pair of reads.
+    A job's slots must agree on their deadline, T0 + timeout: read one clock, then the
+    other, and a preemption between them (tens of ms under load) moved one slot's deadline
+    that far from the others'; its rank, stopped by the launcher after another slot's
+    timeout, then ended "before" its own deadline and was told as an error."""
+    for _ in range(8):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        if after - before <= PAIR_NS:
+            break
+    return ((before + after) // 2 + wall_ns - wall) / 1e9
 
 
 def _past(deadline: float | None) -> bool:
