@@ -151,24 +151,6 @@ def _slot_extra(xs: list, armed: list[int], ranks: list[int]) -> list[dict]:
     return extra
 
 
-# a node's assignments -> their (slot, cpu, rank): the same lists come phase after phase (a
-# placement is made once: coordinator._work), so each is read once; keyed by id, with the
-# list kept so the id stays its own
-_PLACES: dict[int, tuple[list, list[tuple[int, int, int]]]] = {}
-_PLACES_MAX = 1 << 16
-
-
-def _places(assigned: list) -> list[tuple[int, int, int]]:
-    got = _PLACES.get(id(assigned))
-    if got is not None and got[0] is assigned:
-        return got[1]
-    if len(_PLACES) >= _PLACES_MAX:
-        _PLACES.clear()
-    places = [(a.place.slot, a.place.cpu, a.rank) for a in assigned]
-    _PLACES[id(assigned)] = (assigned, places)
-    return places
-
-
 def finish_phase(records: RecordColumns) -> None:
     """Each kernel's figures across its slots of a phase (a parallel task's jobs), in place;
     a phase without such a kernel stays columns."""
@@ -200,7 +182,9 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
         if not assigned:
             continue
         arr = results.get(node.name) or lacking
-        _node_records(records, phase, heads, node, _places(assigned), arr, lead, lacking)
+        _node_records(records, phase, heads, node,
+                      [(a.place.slot, a.place.cpu, a.rank) for a in assigned], arr, lead,
+                      lacking)
         if arr.samples:
             at = arr.index()
             for a in assigned:
