@@ -11,7 +11,8 @@ committed, one transaction per phase) against N simulated nodes (node/simulated.
 sockets, synthetic results) in a few processes of this machine. While it runs, the
 coordinator's CPU (user + system, /proc) and RSS are read when a fifth and nine tenths of
 the phases are stored: CPU per phase = the CPU between the readings / the phases stored
-between them (start-up outside it); then the run is stopped as Ctrl-C stops it (its end,
+between them (start-up outside it); the RSS is read at half way too, to show where it grew
+(for information); then the run is stopped as Ctrl-C stops it (its end,
 the quality checks over every record, is not the phase loop's cost: docs/scale.md).
 `--fanout N|auto|off` is passed to
 the run (relays, engines/relays.py: automatic above 128 nodes, as without it; each relay
@@ -50,12 +51,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Watch(threading.Thread):
-    """The coordinator's CPU and RSS when a fifth and nine tenths of the phases are stored."""
+    """The coordinator's CPU and RSS when a fifth, half and nine tenths of the phases are
+    stored (the half: where between the two the RSS grew, for information)."""
 
     def __init__(self, run: subprocess.Popen, db: str, phases: int) -> None:
         super().__init__(daemon=True)
         self.run_, self.db = run, db
-        self.marks = [max(3, phases // 5), phases * 9 // 10]
+        self.marks = [max(3, phases // 5), max(4, phases // 2), phases * 9 // 10]
         self.readings: list[tuple[float, float, int]] = []   # (phases, cpu s, rss)
 
     def stored(self, con: sqlite3.Connection | None) -> tuple[int, sqlite3.Connection | None]:
@@ -109,9 +111,9 @@ def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | Non
         errf.close()
         if run.returncode not in (0, 130):
             raise RuntimeError(f"the run failed (exit {run.returncode}):\n{err[-2000:]}")
-        if len(watch.readings) < 2:
-            raise RuntimeError("the run ended before both readings: give it more --phases")
-        (n0, c0, m0), (n1, c1, m1) = watch.readings
+        if len(watch.readings) < 3:
+            raise RuntimeError("the run ended before the readings: give it more --phases")
+        (n0, c0, m0), (_, _, mid), (n1, c1, m1) = watch.readings
         con = sqlite3.connect(os.path.join(d, "results.db"))
         dispatch = [(a - g) / 1e6 for a, g in con.execute(
             "SELECT MAX(json_extract(r.extra, '$.armed_ns')), p.go_ns FROM records r "
@@ -128,7 +130,8 @@ def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | Non
                 "per_node_ms": cpu / nodes * 1e3,
                 "dispatch_ms": statistics.median(dispatch), "dispatch_p99": pct(dispatch, 99),
                 "cycle_s": statistics.median([b - a for a, b in zip(cycle, cycle[1:])]) / 1e9,
-                "rss0": m0 / 2**20, "rss1": m1 / 2**20, "phases": n1 - n0, "relays": relays}
+                "rss0": m0 / 2**20, "rss_mid": mid / 2**20, "rss1": m1 / 2**20,
+                "phases": n1 - n0, "relays": relays}
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -146,13 +149,14 @@ def main() -> int:
     counts = [int(x) for x in args.nodes.split(",")]
     got = {}
     print(f"{'nodes':>6} {'CPU/phase':>10} {'per node':>9} {'per record':>10} "
-          f"{'dispatch med/p99':>17} {'cycle':>7} {'RSS at 1/5 -> 9/10':>20} {'relays':>7}",
+          f"{'dispatch med/p99':>17} {'cycle':>7} {'RSS at 1/5 -> 1/2 -> 9/10':>27} {'relays':>7}",
           flush=True)
     for n in counts:
         g = got[n] = measure(n, args.slots, args.phases, args.options, args.fanout)
         print(f"{n:>6} {g['cpu_s']:>8.3f} s {g['per_node_ms']:>6.2f} ms {g['per_record_us']:>7.2f} us "
               f"{g['dispatch_ms']:>7.1f}/{g['dispatch_p99']:>6.1f} ms {g['cycle_s']:>5.2f} s "
-              f"{g['rss0']:>8.0f} -> {g['rss1']:.0f} MB {g['relays']:>7}", flush=True)
+              f"{g['rss0']:>8.0f} -> {g['rss_mid']:.0f} -> {g['rss1']:.0f} MB {g['relays']:>7}",
+              flush=True)
     if len(counts) > 1:
         # the curve over the sizes: how each figure grows with the nodes (relays as formed)
         print(f"curve (fanout {args.fanout or 'auto'}): nodes -> dispatch median, coordinator "
@@ -173,7 +177,8 @@ def main() -> int:
                        f"fanout {args.fanout or 'auto'}; curve {dcurve}")
         growth = g["rss1"] - g["rss0"]
         ok &= absolute("coordinator RSS growth over the phases", growth,
-                       max(20.0, 0.05 * g["rss0"]), "MB", beside=f"{g['phases']:.0f} phases")
+                       max(20.0, 0.05 * g["rss0"]), "MB", beside=f"{g['phases']:.0f} phases; "
+                       f"{g['rss1'] - g['rss_mid']:.1f} MB of it in the second half")
     return 0 if ok else 1
 
 

@@ -275,6 +275,48 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
     assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())
 
 
+def test_phases_on_the_direct_channel_hold_the_lease_without_renewals(tmp_path, monkeypatch):
+    """While rounds come on the agents' direct channels, the coordinator renews no lease over
+    Dask's RPC, and the workers keep their nodes past several lease lengths (the agents'
+    stamps: node/lease.py); with no round, renewals resume; with neither, the nodes stop
+    within the lease."""
+    import functools
+    from distributed import Client
+    from manybench.engines import dask as engine_mod
+    from manybench.node.protocol import Ping
+    lease_s, every_s = 3.0, 0.6
+    monkeypatch.setattr(engine_mod, "LeaseRenewer", functools.partial(
+        engine_mod.LeaseRenewer, lease_s=lease_s, every_s=every_s))
+    with DaskLab(2, slots=1) as lab:
+        client = Client(lab.scheduler, timeout="30s")
+        engine = engine_mod.DaskEngine(client, on_close=client.close, expected=2)
+        engine.start("lease", 1, str(tmp_path), False)
+        try:
+            names = [n.name for n in engine.nodes]
+            assert all(engine.fanout.direct(n) for n in names)
+            renewer = engine.renewer
+
+            def ping() -> dict:
+                return engine._round({n: Ping() for n in names})
+            first = renewer.sent                          # the first renewal: every node
+            assert first == 2
+            end = time.monotonic() + 2 * lease_s
+            while time.monotonic() < end:                 # rounds only, for two leases
+                assert ping() == {n: None for n in names}
+                time.sleep(0.05)
+            # 10 ticks x 2 nodes without the stamps; a round slowed by load may cost one
+            assert renewer.sent - first <= 4
+            time.sleep(4 * every_s)                       # no round: renewed over Dask
+            assert renewer.sent - first >= 4
+            assert ping() == {n: None for n in names}
+            engine._submit(renewer.stop()).result()       # as if the coordinator were gone
+            time.sleep(lease_s + 1.0)
+            got = ping()
+            assert all(isinstance(r, BaseException) for r in got.values()), got
+        finally:
+            engine.close()
+
+
 def test_dry_run_with_a_scheduler_places_the_phases_on_its_nodes(four_nodes, plan_file,
                                                                   tmp_path):
     """--dry-run --scheduler ADDR (issue 17, item 8): the placement is the cluster's (its

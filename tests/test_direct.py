@@ -28,7 +28,7 @@ def agent(tmp_path):
     """An agent server process as a worker starts it, after the run's Start: (its pipe, its
     Started reply)."""
     from manybench.node.dask_plugin import _popen_agent
-    proc, sock = _popen_agent({"tls": None})
+    proc, sock, heard = _popen_agent({"tls": None})
     pipe = Connection(os.dup(sock.fileno()))
 
     def call(req: object) -> object:
@@ -36,7 +36,7 @@ def agent(tmp_path):
         return P.decode(pipe.recv_bytes(), "agent")
     started = call(P.Start("run-d", "n1", 1, str(tmp_path), secret=SECRET))
     try:
-        yield call, started
+        yield call, started, heard
     finally:
         call(P.Close())
         proc.wait(timeout=30)
@@ -52,7 +52,7 @@ def _hello(port: int, frame: bytes) -> tuple[object, bytes]:
 
 
 def test_the_channel_refuses_a_wrong_secret_and_another_version(agent):
-    call, started = agent
+    call, started, heard = agent
     assert isinstance(started, P.Started) and started.direct is not None
     assert started.direct.tls is False and started.why == ""
     port = started.direct.port
@@ -71,10 +71,34 @@ def test_the_channel_refuses_a_wrong_secret_and_another_version(agent):
     with pytest.raises(DirectRefused, match="wrong secret"):
         connect("127.0.0.1", started.direct, "guess", None, "node n1")
     assert call(P.Ping()) is None              # none of it disturbed the node
+    assert heard.last() == 0.0     # nothing refused, nor the worker's pipe, is heard
+
+
+def test_a_request_on_the_channel_is_stamped_for_the_workers_lease(agent):
+    """What the worker's lease reads when it runs out (node/lease.py): the agent heard the
+    run's coordinator then, on its direct channel; and the round it answered is the one the
+    coordinator's renewer skips the node for (engines/lease.py)."""
+    call, started, heard = agent
+    sock = connect("127.0.0.1", started.direct, SECRET, None, "node n1")
+    fan = Fanout(relay=None)
+    fan.add("n1", sock)
+    try:
+        for _ in range(2):
+            before = time.monotonic()
+            fan.send({"n1": P.Ping()})
+            assert fan.wait(30)
+            assert before <= heard.last() <= time.monotonic()
+            assert fan.answered == (fan.sent_at, {"n1": None}) and fan.sent_at >= before
+        fan.send({"n1": P.Ping()})
+        stamped = heard.last()
+        fan.abandon()                     # a round not waited for is not "answered"
+        assert fan.answered[0] < fan.sent_at and stamped > 0
+    finally:
+        fan.close()
 
 
 def test_a_phase_is_one_frame_each_way_on_the_channel(agent):
-    call, started = agent
+    call, started, _ = agent
     sock = connect("127.0.0.1", started.direct, SECRET, None, "node n1")
     fan = Fanout(relay=None)
     fan.add("n1", sock)

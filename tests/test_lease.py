@@ -74,3 +74,43 @@ def test_the_watch_sleeps_to_the_leases_end_not_in_steps(monkeypatch):
         lease.stop()
     _run(go())
     assert waits and min(waits) > L.CHECK_S      # one sleep to the end, not a step of 0.5 s
+
+
+def test_a_lease_run_out_is_extended_from_when_the_agent_last_heard_the_coordinator():
+    """The worker's lease reads the agent's stamp when it runs out: heard within the lease's
+    length, it runs on from that instant; the stamp no longer moving, it runs out there."""
+    async def go():
+        lease, ended, heard = L.Lease(), [], [0.0]
+        lease.heard = lambda: heard[0]
+
+        async def out():
+            ended.append(time.monotonic())
+        lease.renew(0.3)
+        start = time.monotonic()
+        lease.watch(out)
+        while time.monotonic() - start < 1.0:      # heard, not renewed: past three ends
+            heard[0] = time.monotonic()
+            await asyncio.sleep(0.05)
+        last = heard[0]
+        assert not ended and lease.until is not None
+        while not ended and time.monotonic() - start < 10:
+            await asyncio.sleep(0.02)
+        lease.stop()
+        return last, ended
+    last, ended = _run(go())
+    assert ended and last + 0.3 <= ended[0] < last + 0.3 + 2.0
+
+
+def test_the_stamp_is_shared_with_the_agents_process():
+    """Heard: the agent (another process, given the fd) stamps, the worker reads."""
+    import subprocess
+    import sys
+    heard = L.Heard()
+    assert heard.last() == 0.0
+    before = time.monotonic()
+    code = ("import sys; from manybench.node.lease import Heard; "
+            "Heard(int(sys.argv[1])).stamp()")
+    subprocess.run([sys.executable, "-c", code, str(heard.fd)], pass_fds=[heard.fd],
+                   check=True)
+    heard.close()                              # the worker's fd: the mapping stays
+    assert before <= heard.last() <= time.monotonic()

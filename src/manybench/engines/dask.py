@@ -134,9 +134,19 @@ class DaskEngine(ChannelEngine):
             rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(r.dispatch_ns for r in replies.values()) + rpc
         self.renewer = LeaseRenewer(lambda a, req: self._send(a, req, f"worker {a}"), lambda: [
-            self.addr[n.name] for n in self.nodes if n.name not in self.lost])
+            self.addr[n.name] for n in self.nodes if n.name not in self.lost],
+            self._heard_lately)
         self._submit(self.renewer.start()).result()
         return self.nodes
+
+    def _heard_lately(self) -> set[str]:
+        """The workers whose node answered a round sent within the renewal period: the node
+        heard us since, which its worker's lease counts (node/lease.py), so no renewal goes
+        to it over Dask's RPC (a message per node every 2 s) while phases come."""
+        sent_at, replies = self.fanout.answered
+        if time.monotonic() - sent_at >= self.renewer.every_s:
+            return set()
+        return {self.addr[n] for n, r in replies.items() if not isinstance(r, BaseException)}
 
     def _go_direct(self, started: dict[str, Started]) -> None:
         """Open each node's direct channel where it offers one and the cluster's security

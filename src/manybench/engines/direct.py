@@ -85,6 +85,10 @@ class Fanout:
         self.waiting: set[str] = set()
         self.replies: dict[str, Any] = {}     # node -> reply, or the exception it came to
         self.round = 0
+        self.sent_at = 0.0                        # monotonic: the round's send began
+        # the last round every node answered (or was lost in): (sent_at, replies); the
+        # lease renewer reads it from another thread, so it is replaced whole
+        self.answered: tuple[float, dict[str, Any]] = (0.0, {})
         self.groups: dict[str, list[str]] = {}    # relay -> its members
         self.via: dict[str, str] = {}             # member -> its relay
         self.carried: dict[str, list[str]] = {}   # relay -> nodes of its Forward not answered
@@ -132,6 +136,7 @@ class Fanout:
         the coordinator encodes the next groups' requests."""
         self.round += 1
         self.replies, self.waiting, self.carried = {}, set(reqs), {}
+        self.sent_at = time.monotonic()
         made = encoded or {}
 
         def encode_(node: str) -> bytes:
@@ -186,7 +191,10 @@ class Fanout:
                     self._read(key.data)
             if end is not None and time.monotonic() >= end:
                 break
-        return not self.waiting
+        if self.waiting:
+            return False
+        self.answered = (self.sent_at, self.replies)
+        return True
 
     def abandon(self) -> None:
         """Stop waiting for this round (its late replies are ignored)."""

@@ -1,6 +1,8 @@
 """The coordinator's side of the Dask nodes' leases (node/lease.py): renew every live node's
 lease every RENEW_S (protocol.Renew), so a node whose coordinator is gone stops its slots
-within LEASE_S.
+within LEASE_S. A node that heard the coordinator on its direct channel since the last
+renewal is skipped: its agent stamped that, and its worker counts the stamp as a renewal.
+The first renewal goes to every node: it sets the lease's length.
 
 The renewals run on the Dask client's event loop, apart from the phase's own requests, so a
 phase that runs for hours still renews. A renewal that fails is not an error here: a node
@@ -19,28 +21,34 @@ RENEW_S = 2.0      # renewed this often: several renewals may be lost or late fi
 
 class LeaseRenewer:
     def __init__(self, send: Callable[[str, Renew], Awaitable[Any]],
-                 live: Callable[[], list[str]], lease_s: float = LEASE_S,
+                 live: Callable[[], list[str]],
+                 heard: Callable[[], set[str]] = set, lease_s: float = LEASE_S,
                  every_s: float = RENEW_S) -> None:
-        """send: (worker address, request) -> its reply; live: the live nodes' addresses."""
-        self.send, self.live, self.lease_s, self.every_s = send, live, lease_s, every_s
+        """send: (worker address, request) -> its reply; live: the live nodes' addresses;
+        heard: those that heard the coordinator otherwise within every_s."""
+        self.send, self.live, self.heard = send, live, heard
+        self.lease_s, self.every_s = lease_s, every_s
+        self.sent = 0               # renewals sent (tests, benchmarks)
         self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
-        await self._renew_all()
+        await self._renew(self.live())
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(self.every_s)
-            await self._renew_all()
+            heard = self.heard()
+            await self._renew([a for a in self.live() if a not in heard])
 
-    async def _renew_all(self) -> None:
+    async def _renew(self, addrs: list[str]) -> None:
         async def one(addr: str) -> None:
             try:
                 await asyncio.wait_for(self.send(addr, Renew(self.lease_s)), self.every_s * 2)
             except Exception:   # any transport failure: the engine finds the node lost
                 pass
-        await asyncio.gather(*(one(a) for a in self.live()))
+        self.sent += len(addrs)
+        await asyncio.gather(*(one(a) for a in addrs))
 
     async def stop(self) -> None:
         if self._task is not None:

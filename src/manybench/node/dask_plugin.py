@@ -34,7 +34,7 @@ from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
 from .clock import EchoServer
-from .lease import Lease
+from .lease import Heard, Lease
 from .procs import wait_child
 from .protocol import (Failed, Info, MeasureNoise, NodeInfo, NoiseFloor, ProtocolMismatch,
                        Renew, check_envelope, decode, encode)
@@ -52,11 +52,12 @@ class AgentPlugin(WorkerPlugin):
         self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.lock = asyncio.Lock()
         self.echo: EchoServer | None = None
-        self.lease = Lease()    # the run's coordinator must renew it (lease.py)
+        self.heard: Heard | None = None   # the running agent's stamp (lease.py)
+        self.lease = Lease(self._heard)   # the run's coordinator must renew it (lease.py)
         # an agent process started ahead, idle until a run's Start: its interpreter start
         # and imports are paid while the worker waits, not by the run (64 nodes on a few
         # cpus would otherwise start their agents in series at every run start)
-        self.spare: tuple[subprocess.Popen, socket.socket] | None = None
+        self.spare: Spare | None = None
 
     # -- the worker's life -----------------------------------------------------------
     def setup(self, worker: Any) -> None:
@@ -70,7 +71,7 @@ class AgentPlugin(WorkerPlugin):
         self.lease.stop()
         self._stop(terminate=True)
         if self.spare is not None:      # idle: closing its pipe ends it
-            proc, sock = self.spare
+            proc, sock, _ = self.spare
             self.spare = None
             sock.close()
             _end(proc)
@@ -103,6 +104,10 @@ class AgentPlugin(WorkerPlugin):
         """The coordinator is alive: extend the lease by `seconds`."""
         if self.lease.until is not None:
             self.lease.renew(req.seconds)
+
+    def _heard(self) -> float:
+        """When our agent last heard the coordinator on its direct channel (0.0: never)."""
+        return self.heard.last() if self.heard is not None else 0.0
 
     async def _lease_ran_out(self) -> None:
         # the coordinator is gone: stop the agent, its slots and their commands
@@ -162,7 +167,7 @@ class AgentPlugin(WorkerPlugin):
             if spare is not None:
                 spare[1].close()
             spare = _popen_agent(self.direct)
-        self.proc, mine = spare
+        self.proc, mine, self.heard = spare
         self.stream = await asyncio.open_unix_connection(sock=mine)
 
     async def _ready_next(self) -> None:
@@ -181,7 +186,7 @@ class AgentPlugin(WorkerPlugin):
             self.stream = None
         if proc is not None:
             _end(proc)
-            self.proc = None
+            self.proc, self.heard = None, None
 
 
 def direct_config(worker: Any) -> dict:
@@ -208,14 +213,23 @@ def direct_config(worker: Any) -> dict:
     return {"tls": files}
 
 
-def _popen_agent(direct: dict | None = None) -> tuple[subprocess.Popen, socket.socket]:
-    """A fresh agent process (server.py) and our end of its pipe; direct: direct_config."""
+Spare = tuple[subprocess.Popen, socket.socket, Heard]
+
+
+def _popen_agent(direct: dict | None = None) -> Spare:
+    """A fresh agent process (server.py), our end of its pipe and the stamp it writes when
+    it hears the coordinator (lease.Heard); direct: direct_config."""
     mine, theirs = socket.socketpair()
-    proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
-                             str(theirs.fileno()), json.dumps(direct or {"off": ""})],
-                            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
-    theirs.close()
-    return proc, mine
+    heard = Heard()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "manybench.node.server",
+                                 str(theirs.fileno()), json.dumps(direct or {"off": ""}),
+                                 str(heard.fd)],
+                                pass_fds=[theirs.fileno(), heard.fd], stdin=subprocess.DEVNULL)
+    finally:
+        theirs.close()
+        heard.close()
+    return proc, mine, heard
 
 
 def _end(proc: subprocess.Popen) -> None:

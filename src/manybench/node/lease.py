@@ -2,13 +2,25 @@
 
 A coordinator killed with SIGKILL (or cut off) sends nothing more; without a lease its nodes'
 agents, slots and commands would run on for good. The Dask worker's relay (dask_plugin.py)
-holds the lease from the run's Start; every request and every renewal (engines/lease.py, every
-few seconds) extends it; when it runs out the relay stops the agent, which stops every slot
-and their children (the agent server's SIGTERM path, reaper.py's cgroups).
+holds the lease from the run's Start; every request it relays and every renewal
+(engines/lease.py, every few seconds) extends it; when it runs out the relay stops the agent,
+which stops every slot and their children (the agent server's SIGTERM path, reaper.py's
+cgroups).
+
+A run's phases go to the agent over its direct channel, past the worker, so the agent stamps
+the time of each request it gets there in a few bytes of memory it shares with the worker
+(Heard). When the lease runs out the worker reads the stamp first: a request heard within the
+lease's length extends it from that instant. So while phases come, the coordinator renews no
+lease over Dask's RPC (a message per node every 2 s, the coordinator's largest cost per node
+beyond the phases themselves), and a coordinator that is gone is still found within the lease.
 """
 from __future__ import annotations
 
 import asyncio
+import mmap
+import os
+import struct
+import tempfile
 import time
 from typing import Awaitable, Callable
 
@@ -17,8 +29,50 @@ CHECK_S = 0.5             # how often a node whose lease is released looks again
 LATE_S = 0.005            # a watch wakes this long after the lease's end (timers wake early)
 
 
+_STAMP = struct.Struct("d")    # CLOCK_MONOTONIC seconds: one machine, both processes read it
+
+
+class Heard:
+    """When the agent last heard its run's coordinator (or its relay) on the direct channel:
+    one double in memory the worker and its agent process share (a memfd both map)."""
+
+    def __init__(self, fd: int | None = None) -> None:
+        """fd None: make the memory (the worker); else map the worker's (the agent)."""
+        self.fd = _shared_fd() if fd is None else fd
+        self.mem = mmap.mmap(self.fd, _STAMP.size)
+        self._pack = _STAMP.pack_into
+
+    def stamp(self) -> None:
+        """Heard now (the agent: one per request on the direct channel, ~0.2 us)."""
+        self._pack(self.mem, 0, time.monotonic())
+
+    def last(self) -> float:
+        """The last stamp (monotonic s), 0.0 when none."""
+        return _STAMP.unpack_from(self.mem, 0)[0]
+
+    def close(self) -> None:
+        """The worker's side: the fd went to the agent's process; the mapping stays."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _shared_fd() -> int:
+    try:
+        fd = os.memfd_create("manybench-heard", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):   # no memfd: an unlinked file serves as well
+        f = tempfile.TemporaryFile()
+        fd = os.dup(f.fileno())
+        f.close()
+    os.ftruncate(fd, _STAMP.size)
+    return fd
+
+
 class Lease:
-    def __init__(self) -> None:
+    def __init__(self, heard: Callable[[], float] | None = None) -> None:
+        """heard: when the node's agent last heard the coordinator (monotonic s; 0.0: never),
+        read when the lease runs out: a later renewal the worker did not see."""
+        self.heard = heard
         self.until: float | None = None     # monotonic; None: no run holds the node
         self.length = DEFAULT_LEASE_S
         self._task: asyncio.Task | None = None
@@ -57,7 +111,7 @@ class Lease:
         few seconds) only push the end on, so this wakes about once per lease length, where
         it woke the worker's event loop twice a second on every node for nothing."""
         while True:
-            if self.expired():
+            if self.expired() and not self._heard_since():
                 self.release()
                 self._wake_at = None
                 await on_expiry()
@@ -66,6 +120,14 @@ class Lease:
             wait = CHECK_S if self.until is None else max(0.0, self.until - now) + LATE_S
             self._wake_at = now + wait
             await asyncio.sleep(wait)
+
+    def _heard_since(self) -> bool:
+        """The agent heard the coordinator within the lease's length: extend it from then."""
+        heard = self.heard() if self.heard is not None else 0.0
+        if heard + self.length <= time.monotonic():
+            return False
+        self.until = heard + self.length
+        return True
 
     def stop(self) -> None:
         if self._task is not None:

@@ -14,7 +14,9 @@ Two hops, one vocabulary:
                          both ends are one installation), answered by Slot* replies.
 
   Info()                         -> NodeInfo          the first request (Dask): who the node is
-  Renew(seconds)                 -> None              the coordinator is alive (engines/lease.py)
+  Renew(seconds)                 -> None              the coordinator is alive (engines/lease.py);
+                                                         not sent to a node that heard it on
+                                                         its direct channel meanwhile
   MeasureNoise(seconds)          -> NoiseFloor(floor) inventory/noise.py, before Start
   Start(run, node, slots, ..., protocol, secret)
                                  -> Started(dispatch_ns, direct, why)   refused unless protocol
@@ -87,7 +89,7 @@ from .codec import Codec
 
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4     # 4: a request on the direct channel counts as a renewal
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size

@@ -12,6 +12,9 @@ In the largest runs the agent may also be a relay (relay.py): Group makes it one
 Forward carries a round to its members while it serves its own request, SyncClocks measures
 their clocks. Its channels to them close with the run.
 
+Each request on the direct channel is stamped in memory shared with the worker (lease.Heard),
+which holds the run's lease: the coordinator need not renew it while phases come.
+
 SIGTERM (the worker aborting the run, its lease running out, or the worker dying: the
 kernel sends it then) stops every slot and its children, removes scratch unless the plan
 keeps it, and exits.
@@ -29,6 +32,7 @@ from multiprocessing.connection import Connection
 
 from .agent import Agent
 from .direct import Listener, TlsFiles, client_context, recv_frame, send_frame
+from .lease import Heard
 from .procs import die_with_parent
 from .protocol import (Abort, Close, Connect, DirectOffer, Failed, Finished, Forward, Group,
                        Grouped, Ping, Prepare, ProtocolMismatch, Request, Run, RunCommands,
@@ -45,10 +49,13 @@ def _on_term(signum: int, frame: object) -> None:
 
 
 class AgentServer:
-    def __init__(self, conn: Connection | None, direct: dict | None = None) -> None:
+    def __init__(self, conn: Connection | None, direct: dict | None = None,
+                 heard: Heard | None = None) -> None:
         """conn: the pipe to the worker. direct: how to listen for the coordinator ({"host",
-        "tls": [ca, cert, key] | None}), or {"off": why} (dask_plugin.direct_config)."""
+        "tls": [ca, cert, key] | None}), or {"off": why} (dask_plugin.direct_config). heard:
+        stamped at each request on the direct channel (the worker's lease reads it)."""
         self.conn = conn
+        self.heard = heard
         self.direct_config = direct or {"off": "no direct channel was configured"}
         self.agent: Agent | None = None
         self.listener: Listener | None = None
@@ -218,10 +225,12 @@ class AgentServer:
     def _from_coordinator(self) -> None:
         """The direct channel's requests, each answered on it; a channel that closes or
         speaks garbage is dropped (the coordinator finds the node lost)."""
-        sock = self.direct
+        sock, heard = self.direct, self.heard
         try:
             while True:
                 data = recv_frame(sock)
+                if heard is not None:   # only the run's coordinator or relay gets this far
+                    heard.stamp()
                 try:
                     reply = self.reply(decode(data, "the coordinator"))
                 except (ProtocolMismatch, ValueError) as e:
@@ -239,7 +248,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _on_term)
     die_with_parent()
     direct = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
-    AgentServer(Connection(int(sys.argv[1])), direct).serve()
+    heard = Heard(int(sys.argv[3])) if len(sys.argv) > 3 else None
+    AgentServer(Connection(int(sys.argv[1])), direct, heard).serve()
     os._exit(0)
 
 
