@@ -290,7 +290,8 @@ def test_multi_node_share_as_the_himeno_seed():
 
 
 # -- the report shows efficiency only where a peak applies ----------------------------------
-def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
+def _eff_store(tmp_path) -> None:
+    """hpl at 1 and 2 nodes against a 400 GFLOPS peak per node; dd with no peak for it."""
     from manybench.model import Phase, Plan, TaskSpec
     env = {"hostname": "n1", "physical_cores": 4,
            "peaks": P.derive({"cores": 4, "base_ghz": 2.5, "dp_flops_per_cycle": 40}).as_dict()}
@@ -309,6 +310,10 @@ def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
                                    {"threads": 4}, point), T + i * S, recs)
     st.end_run("r1", "finished")
     st.close()
+
+
+def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
+    _eff_store(tmp_path)
     text = render_text(tmp_path, width=250, all_columns=True)
     hpl_part, dd_part = text.split("hpl (command)")[1].split("dd (command)")
     assert "efficiency" in hpl_part and "75.0% (300 of 400 GFLOPS)" in hpl_part   # 300 / 400
@@ -316,6 +321,27 @@ def test_report_shows_efficiency_and_share_only_where_they_apply(tmp_path):
     assert "share of" in hpl_part and "95.0% of 2 x 300" in hpl_part         # 570 / 600
     assert "efficiency" not in dd_part and "share of" not in dd_part         # no peak for it
     assert "peaks" in text and "dp_gflops 400 GFLOPS" in text and "mb_s 750 ([peaks])" in text
+
+
+@pytest.mark.e2e
+def test_metrics_asks_for_the_columns_a_narrow_terminal_leaves_out(tmp_path):
+    """The footer of a narrow table names efficiency and points to --metrics: efficiency and
+    share are names it takes, and give their columns; a task without them says so."""
+    from conftest import run_cli
+    _eff_store(tmp_path)
+    narrow = render_text(tmp_path, width=60)
+    left = narrow.split("not shown at this width: ")[1].split(" (report --metrics")[0]
+    assert "efficiency" in left.split(), narrow
+    text = render_text(tmp_path, width=250, figures=["efficiency", "share"])
+    hpl_part, dd_part = text.split("hpl (command)")[1].split("\ndd")   # dd's title wraps
+    assert "75% of 400 GFLOPS" in hpl_part and "95% of 2 x 300 GFLOPS" in hpl_part, text
+    assert hpl_part.index("efficiency") < hpl_part.index("share of")     # in the order asked
+    assert "not measured by this task: efficiency, share" in dd_part
+    res = run_cli("report", str(tmp_path), "--metrics", "share,gflops")
+    assert res.returncode == 0, res.stderr
+    assert "95% of 2 x 300 GFLOPS" in res.stdout
+    bad = run_cli("report", str(tmp_path), "--metrics", "efficency")
+    assert bad.returncode == 2 and "efficiency, share" in bad.stderr   # named among the known
 
 
 def test_a_cpu_the_table_does_not_know_is_measured_and_says_so():

@@ -92,7 +92,7 @@ def check_figures(runs: list[RunData], figures: list[str]) -> None:
     known: list[str] = []
     for r in runs:
         for pts in r.by_task().values():
-            known += [n for n in known_figures(pts) if n not in known]
+            known += [n for n in known_figures(pts, r.effs) if n not in known]
     unknown = [f for f in figures if f not in known]
     if unknown:
         raise ValueError(f"--metrics: no task of this run has {', '.join(map(repr, unknown))}; "

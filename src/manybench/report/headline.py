@@ -207,15 +207,24 @@ def headline(points: list[PointSummary], values: Values,
     missing = []
     declared = bool(kernel(kernel_name).headline)
     units: dict[str, dict[str, tuple[str, float]]] = {}
+    per_name: dict[str, list[Column]] = {}
     for i, name in enumerate(names):
         # skew belongs with a kernel's first figure; a command's own metrics come before it
         prio = 15 if name == "skew" and declared and not asked else 10 + 10 * i
-        got, units[name] = figure_columns(name, points, values, prio)
-        if not got:
+        per_name[name], units[name] = figure_columns(name, points, values, prio)
+    flag_cols, flag_notes = _flag_columns(points, effs or {}, units)
+    if asked:    # a flag (efficiency, share, late, a kernel's) named by --metrics: its column
+        flags = {c.name: c for c in flag_cols}
+        for i, name in enumerate(names):
+            if not per_name[name] and name in flags:
+                flags[name].priority = 10 + 10 * i
+                per_name[name] = [flags[name]]
+                notes += [flag_notes[name]] if name in flag_notes else []
+    for name in names:
+        if not per_name[name]:
             missing.append(name)
-        cols += got
+        cols += per_name[name]
     if not asked:
-        flag_cols, flag_notes = _flag_columns(points, effs or {}, units)
         if F.CYCLE.name in names:
             # the null table sets lateness and phase cycle beside SMTEF's figure: a narrow
             # terminal drops the late starts' causes (the run's notes count them) first
@@ -224,17 +233,18 @@ def headline(points: list[PointSummary], values: Values,
                 if c.name == "late":
                     c.priority = last + 1
         cols += flag_cols
-        notes += flag_notes
+        notes += list(flag_notes.values())
     return Headline(cols, keys, notes, missing if asked else [])
 
 
 def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
                   units: dict[str, dict[str, tuple[str, float]]]
-                  ) -> tuple[list[Column], list[str]]:
+                  ) -> tuple[list[Column], dict[str, str]]:
     """Columns that say what a figure means: a kernel's flags (reads from memory), the
-    share of a peak and of N x one node, in the unit of the figure's own column."""
+    share of a peak and of N x one node, in the unit of the figure's own column; and the
+    notes that explain them, by column name."""
     out: list[Column] = []
-    notes: list[str] = []
+    notes: dict[str, str] = {}
     for fig in kernel(points[0].kernel).figures:
         if fig.role != F.FLAG or fig.cell is None or not any(fig.name in p.metrics
                                                              for p in points):
@@ -242,10 +252,13 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
         out.append(Column(fig.name, fig.title, lambda p, fig=fig: DASH
                           if p.metrics.get(fig.name) is None else fig.cell(p.metrics[fig.name]),
                           2))
-        notes += [fig.note] if fig.note else []
+        if fig.note:
+            notes[fig.name] = fig.note
     if any(p.late.late_phases for p in points):     # late starts, with their causes
         out.append(Column("late", "late starts\n(phases)", lambda p: p.late.cell(), 14))
-    if any(e.efficiency for e in effs.values()):
+    # this task's points only: effs holds the whole run's
+    mine = [e for e in (effs.get(p.point) for p in points) if e is not None]
+    if any(e.efficiency for e in mine):
         def eff(p: PointSummary) -> str:
             e = effs.get(p.point)
             if e is None or e.efficiency is None:
@@ -256,7 +269,7 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
                 return f"wrong peak (> {num(x.peak * div)}" + (f" {unit})" if unit else ")")
             return f"{x.ratio * 100:.0f}% of {num(x.peak * div)}" + (f" {unit}" if unit else "")
         out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
-    if any(e.share for e in effs.values()):
+    if any(e.share for e in mine):
         def share(p: PointSummary) -> str:
             e = effs.get(p.point)
             if e is None or e.share is None:
@@ -287,11 +300,16 @@ def figure_unit(metric: str, units: dict[str, dict[str, tuple[str, float]]],
     return unit, to_base / div
 
 
-def known_figures(points: list[PointSummary]) -> list[str]:
-    """Every figure name --metrics may ask of this task."""
+def known_figures(points: list[PointSummary],
+                  effs: dict[str, PointEfficiency] | None = None) -> list[str]:
+    """Every figure name --metrics may ask of this task: its figures, then the columns that
+    say what they mean where the task has them (the names a narrow terminal says it left
+    out)."""
     values = task_values(points, {})
     names = [n for n in BUILTIN if any(n in values[p.point] for p in points)]
-    return names + [n for n in metric_names(points) if n not in names]
+    names += [n for n in metric_names(points) if n not in names]
+    flags, _ = _flag_columns(points, effs or {}, {})
+    return names + [c.name for c in flags if c.name not in names]
 
 
 def headline_table(task: str, points: list[PointSummary], values: Values,
