@@ -177,27 +177,11 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = (),
     members: dict[str, list[tuple[StoredPhase, list[Record]]]] = {}
     warm: Counter = Counter()
     for idx in sorted(set(infos) | set(by_phase)):
-        info = infos.get(idx)
         recs = by_phase.get(idx, [])
-        if info is None:
-            r0 = recs[0]
-            info = StoredPhase(run=r0.run, index=idx, task=r0.task, kernel=r0.kernel,
-                               variant=r0.variant, rep=r0.rep, workers=r0.workers,
-                               point=_fallback_point(r0), params=r0.params, t0_ns=None)
-        if info.warmup or info.rep < 0:
-            warm[info.point] += 1
-            continue
-        parts = [(info, recs)]
-        if info.kernel == GROUP_KERNEL:   # the whole phase, then each task in it
-            parts += _group_parts(info, recs)
-        for part, precs in parts:
-            key = part.point
-            if key not in points:
-                points[key] = PointSummary(point=key, task=part.task, kernel=part.kernel,
-                                           variant=part.variant or "", workers=part.workers,
-                                           params=dict(part.params or {}))
-                members[key] = []
-            members[key].append((part, precs))
+        for part, precs in _parts(infos.get(idx), idx, recs, warm):
+            if part.point not in points:
+                points[part.point], members[part.point] = _point_of(part), []
+            members[part.point].append((part, precs))
 
     rows = telemetry_by_phase(telemetry)
     for key, s in points.items():
@@ -206,6 +190,65 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = (),
         s.telemetry = TelemetrySummary.of([t for info, _ in members[key]
                                            for t in rows.get(info.index, [])])
     return list(points.values())
+
+
+def phase_points(phase_records: Iterable[tuple[int, list[Record]]],
+                 phases: Iterable[StoredPhase] = ()) -> list[PointSummary]:
+    """Summaries per point in plan order with only their phase figures filled (fill_phases:
+    counts of phases, ops, bytes, bandwidth, ops/s, stonewall, skew, sync overhead, cycle;
+    nothing taken over records, no lateness per record), from records given a phase at a time
+    (Store.phase_records): what is held is each phase's figures, not its records. Points,
+    warm-up phases and group phases as summarize makes them."""
+    infos: dict[int, StoredPhase] = {p.index: p for p in phases}
+    figs: dict[int, list[tuple[StoredPhase, PhaseFigures]]] = {}
+    warm: Counter = Counter()
+    for idx, recs in phase_records:
+        figs[idx] = [(part, _figures(part, precs))
+                     for part, precs in _parts(infos.get(idx), idx, recs, warm)]
+        for _, f in figs[idx]:
+            f.lateness_ns = []     # one per record: held over the phases, it would grow
+    for idx in set(infos) - set(figs):      # a phase stored without records
+        figs[idx] = [(part, _figures(part, [])) for part, _ in _parts(infos[idx], idx, [], warm)]
+    points: dict[str, PointSummary] = {}
+    of_point: dict[str, list[PhaseFigures]] = {}
+    for idx in sorted(figs):
+        for part, f in figs[idx]:
+            if part.point not in points:
+                points[part.point], of_point[part.point] = _point_of(part), []
+            of_point[part.point].append(f)
+    for key, s in points.items():
+        fill_phases(s, of_point[key])
+        s.warmup = warm[key]
+    return list(points.values())
+
+
+def _parts(info: StoredPhase | None, idx: int, recs: list[Record], warm: Counter
+           ) -> list[tuple[StoredPhase, list[Record]]]:
+    """A phase as the points it counts for: itself, and for a [[concurrent]] group each task
+    in it too; none for a warm-up phase (counted in `warm`). info None: a phase the phases
+    table does not know, described by its first record."""
+    if info is None:
+        r0 = recs[0]
+        info = StoredPhase(run=r0.run, index=idx, task=r0.task, kernel=r0.kernel,
+                           variant=r0.variant, rep=r0.rep, workers=r0.workers,
+                           point=_fallback_point(r0), params=r0.params, t0_ns=None)
+    if info.warmup or info.rep < 0:
+        warm[info.point] += 1
+        return []
+    parts = [(info, recs)]
+    if info.kernel == GROUP_KERNEL:   # the whole phase, then each task in it
+        parts += _group_parts(info, recs)
+    return parts
+
+
+def _point_of(part: StoredPhase) -> PointSummary:
+    return PointSummary(point=part.point, task=part.task, kernel=part.kernel,
+                        variant=part.variant or "", workers=part.workers,
+                        params=dict(part.params or {}))
+
+
+def _figures(info: StoredPhase, recs: list[Record]) -> PhaseFigures:
+    return phase_figures(info.index, recs, info.kernel, info.params, info.t0_ns, info.go_ns)
 
 
 def _group_parts(info: StoredPhase, recs: list[Record]) -> list[tuple[StoredPhase, list[Record]]]:
@@ -254,17 +297,9 @@ def _metric_stats(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, S
     return {name: st for name, vs in per.items() if (st := Stats.of(vs)) is not None}
 
 
-def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
-    all_recs = [r for _, recs in phases for r in recs]
-    ok = [r for r in all_recs if r.status == "ok"]
-    s.phases, s.records, s.ok = len(phases), len(all_recs), len(ok)
-    s.error = sum(r.status == "error" for r in all_recs)
-    s.timeout = sum(r.status == "timeout" for r in all_recs)
-    s.lost = sum(r.status == "lost" for r in all_recs)
-    s.failed = [r for r in all_recs if r.status != "ok"]
-
-    figs = [phase_figures(info.index, recs, s.kernel, info.params, info.t0_ns, info.go_ns)
-            for info, recs in phases]
+def fill_phases(s: PointSummary, figs: list[PhaseFigures]) -> None:
+    """A point's figures over its phases, from each phase's figures alone."""
+    s.phases = len(figs)
     s.phase_figures = figs
     timed = [f for f in figs if f.ok]   # phases with at least one ok record
     if timed:
@@ -281,11 +316,23 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     if spreads:
         s.stonewall_blocks = (min(a for a, _ in spreads), max(b for _, b in spreads))
     s.skew = Dist.of([f.skew_ns for f in timed])
-    s.late = late_mod.count(recs for _, recs in phases)
-    s.lateness = Dist.of([x for f in timed for x in f.lateness_ns])
     if kernel(s.kernel).sync_only:
         s.sync_overhead = Dist.of([f.sync_overhead_ns for f in timed])
     s.cycle = Dist.of([f.cycle_ns for f in timed if f.cycle_ns is not None])
+
+
+def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
+    all_recs = [r for _, recs in phases for r in recs]
+    ok = [r for r in all_recs if r.status == "ok"]
+    s.phases, s.records, s.ok = len(phases), len(all_recs), len(ok)
+    s.error = sum(r.status == "error" for r in all_recs)
+    s.timeout = sum(r.status == "timeout" for r in all_recs)
+    s.lost = sum(r.status == "lost" for r in all_recs)
+    s.failed = [r for r in all_recs if r.status != "ok"]
+
+    fill_phases(s, [_figures(info, recs) for info, recs in phases])
+    s.late = late_mod.count(recs for _, recs in phases)
+    s.lateness = Dist.of([x for f in s.phase_figures if f.ok for x in f.lateness_ns])
     s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
                                 for r in ok])
     s.latency_us, s.latency_source = _latency(ok)

@@ -26,36 +26,17 @@ from urllib.parse import quote
 
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
-from ..record import FIELDS, Record
+from ..record import Record
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
+from . import record_read
 from .record_rows import dumps as _dumps, phase_rows
 from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity, upgrade
 
 DB_NAME = "results.db"
 WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
 LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
-_REC_FIELDS = tuple(f.name for f in FIELDS)
-_JSON_READ_AT = tuple(i for i, f in enumerate(FIELDS) if f.metadata["json"])
-_PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
-_SLOT_AT = _REC_FIELDS.index("slot")
-
-
-_decode = json.JSONDecoder().decode
-
-
-def _loads(text: str) -> Any:
-    # reading a large run decodes several objects per record: skip json.loads' checks and
-    # the parser altogether for the common empty object
-    return {} if text == "{}" else _decode(text)
-
-
-def _hist_in(text: str | None) -> dict[int, int] | None:
-    # JSON object keys are strings; the histogram's buckets are ints
-    return None if text is None else {int(k): v for k, v in _decode(text).items()}
-
-
 def _column(path: str, table: str, column: str, row: str, decode: Any, text: Any,
             kind: type = dict) -> Any:
     """A stored JSON column decoded, or DamagedError naming the file, table, column and row
@@ -414,39 +395,26 @@ class Store:
 
     def records(self, run_id: str | None = None) -> list[Record]:
         """Records of one run (or of every run, oldest run first), ordered by phase, node, slot."""
-        cols = ", ".join(f"rec.{f}" for f in _REC_FIELDS)
-        sql = (f"SELECT {cols} FROM records rec LEFT JOIN runs ON runs.id = rec.run "
-               + ("WHERE rec.run=? " if run_id is not None else "")
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec LEFT JOIN runs ON "
+               "runs.id = rec.run " + ("WHERE rec.run=? " if run_id is not None else "")
                + "ORDER BY runs.started_ns, rec.run, rec.phase, rec.node, rec.slot")
         with self._lock:
             rows = self._db.execute(sql, (run_id,) if run_id is not None else ()).fetchall()
-        # a phase's records share their params: one text, decoded once (as they were written)
-        params_of: dict[str, dict] = {}
-        out = []
-        for row in rows:
-            r = list(row)
-            f = ""
-            try:
-                for i in _JSON_READ_AT:
-                    f = _REC_FIELDS[i]
-                    text = r[i]
-                    if i == _PARAMS_AT:
-                        got = params_of.get(text)
-                        if got is None:
-                            got = params_of[text] = _loads(text)
-                    else:
-                        got = _loads(text)
-                    if type(got) is not dict:
-                        raise TypeError(f"a {type(got).__name__}, not an object")
-                    r[i] = got
-                f = "hist"
-                r[_HIST_AT] = _hist_in(r[_HIST_AT])
-            except (ValueError, TypeError, AttributeError) as e:
-                raise DamagedError(f"{self.path} is damaged: bad JSON in records.{f} of run "
-                                   f"{r[0]} phase {r[1]} slot {r[_SLOT_AT]} "
-                                   f"({type(e).__name__}: {e})") from None
-            out.append(Record(*r))
-        return out
+        read = record_read.RecordReader(self.path).record
+        return [read(row) for row in rows]
+
+    def phase_records(self, run_id: str) -> Iterator[tuple[int, list[Record]]]:
+        """A run's records a phase at a time, in the order the phases were stored: (phase
+        index, its records ordered by node and slot). A pass over a large run holds one
+        phase's records (run/quality.py). record_read.Scattered: the file's rows of a phase
+        are not together (use records())."""
+        sql = (f"SELECT {record_read.COLUMNS}, rec.rowid FROM records rec WHERE rec.run=? "
+               f"AND rec.rowid > ? ORDER BY rec.rowid LIMIT {record_read.CHUNK_ROWS}")
+
+        def fetch(after: int) -> list[tuple]:
+            with self._lock:
+                return self._db.execute(sql, (run_id, after)).fetchall()
+        return record_read.phases(fetch, record_read.RecordReader(self.path))
 
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ..analysis.points import PointSummary
 from ..analysis.stats import HIGH_CV, Stats, median
@@ -25,7 +25,8 @@ from ..kernels.figures import CPUS_ALLOWED, UNIT_SUFFIX
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
 from ..record import Record
-from ..results.contract import TelemetryRow
+from ..results.contract import StoredPhase, TelemetryRow
+from ..results.record_read import Scattered
 from ..results.store import Store
 
 RESOLUTION_FACTOR = 1000    # pyperf: a timed value should be >= 1000x the clock resolution
@@ -113,32 +114,36 @@ def machine(start: dict[str, dict]) -> list[Found]:
     return out
 
 
-def _slot_share(records: list[Record], node: str, cpus: int) -> float:
-    """Percent of the node's cpus the phase's ok slots there were allowed to keep busy."""
-    used = 0
+def slot_shares(records: Iterable[Record], cpus: dict[str, int]) -> dict[str, float]:
+    """Per node, percent of its cpus one phase's ok slots there were allowed to keep busy."""
+    used: dict[str, int] = defaultdict(int)
     for r in records:
-        if r.node != node:
+        n = cpus.get(r.node)
+        if n is None:
             continue
         allowed = r.metrics.get(CPUS_ALLOWED.name)
-        n = len(parse_cpulist(allowed)) if isinstance(allowed, str) and allowed else 1
-        used += min(n, cpus)
-    return min(100.0, 100.0 * used / max(cpus, 1))
+        k = len(parse_cpulist(allowed)) if isinstance(allowed, str) and allowed else 1
+        used[r.node] += min(k, n)
+    return {node: min(100.0, 100.0 * u / max(cpus[node], 1)) for node, u in used.items()}
 
 
 def other_load(rows: Iterable[TelemetryRow], records: Iterable[Record],
                cpus: dict[str, int]) -> list[Found]:
     """Per node, the median over telemetry taken during phases of (busy % - the phase's
     slots' share): other load when above OTHER_LOAD_PCT."""
-    by_phase: dict[int, list[Record]] = defaultdict(list)
-    for r in records:
-        by_phase[r.phase].append(r)
+    return other_load_of(rows, {i: slot_shares(rs, cpus) for i, rs in _by_phase(records)},
+                         cpus)
+
+
+def other_load_of(rows: Iterable[TelemetryRow], shares: dict[int, dict[str, float]],
+                  cpus: dict[str, int]) -> list[Found]:
+    """other_load from each phase's slot_shares."""
     excess: dict[str, list[float]] = defaultdict(list)
     for t in rows:
         if t.phase_id is None or t.node not in cpus:
             continue
         busy = t.cpu_user_pct + t.cpu_system_pct
-        excess[t.node].append(busy - _slot_share(by_phase.get(t.phase_id, []), t.node,
-                                                 cpus[t.node]))
+        excess[t.node].append(busy - shares.get(t.phase_id, {}).get(t.node, 0.0))
     out = []
     for node, xs in sorted(excess.items()):
         m = median(xs)
@@ -149,36 +154,78 @@ def other_load(rows: Iterable[TelemetryRow], records: Iterable[Record],
     return out
 
 
+class Units:
+    """Per task, the units each metric's ok records say it is stored in (kernels/command.py
+    extract_metrics), taken in a phase at a time."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.named: dict[tuple[str, str], bool] = defaultdict(bool)   # some record names one
+
+    def add(self, records: Iterable[Record]) -> None:
+        for r in records:
+            if r.status != "ok":
+                continue
+            for key, v in r.metrics.items():
+                if key.endswith(UNIT_SUFFIX) and isinstance(v, str):
+                    name = (r.task, key[:-len(UNIT_SUFFIX)])
+                    self.seen[name].add(v)
+                    self.named[name] |= bool(v)
+
+    def found(self) -> list[Found]:
+        """Each metric stored in different units, or in none beside a unit: its figures
+        would mix them."""
+        out: list[Found] = []
+        for (task, name), us in sorted(self.seen.items()):
+            if len(us) > 1 or not self.named[(task, name)]:
+                shown = " and ".join(f"'{u}'" if u else "no unit"
+                                     for u in sorted(us, reverse=True))
+                out.append(("units", "", task, f"task {task}: metric {name!r} came in {shown} "
+                            f"in different records: its figures mix units; capture the "
+                            f"unit with a (?P<unit>...) group (MB/s, GB/s, GiB/s, ms, GFLOPS "
+                            f"... are converted to one unit)"))
+        return out
+
+
 def units(records: Iterable[Record]) -> list[Found]:
-    """Per task, each metric whose ok records say it is stored in different units (or in
-    none, beside a unit): its figures would mix them (kernels/command.py extract_metrics)."""
-    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
-    named: dict[tuple[str, str], bool] = defaultdict(bool)    # some record names a unit
-    for r in records:
-        if r.status != "ok":
-            continue
-        for key, v in r.metrics.items():
-            if key.endswith(UNIT_SUFFIX) and isinstance(v, str):
-                name = (r.task, key[:-len(UNIT_SUFFIX)])
-                seen[name].add(v)
-                named[name] |= bool(v)
-    out: list[Found] = []
-    for (task, name), us in sorted(seen.items()):
-        if len(us) > 1 or not named[(task, name)]:
-            shown = " and ".join(f"'{u}'" if u else "no unit" for u in sorted(us, reverse=True))
-            out.append(("units", "", task, f"task {task}: metric {name!r} came in {shown} "
-                        f"in different records: its figures mix units; capture the "
-                        f"unit with a (?P<unit>...) group (MB/s, GB/s, GiB/s, ms, GFLOPS ... are "
-                        f"converted to one unit)"))
-    return out
+    u = Units()
+    u.add(records)
+    return u.found()
 
 
 def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
-    """Every check above on a run as stored (cpus: each node's cpu count)."""
-    from ..analysis.points import summarize   # noqa: PLC0415
+    """Every check above on a run as stored (cpus: each node's cpu count). The records are
+    read a phase at a time, each phase's figures, slot shares and units taken and its
+    records let go: a 100-phase run at 1,000 nodes x 64 slots held them all (~15 GB)."""
     from ..results.contract import START      # noqa: PLC0415
-    records, telemetry = store.records(run_id), store.telemetry(run_id)   # read once
-    points = summarize(records, store.phases(run_id), telemetry)
+    phases = store.phases(run_id)
+    try:
+        points, shares, seen = _one_pass(store.phase_records(run_id), phases, cpus)
+    except Scattered:     # a phase's rows stored apart (no writer does that): all at once
+        points, shares, seen = _one_pass(_by_phase(store.records(run_id)), phases, cpus)
     start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
     return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
-            + other_load(telemetry, records, cpus) + units(records))
+            + other_load_of(store.telemetry(run_id), shares, cpus) + seen.found())
+
+
+def _one_pass(source: Iterable[tuple[int, list[Record]]], phases: list[StoredPhase],
+              cpus: dict[str, int]
+              ) -> tuple[list[PointSummary], dict[int, dict[str, float]], Units]:
+    """The points' phase figures, each phase's slot shares and the units, in one pass."""
+    from ..analysis.points import phase_points   # noqa: PLC0415
+    shares: dict[int, dict[str, float]] = {}
+    seen = Units()
+
+    def taken() -> Iterator[tuple[int, list[Record]]]:
+        for idx, recs in source:
+            shares[idx] = slot_shares(recs, cpus)
+            seen.add(recs)
+            yield idx, recs
+    return phase_points(taken(), phases), shares, seen
+
+
+def _by_phase(records: Iterable[Record]) -> list[tuple[int, list[Record]]]:
+    by_phase: dict[int, list[Record]] = defaultdict(list)
+    for r in records:
+        by_phase[r.phase].append(r)
+    return sorted(by_phase.items())
