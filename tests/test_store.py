@@ -59,6 +59,34 @@ def test_round_trip(tmp_path):
     st.close()  # idempotent
 
 
+def test_values_read_back_as_json_reads_them(tmp_path):
+    """Records are read with orjson where it gives what json gives: integers past
+    -2**63..2**64-1 (which orjson makes floats), NaN and infinities (which it refuses) are
+    read as json reads them; the rest, exactly the same values."""
+    import json
+    import math
+    from manybench.results import record_read
+    texts = ['{"a":0.1,"b":1e-320,"c":-0.0,"d":1.7976931348623157e308,"e":"\\u00e9x"}',
+             '{"t":1795665580123456789,"u":18446744073709551615,"v":-9223372036854775808}',
+             '{"big":123456789012345678901234567890,"neg":-9223372036854775809}',
+             '{"n":NaN,"i":Infinity,"m":-Infinity}', '{"x":[1,{"y":2.5}],"z":null}',
+             '{"f":%r,"g":%r}' % (2 / 3, 1e22)]
+    for text in texts:
+        got, want = record_read._loads(text), json.loads(text)
+        assert json.dumps(got) == json.dumps(want), text       # NaN compares unequal
+        assert [type(v) for v in got.values()] == [type(v) for v in want.values()], text
+    assert record_read._loads(texts[2])["big"] == 123456789012345678901234567890
+    assert math.isnan(record_read._loads(texts[3])["n"])
+    st = Store(tmp_path)
+    st.begin_run("r1", plan(), [], {}, RunNotes())
+    rs = recs("r1", 0)
+    rs[0].metrics.update(big=10**30, t=1795665580123456789, third=1 / 3)
+    st.write_phase("r1", phase(0), T0, rs)
+    got = {(x.node, x.slot): x for x in st.records("r1")}
+    assert got[(rs[0].node, rs[0].slot)] == rs[0]
+    st.close()
+
+
 def test_several_runs_and_rewrite(tmp_path):
     with Store(tmp_path) as st:
         st.begin_run("a", plan(), [], {})
