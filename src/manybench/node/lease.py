@@ -11,8 +11,8 @@ A run's phases go to the agent over its direct channel, past the worker, so the 
 the time of each request it gets there in a few bytes of memory it shares with the worker
 (Heard). When the lease runs out the worker reads the stamp first: a request heard within the
 lease's length extends it from that instant. So while phases come, the coordinator renews no
-lease over Dask's RPC (a message per node every 2 s, the coordinator's largest cost per node
-beyond the phases themselves), and a coordinator that is gone is still found within the lease.
+lease over Dask's RPC (a message per node every 2 s through its Dask client, the worker and
+their comms), and a coordinator that is gone is still found within the lease.
 """
 from __future__ import annotations
 
