@@ -44,7 +44,7 @@ import time
 import psutil
 
 import harness
-from harness import absolute, alternate, info
+from harness import StoredPhases, absolute, alternate, info, write_null_plan
 from peer_tree import ROOT, NodeLab, before_tree, drop_tree, env_of, machine, netns_available
 
 BEFORE = "72bff4a"    # main when issue 21's change began
@@ -95,23 +95,14 @@ class Watch(threading.Thread):
         self.marks = [max(5, phases // 5), phases * 9 // 10]
         self.readings: list[tuple[float, dict[str, dict[int, float]]]] = []
 
-    def stored(self, con: sqlite3.Connection | None) -> tuple[int, sqlite3.Connection | None]:
-        try:
-            if con is None:
-                con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
-            return con.execute("SELECT COUNT(*) FROM phases").fetchone()[0], con
-        except sqlite3.Error:
-            return 0, None
-
     def run(self) -> None:
-        con = None
+        stored = StoredPhases(self.db)
         while self.marks and self.run_.poll() is None:
-            n, con = self.stored(con)
+            n = stored.count()
             if n >= self.marks[0]:
                 procs = processes(self.lab, self.run_.pid)
                 cpu = cpu_by_kind(procs)
-                after, con = self.stored(con)
-                self.readings.append(((n + after) / 2, cpu))
+                self.readings.append(((n + stored.count()) / 2, cpu))
                 self.marks.pop(0)
             time.sleep(0.05)
         if con is not None:
@@ -121,10 +112,7 @@ class Watch(threading.Thread):
 def measure(lab: NodeLab, tree: str, nodes: int, phases: int) -> dict:
     d = tempfile.mkdtemp(prefix="mb-nodephase-")
     try:
-        plan = os.path.join(d, "plan.toml")
-        with open(plan, "w") as f:
-            f.write(f'repeat = {phases}\n[placement]\nworkers = {nodes}\n'
-                    '[[task]]\nname = "sync"\nkernel = "null"\n')
+        plan = write_null_plan(d, nodes, phases)
         run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
                                 "--scheduler", lab.scheduler, *RUN_ARGS], env=env_of(tree),
                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,8 @@ import time
 
 import psutil
 
-from harness import absolute, alternate, info, machine, show_round
+from harness import (StoredPhases, absolute, alternate, info, machine, show_round,
+                     write_null_plan)
 from peer_tree import ROOT, before_tree, drop_tree, env_of
 
 BEFORE = "ef0a12b"     # main before the run's end read a phase at a time
@@ -42,18 +42,14 @@ GOAL = 1.1             # the end's peak RSS at 2N phases against at N
 def one_run(tree: str, nodes: int, slots: int, phases: int) -> dict:
     d = tempfile.mkdtemp(prefix="mb-end-")
     try:
-        plan = os.path.join(d, "plan.toml")
-        with open(plan, "w") as f:
-            f.write(f'repeat = {phases}\n[placement]\nworkers = {nodes * slots}\n'
-                    '[[task]]\nname = "sync"\nkernel = "null"\n')
+        plan = write_null_plan(d, nodes * slots, phases)
         err = open(os.path.join(d, "stderr.txt"), "w")   # a pipe read at the end would fill
         run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", d, "-q",
                                 "--simulate", f"{nodes}x{slots}"], env=env_of(tree),
                                stdout=subprocess.DEVNULL, stderr=err)
-        proc, db = psutil.Process(run.pid), os.path.join(d, "results.db")
+        proc, stored = psutil.Process(run.pid), StoredPhases(os.path.join(d, "results.db"))
         loop = end = 0
         last_at = None
-        con = None
         while run.poll() is None:
             try:
                 rss = proc.memory_info().rss
@@ -61,19 +57,14 @@ def one_run(tree: str, nodes: int, slots: int, phases: int) -> dict:
                 break
             if last_at is None:
                 loop = max(loop, rss)
-                try:
-                    con = con or sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                    if con.execute("SELECT COUNT(*) FROM phases").fetchone()[0] >= phases:
-                        last_at = time.monotonic()
-                except sqlite3.Error:
-                    con = None
+                if stored.count() >= phases:
+                    last_at = time.monotonic()
             else:
                 end = max(end, rss)
             time.sleep(0.02)
         run.wait()
         err.close()
-        if con is not None:
-            con.close()
+        stored.close()
         if run.returncode != 0 or last_at is None:
             with open(os.path.join(d, "stderr.txt")) as f:
                 raise RuntimeError(f"the run failed (exit {run.returncode}):\n{f.read()[-2000:]}")

@@ -46,7 +46,7 @@ import psutil
 import resource
 
 import harness
-from harness import absolute, alternate
+from harness import absolute, alternate, null_plan
 from peer_tree import ROOT, NodeLab, before_tree, drop_tree, env_of, netns_available
 
 BEFORE = "fc55c4a"      # the tree issue #11's scale figures were measured on
@@ -138,8 +138,7 @@ def load_text() -> str:
 
 # -- the local part ----------------------------------------------------------------------------
 def local_part(trees: dict[str, str], phases: int, rounds: int) -> bool:
-    plan = (f'repeat = {phases}\n[placement]\nworkers = 2\n'
-            '[[task]]\nname = "sync"\nkernel = "null"\n')
+    plan = null_plan(2, phases)
     print(f"local: {phases:,} null phases, 2 slots ({load_text()})", flush=True)
     runs = alternate({n: (lambda t=t: run_watched(t, plan, watch=True))
                       for n, t in trees.items()}, rounds, 1, show_pair("local"))
@@ -204,8 +203,7 @@ def cluster_part(trees: dict[str, str], counts: list[int], phases: int, rounds: 
           f"{free:,.0f} MB available)", flush=True)
     curve: dict[str, dict[int, dict]] = {n: {} for n in trees}
     for nodes in counts:
-        plan = (f'repeat = {phases}\n[placement]\nworkers = {nodes}\n'
-                '[[task]]\nname = "sync"\nkernel = "null"\n')
+        plan = null_plan(nodes, phases)
         for name, tree in trees.items():
             t = time.monotonic()
             lab = NodeLab(nodes, tree)

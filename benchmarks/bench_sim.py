@@ -45,7 +45,7 @@ import time
 
 import psutil
 
-from harness import absolute, machine, pct
+from harness import StoredPhases, absolute, machine, pct, write_null_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,36 +60,23 @@ class Watch(threading.Thread):
         self.marks = [max(3, phases // 5), max(4, phases // 2), phases * 9 // 10]
         self.readings: list[tuple[float, float, int]] = []   # (phases, cpu s, rss)
 
-    def stored(self, con: sqlite3.Connection | None) -> tuple[int, sqlite3.Connection | None]:
-        try:
-            if con is None:
-                con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
-            return con.execute("SELECT COUNT(*) FROM phases").fetchone()[0], con
-        except sqlite3.Error:
-            return 0, None
-
     def run(self) -> None:
-        con, proc = None, psutil.Process(self.run_.pid)
+        stored, proc = StoredPhases(self.db), psutil.Process(self.run_.pid)
         while self.marks and self.run_.poll() is None:
-            n, con = self.stored(con)
+            n = stored.count()
             if n >= self.marks[0]:
                 t = proc.cpu_times()
                 rss = proc.memory_info().rss
-                after, con = self.stored(con)
-                self.readings.append(((n + after) / 2, t.user + t.system, rss))
+                self.readings.append(((n + stored.count()) / 2, t.user + t.system, rss))
                 self.marks.pop(0)
             time.sleep(0.02)
-        if con is not None:
-            con.close()
+        stored.close()
 
 
 def measure(nodes: int, slots: int, phases: int, options: str, fanout: str | None) -> dict:
     d = tempfile.mkdtemp(prefix="mb-sim-")
     try:
-        plan = os.path.join(d, "plan.toml")
-        with open(plan, "w") as f:
-            f.write(f'repeat = {phases}\n[placement]\nworkers = {nodes * slots}\n'
-                    '[[task]]\nname = "sync"\nkernel = "null"\n')
+        plan = write_null_plan(d, nodes * slots, phases)
         spec = f"{nodes}x{slots}" + (f",{options}" if options else "")
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
         # stderr to a file: a pipe read only at the end fills with the run's warnings and

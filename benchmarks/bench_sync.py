@@ -53,11 +53,6 @@ US, MS = 1e3, 1e6
 TURNAROUND_PHASES = 1000
 
 
-def null_plan(workers: int, repeat: int) -> str:
-    return (f'repeat = {repeat}\n[placement]\nworkers = {workers}\n'
-            '[[task]]\nname = "sync"\nkernel = "null"\n')
-
-
 def figures(groups: list[list[tuple[int, int]]]) -> dict:
     """Per round (phase) of (start, end) stamps: skew and sync overhead in ns; and the span
     from the first start to the last end of all rounds."""
@@ -69,7 +64,7 @@ def figures(groups: list[list[tuple[int, int]]]) -> dict:
 # -- manybench ---------------------------------------------------------------------------------
 
 def manybench(workers: int, repeat: int) -> dict:
-    rows = harness.run_plan(null_plan(workers, repeat))
+    rows = harness.run_plan(harness.null_plan(workers, repeat))
     bad = [r for r in rows if r["status"] != "ok"]
     if bad:
         sys.exit(f"null phase failed: {bad[0]['error']}")
@@ -124,7 +119,7 @@ def barrier(workers: int, rounds: int) -> dict:
 # -- whole command and memory -------------------------------------------------------------------
 
 def one_phase_wall(workers: int) -> float:
-    return harness.run_plan_timed(null_plan(workers, 1))[1]
+    return harness.run_plan_timed(harness.null_plan(workers, 1))[1]
 
 
 def version_wall() -> float:

@@ -33,6 +33,7 @@ import math
 import os
 import shlex
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -328,6 +329,43 @@ def mpirun_pinned(affinities: list[tuple[int, ...]], mpirun: str = "mpirun") -> 
 
 
 # -- manybench through its command line -----------------------------------------------------
+def null_plan(workers: int, repeat: int) -> str:
+    """A plan of `repeat` null phases with `workers` slots: what the scale benchmarks run."""
+    return (f'repeat = {repeat}\n[placement]\nworkers = {workers}\n'
+            '[[task]]\nname = "sync"\nkernel = "null"\n')
+
+
+def write_null_plan(directory: str, workers: int, repeat: int) -> str:
+    """null_plan written as directory/plan.toml; its path."""
+    path = os.path.join(directory, "plan.toml")
+    with open(path, "w") as f:
+        f.write(null_plan(workers, repeat))
+    return path
+
+
+class StoredPhases:
+    """How many phases a run being written has stored so far (its results.db, read-only;
+    0 until the file can be read)."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.con: sqlite3.Connection | None = None
+
+    def count(self) -> int:
+        try:
+            if self.con is None:
+                self.con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+            return self.con.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
+        except sqlite3.Error:
+            self.con = None
+            return 0
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+
 def run_plan_timed(text: str, *args: str) -> tuple[list[dict], float]:
     """Run a plan through the real command line (this source tree): its exported records
     and the whole command's wall time in seconds. Exits when the run fails."""
