@@ -33,7 +33,8 @@ rm -rf build
 # after the parallel pass, one at a time. Exit 5 of a pass is "nothing selected" (arguments
 # that name only tests of the other pass).
 # 3, not 4: on 4 a fresh-clone CI took 6 min 59 s against 7 min 42 s, but the next run on 4 timed
-# out a Ctrl-C test across namespace nodes (the Dask worker's event loop stalled 5 s)
+# out a Ctrl-C test across namespace nodes (its cause is not known: the "event loop stalled
+# 5 s" in its log was a false alarm, fixed in node/worker.py; it failed once on 3 as well)
 WORKERS="${MANYBENCH_TEST_WORKERS:-3}"
 # The first pass writes the files that hold the `alone` tests it left out (tests/conftest.py);
 # run with no arguments, the second collects only those, not all ~130 modules again.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -250,6 +251,13 @@ def plan_file(tmp_path):
         p.write_text(textwrap.dedent(text).replace("{tmp}", str(tmp_path)))
         return str(p)
     return write
+
+
+def free_port() -> int:
+    """A loopback port free now (for a scheduler the test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def export_json(directory: str) -> list[dict]:

@@ -3,23 +3,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import export_json, run_cli
+from conftest import export_json, free_port, run_cli
 from netns import Lab, require_netns, require_sshd
 
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _certs(d) -> dict:
@@ -39,7 +32,7 @@ def _certs(d) -> dict:
 
 def test_tls_scheduler_and_workers(plan_file, tmp_path):
     c = _certs(tmp_path)
-    port = _free_port()
+    port = free_port()
     addr = f"tls://127.0.0.1:{port}"
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
@@ -119,7 +112,7 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
     relay, never in the clear, and the run says so (a `relay` warning naming why)."""
     import sqlite3
     c = _certs(tmp_path)
-    port = _free_port()
+    port = free_port()
     addr = f"tls://127.0.0.1:{port}"
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
     pem = {k: open(c[k]).read() for k in ("ca", "cert", "key")}

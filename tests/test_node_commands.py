@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import subprocess
 import sys
 import time
@@ -13,18 +12,13 @@ import time
 import pytest
 
 from cluster_lab import faketime_lib, node_env
+from conftest import free_port
 from manybench.engines.local import LocalEngine
 from manybench.node import commands
 from manybench.node.commands import run_commands
 from manybench.node.protocol import (CommandOutput, CommandsDone, RunCommands, SnapshotTaken,
                                      TakeSnapshot)
 from manybench.node.server import AgentServer
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_commands_run_in_order_with_env_and_stop_at_the_first_failure(tmp_path):
@@ -127,7 +121,7 @@ def shifted_worker():
     """A Dask scheduler and one `manybench worker` whose clock runs SHIFT_S ahead."""
     if faketime_lib() is None:
         pytest.skip("libfaketime not installed (Debian package faketime)")
-    port = _free_port()
+    port = free_port()
     addr = f"tcp://127.0.0.1:{port}"
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
                                "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],

@@ -253,10 +253,11 @@ def test_ctrl_c_during_a_job_across_nodes_leaves_nothing_on_any_node(two_nodes, 
     proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
                              "--scheduler", two_nodes.scheduler], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _running(hang, 2):
+    deadline = time.monotonic() + 60     # within the suite's per-test timeout: say why
+    while time.monotonic() < deadline and proc.poll() is None and not _running(hang, 2):
         time.sleep(0.2)
-    assert _running(hang, 2), "the job's ranks never ran"
+    if not _running(hang, 2):
+        _no_ranks(proc, two_nodes)
     time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)            # our own run, by its process group
     _, err = proc.communicate(timeout=120)
@@ -267,23 +268,59 @@ def test_ctrl_c_during_a_job_across_nodes_leaves_nothing_on_any_node(two_nodes, 
     assert _alive(hang) == [] and _alive(agent) == [] and _alive(out) == []
 
 
-DAEMONS = ("orted", "hydra_pmi_proxy", "mpirun", "mpiexec", "prted")
+def _no_ranks(proc: subprocess.Popen, lab: DaskLab) -> None:
+    """Fail saying what ran on the nodes instead of the ranks, and what the run said (ended
+    by us, with SIGINT, when still running)."""
+    procs = _processes_in(lab)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    pytest.fail(f"the job's ranks never ran; the run exited {proc.returncode}; on the nodes:\n"
+                + "\n".join(procs) + "\nthe run's stderr:\n" + err[-3000:])
 
 
-def _daemons_in(lab: DaskLab) -> list[str]:
-    """Launchers and their per-node daemons still running inside the lab's node namespaces
-    (the nodes' own processes: other work on this machine is not looked at)."""
-    left = []
+def _node_processes(lab: DaskLab):
+    """(namespace, psutil.Process) of every process in the lab's node namespaces (the nodes'
+    own processes: other work on this machine is not looked at)."""
     for ns in lab.lab.names[1:]:
         pids = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True).stdout
         for pid in pids.split():
             try:
-                p = psutil.Process(int(pid))
-                name = os.path.basename((p.cmdline() or [""])[0])
-                if any(name.startswith(d) for d in DAEMONS):
-                    left.append(f"{ns} {pid}: {' '.join(p.cmdline())}")
+                yield ns, psutil.Process(int(pid))
             except (psutil.Error, ValueError):
                 pass
+
+
+def _processes_in(lab: DaskLab) -> list[str]:
+    """Every process on the lab's nodes: state, cpu time, command line."""
+    out = []
+    for ns, p in _node_processes(lab):
+        try:
+            t = p.cpu_times()
+            out.append(f"{ns} {p.pid} {p.status()} {t.user + t.system:.1f}s "
+                       f"{' '.join(p.cmdline())[:200]}")
+        except psutil.Error:
+            pass
+    return out
+
+
+DAEMONS = ("orted", "hydra_pmi_proxy", "mpirun", "mpiexec", "prted")
+
+
+def _daemons_in(lab: DaskLab) -> list[str]:
+    """Launchers and their per-node daemons still running inside the lab's node namespaces."""
+    left = []
+    for ns, p in _node_processes(lab):
+        try:
+            name = os.path.basename((p.cmdline() or [""])[0])
+            if any(name.startswith(d) for d in DAEMONS):
+                left.append(f"{ns} {p.pid}: {' '.join(p.cmdline())}")
+        except psutil.Error:
+            pass
     return left
 
 

@@ -5,9 +5,13 @@ import asyncio
 import signal
 import socket
 
+import distributed.core
 from distributed import Worker
 
 from .dask_plugin import AgentPlugin
+
+TICK_S = 5.0    # how often the worker's event loop checks itself (Dask's default: 20 ms)
+STALL_S = 3.0   # a tick this late is logged as a stall (Dask's default limit)
 
 
 def security(ca: str | None, cert: str | None, key: str | None):
@@ -29,12 +33,17 @@ async def _serve(address: str, name: str | None, slots: int | None, host: str | 
     # that runs benchmarks (and on 64 namespace nodes sharing a few cpus) idle workers must
     # stay idle
     dask.config.set({"distributed.worker.profile.enabled": False,
-                     "distributed.admin.tick.interval": "5s",
+                     "distributed.admin.tick.interval": f"{TICK_S}s",
                      "distributed.admin.tick.cycle": "10s",
                      "distributed.admin.system-monitor.interval": "10s",
                      "distributed.admin.system-monitor.disk": False,
                      "distributed.admin.system-monitor.gil.enabled": False,
                      "distributed.worker.memory.monitor-interval": "5s"})
+    # Dask logs "Event loop was unresponsive" when ticks come more than its limit (3 s) apart,
+    # a limit read once, when distributed.core is imported: with ticks 5 s apart every tick
+    # was logged as a 5 s stall, which misled more than one diagnosis. A stall is still told
+    # when it delays a tick by 3 s.
+    distributed.core.tick_maximum_delay = TICK_S + STALL_S
     name = name or socket.gethostname().split(".")[0]   # records name nodes by host
     # listen with the scheduler's scheme (tls:// when the cluster is secured)
     protocol = address.split("://", 1)[0] if "://" in address else "tcp"
