@@ -209,3 +209,28 @@ def test_nodes_and_warnings_round_trip(tmp_path):
     with Store(tmp_path) as st:    # numbering goes on in a later session
         st.add_warning("r", Warning("clock", "late"))
         assert [w.kind for w in st.warnings("r")] == ["pin", "missing-metric", "clock"]
+
+
+def test_a_resume_counts_the_kept_phases_failures_without_reading_records(tmp_path,
+                                                                           monkeypatch):
+    """--resume keeps the phases stored ok and carries their failed records into the run's
+    exit status; it counts them in SQLite, not by reading every Record (millions at scale)."""
+    from dataclasses import replace
+
+    from manybench.run.resume import latest_run
+    st = Store(tmp_path)
+    st.begin_run("r1", plan(), [], {}, RunNotes())
+    st.write_phase("r1", phase(0), T0, recs("r1", 0))
+    failing = recs("r1", 1, nodes=("n1", "n2"))
+    failing[1] = replace(failing[1], status="error", error="boom")
+    failing[2] = replace(failing[2], status="timeout")
+    st.write_phase("r1", phase(1), T0, failing)
+    cut = recs("r1", 2)
+    cut[0] = replace(cut[0], status="interrupted")
+    st.write_phase("r1", phase(2), T0, cut, status="interrupted")
+    st.end_run("r1", "interrupted")
+    assert st.not_ok("r1") == {1: 2, 2: 1}
+    st.close()
+    monkeypatch.setattr(Store, "records", lambda *a, **k: pytest.fail("read every record"))
+    info, kept = latest_run(str(tmp_path))
+    assert (info.run_id, kept.done, kept.failed) == ("r1", {0, 1}, 2)

@@ -403,6 +403,14 @@ class Store:
         read = record_read.RecordReader(self.path).record
         return [read(row) for row in rows]
 
+    def not_ok(self, run_id: str) -> dict[int, int]:
+        """How many records of each phase of the run are not ok (phases with none left out),
+        counted by SQLite: a resume of a run of millions of records reads no Record."""
+        with self._lock:
+            rows = self._db.execute("SELECT phase, COUNT(*) FROM records WHERE run=? AND "
+                                    "status != 'ok' GROUP BY phase", (run_id,)).fetchall()
+        return {phase: n for phase, n in rows}
+
     def phase_records(self, run_id: str) -> Iterator[tuple[int, list[Record]]]:
         """A run's records a phase at a time, in the order the phases were stored: (phase
         index, its records ordered by node and slot). A pass over a large run holds one

@@ -70,7 +70,7 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
             info = runs[-1]
             phases = st.phases(info.run_id)
             done = {p.index for p in phases if p.status == "ok"}
-            failed = sum(r.status != "ok" for r in st.records(info.run_id) if r.phase in done)
+            failed = sum(n for phase, n in st.not_ok(info.run_id).items() if phase in done)
     except OSError as e:
         raise ResumeError(f"--resume {directory}: no results there ({e})") from None
     except SchemaError as e:                    # damaged, foreign or too new: it says which
