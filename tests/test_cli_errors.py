@@ -180,3 +180,17 @@ def _counts(out) -> tuple[int, int]:
                 db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
     finally:
         db.close()        # an open file would keep the tmpfs from unmounting
+
+
+def test_more_slots_than_this_machine_holds_are_refused_before_any_starts(tmp_path):
+    """100,000 workers on this machine, a process each (~600 GB): exit 2 naming the field and
+    the way to run it, and nothing started or written (they used to start slot after slot
+    until memory ran out)."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(NULL_PLAN.replace("repeat = 2", "repeat = 2\n[placement]\nworkers = 100000"))
+    out = tmp_path / "res"
+    r = run_cli("run", str(plan), "-o", str(out), "-q", timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "placement.workers: 100000 slots on this machine need" in r.stderr
+    assert "--simulate" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()

@@ -110,3 +110,45 @@ def test_more_nodes_than_the_usual_open_file_limit_are_reached(plan_file, tmp_pa
     res = run_cli("run", plan, "-o", str(tmp_path / "res"), "-q", "--fanout", "off",
                   "--simulate", "150x1", preexec_fn=_few_open_files, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_ctrl_c_in_the_runs_end_checks_keeps_every_phase_and_resume_makes_them(plan_file,
+                                                                              tmp_path):
+    """A Ctrl-C once every phase is stored (as the last commits, or while the end's checks
+    read them back: seconds at 1,000 x 64): exit 130, every phase kept, the message says so
+    and names --resume, which runs nothing again and ends the run finished, its checks
+    made."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    plan = plan_file(PLAN.format(workers=64_000).replace("repeat = 4", "repeat = 3"))
+    out = str(tmp_path / "res")
+    os.makedirs(out)
+    run = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                            "--simulate", "1000x64", "--set", "noise=0.01s"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db = os.path.join(out, "results.db")
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                return con.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+    end = time.monotonic() + 240
+    while run.poll() is None and stored() < 3 and time.monotonic() < end:
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)          # our own child, by its pid
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err[-2000:]
+    assert "interrupted after the last phase: every phase is kept" in err, err
+    assert stored() == 3
+    # on the run's own simulated nodes: a resume on this machine started 64,000 slots here
+    again = run_cli("run", "--resume", out, "-q", timeout=240)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resuming where the run ran: --simulate 1000x64" in again.stderr
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+    assert con.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 3 * 64_000
+    con.close()

@@ -132,8 +132,12 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
     if not quiet:
         from .report.terminal import render
         render(outdir, run_id=outcome.run_id)
-    if outcome.status == "interrupted":
-        click.echo(f"interrupted: finished phases kept in {outdir}", err=True)
+    if outcome.checks_cut:
+        click.echo(f"interrupted after the last phase: every phase is kept in {outdir}; "
+                   f"`manybench run --resume {outdir}` makes the run's end checks", err=True)
+    elif outcome.status == "interrupted":
+        click.echo(f"interrupted: finished phases kept in {outdir}; `manybench run --resume "
+                   f"{outdir}` runs the rest", err=True)
     elif outcome.failed:
         click.echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
     code = outcome.exit_code
@@ -210,6 +214,9 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         raise _fail("give a PLAN to run (or --resume DIR)")
     if plan is not None and not os.path.isfile(plan):
         raise _fail(f"plan file not found: {plan}")
+    if resume_dir is not None and not (scheduler or hosts or cluster or simulate):
+        # the run's own nodes, as its own --set: resumed elsewhere, its phases would differ
+        scheduler, hosts, cluster, simulate, fanout = _stored_engine(resume_dir, fanout)
     if sum(x is not None for x in (scheduler, hosts, cluster, simulate)) > 1:
         raise _fail("give at most one of --scheduler, --hosts, --cluster, --simulate")
     distributed = bool(scheduler or hosts or cluster or simulate)
@@ -239,6 +246,23 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     engine.per_relay = fanout
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine, resume)
+
+
+def _stored_engine(directory: str, fanout: int | None) -> tuple:
+    """The stored run's --scheduler, --hosts, --cluster, --simulate and --fanout (this one's
+    --fanout first), told on stderr when there are any."""
+    from .run.resume import ResumeError, stored_engine
+    try:
+        found = stored_engine(directory)
+    except ResumeError as e:
+        raise _fail(str(e))
+    if fanout is None and "fanout" in found:
+        fanout = _Fanout().convert(found["fanout"], None, None)
+    names = ("scheduler", "hosts", "cluster", "simulate")
+    if any(found.get(n) for n in names):
+        click.echo("resuming where the run ran: " + " ".join(
+            f"--{n} {found[n]}" for n in (*names, "fanout") if found.get(n)), err=True)
+    return (*(found.get(n) or None for n in names), fanout)
 
 
 def _resumed(directory: str, plan_path: str | None, overrides: tuple[str, ...],

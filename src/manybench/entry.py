@@ -27,6 +27,15 @@ def main() -> None:
         with ignored():
             print("interrupted", file=sys.stderr)
             sys.exit(EXIT_INTERRUPTED)
+    except Exception:
+        # an interrupt that library code swallowed, leaving it broken (interrupts.py): the
+        # error is its consequence, and the command was interrupted
+        from .run.interrupts import came
+        if not came():
+            raise
+        with ignored():
+            print("interrupted", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
     finally:
         with ignored():          # the command is over: no interrupt may land inside it
             _forget_handled_interrupt()

@@ -46,6 +46,26 @@ def _command_problem(plan: Plan, phase: Phase) -> str | None:
     return None
 
 
+# what one slot process holds (benchmarks/bench_sync.py measures ~5.7 MiB PSS a slot)
+SLOT_BYTES = 6 * 2**20
+
+
+def _memory_problem(plan: Plan, phases: list[Phase]) -> str | None:
+    """A phase with more slots than this machine's memory holds, one process each: refused
+    before any starts (64,000 workers here started slot after slot until memory ran out)."""
+    import psutil
+    most = max((ph for ph in distinct(phases)), key=lambda ph: ph.workers, default=None)
+    if most is None:
+        return None
+    need, have = most.workers * SLOT_BYTES, psutil.virtual_memory().available
+    if need <= have:
+        return None
+    return (f"{plan.path}: {_field(most, 'workers')}: {most.workers} slots on this machine "
+            f"need ~{need / 2**30:.1f} GiB (a process each, ~{SLOT_BYTES >> 20} MiB), more "
+            f"than its {have / 2**30:.1f} GiB available: run it on a cluster (--scheduler, "
+            "--hosts, --cluster), or --simulate it to see what it costs the coordinator")
+
+
 def preflight(plan: Plan, phases: list[Phase], distributed: bool = False
               ) -> tuple[list[str], list[str]]:
     """(errors, warnings), one line each. A program missing here is only a warning when the
@@ -69,4 +89,8 @@ def preflight(plan: Plan, phases: list[Phase], distributed: bool = False
                     (warnings if distributed else errors).setdefault(
                         f"{plan.path}: {msg}" + (" (the nodes may have it)" if distributed
                                                  else ""), None)
+    if not distributed:
+        msg = _memory_problem(plan, phases)
+        if msg:
+            errors.setdefault(msg, None)
     return list(errors), list(warnings)

@@ -62,6 +62,8 @@ class Outcome:
     status: str          # finished | failed | interrupted | aborted
     exit_code: int
     failed: int          # records whose status is not ok
+    checks_cut: bool = False   # interrupted after its last phase: every phase is stored,
+                               # the end's checks were not made
 
 
 class Coordinator:
@@ -73,6 +75,7 @@ class Coordinator:
         self.argv, self.slots, self.show_progress = argv, slots, progress
         self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
+        self.ran_all = False    # every phase ran: the run's end stores and checks them
         self.lost: set[str] = set()
         self.worst_error: dict[str, int] = {}
         self.in_flight: InFlight | None = None    # the phase whose go is sent, until collected
@@ -101,7 +104,7 @@ class Coordinator:
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
         beat = self._begin(store, run_id, nodes, notes, default_dir)
         status, code = "aborted", EXIT_FAILED
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        previous = signal.signal(signal.SIGTERM, interrupts.raise_interrupt)
         try:
             status = self._phases(nodes)
             code = {"finished": EXIT_OK, "failed": EXIT_FAILED}.get(status, EXIT_FAILED)
@@ -128,7 +131,12 @@ class Coordinator:
                 store.close()
             raise
         else:
-            self.engine.close()
+            # measured, stored and checked: a Ctrl-C now only cuts the nodes' close short
+            # (they are aborted), and the run keeps its status
+            if interrupts.cut_short(self.engine.close, then_ignore=False):
+                with interrupts.ignored():
+                    self.engine.abort()
+                interrupts.own()   # ignored() leaves them so: the report may take a while
             self._engine_warnings()
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -136,7 +144,8 @@ class Coordinator:
             self.collector.committed()     # nothing stays frozen past the run
         store.end_run(run_id, status)
         store.close()
-        return Outcome(run_id, status, code, self.failed)
+        return Outcome(run_id, status, code, self.failed,
+                       checks_cut=status == "interrupted" and self.ran_all)
 
     def _engine_warnings(self) -> None:
         """What the engine found while ending the run (a node that did not confirm it)."""
@@ -182,6 +191,7 @@ class Coordinator:
         point = None
         with RunProgress(len(self.phases), self.show_progress) as bar:
             for phase in self.phases:
+                interrupts.check()     # a Ctrl-C that library code swallowed stops us here
                 if point is not None and phase.point != point:
                     self._flush()     # a new point may set a variant up: commit first
                     self.engine.sync_clocks()    # clocks drift: re-measure between points
@@ -201,6 +211,7 @@ class Coordinator:
                     self._flush()
                     self._tear_down()
                     return "aborted"
+        self.ran_all = True    # an interrupt from here on stores the last phase (_flush)
         self._flush()
         self._tear_down()
         self._quality()
@@ -443,6 +454,3 @@ def _resource_problems(p: Phase, nodes: list[Node]) -> list[str]:
             f"on one node (workers = {p.workers}): each concurrent slot needs its own"
             for name, n in ids.items() if most > n]
 
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

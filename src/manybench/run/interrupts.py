@@ -13,17 +13,42 @@ from typing import Callable, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+# An interrupt came. Its KeyboardInterrupt is raised wherever Python happens to be, and
+# library code may swallow it: raised inside a callback (a weakref's, as an import ends)
+# it is printed as "Exception ignored" and lost; a Dask client then waited 10 s on a
+# module lock the lost interrupt left taken and failed an assertion (exit 1, a traceback).
+# Kept here, the command still ends as interrupted (entry.py, cli.py), and a run stops at
+# its next phase (check()).
+_came = False
 
-def _raise(signum: int, frame: object) -> None:
+
+def raise_interrupt(signum: int, frame: object) -> None:
+    """The handler of both signals: note it, raise KeyboardInterrupt."""
+    global _came
+    _came = True
     raise KeyboardInterrupt
+
+
+def came() -> bool:
+    """Whether an interrupt came in this process (handled, or swallowed on its way)."""
+    return _came
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt for an interrupt that came and was swallowed before it got
+    to us (called where a run can stop cleanly: before each phase)."""
+    global _came
+    if _came:
+        _came = False
+        raise KeyboardInterrupt
 
 
 def own() -> None:
     """The command's first instruction: Ctrl-C and SIGTERM raise KeyboardInterrupt, set
     explicitly whatever was inherited (a script's background job starts with SIGINT ignored,
     and Python then leaves it ignored)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _raise)
+    for s in SIGNALS:
+        signal.signal(s, raise_interrupt)
 
 
 @contextmanager
@@ -34,17 +59,19 @@ def ignored() -> Iterator[None]:
     yield
 
 
-def cut_short(step: Callable[[], None]) -> bool:
+def cut_short(step: Callable[[], None], then_ignore: bool = True) -> bool:
     """Run a step that a further Ctrl-C or SIGTERM may stop; True when it was stopped.
-    The signals are ignored again afterwards."""
+    The signals are ignored again afterwards (then_ignore: the run is ending), or handled as
+    they were before."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
     stopped = False
     try:
         for s in SIGNALS:
-            signal.signal(s, _raise)
+            signal.signal(s, raise_interrupt)
         step()
     except KeyboardInterrupt:
         stopped = True
     finally:
         for s in SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
+            signal.signal(s, signal.SIG_IGN if then_ignore else before[s])
     return stopped

@@ -52,6 +52,23 @@ def stored_options(argv: list[str]) -> tuple[list[str], int | None]:
     return sets, slots
 
 
+ENGINE_OPTIONS = ("--scheduler", "--hosts", "--cluster", "--simulate", "--fanout")
+
+
+def stored_engine(directory: str) -> dict[str, str]:
+    """Where DIR's latest run ran: its --scheduler, --hosts, --cluster or --simulate and its
+    --fanout as given ({} when on this machine), for a resume that names none (a resume of
+    a run of 1,000 simulated nodes x 64 slots started 64,000 slots on this machine)."""
+    info, _ = latest_run(directory)
+    found: dict[str, str] = {}
+    it = iter(info.argv)
+    for a in it:
+        name, eq, value = a.partition("=")
+        if name in ENGINE_OPTIONS:
+            found[name[2:]] = value if eq else next(it, "")
+    return found
+
+
 def _int(text: str) -> int | None:
     try:
         return int(text)
