@@ -200,9 +200,9 @@ def test_an_interrupt_a_library_swallowed_still_ends_the_command_with_130(tmp_pa
     (tmp_path / "swallowed.py").write_text(SWALLOWED)
     res = subprocess.run([sys.executable, "-m", "swallowed"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
-    assert "Exception ignored" in res.stderr        # the interrupt was lost on its way
     assert res.returncode == 130, (res.returncode, res.stderr)
-    assert res.stderr.rstrip().endswith("interrupted") and "AssertionError" not in res.stderr
+    # not Python's "Exception ignored in ..." and its traceback for the interrupt it lost
+    assert res.stderr.strip() == "interrupted", res.stderr
 
 
 def test_an_interrupt_a_library_swallowed_stops_the_run_at_its_next_phase(tmp_path):

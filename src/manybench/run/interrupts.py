@@ -8,6 +8,7 @@ the teardown runs with them raising KeyboardInterrupt, which stops it and moves 
 from __future__ import annotations
 
 import signal
+import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -49,6 +50,16 @@ def own() -> None:
     and Python then leaves it ignored)."""
     for s in SIGNALS:
         signal.signal(s, raise_interrupt)
+    sys.unraisablehook = _unraisable
+
+
+def _unraisable(info: "sys.UnraisableHookArgs") -> None:
+    """Python prints an exception it cannot raise ("Exception ignored in ..." and its
+    traceback): a KeyboardInterrupt lost so is one of ours, noted in _came, and the command
+    ends saying "interrupted", not with a traceback."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(info)
 
 
 @contextmanager
