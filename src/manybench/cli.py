@@ -261,7 +261,8 @@ def _stored_engine(directory: str, fanout: int | None) -> tuple:
     names = ("scheduler", "hosts", "cluster", "simulate")
     if any(found.get(n) for n in names):
         click.echo("resuming where the run ran: " + " ".join(
-            f"--{n} {found[n]}" for n in (*names, "fanout") if found.get(n)), err=True)
+            f"--{n} {found[n]}" for n in (*names, "fanout") if found.get(n))
+            + " (name one of them to resume elsewhere)", err=True)
     return (*(found.get(n) or None for n in names), fanout)
 
 

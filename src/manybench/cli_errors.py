@@ -162,9 +162,14 @@ def own_results(outdir: str) -> None:
 @contextlib.contextmanager
 def storing_results(outdir: str) -> Iterator[None]:
     """A run whose results disk fills (or fails) mid-run: what was committed stays, the
-    message says why the run stopped, exit 1."""
+    message says why the run stopped, exit 1. A results.db found damaged as the run reads it
+    back (a resume's end checks): exit 2, as every reader of it says so."""
+    from .results.schema import SchemaError
     try:
         yield
+    except SchemaError as e:     # damage found reading back what is stored (the end's checks)
+        raise UserError(f"{e}; the run stopped, every phase committed before is kept",
+                        EXIT_USAGE) from None
     except (sqlite3.Error, OSError) as e:
         if isinstance(e, OSError) and not is_disk_full(e):
             raise
