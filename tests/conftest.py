@@ -260,6 +260,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def loopback_scheduler(*args: str) -> tuple[int, subprocess.Popen]:
+    """A Dask scheduler on a free loopback port (args: --protocol tls and its files, say):
+    (port, its process)."""
+    port = free_port()
+    return port, subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                   "--host", "127.0.0.1", "--port", str(port),
+                                   "--dashboard-address", ":0", *args],
+                                  stderr=subprocess.DEVNULL)
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    """End processes this test started (by pid): SIGTERM, 15 s, then SIGKILL."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def export_json(directory: str) -> list[dict]:
     out = run_cli("export", directory, "--format", "json")
     assert out.returncode == 0, out.stderr

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import export_json, free_port, run_cli
+from conftest import export_json, loopback_scheduler, run_cli, stop
 from netns import Lab, require_netns, require_sshd
 
 pytestmark = pytest.mark.e2e
@@ -32,12 +32,10 @@ def _certs(d) -> dict:
 
 def test_tls_scheduler_and_workers(plan_file, tmp_path):
     c = _certs(tmp_path)
-    port = free_port()
-    addr = f"tls://127.0.0.1:{port}"
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                               "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", ":0", *tls], stderr=subprocess.DEVNULL)]
+    port, sched = loopback_scheduler("--protocol", "tls", *tls)
+    addr = f"tls://127.0.0.1:{port}"
+    procs = [sched]
     try:
         time.sleep(1.5)
         for name in ("t1", "t2"):
@@ -64,13 +62,7 @@ def test_tls_scheduler_and_workers(plan_file, tmp_path):
                       f"tcp://127.0.0.1:{port}", timeout=180)
         assert res.returncode == 2 and "Traceback" not in res.stderr
     finally:
-        for p in procs:          # our own processes, by pid
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
 
 
 def test_hosts_over_ssh(plan_file, tmp_path):
@@ -112,18 +104,16 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
     relay, never in the clear, and the run says so (a `relay` warning naming why)."""
     import sqlite3
     c = _certs(tmp_path)
-    port = free_port()
-    addr = f"tls://127.0.0.1:{port}"
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
+    port, sched = loopback_scheduler("--protocol", "tls", *tls)
+    addr = f"tls://127.0.0.1:{port}"
     pem = {k: open(c[k]).read() for k in ("ca", "cert", "key")}
     in_memory = {**os.environ, "MANYBENCH_SLOTS": "1", "MANYBENCH_NODE": "m2",
                  "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": pem["ca"],
                  "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT": pem["cert"],
                  "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY": pem["key"],
                  "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                               "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", ":0", *tls], stderr=subprocess.DEVNULL)]
+    procs = [sched]
     try:
         time.sleep(1.5)
         procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
@@ -148,13 +138,7 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
         res = run_cli("run", plan, "-o", out, "-q", "--scheduler", addr, timeout=180)
         assert res.returncode == 0, res.stderr
     finally:
-        for p in procs:          # our own processes, by pid
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
     rows = export_json(out)
     assert sorted(r["node"] for r in rows) == ["f1", "f1", "f1", "m2", "m2", "m2"]
     assert all(r["status"] == "ok" for r in rows)

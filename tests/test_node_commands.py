@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cluster_lab import faketime_lib, node_env
-from conftest import free_port
+from conftest import loopback_scheduler, stop
 from manybench.engines.local import LocalEngine
 from manybench.node import commands
 from manybench.node.commands import run_commands
@@ -121,11 +121,9 @@ def shifted_worker():
     """A Dask scheduler and one `manybench worker` whose clock runs SHIFT_S ahead."""
     if faketime_lib() is None:
         pytest.skip("libfaketime not installed (Debian package faketime)")
-    port = free_port()
+    port, sched = loopback_scheduler()
     addr = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                               "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
-                              stderr=subprocess.DEVNULL)]
+    procs = [sched]
     try:
         time.sleep(1.5)
         procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
@@ -133,14 +131,7 @@ def shifted_worker():
                                       env=node_env(SHIFT_S), stderr=subprocess.DEVNULL))
         yield addr
     finally:
-        for p in procs:          # our own processes, by pid
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(procs)
 
 
 @pytest.mark.e2e

@@ -12,18 +12,16 @@ import time
 
 import pytest
 
-from conftest import free_port
+from conftest import loopback_scheduler, stop
 
 pytestmark = pytest.mark.e2e   # a real Dask scheduler and worker
 
 
 def test_an_idle_worker_logs_no_stall(tmp_path):
-    port = free_port()
+    port, sched = loopback_scheduler()
     addr = f"tcp://127.0.0.1:{port}"
     log = tmp_path / "worker.log"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                               "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
-                              stderr=subprocess.DEVNULL)]
+    procs = [sched]
     try:
         with open(log, "w") as f:
             procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
@@ -35,14 +33,7 @@ def test_an_idle_worker_logs_no_stall(tmp_path):
             time.sleep(0.2)
         time.sleep(11.5)        # two ticks and more: each was logged as a stall
     finally:
-        for p in procs:          # our own processes, by pid
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(procs)
     text = log.read_text()
     assert "Starting Worker plugin manybench-agent" in text
     assert "unresponsive" not in text, text[-2000:]
