@@ -328,6 +328,31 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tm
     assert _alive(str(fake)) == [] and _alive(str(tmp_path / "res")) == []
 
 
+def test_a_rank_gone_before_it_was_ready_is_told_with_what_its_launcher_said(mpi, plan_file,
+                                                                              tmp_path):
+    """Every rank exits before MPI_Init: the first slot's record says so, with the launcher's
+    exit status and the tail of its output (the ranks' own message). It said only that the
+    rank had ended, which hid why (seen once under MPICH in a parallel test run)."""
+    fam, launcher, probe = mpi
+    recs = _run(plan_file, f"""
+        name = "early"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "probe"
+        command = ["{probe}", "early"]
+        ranks = 2
+        timeout = "60s"
+        launcher = "{launcher}"
+        """, tmp_path, expect=1)
+    first = next(r for r in recs if r["metrics"].get("job_rank", r["slot"]) == 0)
+    assert first["status"] == "error"
+    assert "ended before it was ready" in first["error"] or \
+        "exited with status 4 before rank 0" in first["error"], first["error"]
+    assert f"the launcher {launcher} exited with status 4" in first["error"], first["error"]
+    assert "probe: leaving before MPI_Init" in first["error"], first["error"]
+
+
 def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file, tmp_path):
     """A variant's wrap (a container launcher, say) runs each rank's program inside it:
     `launcher ... wrap... program`; the program behind it is still held in MPI_Init."""

@@ -41,6 +41,7 @@ from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abor
                         tell_abort_remote)
 
 START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task has no timeout
+LAUNCHER_SAID_S = 5.0      # a rank gone before it was ready: how long its launcher may take to exit
 LIBRARY = "libmbrank.so"
 # programs that exec or start the real program: let through, so that one is the rank
 PASS = ("env", "numactl", "taskset", "nice", "chrt", "time", "sh", "bash", "dash", "ch-run",
@@ -260,6 +261,24 @@ def _launcher_gone(st: JobSlot) -> str | None:
             + (f": {tail}" if tail else ""))
 
 
+def _launcher_said(st: JobSlot) -> str:
+    """What the job's launcher said once a rank ended before it was ready (the first slot's
+    record): its exit status and the tail of its output, waited for a few seconds. The
+    record said only that the rank had ended, which hid why (an MPICH job under load)."""
+    if st.launch is None:
+        return ""
+    name = os.path.basename(st.launch.argv[0])
+    try:
+        st.launch.proc.wait(LAUNCHER_SAID_S)
+    except subprocess.TimeoutExpired:
+        return f"; the launcher {name} still ran {LAUNCHER_SAID_S:g} s later"
+    st.launch.poll()
+    out, err = st.launch.text()
+    tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    return f"; the launcher {name} exited with status {st.launch.status}" + (
+        f": {tail}" if tail else "")
+
+
 def _told(st: JobSlot) -> str | None:
     """Why the job cannot start: its launcher exited (the first slot), or the first slot
     said so (the others)."""
@@ -285,7 +304,7 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
             msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
                    "launch (launcher start-up, wire-up and MPI_Init)")
         elif isinstance(e, RankGone):
-            msg = f"rank {st.jrank} of job {st.job} {e}"
+            msg = f"rank {st.jrank} of job {st.job} {e}" + _launcher_said(st)
         else:
             msg = str(e)
         if st.jrank == 0:   # the job's other slots stop waiting
