@@ -18,20 +18,16 @@ def _forget_handled_interrupt() -> None:
 
 
 def main() -> None:
-    from .run.interrupts import ignored, own
+    from .run.interrupts import came, ignored, own
     own()
     try:
         from .cli import main as cli
         cli()
-    except KeyboardInterrupt:    # outside any command (importing, parsing arguments)
-        with ignored():
-            print("interrupted", file=sys.stderr)
-            sys.exit(EXIT_INTERRUPTED)
-    except Exception:
-        # an interrupt that library code swallowed, leaving it broken (interrupts.py): the
-        # error is its consequence, and the command was interrupted
-        from .run.interrupts import came
-        if not came():
+    except (KeyboardInterrupt, Exception) as e:
+        # KeyboardInterrupt: outside any command (importing, parsing arguments); another
+        # error after an interrupt that library code swallowed, leaving it broken
+        # (interrupts.py): its consequence, and the command was interrupted
+        if not isinstance(e, KeyboardInterrupt) and not came():
             raise
         with ignored():
             print("interrupted", file=sys.stderr)

@@ -237,7 +237,7 @@ def _launcher_gone(st: JobSlot) -> str | None:
     if st.launch is None or st.launch.poll() is None:
         return None
     out, err = st.launch.text()
-    tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    tail = _tail_of(out, err)
     hint = ""
     if LIBRARY in out + err and "cannot be preloaded" in out + err:
         hint = (f" ({LIBRARY} was not found where the ranks run" +
@@ -261,6 +261,11 @@ def _launcher_gone(st: JobSlot) -> str | None:
             + (f": {tail}" if tail else ""))
 
 
+def _tail_of(out: str, err: str) -> str:
+    """What a launcher said last: its stderr's tail, else its stdout's."""
+    return (err.strip() or out.strip())[-TAIL_BYTES:]
+
+
 def _launcher_said(st: JobSlot) -> str:
     """What the job's launcher said once a rank ended before it was ready (the first slot's
     record): its exit status and the tail of its output, waited for a few seconds. The
@@ -273,8 +278,7 @@ def _launcher_said(st: JobSlot) -> str:
     except subprocess.TimeoutExpired:
         return f"; the launcher {name} still ran {LAUNCHER_SAID_S:g} s later"
     st.launch.poll()
-    out, err = st.launch.text()
-    tail = (err.strip() or out.strip())[-TAIL_BYTES:]
+    tail = _tail_of(*st.launch.text())
     return f"; the launcher {name} exited with status {st.launch.status}" + (
         f": {tail}" if tail else "")
 
