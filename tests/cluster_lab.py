@@ -38,16 +38,20 @@ class DaskLab:
 
     def __init__(self, nodes: int, slots: int = 2, shifted: int | None = None,
                  extra_worker_args: list[str] | None = None, env: dict | None = None,
-                 python: dict[int, list[str]] | None = None) -> None:
+                 python: dict[int, list[str]] | None = None, insecure: bool = False) -> None:
+        """insecure: the scheduler and workers started --insecure (plain TCP, no one
+        authenticated), as an opted-out cluster is."""
         require_netns()
+        self.insecure = insecure
+        opt_out = ["--insecure"] if insecure else []
         self.lab = Lab(nodes + 1)
         try:
             ip0 = self.lab.ip(0)
-            self.sched = self.lab.popen(0, [sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                            "--host", ip0, "--port", str(SCHED_PORT),
-                                            "--dashboard-address", ":0", "--no-show"])
+            # secured as users' clusters are: the session's credentials (conftest.py)
+            self.sched = self.lab.popen(0, [sys.executable, "-m", "manybench", "scheduler",
+                                            "--host", ip0, "--port", str(SCHED_PORT), *opt_out])
             self.lab.wait_port(0, SCHED_PORT, 30, proc=self.sched)
-            self.scheduler = f"tcp://{ip0}:{SCHED_PORT}"
+            self.scheduler = f"{'tcp' if insecure else 'tls'}://{ip0}:{SCHED_PORT}"
             self.workers = {}
             for i in range(1, nodes + 1):
                 shift = FAKETIME_SHIFT_S if shifted == i else None
@@ -55,7 +59,8 @@ class DaskLab:
                 self.workers[f"n{i}"] = self.lab.popen(
                     i, [*cmd, "worker", self.scheduler,
                         "--name", f"n{i}", "--slots", str(slots), "--host", self.lab.ip(i),
-                        *(extra_worker_args or [])], env={**node_env(shift), **(env or {})})
+                        *opt_out, *(extra_worker_args or [])],
+                    env={**node_env(shift), **(env or {})})
             self.wait_workers(nodes)
         except BaseException:
             self.lab.close()
@@ -63,7 +68,9 @@ class DaskLab:
 
     def wait_workers(self, n: int, timeout: float = 60) -> None:
         from distributed import Client
-        with Client(self.scheduler, timeout="30s") as c:
+        from conftest import client_security
+        sec = None if self.insecure else client_security()
+        with Client(self.scheduler, timeout="30s", security=sec) as c:
             c.wait_for_workers(n, timeout=timeout)
         time.sleep(0.2)   # plugins are set up as workers register
 

@@ -260,14 +260,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def loopback_scheduler(*args: str) -> tuple[int, subprocess.Popen]:
-    """A Dask scheduler on a free loopback port (args: --protocol tls and its files, say):
-    (port, its process)."""
+def loopback_scheduler(*args: str) -> tuple[str, subprocess.Popen]:
+    """`manybench scheduler` on a free loopback port, secured with the session's credentials
+    (args: --insecure, or --credentials DIR, say): (its address, its process)."""
     port = free_port()
-    return port, subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                   "--host", "127.0.0.1", "--port", str(port),
-                                   "--dashboard-address", ":0", *args],
-                                  stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "scheduler", "--host",
+                             "127.0.0.1", "--port", str(port), *args], stderr=subprocess.DEVNULL)
+    return f"{'tcp' if '--insecure' in args else 'tls'}://127.0.0.1:{port}", proc
+
+
+def client_security():
+    """The Security a test's own Dask client needs for the session's clusters."""
+    from manybench.security.credentials import default_dir, load
+    return load(default_dir()).security()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cluster_credentials(tmp_path_factory) -> str:
+    """Every cluster a test starts is secured as users' are: with the credentials
+    `manybench cluster-credentials` makes, where every manybench command (and the
+    namespace nodes' workers, which inherit the environment) finds them."""
+    from manybench.security.credentials import make
+    where = tmp_path_factory.mktemp("credentials") / "cluster"
+    make(str(where))
+    os.environ["MANYBENCH_CREDENTIALS"] = str(where)
+    return str(where)
 
 
 def stop(procs: list[subprocess.Popen]) -> None:

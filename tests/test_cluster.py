@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
-from conftest import export_json, run_cli
+from conftest import client_security, export_json, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -129,7 +129,7 @@ def test_unreachable_scheduler_exits_2(plan_file, tmp_path):
     plan = plan_file('[[task]]\nname = "a"\nkernel = "null"\n')
     # Dask's own setting: how long the coordinator tries (30 s by default)
     env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
-    res = run_cli("run", plan, "--scheduler", "tcp://127.0.0.1:9", timeout=120, env=env)
+    res = run_cli("run", plan, "--scheduler", "tls://127.0.0.1:9", timeout=120, env=env)
     assert res.returncode == 2
     assert "scheduler" in res.stderr and "Traceback" not in res.stderr
 
@@ -288,7 +288,7 @@ def test_phases_on_the_direct_channel_hold_the_lease_without_renewals(tmp_path, 
     monkeypatch.setattr(engine_mod, "LeaseRenewer", functools.partial(
         engine_mod.LeaseRenewer, lease_s=lease_s, every_s=every_s))
     with DaskLab(2, slots=1) as lab:
-        client = Client(lab.scheduler, timeout="30s")
+        client = Client(lab.scheduler, timeout="30s", security=client_security())
         engine = engine_mod.DaskEngine(client, on_close=client.close, expected=2)
         engine.start("lease", 1, str(tmp_path), False)
         try:

@@ -33,8 +33,7 @@ def _certs(d) -> dict:
 def test_tls_scheduler_and_workers(plan_file, tmp_path):
     c = _certs(tmp_path)
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
-    port, sched = loopback_scheduler("--protocol", "tls", *tls)
-    addr = f"tls://127.0.0.1:{port}"
+    addr, sched = loopback_scheduler(*tls)
     procs = [sched]
     try:
         time.sleep(1.5)
@@ -59,7 +58,8 @@ def test_tls_scheduler_and_workers(plan_file, tmp_path):
         # without the certificates the secured cluster refuses us
         bare = plan_file('[[task]]\nname = "a"\nkernel = "null"\n', "bare.toml")
         res = run_cli("run", bare, "-o", str(tmp_path / "res2"), "-q", "--scheduler",
-                      f"tcp://127.0.0.1:{port}", timeout=180)
+                      addr.replace("tls://", "tcp://"), "--insecure", timeout=180,
+                      env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
         assert res.returncode == 2 and "Traceback" not in res.stderr
     finally:
         stop(procs)
@@ -105,8 +105,7 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
     import sqlite3
     c = _certs(tmp_path)
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
-    port, sched = loopback_scheduler("--protocol", "tls", *tls)
-    addr = f"tls://127.0.0.1:{port}"
+    addr, sched = loopback_scheduler(*tls)
     pem = {k: open(c[k]).read() for k in ("ca", "cert", "key")}
     in_memory = {**os.environ, "MANYBENCH_SLOTS": "1", "MANYBENCH_NODE": "m2",
                  "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": pem["ca"],

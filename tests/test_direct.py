@@ -15,6 +15,8 @@ from manybench.engines.direct import DirectRefused, Fanout, connect
 from manybench.model import Phase, TaskSpec
 from manybench.node import protocol as P
 from manybench.node.direct import recv_frame, send_frame
+from manybench.node.gate import proof
+from manybench.security import auth
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("manybench._native", reason="the C kernels are not built")
@@ -43,12 +45,24 @@ def agent(tmp_path):
         sock.close()
 
 
-def _hello(port: int, frame: bytes) -> tuple[object, bytes]:
-    """Send one first frame; the node's answer and what follows it (b"": closed)."""
+def _hello(port: int, make) -> tuple[object, bytes]:
+    """Read the node's challenge, send make(challenge) as our first frame; the node's answer
+    and what follows it (b"": closed)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        send_frame(s, frame)
+        challenge = P.decode(recv_frame(s), "n1")
+        assert isinstance(challenge, P.Challenge) and challenge.use == "direct"
+        send_frame(s, make(challenge))
         answer = P.decode(recv_frame(s), "n1")
-        return answer, s.recv(1)
+        return answer, (s.recv(1) if isinstance(answer, P.Failed) else b"open")
+
+
+def _proved(secret: str, version: int = V):
+    """A Hello proving `secret` (as the coordinator makes it), of `version`."""
+    def make(ch: P.Challenge) -> bytes:
+        mine = auth.nonce()
+        return P.encode(P.Hello(mine, proof(auth.derive(secret, "direct"), b"hello", "direct",
+                                            ch.nonce, mine), version))
+    return make
 
 
 def test_the_channel_refuses_a_wrong_secret_and_another_version(agent):
@@ -56,20 +70,30 @@ def test_the_channel_refuses_a_wrong_secret_and_another_version(agent):
     assert isinstance(started, P.Started) and started.direct is not None
     assert started.direct.tls is False and started.why == ""
     port = started.direct.port
-    refused, after = _hello(port, P.encode(P.Hello("not-the-secret")))
+    refused, after = _hello(port, _proved("not-the-secret"))
     assert isinstance(refused, P.Failed) and refused.error.startswith("wrong secret")
     assert after == b""                                        # and closed
-    other = P.MAGIC + (V + 1).to_bytes(2, "big") + P.CODEC.pack(P.Hello(SECRET, V + 1))
-    refused, after = _hello(port, other)
+
+    def other_version(ch: P.Challenge) -> bytes:
+        return P.MAGIC + (V + 1).to_bytes(2, "big") + P.CODEC.pack(
+            P.Hello(b"0" * 16, b"", V + 1))
+    refused, after = _hello(port, other_version)
     assert isinstance(refused, P.Failed) and after == b""
-    assert refused.error.startswith(f"the coordinator speaks manybench protocol version "
+    assert refused.error.startswith(f"the peer speaks manybench protocol version "
                                     f"{V + 1}; this side speaks version {V}")
-    refused, _ = _hello(port, P.encode(P.Hello(SECRET, V + 1)))   # the Hello's own field
+    refused, _ = _hello(port, _proved(SECRET, V + 1))        # the Hello's own field
     assert isinstance(refused, P.Failed) and f"version {V + 1}" in refused.error
-    refused, _ = _hello(port, P.encode(P.Ping()))                  # no Hello first
+    refused, _ = _hello(port, lambda ch: P.encode(P.Ping()))     # no Hello first
     assert isinstance(refused, P.Failed) and "opens with Hello" in refused.error
+    # the secret itself, sent in clear as before protocol 5, proves nothing
+    refused, _ = _hello(port, lambda ch: P.encode(P.Hello(b"0" * 16, SECRET.encode())))
+    assert isinstance(refused, P.Failed) and refused.error.startswith("wrong secret")
     with pytest.raises(DirectRefused, match="wrong secret"):
         connect("127.0.0.1", started.direct, "guess", None, "node n1")
+    welcome, _ = _hello(port, _proved(SECRET))
+    assert isinstance(welcome, P.Welcome)        # the run's own proof opens it
+    assert auth.valid(auth.derive(SECRET, "direct"), welcome.proof, b"welcome", b"direct",
+                      *[b""] * 0) is False       # a proof is bound to its nonces
     assert call(P.Ping()) is None              # none of it disturbed the node
     assert heard.last() == 0.0     # nothing refused, nor the worker's pipe, is heard
 

@@ -84,7 +84,8 @@ def test_a_node_whose_direct_channel_drops_is_lost(policy, plan_file, tmp_path):
     channels = dict(db.execute("select name, json_extract(inventory, '$.channel') "
                                "from nodes").fetchall())
     db.close()
-    assert channels == {"n1": "direct", "n2": "direct", "n3": "direct"}
+    # a default cluster is secured: its channels are TLS with its own certificates
+    assert channels == {"n1": "direct, TLS", "n2": "direct, TLS", "n3": "direct, TLS"}
     if policy == "abort":
         assert {r["phase"] for r in rows} == {0} and status == "aborted"
     else:

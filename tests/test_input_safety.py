@@ -276,7 +276,7 @@ def test_a_command_missing_from_path_is_only_warned_on_a_cluster(tmp_path):
     import dask
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):   # not 30 s
         res = CliRunner().invoke(main, ["run", str(plan), "--dry-run", "--scheduler",
-                                        "tcp://127.0.0.1:9"])
+                                        "tls://127.0.0.1:9"])
     assert "warning:" in res.output and "no-such-program-manybench" in res.output
     assert res.exit_code == 2 and "cannot reach the Dask scheduler" in res.output, res.output
 

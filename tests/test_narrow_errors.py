@@ -107,7 +107,7 @@ def test_a_cluster_that_cannot_start_is_an_engine_error_but_a_bug_is_raised(star
                                                                           monkeypatch):
     import dask_jobqueue
     import distributed
-    import distributed.deploy.ssh
+    import manybench.engines.ssh
     plan = parse_plan('[[task]]\nname = "n"\nkernel = "null"\n', "p.toml", ())
     hostfile = tmp_path / "hosts"
     hostfile.write_text("node01 2\n")
@@ -115,7 +115,7 @@ def test_a_cluster_that_cannot_start_is_an_engine_error_but_a_bug_is_raised(star
              "hosts": lambda: clusters.from_hosts(plan, str(hostfile), 2),
              "allocation": lambda: clusters.in_allocation(plan, 2)}
     where = {"jobqueue": (dask_jobqueue, "SLURMCluster"),
-             "hosts": (distributed.deploy.ssh, "SSHCluster"),
+             "hosts": (manybench.engines.ssh, "ssh_cluster"),
              "allocation": (distributed, "LocalCluster")}[start]
     monkeypatch.setattr(*where, _Refused(RuntimeError("Cluster failed to start: no sbatch")))
     with pytest.raises(EngineError, match="Cluster failed to start"):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cluster_lab import faketime_lib, node_env
-from conftest import loopback_scheduler, stop
+from conftest import client_security, loopback_scheduler, stop
 from manybench.engines.local import LocalEngine
 from manybench.node import commands
 from manybench.node.commands import run_commands
@@ -121,8 +121,7 @@ def shifted_worker():
     """A Dask scheduler and one `manybench worker` whose clock runs SHIFT_S ahead."""
     if faketime_lib() is None:
         pytest.skip("libfaketime not installed (Debian package faketime)")
-    port, sched = loopback_scheduler()
-    addr = f"tcp://127.0.0.1:{port}"
+    addr, sched = loopback_scheduler()
     procs = [sched]
     try:
         time.sleep(1.5)
@@ -138,7 +137,7 @@ def shifted_worker():
 def test_dask_carries_them_and_stamps_come_back_in_our_clock(shifted_worker, tmp_path):
     from distributed import Client
     from manybench.engines.dask import DaskEngine
-    client = Client(shifted_worker, timeout="30s")
+    client = Client(shifted_worker, timeout="30s", security=client_security())
     engine = DaskEngine(client, default_slots=1, on_close=client.close, expected=1)
     engine.start("cmd-dask", 1, str(tmp_path), False)
     try:

@@ -11,6 +11,7 @@ from manybench.node import protocol as P
 from manybench.node.clock import EchoServer
 from manybench.node.direct import Listener, recv_frame, send_frame
 from manybench.node.relay import Relay
+from manybench.security import auth
 
 SECRET = "relay-secret-0123"
 
@@ -21,7 +22,7 @@ class FakeMember:
 
     def __init__(self, answer, secret: str = SECRET) -> None:
         self.listener = Listener(secret, host="127.0.0.1")
-        self.echo = EchoServer("127.0.0.1")
+        self.echo = EchoServer("127.0.0.1", lambda: auth.derive(secret, "echo"))
         self.answer = answer
         self.got: list[object] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)

@@ -38,7 +38,7 @@ def test_a_shifted_node_through_a_relay_has_its_clock_corrected(plan_file, tmp_p
     assert res.returncode == 0, res.stderr + res.stdout
     inv = stored_inventories(out)
     assert inv["n2"]["channel"] == inv["n3"]["channel"] == "through relay n1"
-    assert inv["n1"]["relay_for"] == ["n2", "n3"] and inv["n4"]["channel"] == "direct"
+    assert inv["n1"]["relay_for"] == ["n2", "n3"] and inv["n4"]["channel"] == "direct, TLS"
     rows = export_json(out)
     off = {r["node"]: r["metrics"]["clock_offset_ns"] for r in rows}
     err = {r["node"]: r["metrics"]["clock_error_ns"] for r in rows}

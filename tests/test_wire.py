@@ -12,6 +12,8 @@ import threading
 
 import pytest
 
+from manybench.security import auth
+
 from manybench.engines.base import EngineError, wire_phase, with_go
 from manybench.engines.dask import DaskEngine
 from manybench.engines.local import LocalEngine
@@ -152,8 +154,9 @@ class _Client:
         client = self
 
         class Rpc:
-            async def mb_call(self, kind: str, request: bytes) -> bytes:
+            async def mb_call(self, kind: str, request: bytes, tag: bytes) -> bytes:
                 req = P.decode(request, "the coordinator")
+                assert isinstance(tag, bytes) and len(tag) == 32   # signed with the run's key
                 assert type(req).__name__ == kind
                 client.sent.append((addr, req))
                 return client.answer(addr, req)
@@ -281,15 +284,32 @@ def test_a_dask_worker_answers_typed_requests_through_its_one_handler(monkeypatc
     plugin.setup(worker)
     call = worker.handlers["mb_call"]
 
-    def ask(req: object) -> object:
-        return P.decode(asyncio.run(call(kind=type(req).__name__, request=P.encode(req))), "n1")
+    key = auth.derive("the-runs-secret", "call")
+
+    def ask(req: object, signed: bool = True) -> object:
+        kind, data = type(req).__name__, P.encode(req)
+        tag = auth.tag(key, kind.encode(), data) if signed else b""
+        return P.decode(asyncio.run(call(kind=kind, request=data, tag=tag)), "n1")
     try:
         assert set(worker.handlers) == {"mb_call"}       # every request: protocol.py's
-        info = ask(P.Info())
+        info = ask(P.Info(), signed=False)
         assert isinstance(info, P.NodeInfo) and (info.node, info.slots) == ("n1", 1)
         assert isinstance(ask(P.MeasureNoise(0.02)), P.NoiseFloor)
-        plugin.lease.renew()                              # a run holds the node
+        plugin.run, plugin.call_key = "r1", key           # a run holds the node
+        plugin.lease.renew()
+        refused = ask(P.Renew(60.0), signed=False)        # not signed with its secret
+        assert isinstance(refused, P.Failed) and "does not carry its secret" in refused.error
+        assert plugin.lease.length != 60.0
         assert ask(P.Renew(60.0)) is None and plugin.lease.length == 60.0
+        # another run's Start, signed with its own secret, waits for this run's lease (here
+        # a short one) and is refused while the run holds the node; Abort unsigned likewise
+        plugin.lease.length = 0.3
+        start = P.Start("r2", "n1", 1, "/tmp", secret="another")
+        data = P.encode(start)
+        busy = P.decode(asyncio.run(call(kind="Start", request=data, tag=auth.tag(
+            auth.derive("another", "call"), b"Start", data))), "n1")
+        assert isinstance(busy, P.Failed) and "another coordinator's run (r1)" in busy.error
+        assert isinstance(ask(P.Abort(), signed=False), P.Failed) and plugin.run == "r1"
         # a coordinator of another version: refused unread, in our envelope
         other = P.MAGIC + (V + 1).to_bytes(2, "big") + b"junk"
         refused = P.decode(asyncio.run(call(kind="Start", request=other)), "n1")

@@ -18,8 +18,7 @@ pytestmark = pytest.mark.e2e   # a real Dask scheduler and worker
 
 
 def test_an_idle_worker_logs_no_stall(tmp_path):
-    port, sched = loopback_scheduler()
-    addr = f"tcp://127.0.0.1:{port}"
+    addr, sched = loopback_scheduler()
     log = tmp_path / "worker.log"
     procs = [sched]
     try:

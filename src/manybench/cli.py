@@ -75,9 +75,10 @@ def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], s
 
 
 def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
-            cluster: str | None, simulate: str | None = None):
-    """The local engine, a Dask engine for --scheduler / --hosts / --cluster, or simulated
-    nodes for --simulate."""
+            cluster: str | None, simulate: str | None = None, credentials: str | None = None,
+            insecure: bool = False):
+    """The local engine, a Dask engine for --scheduler / --hosts / --cluster (secured unless
+    --insecure: engines/access.py), or simulated nodes for --simulate."""
     if simulate:
         from .engines.simulated import SimulatedEngine, parse_spec
         try:
@@ -91,10 +92,10 @@ def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
     from .engines.hostfile import HostfileError
     try:
         if scheduler:
-            return clusters.from_scheduler(plan, scheduler, slots)
+            return clusters.from_scheduler(plan, scheduler, slots, credentials, insecure)
         if hosts:
-            return clusters.from_hosts(plan, hosts, slots)
-        return clusters.from_cluster(plan, cluster, slots)
+            return clusters.from_hosts(plan, hosts, slots, credentials, insecure)
+        return clusters.from_cluster(plan, cluster, slots, credentials, insecure)
     except HostfileError as e:
         for problem in e.problems:
             click.echo(problem, err=True)
@@ -199,6 +200,12 @@ def main() -> None:
               help="Simulated nodes instead of a cluster, to see what a run of N nodes x S "
                    "slots costs the coordinator: nothing runs, records are synthetic "
                    "(options delay, jitter, loss, offset, work, processes; docs/scale.md).")
+@click.option("--credentials", type=click.Path(file_okay=False), metavar="DIR",
+              help="The cluster's credentials (`manybench cluster-credentials`); default: "
+                   "[cluster] credentials, else $MANYBENCH_CREDENTIALS, else "
+                   "~/.config/manybench/cluster.")
+@click.option("--insecure", is_flag=True, help="Reach the cluster without TLS or "
+              "authentication (anyone who reaches it can drive its nodes): named in the run.")
 @click.option("--fanout", type=_Fanout(), default=None,
               help="On a cluster: relays, nodes that carry each phase to a group of nodes "
                    "(docs/scale.md). auto (default): above 128 nodes, sqrt(N) per relay; off: "
@@ -206,7 +213,8 @@ def main() -> None:
 def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         overrides: tuple[str, ...], slots: int | None, dry_run: bool, quiet: bool,
         scheduler: str | None, hosts: str | None, cluster: str | None,
-        simulate: str | None, fanout: int | None) -> None:
+        simulate: str | None, credentials: str | None, insecure: bool,
+        fanout: int | None) -> None:
     """Run a plan."""
     if resume_dir is not None and (outdir is not None or dry_run):
         raise _fail("--resume DIR continues DIR: give neither -o nor --dry-run with it")
@@ -216,10 +224,16 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
         raise _fail(f"plan file not found: {plan}")
     if resume_dir is not None and not (scheduler or hosts or cluster or simulate):
         # the run's own nodes, as its own --set: resumed elsewhere, its phases would differ
-        scheduler, hosts, cluster, simulate, fanout = _stored_engine(resume_dir, fanout)
+        (scheduler, hosts, cluster, simulate, fanout, stored_credentials,
+         stored_insecure) = _stored_engine(resume_dir, fanout)
+        if not (credentials or insecure):    # and reached as it was
+            credentials, insecure = stored_credentials, stored_insecure
     if sum(x is not None for x in (scheduler, hosts, cluster, simulate)) > 1:
         raise _fail("give at most one of --scheduler, --hosts, --cluster, --simulate")
     distributed = bool(scheduler or hosts or cluster or simulate)
+    if (credentials or insecure) and not (scheduler or hosts or cluster):
+        raise _fail("--credentials and --insecure are for a cluster (--scheduler, --hosts, "
+                    "--cluster): this machine's slots need no network")
     if fanout is not None and not distributed:
         raise _fail("--fanout needs a cluster (--scheduler, --hosts, --cluster or --simulate):"
                     " this machine's slots need no relay")
@@ -234,7 +248,8 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     errs.preflight(the_plan, phases, distributed)
     if dry_run and distributed:     # the cluster's nodes and placement (run/dry_run.py)
         return _dry_run_cluster(the_plan, phases, slots,
-                                _engine(the_plan, slots, scheduler, hosts, cluster, simulate))
+                                _engine(the_plan, slots, scheduler, hosts, cluster, simulate,
+                                        credentials, insecure))
     if dry_run:
         _dry_run(the_plan, phases, slots)
         return
@@ -242,7 +257,8 @@ def run(plan: str | None, outdir: str | None, resume_dir: str | None,
     option = "-o" if resume is None else "--resume"
     errs.writable_results_dir(outdir, option)      # before any node or slot starts
     errs.own_results(outdir)         # locked by another process: exit 2, nothing started
-    engine = _engine(the_plan, slots, scheduler, hosts, cluster, simulate)
+    engine = _engine(the_plan, slots, scheduler, hosts, cluster, simulate, credentials,
+                     insecure)
     engine.per_relay = fanout
     with errs.storing_results(outdir):
         _run(the_plan, phases, outdir, slots, quiet, engine, resume)
@@ -261,9 +277,11 @@ def _stored_engine(directory: str, fanout: int | None) -> tuple:
     names = ("scheduler", "hosts", "cluster", "simulate")
     if any(found.get(n) for n in names):
         click.echo("resuming where the run ran: " + " ".join(
-            f"--{n} {found[n]}" for n in (*names, "fanout") if found.get(n))
+            f"--{n} {found[n]}" for n in (*names, "fanout", "credentials") if found.get(n))
+            + (" --insecure" if "insecure" in found else "")
             + " (name one of them to resume elsewhere)", err=True)
-    return (*(found.get(n) or None for n in names), fanout)
+    return (*(found.get(n) or None for n in names), fanout, found.get("credentials") or None,
+            "insecure" in found)
 
 
 def _resumed(directory: str, plan_path: str | None, overrides: tuple[str, ...],
@@ -490,21 +508,6 @@ def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
 
 
 @main.command()
-@click.argument("scheduler")
-@click.option("--name", help="This node's name in records (default: the host name).")
-@click.option("--slots", type=click.IntRange(min=1), help="Slots on this node (default: its cpus).")
-@click.option("--host", help="Address to listen on (default: the one routing to the scheduler).")
-@click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False))
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False))
-def worker(scheduler: str, name: str | None, slots: int | None, host: str | None,
-           tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None) -> None:
-    """Start this node's agent in a Dask worker joined to SCHEDULER."""
-    from .node.worker import run_worker
-    run_worker(scheduler, name, slots, host, tls_ca_file, tls_cert, tls_key)
-
-
-@main.command()
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False),
               help="Show the peaks with this plan's [peaks] applied.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -598,6 +601,9 @@ def bundle(directory: str, source: str | None, python_version: str | None,
     click.echo(f"{len(files)} files in {directory}; install with:\n"
                f"  pip install --no-index --find-links {directory} manybench")
 
+
+# the cluster's own commands (worker, scheduler, cluster-credentials) register themselves
+from . import cli_cluster  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

@@ -11,13 +11,13 @@ coordinator's cost at scale) are the two.
 """
 from __future__ import annotations
 
-import resource
 import time
 from typing import Any, Callable
 
 from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
+from ..node.procs import open_files
 from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member, Prepare,
                              Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
                              WirePhase, encode_with, pack_value)
@@ -52,11 +52,7 @@ class ChannelEngine(Engine):
     def open_files_for(nodes: int) -> None:
         """Raise this process's open-file limit for a socket (and an echo) per node, up to the
         hard limit: 1,000 nodes reached directly at start need more than the usual 1,024."""
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = 3 * nodes + 256
-        if soft != resource.RLIM_INFINITY and soft < want:
-            limit = want if hard == resource.RLIM_INFINITY else min(want, hard)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, limit), hard))
+        open_files(3 * nodes + 256)
 
     # -- relays and clocks --------------------------------------------------------------------
     def form_groups(self, on_own: dict[str, Member]) -> None:

@@ -1,8 +1,10 @@
 """Ways to reach a cluster, all through Dask: a scheduler address, SSH hosts, a batch system
 through dask-jobqueue, or the Slurm allocation we are running in. Each returns a DaskEngine.
 
-Every worker gets the agent plugin through `--preload manybench.node.dask_plugin`, except
-those started by hand with `manybench worker`, which carry it already.
+Every way is secured unless the run says --insecure (access.py: whose credentials, made
+where). Workers started by manybench itself (SSH, srun) are `manybench worker`; dask-jobqueue's
+are plain Dask workers given the agent plugin through `--preload manybench.node.dask_plugin`
+and a private working directory made by their job.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from typing import Any, Callable
 
 from .hostfile import load_hostfile
 from ..model import Plan
+from ..security import credentials as creds
+from .access import Access, resolve, scheduler_address
 from .base import EngineError  # noqa: F401  (re-exported for the command line)
 from .dask import DaskEngine
 
@@ -24,59 +28,54 @@ PRELOAD = "manybench.node.dask_plugin"
 CLUSTER_ERRORS = (RuntimeError, OSError, TimeoutError, ValueError)
 
 
-def security(plan: Plan) -> Any:
-    """Dask TLS settings from [cluster] tls = {ca_file, cert, key, require_encryption}."""
-    tls = plan.cluster.get("tls")
-    if not tls:
-        return None
-    from distributed.security import Security
-    return Security(tls_ca_file=tls.get("ca_file"), tls_client_cert=tls.get("cert"),
-                    tls_client_key=tls.get("key"), tls_scheduler_cert=tls.get("cert"),
-                    tls_scheduler_key=tls.get("key"), tls_worker_cert=tls.get("cert"),
-                    tls_worker_key=tls.get("key"),
-                    require_encryption=tls.get("require_encryption", True))
-
-
-def _client(address: Any, sec: Any) -> Any:
+def _client(address: Any, access: Access) -> Any:
     from distributed import Client
     # how long to try: Dask's distributed.comm.timeouts.connect (30 s unless configured, e.g.
     # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s)
+    sec = access.security()
     try:
         return Client(address, security=sec) if sec else Client(address)
     except (OSError, TimeoutError) as e:
         raise EngineError(f"cannot reach the Dask scheduler at {address}: {e}") from None
 
 
-def from_scheduler(plan: Plan, address: str, slots: int | None) -> DaskEngine:
-    client = _client(address, security(plan))
-    return DaskEngine(client, default_slots=slots, on_close=client.close)
+def from_scheduler(plan: Plan, address: str, slots: int | None,
+                   credentials: str | None = None, insecure: bool = False) -> DaskEngine:
+    access = resolve(plan, credentials, insecure)
+    client = _client(scheduler_address(address, access), access)
+    return DaskEngine(client, default_slots=slots, on_close=client.close, access=access)
 
 
-def from_hosts(plan: Plan, path: str, slots: int | None) -> DaskEngine:
-    """SSHCluster over the hostfile's hosts: the scheduler on the first, a worker on each."""
-    from distributed.deploy.ssh import SSHCluster
+def from_hosts(plan: Plan, path: str, slots: int | None, credentials: str | None = None,
+               insecure: bool = False) -> DaskEngine:
+    """The scheduler on the hostfile's first host, a worker on each, started over SSH
+    (engines/ssh.py), with credentials made for this cluster unless some are given."""
+    from .ssh import ssh_cluster
     hosts = load_hostfile(path)
     ssh = plan.cluster.get("ssh", {})
     connect = {k: v for k, v in ssh.items() if k in ("username", "port", "known_hosts",
                                                          "client_keys")}
     names = [h for h, _ in hosts]
+    access = resolve(plan, credentials, insecure, own=True)
+    made = ""
+    if access.source == "own":        # this cluster's own, for its life
+        cred, made = creds.make_temporary()
+        access = Access(cred, "made for this SSH cluster")
     try:
-        cluster = SSHCluster([names[0], *names], connect_options=connect,
-                             worker_options={"nthreads": 1, "preload": [PRELOAD]},
-                             # the scheduler must listen on the first host's address, not
-                             # whatever interface Dask would guess there
-                             scheduler_options={"port": plan.cluster.get("scheduler_port", 0),
-                                                "host": _resolve(names[0]),
-                                                "dashboard_address": None},
-                             remote_python=plan.cluster.get("python", sys.executable),
-                             security=security(plan))
+        cluster = ssh_cluster(names, {h: _resolve(h) for h in names}, connect,
+                              plan.cluster.get("python", sys.executable), access.credentials,
+                              plan.cluster.get("scheduler_port", 0), access.security())
     except CLUSTER_ERRORS as e:
+        if made:
+            creds.remove(made)
         raise EngineError(f"starting Dask over SSH on {', '.join(names)}: {e}") from None
-    client = _client(cluster, security(plan))
+    client = _client(cluster, access)
     by_ip = {_resolve(h): h for h in names}
     counts = {h: s for h, s in hosts if s}
     return DaskEngine(client, slots=counts, default_slots=slots, expected=len(hosts),
-                      host_names=by_ip, on_close=_closer(client, cluster))
+                      host_names=by_ip, access=access,
+                      on_close=_closer(client, cluster, (lambda: creds.remove(made))
+                                       if made else None))
 
 
 def _resolve(host: str) -> str:
@@ -98,17 +97,28 @@ def _closer(client: Any, cluster: Any, after: Callable[[], None] | None = None) 
 JOBQUEUE = {"slurm": "SLURMCluster", "sge": "SGECluster", "pbs": "PBSCluster"}
 
 
-def jobqueue_options(kind: str, plan: Plan, slots: int | None) -> dict[str, Any]:
+# a job's worker works in a private directory of the job's own, removed when the job ends:
+# Dask's default ($TMPDIR/dask-scratch-space) is shared and predictable, and another user can
+# plant links where the worker writes its lock files
+WORKDIR = ['export MANYBENCH_WORKDIR="$(mktemp -d)"', 'trap \'rm -rf "$MANYBENCH_WORKDIR"\' EXIT',
+           # the worker's HTTP server answers a health check, not the cluster's state
+           "export DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[\"distributed.http.health\"]'"]
+
+
+def jobqueue_options(kind: str, plan: Plan, slots: int | None,
+                     access: Access | None = None) -> dict[str, Any]:
     """dask-jobqueue keyword arguments from the plan's [cluster] table: one worker process
-    per node job, with the agent preloaded and the node's slot count in its environment."""
+    per node job, with the agent preloaded and the node's slot count in its environment.
+    access: the cluster's (its Security); None: insecure."""
     c = plan.cluster
     per_node = c.get("slots") or slots or plan.slots or os.cpu_count() or 1
     opts: dict[str, Any] = {
         "cores": c.get("cores", per_node), "memory": c.get("memory", "4GB"),
         "processes": 1, "walltime": c.get("walltime", "01:00:00"),
         "python": c.get("python", sys.executable),
-        "job_script_prologue": [f"export MANYBENCH_SLOTS={per_node}",
+        "job_script_prologue": [f"export MANYBENCH_SLOTS={per_node}", *WORKDIR,
                                 *c.get("job_script_prologue", [])],
+        "local_directory": '"$MANYBENCH_WORKDIR"',
         "job_extra_directives": c.get("job_extra_directives", []),
         "worker_extra_args": ["--preload", PRELOAD, "--nthreads", "1"],
         "scheduler_options": {"dashboard_address": None, "port": c.get("scheduler_port", 0)},
@@ -118,35 +128,41 @@ def jobqueue_options(kind: str, plan: Plan, slots: int | None) -> dict[str, Any]
             opts[key] = c[key]
     if "account" in c:   # SGE calls it a project
         opts["project" if kind == "sge" else "account"] = c["account"]
-    if security(plan):
-        opts["security"] = security(plan)
+    sec = access.security() if access is not None else None
+    if sec is not None:
+        opts["security"] = sec
     return opts
 
 
-def _jobqueue(kind: str) -> Callable[[Plan, int | None], DaskEngine]:
-    def start(plan: Plan, slots: int | None) -> DaskEngine:
+def _jobqueue(kind: str) -> Callable[..., DaskEngine]:
+    def start(plan: Plan, slots: int | None, credentials: str | None = None,
+              insecure: bool = False) -> DaskEngine:
         import dask_jobqueue
-        opts = jobqueue_options(kind, plan, slots)
+        access = resolve(plan, credentials, insecure, make_default=True)
+        opts = jobqueue_options(kind, plan, slots, access)
         nodes = plan.cluster.get("nodes", 1)
         try:
             cluster = getattr(dask_jobqueue, JOBQUEUE[kind])(**opts)
             cluster.scale(jobs=nodes)
         except CLUSTER_ERRORS as e:
             raise EngineError(f"starting Dask workers through {kind}: {e}") from None
-        client = _client(cluster, security(plan))
+        client = _client(cluster, access)
         per_node = int(opts["job_script_prologue"][0].split("=")[1])
-        return DaskEngine(client, default_slots=per_node, expected=nodes,
+        return DaskEngine(client, default_slots=per_node, expected=nodes, access=access,
                           on_close=_closer(client, cluster))
     return start
 
 
-def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
+def in_allocation(plan: Plan, slots: int | None, credentials: str | None = None,
+                  insecure: bool = False) -> DaskEngine:
     """Inside a Slurm allocation: a scheduler here, one `manybench worker` per allocated node
-    started with srun; nodes and slots are the allocation's."""
+    started with srun, with the cluster's credentials (in the shared home directory, made
+    there when there are none); nodes and slots are the allocation's."""
     from distributed import LocalCluster
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
     per_node = slots or _slurm_cpus() or os.cpu_count() or 1
-    sec = {"security": security(plan)} if security(plan) else {}
+    access = resolve(plan, credentials, insecure, make_default=True)
+    sec = {"security": access.security()} if not access.insecure else {}
     try:
         cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0,
                                dashboard_address=None, **sec)
@@ -155,9 +171,9 @@ def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
     # --overlap: the workers share the allocation's cpus with the step running us
     cmd = ["srun", "--overlap", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
            sys.executable, "-m", "manybench", "worker", cluster.scheduler_address,
-           "--slots", str(per_node)]
+           "--slots", str(per_node), *_worker_access(access)]
     srun = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
-    client = _client(cluster, security(plan))
+    client = _client(cluster, access)
 
     def stop_srun() -> None:
         if srun.poll() is None:
@@ -166,8 +182,16 @@ def in_allocation(plan: Plan, slots: int | None) -> DaskEngine:
                 srun.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 srun.kill()
-    return DaskEngine(client, default_slots=per_node, expected=nodes,
+    return DaskEngine(client, default_slots=per_node, expected=nodes, access=access,
                       on_close=_closer(client, cluster, stop_srun))
+
+
+def _worker_access(access: Access) -> list[str]:
+    """`manybench worker`'s options for this access (paths only: nothing secret in argv)."""
+    if access.credentials is None:
+        return ["--insecure"]
+    c = access.credentials
+    return ["--tls-ca-file", c.ca, "--tls-cert", c.cert, "--tls-key", c.key]
 
 
 def _slurm_cpus() -> int | None:
@@ -183,12 +207,12 @@ def _my_ip() -> str:
         return "127.0.0.1"
 
 
-CLUSTERS: dict[str, Callable[[Plan, int | None], DaskEngine]] = {
-    kind: _jobqueue(kind) for kind in JOBQUEUE}
+CLUSTERS: dict[str, Callable[..., DaskEngine]] = {kind: _jobqueue(kind) for kind in JOBQUEUE}
 
 
-def from_cluster(plan: Plan, kind: str, slots: int | None) -> DaskEngine:
+def from_cluster(plan: Plan, kind: str, slots: int | None, credentials: str | None = None,
+                 insecure: bool = False) -> DaskEngine:
     """--cluster KIND; `slurm` inside an allocation (SLURM_JOB_ID set) uses the allocation."""
     if kind == "slurm" and os.environ.get("SLURM_JOB_ID"):
-        return in_allocation(plan, slots)
-    return CLUSTERS[kind](plan, slots)
+        return in_allocation(plan, slots, credentials, insecure)
+    return CLUSTERS[kind](plan, slots, credentials, insecure)

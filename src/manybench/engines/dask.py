@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import secrets
 import time
 from typing import Any, Callable
 
 from ..node.clock import measure_offset
+from ..security import auth
 from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, NodeInfo,
                              NoiseFloor, Ping, ProtocolMismatch, Request, Start, Started,
                              decode, encode)
+from .access import INSECURE_TEXT, Access
 from .base import EngineError, Node
 from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
@@ -37,10 +38,12 @@ STUCK = (cf.TimeoutError, cf.CancelledError, RuntimeError)
 class DaskEngine(ChannelEngine):
     def __init__(self, client: Any, slots: dict[str, int] | None = None,
                  default_slots: int | None = None, on_close: Callable[[], None] | None = None,
-                 expected: int | None = None, host_names: dict[str, str] | None = None) -> None:
+                 expected: int | None = None, host_names: dict[str, str] | None = None,
+                 access: Access | None = None) -> None:
         """client: a connected distributed.Client. slots: per-node slot counts (hostfile or
         allocation) by node name; default_slots: --slots for every node; expected: wait for
-        this many workers; host_names: worker host -> node name (hostfile names)."""
+        this many workers; host_names: worker host -> node name (hostfile names); access:
+        how the cluster is secured (access.py; None: as the client's security says)."""
         super().__init__(Fanout(self._relay))
         self.client = client
         self.slots_by_name = slots or {}
@@ -48,9 +51,11 @@ class DaskEngine(ChannelEngine):
         self.on_close = on_close
         self.expected = expected
         self.host_names = host_names or {}
+        self.access = access or Access.of_client(client)
         self.addr: dict[str, str] = {}      # node -> worker address
         self.echo: dict[str, tuple[str, int]] = {}
-        self.secret = secrets.token_hex(16)     # the run's: only we drive its agents
+        self.secret = auth.new_secret()      # the run's: only we drive its agents
+        self.call_key = auth.derive(self.secret, "call")
 
     # -- plumbing: coroutines on the client's event loop -----------------------------
     def _submit(self, coro: Any) -> cf.Future:
@@ -59,8 +64,13 @@ class DaskEngine(ChannelEngine):
     async def _send(self, addr: str, req: Request, who: str) -> Any:
         """One request to the worker at addr, its reply decoded (ProtocolMismatch: the node
         speaks another version). Every request to a node goes through here."""
-        raw = await self.client.rpc(addr).mb_call(kind=type(req).__name__, request=encode(req))
+        kind, data = type(req).__name__, encode(req)
+        raw = await self.client.rpc(addr).mb_call(kind=kind, request=data, tag=self._tag(kind, data))
         return decode(raw, who)
+
+    def _tag(self, kind: str, data: bytes) -> bytes:
+        """Every request's HMAC under the run's key: the node acts on nothing else."""
+        return auth.tag(self.call_key, kind.encode(), data)
 
     async def _call(self, node: str, req: Request) -> Any:
         try:
@@ -84,7 +94,8 @@ class DaskEngine(ChannelEngine):
 
     def _relay(self, node: str, kind: str, data: bytes) -> cf.Future:
         """A request through the node's worker (no direct channel): its reply's bytes."""
-        return self._submit(self.client.rpc(self.addr[node]).mb_call(kind=kind, request=data))
+        return self._submit(self.client.rpc(self.addr[node]).mb_call(
+            kind=kind, request=data, tag=self._tag(kind, data)))
 
     # -- start: discover nodes, their slots and clocks ---------------------------------
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -111,6 +122,10 @@ class DaskEngine(ChannelEngine):
                                    host=info.host, inventory=info.inventory))
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
+        for n in self.nodes:      # the report's header names it (report/header.py)
+            n.inventory["security"] = self.access.describe()
+        if self.access.insecure:
+            self.tell("insecure", "", INSECURE_TEXT)
         self.open_files_for(len(self.nodes))
         self.nodes.sort(key=lambda n: n.name)
         if self.noise_s > 0:
@@ -210,7 +225,8 @@ class DaskEngine(ChannelEngine):
                           for n in self.nodes if self.fanout.direct(n.name)})
 
     def sync_clocks(self) -> None:
-        self.compose_clocks(lambda n: measure_offset(*self.echo[n.name]))
+        key = auth.derive(self.secret, "echo")
+        self.compose_clocks(lambda n: measure_offset(*self.echo[n.name], key))
 
     def _check_workers(self) -> None:
         """A worker the scheduler has dropped is lost even if its socket has not closed.

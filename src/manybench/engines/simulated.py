@@ -16,13 +16,13 @@ import json
 import math
 import os
 import re
-import secrets
 import subprocess
 import sys
 import time
 from typing import Any
 
 from ..node.clock import measure_offset
+from ..security import auth
 from ..node.protocol import (Abort, Close, DirectOffer, Info, Member, NodeInfo, Ping,
                              ProtocolMismatch, Request, Start, Started)
 from ..node.simulated import SimSpec
@@ -77,7 +77,7 @@ class SimulatedEngine(ChannelEngine):
     def __init__(self, spec: SimSpec) -> None:
         super().__init__(Fanout(self._no_relay))
         self.spec = spec
-        self.secret = secrets.token_hex(16)
+        self.secret = auth.new_secret()
         self.procs: list[subprocess.Popen] = []
         self.echo: dict[str, int] = {}
 
@@ -169,7 +169,8 @@ class SimulatedEngine(ChannelEngine):
         return replies
 
     def sync_clocks(self) -> None:
-        self.compose_clocks(lambda n: measure_offset("127.0.0.1", self.echo[n.name]))
+        key = auth.derive(self.secret, "echo")
+        self.compose_clocks(lambda n: measure_offset("127.0.0.1", self.echo[n.name], key))
 
     # -- the end ----------------------------------------------------------------------------
     def _finish(self, req: Request) -> None:

@@ -8,6 +8,13 @@ protocol.py's, encoded by the engine and the agent server; the worker answers In
 MeasureNoise and Abort itself, relays the rest's bytes unread, and refuses a request of
 another protocol version before anything else.
 
+Who is served (security/auth.py): from a run's Start to its end the node is that run's, and
+every request must carry the HMAC of its kind and bytes under the run's key; one that does
+not is refused, whatever it asks (an Abort, a Start of another run: a Start waits for the
+run's lease to run out, then takes the node). A free node answers Info and MeasureNoise
+(on a secured cluster only members reach it at all: Dask's mutual TLS), takes a Start, and
+ignores an Abort, Close or Renew: there is nothing to end.
+
 A run's phases do not pass through here: the agent listens for the run's coordinator on a
 port of its own (node/direct.py), plain on an open cluster, TLS with this worker's own
 certificates on a secured one (direct_config). Where that cannot be (certificates held only
@@ -33,13 +40,16 @@ from distributed import WorkerPlugin
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
+from ..security import auth
 from .clock import EchoServer
 from .lease import Heard, Lease
 from .procs import wait_child
 from .protocol import (Failed, Info, MeasureNoise, NodeInfo, NoiseFloor, ProtocolMismatch,
-                       Renew, check_envelope, decode, encode)
+                       Renew, Start, check_envelope, decode, encode)
 
 PLUGIN_NAME = "manybench-agent"
+FREE = ("Info", "MeasureNoise")       # what a node no run holds answers (Start aside)
+ENDS = ("Abort", "Close", "Renew")    # ... and takes as done: there is nothing to end
 
 
 class AgentPlugin(WorkerPlugin):
@@ -58,11 +68,16 @@ class AgentPlugin(WorkerPlugin):
         # and imports are paid while the worker waits, not by the run (64 nodes on a few
         # cpus would otherwise start their agents in series at every run start)
         self.spare: Spare | None = None
+        self.run = ""                         # the run that holds this node ("": none)
+        self.call_key: bytes | None = None    # its keys (security/auth.py)
+        self.echo_key: bytes | None = None
 
     # -- the worker's life -----------------------------------------------------------
     def setup(self, worker: Any) -> None:
         self.worker = worker
-        self.echo = EchoServer("0.0.0.0", 0)
+        # our ports listen where the worker is reached (the interface that routes to the
+        # scheduler, or --host), never on every interface
+        self.echo = EchoServer(worker.ip, lambda: self.echo_key)
         worker.handlers["mb_call"] = self.call
         self.direct = direct_config(worker)
         self.spare = _popen_agent(self.direct)
@@ -111,17 +126,22 @@ class AgentPlugin(WorkerPlugin):
 
     async def _lease_ran_out(self) -> None:
         # the coordinator is gone: stop the agent, its slots and their commands
+        self._end_run()
         await asyncio.to_thread(self._stop, True)
 
-    async def call(self, kind: str, request: bytes) -> bytes:
+    async def call(self, kind: str, request: bytes, tag: bytes = b"") -> bytes:
         """The coordinator's one handler: an encoded request in, its encoded reply out.
-        kind: the request's type name. A request of another protocol version is refused
-        unread; the agent's requests are relayed without decoding either way (asyncio on
-        the pipe, no thread hop)."""
+        kind: the request's type name; tag: its HMAC under the run's key. A request of
+        another protocol version is refused unread; one the node's run did not sign is
+        refused unread; the agent's requests are relayed without decoding either way
+        (asyncio on the pipe, no thread hop)."""
         try:
             check_envelope(request, "the coordinator")
         except ProtocolMismatch as e:   # our reply's envelope makes the coordinator refuse us
             return encode(Failed(str(e)))
+        refused = await self._refusal(kind, request, tag)
+        if refused is not None:
+            return refused
         own = self.OWN.get(kind)
         if own is not None:      # not behind the lock: a phase may be holding it
             try:
@@ -129,7 +149,7 @@ class AgentPlugin(WorkerPlugin):
             except Exception as e:   # a probe that failed here: the coordinator says why
                 return encode(Failed(f"{kind}: {e!r}"))
         if kind == "Abort":
-            self.lease.release()
+            self._end_run()
             await asyncio.to_thread(self._stop, True)
             await self._ready_next()
             return encode(None)
@@ -153,10 +173,60 @@ class AgentPlugin(WorkerPlugin):
                 await asyncio.to_thread(self._stop)
                 return encode(Failed(f"the node agent died: {e!r}"))
             if kind == "Close":
-                self.lease.release()
+                self._end_run()
                 await asyncio.to_thread(self._stop)
                 await self._ready_next()
             return reply
+
+    async def _refusal(self, kind: str, request: bytes, tag: bytes) -> bytes | None:
+        """The reply to a request this node must not act on, or None to serve it; a Start
+        takes the node here (its keys)."""
+        if kind == "Info":
+            return None
+        signed = auth.valid(self.call_key, tag, kind.encode(), request)
+        if self.run and signed:
+            return None
+        if kind == "Start":
+            if self.run and not await self._free_within(self.lease.length + 1.0):
+                return encode(Failed(f"node {self.node_name()} is running another "
+                                     f"coordinator's run ({self.run}); try again once it ends"))
+            return self._take(request, tag)
+        if self.run:
+            return encode(Failed(f"refused {kind}: node {self.node_name()} serves run "
+                                 f"{self.run}, and this request does not carry its secret"))
+        if kind in ENDS:
+            return encode(None)
+        if kind in FREE:
+            return None
+        return encode(Failed(f"refused {kind}: no run holds node {self.node_name()} (a run "
+                             "begins with Start)"))
+
+    def _take(self, request: bytes, tag: bytes) -> bytes | None:
+        """A Start on a free node: the run's keys, from its secret (the Start must carry its
+        own HMAC under it: a Start altered on the way is refused)."""
+        try:
+            start = decode(request, "the coordinator")
+        except (ProtocolMismatch, ValueError) as e:
+            return encode(Failed(str(e)))
+        if not isinstance(start, Start) or not isinstance(start.secret, str) or not start.secret:
+            return encode(Failed("a run's Start must carry its secret"))
+        key = auth.derive(start.secret, "call")
+        if not auth.valid(key, tag, b"Start", request):
+            return encode(Failed("refused Start: its HMAC is not its own secret's"))
+        self.run, self.call_key = start.run, key
+        self.echo_key = auth.derive(start.secret, "echo")
+        return None
+
+    async def _free_within(self, seconds: float) -> bool:
+        """Wait (up to `seconds`) for the run holding this node to end or lose its lease."""
+        end = asyncio.get_running_loop().time() + seconds
+        while self.run and asyncio.get_running_loop().time() < end:
+            await asyncio.sleep(0.1)
+        return not self.run
+
+    def _end_run(self) -> None:
+        self.lease.release()
+        self.run, self.call_key, self.echo_key = "", None, None
 
     OWN = {"Info": info, "MeasureNoise": noise, "Renew": renew}
 
@@ -201,8 +271,9 @@ def direct_config(worker: Any) -> dict:
         tls = sec.get_tls_config_for_role("worker")
     secured = (bool(getattr(sec, "require_encryption", False)) or any(tls.get(k) for k in (
         "ca_file", "cert", "key")) or str(getattr(worker, "address", "")).startswith("tls://"))
+    host = getattr(worker, "ip", "") or ""     # where the worker is reached: not 0.0.0.0
     if not secured:
-        return {"tls": None}
+        return {"tls": None, "host": host}
     files = [tls.get("ca_file"), tls.get("cert"), tls.get("key") or tls.get("cert")]
     if not all(files):
         return {"off": "the cluster is secured but this worker has no TLS certificate and key "
@@ -210,7 +281,7 @@ def direct_config(worker: Any) -> dict:
     if any("\n" in f for f in files):
         return {"off": "the cluster is secured and this worker's TLS certificates are held in "
                        "memory, not in files its agent process can read"}
-    return {"tls": files}
+    return {"tls": files, "host": host}
 
 
 Spare = tuple[subprocess.Popen, socket.socket, Heard]

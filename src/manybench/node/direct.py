@@ -5,11 +5,12 @@ each request and reply); now the agent listens on a TCP port of its own, opened 
 Start, and the coordinator (engines/direct.py) sends it the run's requests there. Dask still
 starts, finds, watches and stops the node, and hands the agent the run's secret in Start.
 
-A connection's first frame must be Hello(secret, protocol) with that secret and this
-protocol version; anything else is answered Failed(why) and closed, so only the coordinator
-that started the run drives the node. On a secured cluster the channel is TLS with the
-cluster's own certificates (the worker's; the coordinator must present a certificate of the
-same authority), or there is no direct channel at all (dask_plugin.direct_config says why).
+A connection opens only once it has proved the run's secret (gate.py: a challenge answered
+with an HMAC, off the agent's loop, within one deadline, in frames of a few KiB), so only
+the coordinator that started the run, or its relays, drive the node. On a secured cluster
+the channel is TLS with the cluster's own certificates (the worker's; the coordinator must
+present a certificate of the same authority), or there is no direct channel at all
+(dask_plugin.direct_config says why).
 
 Frames: the length of the envelope (4 bytes, big-endian), then the envelope (protocol.encode).
 
@@ -18,19 +19,20 @@ The connecting side is here too (connect, FrameBuffer): the coordinator opens th
 """
 from __future__ import annotations
 
-import hmac
+import collections
 import socket
 import ssl
 import struct
 import threading
+import time
 from dataclasses import dataclass
 
-from .protocol import Failed, Hello, ProtocolMismatch, check_version, decode, encode
+from ..security import auth
+from .gate import PRE_AUTH_MAX, Door, Gate, Refused, answer
 
 FRAME = struct.Struct("!I")
 MAX_FRAME = 1 << 30          # a length beyond this is not ours: the connection is dropped
-HELLO_S = 10.0               # a connection must say Hello (and finish TLS) within this
-CONNECT_S = 10.0             # to connect, finish TLS and have the Hello answered
+CONNECT_S = 10.0             # to connect, finish TLS and the handshake, in all
 IO_S = 60.0                  # a frame begun must be sent or read to its end within this
 READ_MAX = 1 << 20           # what one read of a ready socket takes at most
 _scratch = threading.local()
@@ -47,8 +49,7 @@ def read_some(sock: socket.socket) -> bytes:
     return view[:n].tobytes()
 
 
-class DirectRefused(Exception):
-    """The node answered Hello with Failed(why)."""
+DirectRefused = Refused      # the node answered our Hello with Failed(why)
 
 
 @dataclass(frozen=True)
@@ -75,17 +76,17 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def recv_frame(sock: socket.socket) -> bytes:
+def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> bytes:
     """The next frame's envelope; EOFError when the peer closed, ValueError for a length
-    that is not ours. A small frame comes in one read (its peer sends one frame and waits:
-    nothing beyond it can be read here)."""
-    head = sock.recv(65536)
+    beyond `limit` (not ours). A small frame comes in one read (its peer sends one frame and
+    waits: nothing beyond it can be read here)."""
+    head = sock.recv(min(65536, limit + FRAME.size))
     if not head:
         raise EOFError("the connection closed")
     if len(head) < FRAME.size:
         head += recv_exactly(sock, FRAME.size - len(head))
     (n,) = FRAME.unpack_from(head)
-    if n > MAX_FRAME:
+    if n > limit:
         raise ValueError(f"a frame of {n} bytes: not a manybench peer")
     got = len(head) - FRAME.size
     if got > n:
@@ -123,24 +124,39 @@ def tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
-def connect(host: str, port: int, tls: bool, secret: str, ctx: ssl.SSLContext | None,
-            who: str) -> socket.socket:
-    """A node's direct channel, its Hello answered; DirectRefused (the node's reason),
-    ProtocolMismatch or OSError otherwise."""
-    sock = socket.create_connection((host, port), timeout=CONNECT_S)
+def open_channel(host: str, port: int, tls: bool, key: bytes, use: str,
+                 ctx: ssl.SSLContext | None, who: str, timeout: float = CONNECT_S
+                 ) -> tuple[socket.socket, bytes]:
+    """A channel a node serves for the run (gate.py), open: connected, TLS where it listens
+    with it, the handshake done, all within `timeout`; and its session (both nonces).
+    DirectRefused (the node's reason), ValueError (not the run's node), ProtocolMismatch or
+    OSError otherwise."""
+    deadline = time.monotonic() + timeout
+
+    def left(sock: socket.socket) -> socket.socket:
+        rest = deadline - time.monotonic()
+        if rest <= 0:
+            raise TimeoutError(f"{who}: no handshake within {timeout:g}s")
+        sock.settimeout(rest)
+        return sock
+    sock = socket.create_connection((host, port), timeout=timeout)
     try:
         if tls:
             if ctx is None:
                 raise ssl.SSLError(f"{who} listens with TLS and there are no certificates here")
-            sock = ctx.wrap_socket(sock, server_hostname=host)
-        send_frame(sock, encode(Hello(secret)))
-        reply = decode(recv_frame(sock), who)
+            sock = ctx.wrap_socket(left(sock), server_hostname=host)
+        session = answer(sock, key, use, lambda s: recv_frame(left(s), PRE_AUTH_MAX),
+                         lambda s, data: send_frame(left(s), data), who)
     except BaseException:
         sock.close()
         raise
-    if isinstance(reply, Failed):
-        sock.close()
-        raise DirectRefused(reply.error)
+    return sock, session
+
+
+def connect(host: str, port: int, tls: bool, secret: str, ctx: ssl.SSLContext | None,
+            who: str) -> socket.socket:
+    """A node's direct channel, open and tuned; as open_channel otherwise."""
+    sock, _ = open_channel(host, port, tls, auth.derive(secret, "direct"), "direct", ctx, who)
     tune(sock)
     sock.settimeout(IO_S)
     return sock
@@ -181,56 +197,71 @@ class FrameBuffer:
 
 
 class Listener:
-    """The agent's socket for the run's coordinator, on any free port."""
+    """The agent's socket for the run's coordinator, on any free port of `host` ("": every
+    interface). Connections are authenticated off the caller's loop (gate.py); the caller
+    selects on this object and takes the next open one with take()."""
 
-    def __init__(self, secret: str, tls: TlsFiles | None = None, host: str = "") -> None:
+    def __init__(self, secret: str, tls: TlsFiles | None = None, host: str = "",
+                 gate: Gate | None = None) -> None:
+        """gate: the handshakes' thread, when shared (simulated nodes); else one of its own."""
         if not secret:
             raise ValueError("a direct channel needs the run's secret")
-        self.secret = secret
+        self.key = auth.derive(secret, "direct")
         self.ctx = server_context(tls) if tls else None
         self.sock = socket.create_server((host, 0))
         self.port = self.sock.getsockname()[1]
+        self.opened: collections.deque[socket.socket] = collections.deque()
+        self.ready_r, self.ready_w = socket.socketpair()     # a byte per opened connection
+        self.ready_r.setblocking(False)
+        self.own_gate = gate is None
+        self.gate = gate or Gate()
+        self.door = self.gate.open(Door(self.sock, "direct", lambda: self.key, self._opened,
+                                        self.ctx))
 
     @property
     def tls(self) -> bool:
         return self.ctx is not None
 
     def fileno(self) -> int:
-        return self.sock.fileno()
+        return self.ready_r.fileno()
 
-    def accept(self) -> socket.socket | None:
-        """The next connection, once it has said Hello with the run's secret and our version;
-        None when it did not (it was answered Failed(why), then closed)."""
-        conn, _ = self.sock.accept()
-        conn.settimeout(HELLO_S)
+    def _opened(self, conn: socket.socket, session: bytes) -> None:      # the gate's thread
+        self.opened.append(conn)
+        self.ready_w.send(b"x")
+
+    def take(self) -> socket.socket | None:
+        """The next authenticated connection, tuned; None when there is none now."""
         try:
-            if self.ctx is not None:
-                conn = self.ctx.wrap_socket(conn, server_side=True)
-            why = self._refusal(recv_frame(conn))
-            send_frame(conn, encode(Failed(why) if why else None))
-        except (OSError, EOFError, ValueError):    # TLS refused, silence, garbage
-            conn.close()
+            self.ready_r.recv(1)
+        except BlockingIOError:
+            pass
+        if not self.opened:
             return None
-        if why:
-            conn.close()
-            return None
+        conn = self.opened.popleft()
         conn.settimeout(None)
         tune(conn)
         return conn
 
-    def _refusal(self, data: bytes) -> str:
-        """Why a first frame does not open the channel; "" when it does."""
-        try:
-            hello = decode(data, "the coordinator")
-            if not isinstance(hello, Hello):
-                return f"a direct channel opens with Hello, not {type(hello).__name__}"
-            check_version(hello.protocol, "the coordinator")
-        except (ProtocolMismatch, ValueError) as e:
-            return str(e)
-        if not (isinstance(hello.secret, str)
-                and hmac.compare_digest(hello.secret.encode(), self.secret.encode())):
-            return "wrong secret: this node serves only the coordinator that started its run"
-        return ""
+    def accept(self, timeout: float | None = None) -> socket.socket | None:
+        """Wait up to `timeout` (None: for good) for the next authenticated connection."""
+        import select   # noqa: PLC0415
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            conn = self.take()
+            if conn is not None:
+                return conn
+            rest = None if deadline is None else deadline - time.monotonic()
+            if rest is not None and rest <= 0:
+                return None
+            select.select([self.ready_r], [], [], rest)
 
     def close(self) -> None:
+        if self.own_gate:
+            self.gate.close()
+        else:
+            self.gate.shut(self.door)
         self.sock.close()
+        while self.opened:
+            self.opened.popleft().close()
+        self.ready_r.close()
+        self.ready_w.close()

@@ -22,7 +22,11 @@ Two hops, one vocabulary:
                                  -> Started(dispatch_ns, direct, why)   refused unless protocol
                                                          matches; direct: where the agent
                                                          listens for the run's coordinator
-  Hello(secret, protocol)        -> None | Failed     the first frame of a direct channel
+  Challenge(nonce, use)          <- the node's first frame on a channel it serves (direct,
+                                    echo): answer with proof of the run's secret
+  Hello(nonce, proof, protocol)  -> Welcome(proof) | Failed   the proof: an HMAC of both
+                                    nonces with the run's secret (security/auth.py); the
+                                    Welcome proves the node holds it too
   Prepare(phase, work)           -> Prepared(failed, published, notices)
   Connect(peers)                 -> Connected(failed)
   Run(t0_ns, work, phase|None)   -> Finished(results, notices, telemetry)   phase given:
@@ -89,7 +93,9 @@ from .codec import Codec
 
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
-PROTOCOL_VERSION = 4     # 4: a request on the direct channel counts as a renewal
+# 4: a request on the direct channel counts as a renewal; 5: channels open on a challenge
+# answered with the run's secret (Challenge, Hello, Welcome), never the secret itself
+PROTOCOL_VERSION = 5
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size
@@ -277,10 +283,24 @@ class Started:
 
 
 @dataclass(frozen=True)
+class Challenge:
+    """A node's first frame on a channel it serves for the run (node/gate.py)."""
+    nonce: bytes
+    use: str                    # "direct" or "echo": a proof for one opens no other
+
+
+@dataclass(frozen=True)
 class Hello:
-    """A direct channel's first frame: the run's secret (Start.secret) and the version."""
-    secret: str
+    """The answer to a Challenge: our nonce and the proof that we hold the run's secret."""
+    nonce: bytes
+    proof: bytes
     protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """The node's proof that it holds the run's secret too: the channel is open."""
+    proof: bytes
 
 
 @dataclass(frozen=True)
@@ -495,7 +515,9 @@ WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, Direc
               Result, SlotContext, SlotPrepare, SlotConnect, SlotGo, SlotPing, SlotExit,
               SlotReady, SlotConnected, SlotDone, SlotPong,
               # relays (issue 21)
-              Member, Group, Grouped, Forward, Forwarded, SyncClocks, Clocks)
+              Member, Group, Grouped, Forward, Forwarded, SyncClocks, Clocks,
+              # channels opened on a challenge (protocol 5)
+              Challenge, Welcome)
 # sent to every node and slot, or (a placement's assignments) phase after phase
 # how many of each kept: a phase and its task are new at every phase (a few kept, not
 # thousands: memory stays flat), a placement's assignments come back phase after phase (a

@@ -26,6 +26,7 @@ import socket
 import ssl
 from typing import Callable
 
+from ..security import auth
 from .clock import measure_offset
 from .direct import DirectRefused, FrameBuffer, connect, send_frame
 from .protocol import Clocks, Forwarded, Member, ProtocolMismatch
@@ -40,6 +41,7 @@ class Relay:
         members that listen with it; name: this node's own (its own request's key)."""
         self.spec = dict(members)
         self.secret, self.ctx, self.name = secret, ctx, name
+        self.echo_key = auth.derive(secret, "echo")
         self.links: dict[str, socket.socket] = {}
         self.gone: dict[str, str] = {}        # member -> why it was lost
         self.sel = selectors.DefaultSelector()
@@ -116,8 +118,8 @@ class Relay:
         def one(node: str) -> tuple[str, tuple[int, int] | str]:
             m = self.spec[node]
             try:
-                o = measure_offset(m.host, m.echo_port)
-            except OSError as e:
+                o = measure_offset(m.host, m.echo_port, self.echo_key)
+            except (OSError, ValueError) as e:
                 return node, f"its clock echo failed (measured by relay {self.name}): {e}"
             return node, (o.offset_ns, o.error_ns)
         offsets, lost = {}, {}

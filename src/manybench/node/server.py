@@ -186,8 +186,8 @@ class AgentServer:
                     if r is self.conn:
                         if not self._from_worker():
                             return
-                    elif r is self.listener:
-                        conn = self.listener.accept()
+                    elif r is self.listener:     # a connection the gate authenticated
+                        conn = self.listener.take()
                         if conn is not None:        # the run's coordinator (again): the last
                             self._set_direct(conn)
                     elif r is self.direct:

@@ -2,8 +2,9 @@
 sockets, so the coordinator, its engine, the store and the report can be the real ones at
 1,000 nodes x 64 slots on one machine.
 
-Each node has a direct channel (node/direct.py: its own port, Hello with the run's secret,
-frames of protocol.encode envelopes) and a clock echo (node/clock.py's 8-byte exchange). It
+Each node has a direct channel (node/direct.py: its own port, opened with the run's secret,
+frames of protocol.encode envelopes) and a clock echo (node/clock.py's exchange, opened the
+same way); one gate thread per process authenticates every node's connections (gate.py). It
 answers every request at once, without running anything: a Run's reply carries synthetic
 results (every slot started at T0, worked `work_ns`, one op), sent when that work would be
 over plus the configured delay. Configurable per spec: a delay and jitter on every reply,
@@ -24,21 +25,22 @@ import os
 import random
 import selectors
 import socket
-import struct
 import sys
 import time
 from dataclasses import asdict, dataclass
 
 from ..inventory.topology import Cpu
+from ..security import auth
 from .arrays import SlotResults
+from .clock import answer_one
 from .direct import FRAME, MAX_FRAME, Listener, read_some, send_frame
-from .procs import die_with_parent
+from .gate import Door, Gate
+from .procs import die_with_parent, open_files
 from .protocol import (Abort, Close, CommandOutput, CommandsDone, Connect, Connected, Failed,
                        Finished, Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare,
                        Prepared, ProtocolMismatch, Renew, Run, RunCommands, SnapshotTaken,
                        Start, Started, TakeSnapshot, decode, encode)
 
-_ECHO = struct.Struct("<q")
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,14 @@ class SimSpec:
 class SimNode:
     """One simulated node: its listener, its coordinator's connection, its echo."""
 
-    def __init__(self, name: str, spec: SimSpec, secret: str, rng: random.Random) -> None:
+    def __init__(self, name: str, spec: SimSpec, secret: str, rng: random.Random,
+                 gate: Gate) -> None:
+        """gate: the process's handshake thread, shared by its nodes."""
         self.name, self.spec, self.rng = name, spec, rng
         self.offset_ns = rng.randint(-spec.offset_ns, spec.offset_ns) if spec.offset_ns else 0
-        self.listener = Listener(secret, host="127.0.0.1")
-        self.echo = socket.create_server(("127.0.0.1", 0))
+        self.listener = Listener(secret, host="127.0.0.1", gate=gate)
+        self.echo = socket.create_server(("127.0.0.1", 0))     # its door: the server's
+        self.echo_key = auth.derive(secret, "echo")
         self.conn: socket.socket | None = None
         self.buf = bytearray()
         self.slots = spec.slots
@@ -143,16 +148,27 @@ class SimNode:
 class SimServer:
     """Serves a share of the simulated nodes on one selector until every node has ended."""
 
-    def __init__(self, nodes: list[SimNode]) -> None:
-        self.nodes = nodes
+    def __init__(self, nodes: list[SimNode], gate: Gate) -> None:
+        self.nodes, self.gate = nodes, gate
         self.sel = selectors.DefaultSelector()
         # (when, seq, node, reply): encoded when sent, as a node's reply is made at its end
         # (encoding at the go's arrival would load the machine while the go is dispatched)
         self.due: list[tuple[int, int, SimNode, object]] = []
         self.seq = 0
+        self.echoes: list[tuple[SimNode, socket.socket, bytes]] = []   # opened by the gate
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, ("echo-opened", None))
+        self.doors = {}
         for n in nodes:
-            self.sel.register(n.listener.sock, selectors.EVENT_READ, ("listen", n))
-            self.sel.register(n.echo, selectors.EVENT_READ, ("echo-listen", n))
+            self.sel.register(n.listener, selectors.EVENT_READ, ("listen", n))
+            self.doors[n.name] = gate.open(Door(
+                n.echo, "echo", lambda n=n: n.echo_key if n.alive else None,
+                lambda conn, session, n=n: self._opened(n, conn, session)))
+
+    def _opened(self, node: SimNode, conn: socket.socket, session: bytes) -> None:
+        self.echoes.append((node, conn, session))     # the gate's thread: list.append is atomic
+        self.wake_w.send(b"x")
 
     def serve(self) -> None:
         while any(n.alive for n in self.nodes):
@@ -163,12 +179,10 @@ class SimServer:
                 what, node = key.data
                 if what == "listen":
                     self._accept(node)
-                elif what == "echo-listen":
-                    conn, _ = node.echo.accept()
-                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    self.sel.register(conn, selectors.EVENT_READ, ("echo", node))
+                elif what == "echo-opened":
+                    self._take_echoes()
                 elif what == "echo":
-                    self._echo(key.fileobj, node)
+                    self._echo(key.fileobj, *node)
                 else:
                     self._read(node)
             now = time.time_ns()
@@ -181,7 +195,7 @@ class SimServer:
                         self._end(node)
 
     def _accept(self, node: SimNode) -> None:
-        conn = node.listener.accept()      # Hello with the secret, or refused and None
+        conn = node.listener.take()        # authenticated by the gate, or None
         if conn is None:
             return
         if node.conn is not None:          # the coordinator again: the last one counts
@@ -190,17 +204,22 @@ class SimServer:
         node.conn, node.buf = conn, bytearray()
         self.sel.register(conn, selectors.EVENT_READ, ("conn", node))
 
-    def _echo(self, conn: socket.socket, node: SimNode) -> None:
+    def _take_echoes(self) -> None:
         try:
-            got = conn.recv(64)
-        except OSError:
-            got = b""
-        if not got or not node.alive:
+            while self.wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        while self.echoes:
+            node, conn, session = self.echoes.pop(0)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sel.register(conn, selectors.EVENT_READ, ("echo", (node, session)))
+
+    def _echo(self, conn: socket.socket, node: SimNode, session: bytes) -> None:
+        """One request of the node's echo, stamped in its own clock."""
+        if not node.alive or not answer_one(conn, node.echo_key, session, node.now):
             self.sel.unregister(conn)
             conn.close()
-            return
-        for _ in range(len(got) // 8):     # one 8-byte request, one stamp
-            conn.sendall(_ECHO.pack(node.now()))
 
     def _read(self, node: SimNode) -> None:
         try:
@@ -250,10 +269,12 @@ class SimServer:
             self.sel.unregister(node.conn)
             node.conn.close()
             node.conn = None
-        for sock in (node.listener.sock, node.echo):
-            if sock.fileno() >= 0:
-                self.sel.unregister(sock)
-                sock.close()
+        if node.listener.sock.fileno() >= 0:
+            self.sel.unregister(node.listener)
+            node.listener.close()
+        if node.echo.fileno() >= 0:
+            self.gate.shut(self.doors[node.name])
+            node.echo.close()
 
 
 def read_setup() -> tuple[SimSpec, str, list[str]]:
@@ -268,9 +289,12 @@ def main() -> None:
     """Serves the nodes read_setup names; prints one JSON line first: each node's ports."""
     die_with_parent()
     spec, secret, names = read_setup()
-    nodes = [SimNode(n, spec, secret, random.Random(f"{spec.seed}:{n}")) for n in names]
+    # per node: its two listening sockets, the listener's wake pair, two open channels
+    open_files(8 * len(names) + 256)
+    gate = Gate()
+    nodes = [SimNode(n, spec, secret, random.Random(f"{spec.seed}:{n}"), gate) for n in names]
     print(json.dumps([n.ports() for n in nodes]), flush=True)
-    SimServer(nodes).serve()
+    SimServer(nodes, gate).serve()
 
 
 if __name__ == "__main__":

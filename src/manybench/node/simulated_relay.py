@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import json
 import random
-import socket
-import struct
 import sys
 import threading
 import time
 
+from .clock import EchoServer
 from .direct import FrameBuffer, send_frame
-from .procs import die_with_parent
+from .gate import Gate
+from .procs import die_with_parent, open_files
 from .protocol import (Abort, Clocks, Close, Failed, Forward, Group, Grouped, ProtocolMismatch,
                        SyncClocks, decode, encode)
 from .relay import Relay
 from .simulated import SimNode, read_setup
-
-_ECHO = struct.Struct("<q")
 
 
 class Dies(Exception):
@@ -36,8 +34,8 @@ class Dies(Exception):
 class SimRelay:
     """One simulated node in a thread of its own, the relay of whichever group it is given."""
 
-    def __init__(self, node: SimNode, secret: str) -> None:
-        self.node, self.secret = node, secret
+    def __init__(self, node: SimNode, secret: str, gate: Gate) -> None:
+        self.node, self.secret, self.gate = node, secret, gate
         self.relay: Relay | None = None
         self.due = 0              # when the relay's own reply of a round is due (time_ns)
         self.ending = False       # its own request was Close or Abort: end after replying
@@ -45,7 +43,8 @@ class SimRelay:
     def serve(self) -> None:
         """Serve the coordinator's channel until it closes or the run ends; then the node
         ends: its members' channels and its own close."""
-        threading.Thread(target=self._echo, daemon=True).start()
+        echo = EchoServer("", lambda: self.node.echo_key, self.gate, self.node.now,
+                          sock=self.node.echo)
         conn = None
         try:
             while conn is None:          # a wrong secret is refused; the next may be ours
@@ -65,7 +64,7 @@ class SimRelay:
             if conn is not None:
                 conn.close()
             self.node.listener.close()
-            self.node.echo.close()
+            echo.close()
 
     def _request(self, data: bytes) -> object:
         try:
@@ -115,29 +114,18 @@ class SimRelay:
         if left > 0:
             time.sleep(left / 1e9)
 
-    def _echo(self) -> None:
-        """The node's clock echo (clock.py's exchange, stamped in this node's clock)."""
-        while True:
-            try:
-                conn, _ = self.node.echo.accept()
-            except OSError:          # the node ended
-                return
-            with conn:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                try:
-                    while len(conn.recv(8, socket.MSG_WAITALL)) == 8:
-                        conn.sendall(_ECHO.pack(self.node.now()))
-                except OSError:
-                    pass
-
 
 def main() -> None:
     """As simulated.main, for nodes that relay: one thread each."""
     die_with_parent()
     spec, secret, names = read_setup()
-    nodes = [SimNode(n, spec, secret, random.Random(f"{spec.seed}:{n}")) for n in names]
+    # per node: its two listening sockets, the listener's wake pair, two open channels; and
+    # the relays' channels to their members (at most every node of the cluster, twice)
+    open_files(8 * len(names) + 2 * spec.nodes + 256)
+    gate = Gate()
+    nodes = [SimNode(n, spec, secret, random.Random(f"{spec.seed}:{n}"), gate) for n in names]
     print(json.dumps([n.ports() for n in nodes]), flush=True)
-    threads = [threading.Thread(target=SimRelay(n, secret).serve) for n in nodes]
+    threads = [threading.Thread(target=SimRelay(n, secret, gate).serve) for n in nodes]
     for t in threads:
         t.start()
     for t in threads:

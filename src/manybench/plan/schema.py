@@ -62,6 +62,7 @@ _CLUSTER = {"type": "object", "additionalProperties": False, "properties": {
     "ssh": {"type": "object", "additionalProperties": False, "properties": {
         "username": {"type": "string"}, "port": {"type": "integer"},
         "known_hosts": {"type": "string"}, "client_keys": _STRINGS}},
+    "credentials": {"type": "string", "minLength": 1},
     "tls": {"type": "object", "additionalProperties": False, "properties": {
         "ca_file": {"type": "string"}, "cert": {"type": "string"}, "key": {"type": "string"},
         "require_encryption": {"type": "boolean"}}},

@@ -109,6 +109,10 @@ def header(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None) -> li
             ("phases stored", str(run.phases) + (f" of {run.notes.phases}" if run.notes.phases
                                                  else ""))]
     rows += _host_rows(run, nodes, peaks)
+    security = sorted({str(n.inventory["security"]) for n in nodes
+                       if n.inventory and n.inventory.get("security")})
+    if security:     # how a cluster was reached (engines/access.py); --insecure says so here
+        rows.append(("security", "; ".join(security)))
     if run.argv:
         rows.append(("command", " ".join(map(str, run.argv))))
     return rows

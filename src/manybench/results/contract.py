@@ -54,13 +54,16 @@ WARNING_KINDS = {
                  "synthetic and measure the coordinator's side only",
     "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
               "reaches it on its own channel (the figures are the same)",
+    # issue 28: secure by default
+    "insecure": "the cluster was reached without TLS or authentication (--insecure): anyone "
+                "who could reach it could drive its nodes",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL", "simulated": "SIMULATED"}
+                  "stall": "STALL", "simulated": "SIMULATED", "insecure": "INSECURE"}
 
 
 def warning_text(kind: str, message: str) -> str:

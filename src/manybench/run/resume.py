@@ -52,12 +52,15 @@ def stored_options(argv: list[str]) -> tuple[list[str], int | None]:
     return sets, slots
 
 
-ENGINE_OPTIONS = ("--scheduler", "--hosts", "--cluster", "--simulate", "--fanout")
+ENGINE_OPTIONS = ("--scheduler", "--hosts", "--cluster", "--simulate", "--fanout",
+                  "--credentials")
+ENGINE_FLAGS = ("--insecure",)
 
 
 def stored_engine(directory: str) -> dict[str, str]:
-    """Where DIR's latest run ran: its --scheduler, --hosts, --cluster or --simulate and its
-    --fanout as given ({} when on this machine), for a resume that names none (a resume of
+    """Where DIR's latest run ran: its --scheduler, --hosts, --cluster or --simulate, its
+    --fanout and how it reached them (--credentials, --insecure) as given ({} when on this
+    machine), for a resume that names none (a resume of
     a run of 1,000 simulated nodes x 64 slots started 64,000 slots on this machine)."""
     info, _ = latest_run(directory)
     found: dict[str, str] = {}
@@ -66,6 +69,8 @@ def stored_engine(directory: str) -> dict[str, str]:
         name, eq, value = a.partition("=")
         if name in ENGINE_OPTIONS:
             found[name[2:]] = value if eq else next(it, "")
+        elif a in ENGINE_FLAGS:
+            found[a[2:]] = "1"
     return found
 
 
