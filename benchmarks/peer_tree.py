@@ -41,8 +41,18 @@ def drop_tree(d: str) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
+def secured(tree: str) -> bool:
+    """Whether the tree's clusters are secured by default (issue 28): its nodes and runs then
+    need the cluster's credentials."""
+    return os.path.exists(os.path.join(tree, "src", "manybench", "security", "credentials.py"))
+
+
 def env_of(tree: str) -> dict:
-    return {**os.environ, "PYTHONPATH": os.path.join(tree, "src")}
+    env = {**os.environ, "PYTHONPATH": os.path.join(tree, "src")}
+    if secured(tree):
+        from cluster_lab import ensure_credentials
+        env["MANYBENCH_CREDENTIALS"] = ensure_credentials()
+    return env
 
 
 class NodeLab:
@@ -53,20 +63,27 @@ class NodeLab:
         self.lab = Lab(nodes + 1)
         try:
             ip0, env = self.lab.ip(0), env_of(tree)
-            self.sched = self.lab.popen(0, [sys.executable, "-m",
-                                            "distributed.cli.dask_scheduler", "--host", ip0,
-                                            "--port", str(SCHED_PORT), "--dashboard-address",
-                                            ":0", "--no-show"], env=env,
+            # each tree's cluster as it starts by default: a tree secured by default (issue
+            # 28) with the cluster's credentials, an older one plain
+            sched = (["-m", "manybench", "scheduler", "--host", ip0, "--port", str(SCHED_PORT)]
+                     if secured(tree) else
+                     ["-m", "distributed.cli.dask_scheduler", "--host", ip0, "--port",
+                      str(SCHED_PORT), "--dashboard-address", ":0", "--no-show"])
+            self.sched = self.lab.popen(0, [sys.executable, *sched], env=env,
                                         stderr=subprocess.DEVNULL)
             self.lab.wait_port(0, SCHED_PORT, 60, proc=self.sched)
-            self.scheduler = f"tcp://{ip0}:{SCHED_PORT}"
+            self.scheduler = f"{'tls' if secured(tree) else 'tcp'}://{ip0}:{SCHED_PORT}"
             self.workers = [self.lab.popen(i, [sys.executable, "-m", "manybench", "worker",
                                                self.scheduler, "--name", f"n{i:02d}",
                                                "--slots", str(slots), "--host", self.lab.ip(i)],
                                            env=env, stderr=subprocess.DEVNULL)
                             for i in range(1, nodes + 1)]
             from distributed import Client
-            with Client(self.scheduler, timeout="60s") as c:
+            sec = None
+            if secured(tree):
+                from manybench.security.credentials import load
+                sec = load(env["MANYBENCH_CREDENTIALS"]).security()
+            with Client(self.scheduler, timeout="60s", security=sec) as c:
                 c.wait_for_workers(nodes, timeout=600)
             time.sleep(0.5)
         except BaseException:

@@ -31,6 +31,19 @@ def node_env(shift_s: float | None = None) -> dict:
     return env
 
 
+def ensure_credentials() -> str:
+    """The cluster credentials every manybench command of this process and its children
+    finds ($MANYBENCH_CREDENTIALS): the test session's (conftest.py), or, for a benchmark
+    that starts labs, ones made here for this process."""
+    if not os.environ.get("MANYBENCH_CREDENTIALS"):
+        import tempfile
+        from manybench.security.credentials import make
+        where = os.path.join(tempfile.mkdtemp(prefix="mb-lab-"), "cluster")
+        make(where)
+        os.environ["MANYBENCH_CREDENTIALS"] = where
+    return os.environ["MANYBENCH_CREDENTIALS"]
+
+
 class DaskLab:
     """lab.scheduler: the address; nodes n1..nK in namespaces 1..K with `slots` each.
     env: added to every worker's environment; python: node index -> the command that stands
@@ -42,6 +55,7 @@ class DaskLab:
         """insecure: the scheduler and workers started --insecure (plain TCP, no one
         authenticated), as an opted-out cluster is."""
         require_netns()
+        ensure_credentials()
         self.insecure = insecure
         opt_out = ["--insecure"] if insecure else []
         self.lab = Lab(nodes + 1)
