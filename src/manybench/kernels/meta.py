@@ -192,14 +192,10 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
     label = f"meta.{op}"
     root = os.path.abspath(root_of(ctx))
     # the tree is made and checked by descriptor before T0 (scratchfs.py: a link or a file
-    # planted in its place is refused), leftovers cleared relative to each directory
+    # planted in its place is refused); the items (native/meta.c: every directory this
+    # user's alone first), then leftovers, relative to each directory's descriptor
     for d in dirs:
-        dfd = open_below(root, d, os.O_DIRECTORY | os.O_CREAT, label)
-        try:
-            if op in _CLEARS or op == "rename":
-                _clear_leftovers(ctx, params, op, dfd, d, len(dirs), unique)
-        finally:
-            os.close(dfd)
+        os.close(open_below(root, d, os.O_DIRECTORY | os.O_CREAT, label))
     st = _State(lib=lib, op=op, root=root, dirs=[below(root, d, label) for d in dirs],
                 prefix=f"{KIND[op]}.mdtest.{ctx.rank}.", per_dir=max(per_dir, 1),
                 count=per_dir * len(dirs), bytes=params.get("bytes") or 0,
@@ -212,6 +208,13 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
             raise KernelError(f"{label}: {e.strerror}") from None
         raise KernelError(user_message(label, e.errno or 0, e.strerror or str(e))) \
             from None
+    if op in _CLEARS or op == "rename":  # apart from the items: in either order
+        for d in dirs:
+            dfd = open_below(root, d, os.O_DIRECTORY, label)
+            try:
+                _clear_leftovers(ctx, params, op, dfd, d, len(dirs), unique)
+            finally:
+                os.close(dfd)
     return st
 
 
