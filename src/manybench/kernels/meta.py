@@ -27,7 +27,6 @@ import errno
 import functools
 import os
 import re
-import stat
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -107,44 +106,25 @@ class _State:
     at: bool
 
 
-def _remove(dfd: int, d: str, name: str, kind: str, op: str) -> None:
+def _remove(lib: ModuleType, dfd: int, d: str, name: str, kind: str, op: str) -> None:
     """A leftover item of ours removed from the open directory dfd (d: its path); anything
-    but what the phase makes is refused and left where it is."""
+    but what the phase makes (native/scratch.c's rule) is refused and left where it is."""
     path = os.path.join(d, name)
     try:
-        st = os.lstat(name, dir_fd=dfd)
-        why = _refusal(path, st, kind)
-        if why:
-            raise KernelError(f"meta.{op}: {why} (a leftover of an earlier phase was looked "
-                              "for there)")
+        lib.scratch_check(dfd, name, kind == "dir", path)
         (os.rmdir if kind == "dir" else os.unlink)(name, dir_fd=dfd)
     except FileNotFoundError:
         pass
     except OSError as e:
+        if e.errno == errno.EPERM and not e.strerror.endswith(os.strerror(errno.EPERM)):
+            raise KernelError(f"meta.{op}: {e.strerror} (a leftover of an earlier phase was "
+                              "looked for there)") from None
         raise KernelError(user_message(f"meta.{op}", e.errno or 0,
                                        f"clearing leftover {path}: {e.strerror}")) from None
 
 
-def _refusal(path: str, st: os.stat_result, kind: str) -> str | None:
-    """Why what lstat found at path is not an item of this kind (native/scratch.c's words),
-    or None."""
-    m = st.st_mode
-    if kind == "file" and stat.S_ISREG(m):
-        return None if st.st_nlink == 1 else (
-            f"{path} has {st.st_nlink} links: a file in scratch is never used through a hard "
-            "link")
-    if kind == "dir" and stat.S_ISDIR(m):
-        return None
-    what = ("a symbolic link" if stat.S_ISLNK(m) else "a FIFO" if stat.S_ISFIFO(m) else
-            "a socket" if stat.S_ISSOCK(m) else "a directory" if stat.S_ISDIR(m) else
-            "a regular file" if stat.S_ISREG(m) else
-            "a device" if stat.S_ISCHR(m) or stat.S_ISBLK(m) else "an unknown kind of file")
-    want = "a directory" if kind == "dir" else "a regular file"
-    return f"{path} is {what}, not {want}: nothing in scratch is used through one"
-
-
-def _clear_leftovers(ctx: SlotContext, params: dict, op: str, dfd: int, d: str, ndirs: int,
-                     unique: bool) -> None:
+def _clear_leftovers(lib: ModuleType, ctx: SlotContext, params: dict, op: str, dfd: int,
+                     d: str, ndirs: int, unique: bool) -> None:
     """Removes this kind's items of earlier phases that lie outside every current range from
     the tree directory open as dfd (d: its path).
 
@@ -174,7 +154,7 @@ def _clear_leftovers(ctx: SlotContext, params: dict, op: str, dfd: int, d: str, 
         if unique and r != ctx.rank:
             continue          # not this slot's tree
         if m.group(3) or r >= ctx.workers or i >= count(r):
-            _remove(dfd, d, name, kind, op)
+            _remove(lib, dfd, d, name, kind, op)
 
 
 def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
@@ -212,7 +192,7 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
         for d in dirs:
             dfd = open_below(root, d, os.O_DIRECTORY, label)
             try:
-                _clear_leftovers(ctx, params, op, dfd, d, len(dirs), unique)
+                _clear_leftovers(lib, ctx, params, op, dfd, d, len(dirs), unique)
             finally:
                 os.close(dfd)
     return st
