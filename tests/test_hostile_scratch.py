@@ -164,3 +164,18 @@ def test_a_link_planted_in_meta_trees_place_is_refused(tmp_path):
     with pytest.raises(KernelError, match="mdtest_tree.0 is a symbolic link"):
         KERNELS["meta.mkdir"].prepare(ctx, {"total": 10})
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_parallel_tasks_directory_replaced_by_a_link_is_refused(tmp_path):
+    """The launcher runs in the slot's directory: reached by descriptor, as a command's
+    (main made it with os.makedirs, which takes a link to a directory for one)."""
+    from builders import ctx_for
+    from manybench.kernels import KERNELS
+    from manybench.kernels.base import KernelError
+    ctx = ctx_for(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    os.makedirs(os.path.dirname(ctx.scratch))
+    os.symlink(tmp_path / "elsewhere", ctx.scratch)
+    with pytest.raises(KernelError, match=r"r1/0 is a symbolic link, not a directory"):
+        KERNELS["mpi"].prepare(ctx, {"ranks": 1})
+    assert os.listdir(tmp_path / "elsewhere") == []

@@ -251,53 +251,56 @@ def test_scratch_open_never_walks_through_a_linked_directory(tmp_path):
 # ---- meta ----------------------------------------------------------------------------------
 
 def test_meta_mkdir_rmdir_cycle(tmp_path):
-    d = [str(tmp_path)]
-    native.meta_prepare("mkdir", d, "d", 200, 95, 10, 0, False)   # crosses 99 -> 100
+    root, d = str(tmp_path), ["t"]     # the tree's directories, relative to the root
+    os.mkdir(tmp_path / "t")
+    native.meta_prepare("mkdir", root, d, "d", 200, 95, 10, 0, False)   # crosses 99 -> 100
     t0 = soon()
-    r = native.run_meta("mkdir", d, "d", 200, 95, 10, 0, False, t0, 0)
+    r = native.run_meta("mkdir", root, d, "d", 200, 95, 10, 0, False, t0, 0)
     assert r["errno"] == 0 and r["ops"] == 10 and r["start_ns"] >= t0
-    assert sorted(os.listdir(d[0])) == sorted(f"d{i}" for i in range(95, 105))
-    assert all(os.path.isdir(os.path.join(d[0], f"d{i}")) for i in range(95, 105))
+    t = tmp_path / "t"
+    assert sorted(os.listdir(t)) == sorted(f"d{i}" for i in range(95, 105))
+    assert all(os.path.isdir(t / f"d{i}") for i in range(95, 105))
     assert sum(hist.decode(r["hist"]).values()) == 10
 
-    again = native.run_meta("mkdir", d, "d", 200, 95, 10, 0, False, soon(), 0)
+    again = native.run_meta("mkdir", root, d, "d", 200, 95, 10, 0, False, soon(), 0)
     assert again["errno"] == errno.EEXIST and again["ops"] == 0   # precondition not made
-    assert "d95" in again["error"]
+    assert f"{t}/d95" in again["error"]
 
-    native.meta_prepare("rmdir", d, "d", 200, 95, 12, 0, False)   # makes the missing ones
-    r = native.run_meta("rmdir", d, "d", 200, 95, 12, 0, True, soon(), 0)
-    assert r["errno"] == 0 and r["ops"] == 12 and os.listdir(d[0]) == []
+    native.meta_prepare("rmdir", root, d, "d", 200, 95, 12, 0, False)   # makes the missing ones
+    r = native.run_meta("rmdir", root, d, "d", 200, 95, 12, 0, True, soon(), 0)
+    assert r["errno"] == 0 and r["ops"] == 12 and os.listdir(t) == []
 
 
 def test_meta_items_spread_over_the_tree_directories(tmp_path):
-    dirs = [str(tmp_path / f"t{k}") for k in range(3)]
+    root, dirs = str(tmp_path), [f"t{k}" for k in range(3)]
     for x in dirs:
-        os.mkdir(x)
-    native.meta_prepare("create", dirs, "f.", 4, 0, 12, 100, False)
-    r = native.run_meta("create", dirs, "f.", 4, 0, 12, 100, False, soon(), 0)
+        os.mkdir(tmp_path / x)
+    native.meta_prepare("create", root, dirs, "f.", 4, 0, 12, 100, False)
+    r = native.run_meta("create", root, dirs, "f.", 4, 0, 12, 100, False, soon(), 0)
     assert r["errno"] == 0 and r["ops"] == 12
-    for k, x in enumerate(dirs):     # item i lives in dirs[i // 4]
+    for k, x in enumerate(tmp_path / d for d in dirs):     # item i lives in dirs[i // 4]
         assert sorted(os.listdir(x)) == sorted(f"f.{i}" for i in range(4 * k, 4 * k + 4))
         assert all(os.path.getsize(os.path.join(x, n)) == 100 for n in os.listdir(x))
     for op in ("stat", "read", "unlink"):
-        native.meta_prepare(op, dirs, "f.", 4, 0, 12, 100, False)
-        r = native.run_meta(op, dirs, "f.", 4, 0, 12, 100, op == "stat", soon(), 0)
+        native.meta_prepare(op, root, dirs, "f.", 4, 0, 12, 100, False)
+        r = native.run_meta(op, root, dirs, "f.", 4, 0, 12, 100, op == "stat", soon(), 0)
         assert r["errno"] == 0 and r["ops"] == 12, (op, r["error"])
-    assert all(os.listdir(x) == [] for x in dirs)
+    assert all(os.listdir(tmp_path / x) == [] for x in dirs)
 
 
 def test_meta_errors(tmp_path):
-    d = [str(tmp_path)]
+    root, d = str(tmp_path), ["t"]
+    os.mkdir(tmp_path / "t")
     with pytest.raises(ValueError):
-        native.meta_prepare("chmod", d, "d", 1, 0, 1, 0, False)
+        native.meta_prepare("chmod", root, d, "d", 1, 0, 1, 0, False)
     with pytest.raises(ValueError, match="past the last directory"):
-        native.meta_prepare("mkdir", d, "d", 1, 0, 2, 0, False)
-    r = native.run_meta("mkdir", [str(tmp_path / "nope")], "d", 1, 0, 1, 0, True, soon(), 0)
-    assert r["errno"] == errno.ENOENT and "opening the tree" in r["error"]
-    os.mkdir(tmp_path / "d0")
-    (tmp_path / "d0" / "user-file").write_text("not ours")
+        native.meta_prepare("mkdir", root, d, "d", 1, 0, 2, 0, False)
+    r = native.run_meta("mkdir", root, ["nope"], "d", 1, 0, 1, 0, True, soon(), 0)
+    assert r["errno"] == errno.ENOENT and f"cannot open {root}/nope" in r["error"]
+    os.mkdir(tmp_path / "t" / "d0")
+    (tmp_path / "t" / "d0" / "user-file").write_text("not ours")
     with pytest.raises(OSError) as ei:   # never removes what it did not make empty
-        native.meta_prepare("mkdir", d, "d", 1, 0, 1, 0, False)
+        native.meta_prepare("mkdir", root, d, "d", 1, 0, 1, 0, False)
     assert ei.value.errno == errno.ENOTEMPTY
 
 

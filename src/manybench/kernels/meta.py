@@ -9,6 +9,13 @@ root (mdtest -b, -z). A slot's `items` (mdtest -n) are spread over the tree's di
 path, as mdtest and applications do; at = true makes them relative to open directories (the
 *at calls: a faster figure that is not mdtest's). native/meta.c lists the calls and flags.
 
+Scratch is hostile ground (scratchfs.py): before T0 every directory of the tree is reached by
+descriptor from the run's root and must be this user's alone, and every item is made,
+cleared or checked relative to its directory's descriptor; a link, a FIFO, a socket, a
+device or a file with two links found where an item goes is a phase error naming it, never
+followed, written, removed or waited on. The timed loop keeps mdtest's calls, one per item,
+with flags that refuse the same objects (native/meta.c).
+
 Tasks in sequence work on the same items, as mdtest's phases do: meta.mkdir makes the
 directories a later meta.statdir, meta.rename or meta.rmdir finds (same items, branch, depth
 and unique). Each kernel makes its precondition true before T0 (clears leftovers for
@@ -16,6 +23,7 @@ mkdir/create, lays out missing items for the others), never inside the timed win
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -25,7 +33,7 @@ from types import ModuleType
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .figures import ELAPSED, LATENCY, OPS_RATE
 from .native import native, result_from_native, user_message
-from .scratchfs import make_dir, root_of
+from .scratchfs import below, open_below, root_of
 
 MAX_DIRS = 100_000   # tree directories a plan may ask for
 
@@ -89,7 +97,8 @@ def tree_dirs(root_parent: str, base: str, branch: int, depth: int) -> list[str]
 class _State:
     lib: ModuleType
     op: str
-    dirs: list[str]
+    root: str
+    dirs: list[str]          # relative to root
     prefix: str
     per_dir: int
     count: int
@@ -97,19 +106,27 @@ class _State:
     at: bool
 
 
-def _remove(path: str, kind: str, op: str) -> None:
+def _remove(lib: ModuleType, dfd: int, d: str, name: str, kind: str, op: str) -> None:
+    """A leftover item of ours removed from the open directory dfd (d: its path); anything
+    but what the phase makes (native/scratch.c's rule) is refused and left where it is."""
+    path = os.path.join(d, name)
     try:
-        (os.rmdir if kind == "dir" else os.unlink)(path)
+        lib.scratch_check(dfd, name, kind == "dir", path)
+        (os.rmdir if kind == "dir" else os.unlink)(name, dir_fd=dfd)
     except FileNotFoundError:
         pass
     except OSError as e:
+        if e.errno == errno.EPERM and not e.strerror.endswith(os.strerror(errno.EPERM)):
+            raise KernelError(f"meta.{op}: {e.strerror} (a leftover of an earlier phase was "
+                              "looked for there)") from None
         raise KernelError(user_message(f"meta.{op}", e.errno or 0,
                                        f"clearing leftover {path}: {e.strerror}")) from None
 
 
-def _clear_leftovers(ctx: SlotContext, params: dict, op: str, dirs: list[str],
-                     unique: bool) -> None:
-    """Removes this kind's items of earlier phases that lie outside every current range.
+def _clear_leftovers(lib: ModuleType, ctx: SlotContext, params: dict, op: str, dfd: int,
+                     d: str, ndirs: int, unique: bool) -> None:
+    """Removes this kind's items of earlier phases that lie outside every current range from
+    the tree directory open as dfd (d: its path).
 
     A tree per slot: the slot's own items with i >= its count. A shared tree: only rank 0
     sweeps, removing items of ranks r >= workers or i >= items(r); the other ranks touch
@@ -123,22 +140,21 @@ def _clear_leftovers(ctx: SlotContext, params: dict, op: str, dirs: list[str],
     pat = re.compile(rf"{kind}\.mdtest\.{num}\.{num}(-XX)?")
 
     def count(rank: int) -> int:
-        return items_for(params, rank, ctx.workers) // len(dirs) * len(dirs)
-    for d in dirs:
-        try:
-            names = os.listdir(d)
-        except OSError as e:
-            raise KernelError(user_message(f"meta.{op}", e.errno or 0,
-                                           f"cannot list {d}: {e.strerror}")) from None
-        for name in names:
-            m = pat.fullmatch(name)
-            if not m:
-                continue
-            r, i = int(m.group(1)), int(m.group(2))
-            if unique and r != ctx.rank:
-                continue          # not this slot's tree
-            if m.group(3) or r >= ctx.workers or i >= count(r):
-                _remove(os.path.join(d, name), kind, op)
+        return items_for(params, rank, ctx.workers) // ndirs * ndirs
+    try:
+        names = os.listdir(dfd)
+    except OSError as e:
+        raise KernelError(user_message(f"meta.{op}", e.errno or 0,
+                                       f"cannot list {d}: {e.strerror}")) from None
+    for name in names:
+        m = pat.fullmatch(name)
+        if not m:
+            continue
+        r, i = int(m.group(1)), int(m.group(2))
+        if unique and r != ctx.rank:
+            continue          # not this slot's tree
+        if m.group(3) or r >= ctx.workers or i >= count(r):
+            _remove(lib, dfd, d, name, kind, op)
 
 
 def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
@@ -153,28 +169,48 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
         raise KernelError(f"meta.{op}: {items} items per slot cannot fill the tree's "
                           f"{len(dirs)} directories (mdtest -b, -z): give more items or a "
                           "smaller tree")
+    label = f"meta.{op}"
+    root = os.path.abspath(root_of(ctx))
     # the tree is made and checked by descriptor before T0 (scratchfs.py: a link or a file
-    # planted in its place is refused); the timed operations go by full path, as mdtest's
+    # planted in its place is refused); the items (native/meta.c: every directory this
+    # user's alone first), then leftovers, relative to each directory's descriptor
     for d in dirs:
-        make_dir(root_of(ctx), d, f"meta.{op}")
-    if op in _CLEARS or op == "rename":
-        _clear_leftovers(ctx, params, op, dirs, unique)
-    st = _State(lib=lib, op=op, dirs=dirs, prefix=f"{KIND[op]}.mdtest.{ctx.rank}.",
-                per_dir=max(per_dir, 1), count=per_dir * len(dirs), bytes=params.get("bytes") or 0,
+        os.close(open_below(root, d, os.O_DIRECTORY | os.O_CREAT, label))
+    st = _State(lib=lib, op=op, root=root, dirs=[below(root, d, label) for d in dirs],
+                prefix=f"{KIND[op]}.mdtest.{ctx.rank}.", per_dir=max(per_dir, 1),
+                count=per_dir * len(dirs), bytes=params.get("bytes") or 0,
                 at=bool(params.get("at")))
     try:
-        lib.meta_prepare(op, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes, st.at)
+        lib.meta_prepare(op, st.root, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes,
+                         st.at)
     except OSError as e:
-        raise KernelError(user_message(f"meta.{op}", e.errno or 0, e.strerror or str(e))) \
+        if e.errno == errno.EPERM:       # what was found where an item goes: the C names it
+            raise KernelError(f"{label}: {e.strerror}") from None
+        raise KernelError(user_message(label, e.errno or 0, e.strerror or str(e))) \
             from None
+    if op in _CLEARS or op == "rename":  # apart from the items: in either order
+        for d in dirs:
+            dfd = open_below(root, d, os.O_DIRECTORY, label)
+            try:
+                _clear_leftovers(lib, ctx, params, op, dfd, d, len(dirs), unique)
+            finally:
+                os.close(dfd)
     return st
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
-    d = st.lib.run_meta(st.op, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes, st.at,
-                        t0_ns, spin_ns)
-    return result_from_native(d, lambda err, text: user_message(f"meta.{st.op}", err, text),
+    d = st.lib.run_meta(st.op, st.root, st.dirs, st.prefix, st.per_dir, 0, st.count, st.bytes,
+                        st.at, t0_ns, spin_ns)
+    return result_from_native(d, functools.partial(_explain, f"meta.{st.op}"),
                               bytes=st.bytes * d["ops"] if st.op in ("create", "read") else 0)
+
+
+def _explain(label: str, err: int, text: str) -> str:
+    # a call that failed ends with its strerror (nb_fail) and gets a hint; what was found
+    # where an item goes (a link, a FIFO: native/scratch.c's words) is said as it is
+    if not text.endswith(os.strerror(err)):
+        return f"{label}: {text}"
+    return user_message(label, err, text)
 
 
 _DOCS = {

@@ -36,7 +36,7 @@ from .binding import cpulist
 from .mpi_phase import finish_jobs
 from .mpi_record import FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
-from .scratchfs import install_copy, root_of
+from .scratchfs import install_copy, make_dir, root_of
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
@@ -140,7 +140,7 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
     if " " in ctx.scratch or "\n" in ctx.scratch:
         raise KernelError(f"scratch directory {ctx.scratch!r}: a parallel task's directory "
                           "may not hold spaces")
-    os.makedirs(ctx.scratch, exist_ok=True)
+    make_dir(root_of(ctx), ctx.scratch, "parallel task")   # by descriptor, as command's
     cpus = tuple(sorted(os.sched_getaffinity(0)))
     prefix = job_prefix(ctx, job)
     st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),

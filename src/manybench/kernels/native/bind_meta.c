@@ -1,9 +1,10 @@
 /* Python bindings of meta.* (meta.c):
- *   meta_prepare(op, dirs, prefix, per_dir, first, count, bytes, at)
+ *   meta_prepare(op, root, dirs, prefix, per_dir, first, count, bytes, at)
  *       makes the operation's precondition true for every item (untimed); OSError on failure
- *   run_meta(op, dirs, prefix, per_dir, first, count, bytes, at, t0_ns, spin_ns) -> dict
+ *   run_meta(op, root, dirs, prefix, per_dir, first, count, bytes, at, t0_ns, spin_ns) -> dict
  *       one operation per item (API.md's result dict)
- * dirs: the tree's directories (paths); item i lives in dirs[i // per_dir].
+ * root: the run's scratch root; dirs: the tree's directories relative to it (reached from
+ * it by descriptor); item i lives in dirs[i // per_dir].
  */
 #include <stdlib.h>
 
@@ -14,6 +15,7 @@ typedef struct {
     nb_meta_args a;
     PyObject *dirs_bytes; /* list of bytes, owned: a.dirs points into it */
     PyObject *prefix;     /* bytes, owned */
+    PyObject *root;       /* bytes, owned */
     const char **dirs;
 } parsed;
 
@@ -22,6 +24,7 @@ static void release(parsed *p)
     free(p->dirs);
     Py_XDECREF(p->dirs_bytes);
     Py_XDECREF(p->prefix);
+    Py_XDECREF(p->root);
 }
 
 /* The arguments common to both calls; 0 with a Python error set on failure. */
@@ -32,10 +35,12 @@ static int parse(PyObject *args, parsed *p, long long *t0, long long *spin)
     unsigned long long per_dir, first, count, bytes;
     int at;
     memset(p, 0, sizeof *p);
-    int ok = t0 ? PyArg_ParseTuple(args, "sOO&KKKKpLL", &op, &dirs, PyUnicode_FSConverter,
-                                   &p->prefix, &per_dir, &first, &count, &bytes, &at, t0, spin)
-                : PyArg_ParseTuple(args, "sOO&KKKKp", &op, &dirs, PyUnicode_FSConverter,
-                                   &p->prefix, &per_dir, &first, &count, &bytes, &at);
+    int ok = t0 ? PyArg_ParseTuple(args, "sO&OO&KKKKpLL", &op, PyUnicode_FSConverter,
+                                   &p->root, &dirs, PyUnicode_FSConverter, &p->prefix,
+                                   &per_dir, &first, &count, &bytes, &at, t0, spin)
+                : PyArg_ParseTuple(args, "sO&OO&KKKKp", &op, PyUnicode_FSConverter, &p->root,
+                                   &dirs, PyUnicode_FSConverter, &p->prefix, &per_dir, &first,
+                                   &count, &bytes, &at);
     if (!ok)
         return 0;
     p->a.op = nb_meta_op_from_name(op);
@@ -67,6 +72,7 @@ static int parse(PyObject *args, parsed *p, long long *t0, long long *spin)
         PyErr_SetString(PyExc_ValueError, "dirs must not be empty and per_dir at least 1");
         return 0;
     }
+    p->a.root = PyBytes_AS_STRING(p->root);
     p->a.dirs = p->dirs;
     p->a.ndirs = (unsigned)n;
     p->a.prefix = PyBytes_AS_STRING(p->prefix);
@@ -118,8 +124,8 @@ static PyObject *py_run_meta(PyObject *self, PyObject *args)
 
 PyMethodDef nb_meta_methods[] = {
     {"meta_prepare", py_meta_prepare, METH_VARARGS,
-     "meta_prepare(op, dirs, prefix, per_dir, first, count, bytes, at)"},
+     "meta_prepare(op, root, dirs, prefix, per_dir, first, count, bytes, at)"},
     {"run_meta", py_run_meta, METH_VARARGS,
-     "run_meta(op, dirs, prefix, per_dir, first, count, bytes, at, t0_ns, spin_ns) -> dict"},
+     "run_meta(op, root, dirs, prefix, per_dir, first, count, bytes, at, t0_ns, spin_ns) -> dict"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,5 +1,7 @@
 /* meta.*: mdtest's metadata operations on one slot's items, by full path (as mdtest and
- * applications walk them) or, as the fast variant, relative to open directories (*at calls). */
+ * applications walk them) or, as the fast variant, relative to open directories (*at calls).
+ * Everything before T0 goes by descriptor from the run's scratch root; what is found where an
+ * item goes is checked (scratch.c's rule). */
 #ifndef MANYBENCH_META_H
 #define MANYBENCH_META_H
 
@@ -14,7 +16,9 @@ enum nb_meta_op {
 
 typedef struct {
     int op;
-    const char *const *dirs; /* the tree's directories; item i lives in dirs[i / per_dir] */
+    const char *root;        /* the run's scratch root: every directory reached from it */
+    const char *const *dirs; /* the tree's directories, relative to root; item i lives in
+                                dirs[i / per_dir] */
     unsigned ndirs;
     const char *prefix;      /* item names: prefix + decimal number ("file.mdtest.3.17") */
     uint64_t per_dir;        /* items per directory */

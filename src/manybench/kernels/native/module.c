@@ -218,6 +218,23 @@ static PyObject *py_scratch_open(PyObject *self, PyObject *args)
     return PyLong_FromLong(fd);
 }
 
+static PyObject *py_scratch_check(PyObject *self, PyObject *args)
+{
+    PyObject *name, *shown;
+    int dfd, dir, e;
+    char msg[NB_MSG_LEN] = "";
+    if (!PyArg_ParseTuple(args, "iO&pO&", &dfd, PyUnicode_FSConverter, &name, &dir,
+                          PyUnicode_FSConverter, &shown))
+        return NULL;
+    e = nb_scratch_check(dfd, PyBytes_AS_STRING(name), dir ? S_IFDIR : S_IFREG,
+                         PyBytes_AS_STRING(shown), msg, sizeof msg);
+    Py_DECREF(name);
+    Py_DECREF(shown);
+    if (e) /* ENOENT: FileNotFoundError, as OSError(errno, text) makes it */
+        return raise_errno(e, e == EPERM ? msg : strerror(e));
+    Py_RETURN_NONE;
+}
+
 /* ---- memory policy (numa.c) ---- */
 
 static PyObject *py_set_mempolicy(PyObject *self, PyObject *args)
@@ -528,6 +545,9 @@ static PyMethodDef methods[] = {
      "layout(fd, label, size, block): extend the open file to size bytes, fsync'd"},
     {"scratch_open", py_scratch_open, METH_VARARGS,
      "scratch_open(root, rel, flags, mode) -> fd: by descriptor from root, checked (scratch.c)"},
+    {"scratch_check", py_scratch_check, METH_VARARGS,
+     "scratch_check(dirfd, name, dir, shown): None when lstat finds a directory (dir) or a "
+     "regular file with one link at dirfd/name; OSError (EPERM: msg names what is there)"},
     {"preallocate", py_preallocate, METH_VARARGS,
      "preallocate(fd, size): fallocate mode 0 as fio's fallocate=native (none where the file "
      "system has no fallocate)"},

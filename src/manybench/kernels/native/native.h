@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* Log-linear latency histogram (see API.md): relative bucket width <= 1/32. */
@@ -96,6 +97,24 @@ int nb_layout(int fd, const char *label, uint64_t size, uint64_t block, char *ms
  * the others. 0 or an errno, msg saying what was found. */
 int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
                     char *msg, size_t len);
+/* *out = the directory root/rel, reached as above (made when `create`); with `private` every
+ * directory below root must be this user's and writable by no one else (EPERM otherwise):
+ * one that others may change could have an entry swapped for a link between a check and a
+ * use by path. */
+int nb_scratch_dir(const char *root, const char *rel, int create, int private, int *out,
+                   char *msg, size_t len);
+/* The last step of nb_scratch_open: name inside the open directory dfd, opened O_NOFOLLOW |
+ * O_NONBLOCK and checked (shown: its path, for messages). */
+int nb_scratch_openat(int dfd, const char *name, const char *shown, int flags, int mode,
+                      int *out, char *msg, size_t len);
+/* EPERM with msg naming what *st is when it is not `want` (S_IFDIR; S_IFREG: a regular file
+ * with one link), else 0. nb_scratch_check: the same for what lstat finds at dfd/name (an
+ * errno when it finds nothing). */
+int nb_scratch_refusal(const struct stat *st, mode_t want, const char *shown, char *msg,
+                       size_t len);
+int nb_scratch_check(int dfd, const char *name, mode_t want, const char *shown, char *msg,
+                     size_t len);
+const char *nb_scratch_kind(mode_t m); /* "a symbolic link", "a FIFO", ... */
 /* Preallocate [0, size) of the open file (fallocate mode 0, as fio); 0, or an errno other
  * than "not supported here" (then nothing is preallocated and 0 is returned). */
 int nb_preallocate(int fd, uint64_t size);

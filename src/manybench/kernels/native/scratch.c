@@ -3,7 +3,7 @@
  * itself with O_NOFOLLOW | O_NONBLOCK and checked once open: a regular file with one link.
  * A symbolic link, a hard link to a file elsewhere, a FIFO, a socket or a device planted
  * there is refused with its name and what it is, and nothing is written through it. Used by
- * the extension (kernels/iofile.py) and by mbkernel inside a wrap: one rule for both.
+ * the extension (kernels/iofile.py, meta.c) and by mbkernel inside a wrap: one rule for all.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +17,7 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-static const char *kind(mode_t m)
+const char *nb_scratch_kind(mode_t m)
 {
     return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
          : S_ISDIR(m) ? "a directory" : S_ISCHR(m) || S_ISBLK(m) ? "a device"
@@ -28,28 +28,102 @@ static const char *kind(mode_t m)
 static const char *found(int dfd, const char *name)
 {
     struct stat st;
-    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? kind(st.st_mode) : NULL;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? nb_scratch_kind(st.st_mode)
+                                                            : NULL;
 }
 
-static int refuse(char *msg, size_t len, const char *root, const char *rel, const char *what,
-                  const char *want)
+static int refuse(char *msg, size_t len, const char *shown, const char *what, const char *want)
 {
-    snprintf(msg, len, "%s/%s is %s, not %s: nothing in scratch is used through one", root,
-             rel, what, want);
+    snprintf(msg, len, "%s is %s, not %s: nothing in scratch is used through one", shown, what,
+             want);
     return EPERM;
 }
 
-int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
-                    char *msg, size_t len)
+int nb_scratch_refusal(const struct stat *st, mode_t want, const char *shown, char *msg,
+                       size_t len)
 {
-    char path[4096];
+    if ((st->st_mode & S_IFMT) != want)
+        return refuse(msg, len, shown, nb_scratch_kind(st->st_mode),
+                      want == S_IFDIR ? "a directory" : "a regular file");
+    if (want == S_IFREG && st->st_nlink != 1) {
+        snprintf(msg, len, "%s has %ju links: a file in scratch is never used through a hard "
+                 "link (its writes would change the file behind the other name)", shown,
+                 (uintmax_t)st->st_nlink);
+        return EPERM;
+    }
+    return 0;
+}
+
+int nb_scratch_check(int dfd, const char *name, mode_t want, const char *shown, char *msg,
+                     size_t len)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno;
+    return nb_scratch_refusal(&st, want, shown, msg, len);
+}
+
+int nb_scratch_openat(int dfd, const char *name, const char *shown, int flags, int mode,
+                      int *out, char *msg, size_t len)
+{
+    /* O_NONBLOCK: a FIFO opens at once (or fails) instead of waiting for a peer; O_TRUNC
+     * only once the file is known to be ours alone (a hard link would truncate another) */
+    int fd = openat(dfd, name, (flags & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+    if (fd < 0) {
+        int e = errno;
+        const char *what = found(dfd, name);
+        if (e == ELOOP || e == ENXIO || e == EISDIR || (what && strcmp(what, "a regular file")))
+            return refuse(msg, len, shown, what ? what : "not a regular file",
+                          "a regular file");
+        return nb_fail_msg(msg, len, e, "cannot open %s", shown);
+    }
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0)
+        e = nb_fail_msg(msg, len, errno, "cannot stat %s", shown);
+    else if ((e = nb_scratch_refusal(&st, S_IFREG, shown, msg, len)) != 0)
+        ;
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        e = nb_fail_msg(msg, len, errno, "fcntl on %s", shown);
+    else if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)
+        e = nb_fail_msg(msg, len, errno, "cannot truncate %s", shown);
+    if (e) {
+        close(fd);
+        return e;
+    }
+    *out = fd;
+    return 0;
+}
+
+/* A directory below the root that another user could change: anyone who may write to it
+ * may swap an entry for a link between a check and a use by path. */
+static int shared_dir(int fd, const char *root, const char *path, char *msg, size_t len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return nb_fail_msg(msg, len, errno, "cannot stat %s/%s", root, path);
+    if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+        return 0;
+    snprintf(msg, len, "%s/%s can be changed by other users (mode %03o, owner uid %ju): a "
+             "directory reached by path in the timed window must be this user's alone", root,
+             path, (unsigned)(st.st_mode & 07777), (uintmax_t)st.st_uid);
+    return EPERM;
+}
+
+/* root/rel by descriptor: *out is rel's directory with `private` or O_DIRECTORY in flags,
+ * else the file, opened and checked. */
+static int open_below(const char *root, const char *rel, int flags, int mode, int private,
+                      int *out, char *msg, size_t len)
+{
+    char path[4096], shown[4096 + 256];
     if (snprintf(path, sizeof path, "%s", rel) >= (int)sizeof path)
         return nb_fail_msg(msg, len, ENAMETOOLONG, "%s/%s", root, rel);
     int dfd = open(root, DIR_FLAGS);
     if (dfd < 0) {
         int e = errno;
+        snprintf(shown, sizeof shown, "%s/.", root);
         if (e == ELOOP || e == ENOTDIR)
-            return refuse(msg, len, root, ".", found(AT_FDCWD, root) ?: "not a directory",
+            return refuse(msg, len, shown, found(AT_FDCWD, root) ?: "not a directory",
                           "a directory");
         return nb_fail_msg(msg, len, e, "cannot open %s", root);
     }
@@ -78,13 +152,18 @@ int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int 
             int e = errno;
             const char *what = found(dfd, part);
             close(dfd);
+            snprintf(shown, sizeof shown, "%s/%s", root, path);
             if (e == ELOOP || e == ENOTDIR)
-                return refuse(msg, len, root, path, what ? what : "not a directory",
-                              "a directory");
-            return nb_fail_msg(msg, len, e, "cannot open %s/%s", root, path);
+                return refuse(msg, len, shown, what ? what : "not a directory", "a directory");
+            return nb_fail_msg(msg, len, e, "cannot open %s", shown);
         }
         close(dfd);
         dfd = nfd;
+        int e = private ? shared_dir(dfd, root, path, msg, len) : 0;
+        if (e) {
+            close(dfd);
+            return e;
+        }
         *slash = '/';
         part = slash + 1;
     }
@@ -92,38 +171,21 @@ int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int 
         *out = dfd;
         return 0;
     }
-    /* O_NONBLOCK: a FIFO opens at once (or fails) instead of waiting for a peer; O_TRUNC
-     * only once the file is known to be ours alone (a hard link would truncate another) */
-    int fd = openat(dfd, part, (flags & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
-    if (fd < 0) {
-        int e = errno;
-        const char *what = found(dfd, part);
-        close(dfd);
-        if (e == ELOOP || e == ENXIO || e == EISDIR || (what && strcmp(what, "a regular file")))
-            return refuse(msg, len, root, rel, what ? what : "not a regular file",
-                          "a regular file");
-        return nb_fail_msg(msg, len, e, "cannot open %s/%s", root, rel);
-    }
+    snprintf(shown, sizeof shown, "%s/%s", root, rel);
+    int e = nb_scratch_openat(dfd, part, shown, flags, mode, out, msg, len);
     close(dfd);
-    struct stat st;
-    int e = 0;
-    if (fstat(fd, &st) != 0)
-        e = nb_fail_msg(msg, len, errno, "cannot stat %s/%s", root, rel);
-    else if (!S_ISREG(st.st_mode))
-        e = refuse(msg, len, root, rel, kind(st.st_mode), "a regular file");
-    else if (st.st_nlink != 1) {
-        snprintf(msg, len, "%s/%s has %ju links: a file in scratch is never used through a "
-                 "hard link (its writes would change the file behind the other name)", root,
-                 rel, (uintmax_t)st.st_nlink);
-        e = EPERM;
-    } else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        e = nb_fail_msg(msg, len, errno, "fcntl on %s/%s", root, rel);
-    else if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)
-        e = nb_fail_msg(msg, len, errno, "cannot truncate %s/%s", root, rel);
-    if (e) {
-        close(fd);
-        return e;
-    }
-    *out = fd;
-    return 0;
+    return e;
+}
+
+int nb_scratch_open(const char *root, const char *rel, int flags, int mode, int *out,
+                    char *msg, size_t len)
+{
+    return open_below(root, rel, flags, mode, 0, out, msg, len);
+}
+
+int nb_scratch_dir(const char *root, const char *rel, int create, int private, int *out,
+                   char *msg, size_t len)
+{
+    return open_below(root, rel, O_DIRECTORY | (create ? O_CREAT : 0), 0, private, out, msg,
+                      len);
 }
