@@ -12,6 +12,8 @@ from typing import IO, Iterator
 
 import click
 
+from .printable import echo
+
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
@@ -24,7 +26,7 @@ class UserError(click.ClickException):
         self.exit_code = code
 
     def show(self, file: IO | None = None) -> None:
-        click.echo(f"manybench: {self.message}", err=True)
+        echo(f"manybench: {self.message}", err=True)
 
 
 def _reason(e: BaseException) -> str:
@@ -184,8 +186,8 @@ def preflight(plan, phases, distributed: bool) -> None:
     from .plan.preflight import preflight as check
     errors, warnings = check(plan, phases, distributed)
     for w in warnings:
-        click.echo(f"warning: {w}", err=True)
+        echo(f"warning: {w}", err=True)
     for e in errors:
-        click.echo(e, err=True)
+        echo(e, err=True)
     if errors:
         raise click.exceptions.Exit(EXIT_USAGE)
