@@ -1,10 +1,15 @@
 """Hostile text stays text (issue 28, item 10): control characters in what a command printed,
-a plan named or a node said are shown escaped (`\\x1b`) wherever they reach a terminal."""
+a plan named or a node said are shown escaped (`\\x1b`) wherever they reach a terminal, and
+a CSV export neutralises cells a spreadsheet would run as formulas; JSON keeps the data."""
 from __future__ import annotations
 
+import csv
 import io
+import json
 
 import pytest
+
+from manybench.results.export import write
 
 from conftest import run_cli
 
@@ -102,3 +107,50 @@ def test_the_progress_line_shows_a_label_as_text():
     from rich.text import Text
     shown = Console(file=io.StringIO(), color_system=None).render_str(desc)
     assert "[bold]" in Text.assemble(shown).plain
+
+
+# -- CSV: formula injection (OWASP) ------------------------------------------------------------
+
+FORMULAS = ["=cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0", "+1+1", "-1+1", "\t=1",
+            "\r=1"]
+
+
+def _csv(rows: list[dict]) -> list[list[str]]:
+    buf = io.StringIO()
+    write(rows, "csv", buf)
+    return list(csv.reader(io.StringIO(buf.getvalue())))
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised():
+    rows = [{"task": f, "n": -3, "x": -1.5, "ok": "fine"} for f in FORMULAS]
+    got = _csv(rows)
+    assert got[0] == ["task", "n", "x", "ok"]
+    assert [r[0] for r in got[1:]] == ["'" + f for f in FORMULAS]
+    # numbers stay numbers: a negative count or figure is not text
+    assert all(r[1:] == ["-3", "-1.5", "fine"] for r in got[1:])
+    # a carriage return inside a cell is quoted: a spreadsheet would start a row there
+    assert _csv([{"a": "ok\r=1+1", "b": 1}]) == [["a", "b"], ["ok\r=1+1", "1"]]
+
+
+@pytest.mark.e2e
+def test_export_neutralises_csv_and_keeps_json(tmp_path, plan_file):
+    task, variant = FORMULAS[0], FORMULAS[1]
+    plan = plan_file(f"""
+        name = "formulas"
+        noise = 0
+        [[variant]]
+        name = {json.dumps(variant)}
+        [[task]]
+        name = {json.dumps(task)}
+        kernel = "null"
+        """)
+    out = tmp_path / "res"
+    assert run_cli("run", plan, "-o", str(out), "-q").returncode == 0
+    for table in ("records", "phases"):
+        res = run_cli("export", str(out), "--format", "csv", "--table", table)
+        assert res.returncode == 0, res.stderr
+        rows = list(csv.DictReader(io.StringIO(res.stdout)))
+        assert rows and all(r["task"] == "'" + task for r in rows), rows[0]
+        assert all(r["variant"] == "'" + variant for r in rows), rows[0]
+    records = json.loads(run_cli("export", str(out), "--format", "json").stdout)
+    assert {(r["task"], r["variant"]) for r in records} == {(task, variant)}
