@@ -367,7 +367,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
         if not store.runs():
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
-            errs.output_file(html_path, option="--html").close()
+            errs.output_file(html_path, option="--html")
         from .report.build import chosen_runs, read_run, views_of
         from .report.terminal import render_views
         try:    # each run read and summarised once: tables, JSON, page and figures from it
@@ -382,9 +382,10 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
         else:
             render_views(views)
         if html_path:
+            from .outfile import replacing
             from .report.html import page_of_views
             with errs.writing(html_path, "--html"), \
-                    open(html_path, "w", encoding="utf-8") as f:
+                    replacing(html_path, encoding="utf-8") as f:
                 f.write(page_of_views(store, views))
             echo(f"wrote {html_path}", err=True)
         if plots_dir:
@@ -414,7 +415,7 @@ def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
         if out:            # unopenable: exit 2 naming -o before anything is written
-            errs.output_file(out, newline="").close()
+            errs.output_file(out)
         with errs.writing(out or "stdout"):
             msg = export_table(store, table, fmt, out, run_id, nested)
     if msg:
@@ -595,6 +596,8 @@ def bundle(directory: str, source: str | None, python_version: str | None,
         files = write_bundle(directory, source, python_version, platform, extras, native)
     except BundleError as e:
         raise _fail(str(e)) from None
+    except OSError as e:      # DIRECTORY cannot be made or written (a read-only mount)
+        raise _fail(f"{directory}: cannot write: {e.strerror or e}") from None
     echo(build_note(native))
     echo(f"{len(files)} files in {directory}; install with:\n"
                f"  pip install --no-index --find-links {directory} manybench")
