@@ -317,8 +317,8 @@ def test_a_full_disk_leaves_the_old_file_intact(bigger, mount_point, args, optio
     out.write_text("the good file of yesterday\n")
     _fill(mount_point)
     res = run_cli(*[a.format(res=bigger, out=out) for a in args])
-    fails_cleanly(res, f"{option} {out}", "No space left", "left as it was")
     assert out.read_text() == "the good file of yesterday\n"
+    fails_cleanly(res, f"{option} {out}", "No space left", "left as it was")
     assert _left(mount_point) == ["out"]         # no temporary file left behind
     (mount_point / "filler").unlink()
     assert run_cli(*[a.format(res=bigger, out=out) for a in args]).returncode == 0

@@ -392,7 +392,7 @@ def test_the_wires_integer_bounds_pass(tmp_path):
     ('[[task]]\nname = "t"\nkernel = "null"\nenv = {A = 18446744073709551616}', "task.t.env.A"),
     ('[[task]]\nname = "t"\nkernel = "null"\n[[variant]]\nname = "v"\n'
      'vars = {a = 18446744073709551616}', "variant.v.vars.a"),
-    ('[[task]]\nname = "t"\nkernel = "null"\n[[variant]]\nname = "v"\n'
+    ('[[task]]\nname = "t"\ncommand = ["echo", "{x}"]\nx = 1\n[[variant]]\nname = "v"\n'
      'set = {"task.t.x" = 1979-05-27}', "variant.v.set"),
 ])
 def test_a_value_the_wire_cannot_carry_is_refused_wherever_it_is(tmp_path, where, field):
