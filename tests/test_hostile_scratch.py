@@ -100,6 +100,20 @@ def test_a_scratch_root_someone_else_made_is_refused_not_used(tmp_path):
         Scratch("r2", "n").run_dir(str(tmp_path / "scr"))
 
 
+def test_the_run_roots_temporary_name_cannot_be_planted(tmp_path):
+    """The root was built under {root}.{node}.{pid}.tmp: someone who made that name first
+    (pids are few) failed the node's every phase; now a random name made exclusively."""
+    from manybench.node.scratch import Scratch
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    base = tmp_path / "scr"
+    base.mkdir()
+    (base / f"r1.n.{os.getpid()}.tmp").symlink_to(victim)
+    root = Scratch("r1", "n").run_dir(str(base))
+    assert os.path.isdir(os.path.join(root, "shared")) and os.listdir(victim) == []
+    assert sorted(os.listdir(base)) == ["r1", f"r1.n.{os.getpid()}.tmp"]
+
+
 def test_the_run_root_is_fresh_and_owner_only(tmp_path):
     from manybench.node.scratch import Scratch
     s = Scratch("r1", "n")
@@ -179,3 +193,20 @@ def test_a_parallel_tasks_directory_replaced_by_a_link_is_refused(tmp_path):
     with pytest.raises(KernelError, match=r"r1/0 is a symbolic link, not a directory"):
         KERNELS["mpi"].prepare(ctx, {"ranks": 1})
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_run_id_is_not_guessed(tmp_path):
+    """A run's scratch root is named by its id: with 16 random bits, 65,536 directories made
+    ahead refused any run's root of that second; now 64 bits, readable as hex. A stored run
+    of the former width still opens."""
+    import re
+    from manybench.model import Plan
+    from manybench.report import render_text
+    from manybench.results.store import Store
+    from manybench.run.coordinator import new_run_id
+    ids = {new_run_id("io-bw") for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(re.fullmatch(r"io-bw-\d{8}-\d{6}-[0-9a-f]{16}", i) for i in ids), ids
+    with Store(tmp_path) as st:
+        st.begin_run("io-bw-20260101-000000-abcd", Plan(name="io-bw", tasks=[]), [], {})
+    assert "io-bw-20260101-000000-abcd" in render_text(tmp_path)

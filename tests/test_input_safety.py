@@ -362,3 +362,60 @@ def _null_plan(tmp_path) -> str:
     p = tmp_path / "null.toml"
     p.write_text('[[task]]\nname = "n"\nkernel = "null"\n')
     return str(p)
+
+
+# -- issue 28, item 10: every value is one the wire carries, checked at plan check ----------
+
+WIRE_CASES = [   # (a command task's parameter, words of the message)
+    ("x = 18446744073709551616", ("18446744073709551616", "-2**63", "2**64 - 1")),   # 2**64
+    ("x = -9223372036854775809", ("-9223372036854775809", "2**64 - 1")),             # -2**63-1
+    ("x = [1, 18446744073709551616]", ("18446744073709551616",)),    # inside a sweep
+    ("x = 1979-05-27T07:32:00Z", ("date or time", "quote")),       # TOML's datetimes
+    ("x = 07:32:00", ("date or time",)),
+    ('x = "a\\u0000b"', ("NUL",)),
+]
+
+
+@pytest.mark.parametrize("param, words", WIRE_CASES)
+def test_a_value_the_wire_cannot_carry_is_refused_at_plan_check(tmp_path, param, words):
+    refused(tmp_path, f'[[task]]\nname = "t"\ncommand = ["echo", "{{x}}"]\n{param}\n',
+            "task.t.x", *words)
+
+
+def test_the_wires_integer_bounds_pass(tmp_path):
+    code, out = dry_run(tmp_path, '[[task]]\nname = "t"\ncommand = ["echo", "{x}", "{y}"]\n'
+                                  'x = 18446744073709551615\ny = -9223372036854775808\n')
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("where, field", [
+    ('[[task]]\nname = "t"\nkernel = "null"\nenv = {A = 18446744073709551616}', "task.t.env.A"),
+    ('[[task]]\nname = "t"\nkernel = "null"\n[[variant]]\nname = "v"\n'
+     'vars = {a = 18446744073709551616}', "variant.v.vars.a"),
+    ('[[task]]\nname = "t"\ncommand = ["echo", "{x}"]\nx = 1\n[[variant]]\nname = "v"\n'
+     'set = {"task.t.x" = 1979-05-27}', "variant.v.set"),
+])
+def test_a_value_the_wire_cannot_carry_is_refused_wherever_it_is(tmp_path, where, field):
+    code, out = dry_run(tmp_path, where + "\n")
+    assert code == 2 and f": {field}" in out and "Traceback" not in out, out
+
+
+def test_a_set_value_that_is_no_utf8_is_refused(tmp_path):
+    """A --set VALUE from bytes that are no UTF-8 (a lone surrogate in Python's argv) crashed
+    the run with a traceback when it was stored or sent."""
+    code, out = dry_run(tmp_path, '[[task]]\nname = "t"\ncommand = ["echo", "{x}"]\nx = 1\n',
+                        "--set", "task.t.x=a\udcffb")
+    assert code == 2 and "task.t.x" in out and "UTF-8" in out and "(from --set)" in out, out
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("value", ["18446744073709551616", "-9223372036854775809"])
+def test_a_run_with_a_value_the_wire_cannot_carry_is_refused_not_aborted(tmp_path, value):
+    """It passed --dry-run and crashed the real run with two tracebacks (OverflowError in
+    msgpack), the run stored `aborted`."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(f'[[task]]\nname = "t"\ncommand = ["echo", "{{x}}"]\nx = {value}\n')
+    res = run_cli("run", str(plan), "-o", str(tmp_path / "res"), "-q")
+    assert res.returncode == 2, res.stderr
+    assert ": task.t.x: " in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert not (tmp_path / "res" / "results.db").exists()

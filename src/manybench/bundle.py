@@ -27,6 +27,9 @@ import tempfile
 from pathlib import Path
 
 
+STAGE = ".bundle-"     # the directory a bundle is written into before it replaces the files
+
+
 class BundleError(Exception):
     """The bundle cannot be written (a message for the user)."""
 
@@ -87,6 +90,21 @@ def bundle(directory: str, source: str | None = None, python_version: str | None
     root = source_tree(source)
     out = Path(directory).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    # written into a directory of its own inside `out`, then each file renamed into place:
+    # a full disk or a failing pip leaves an older bundle's files as they were
+    stage = Path(tempfile.mkdtemp(prefix=STAGE, dir=out))
+    try:
+        _write(root, stage, python_version, platform, extras, native)
+        for p in stage.iterdir():
+            os.replace(p, out / p.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return sorted(p.name for p in out.iterdir() if not p.name.startswith(STAGE))
+
+
+def _write(root: Path, out: Path, python_version: str | None, platform: str | None,
+           extras: tuple[str, ...], native: bool) -> None:
+    """The bundle's files into `out`."""
     here_py, here_plat = this_target()
     foreign = (python_version not in (None, here_py)) or (platform not in (None, here_plat))
     req = "manybench" + (f"[{','.join(extras)}]" if extras else "")
@@ -112,7 +130,6 @@ def bundle(directory: str, source: str | None = None, python_version: str | None
             tags += ["--platform", platform]
         deps = _requirements(out, extras)
         _pip("download", "-d", str(out), *tags, *deps, "setuptools>=64", "wheel")
-    return sorted(p.name for p in out.iterdir())
 
 
 def _sdist(root: Path, out: Path) -> None:

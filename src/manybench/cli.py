@@ -14,6 +14,7 @@ from importlib import resources
 import click
 
 from . import cli_errors as errs
+from .printable import echo
 
 EXIT_USAGE = 2
 
@@ -57,7 +58,7 @@ class _Fanout(click.ParamType):
 
 
 def _fail(msg: str) -> "click.exceptions.Exit":
-    click.echo(f"manybench: {msg}", err=True)
+    echo(f"manybench: {msg}", err=True)
     return click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -70,7 +71,7 @@ def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], s
         return plan, expand(plan)
     except PlanError as e:
         for problem in e.problems:
-            click.echo(problem, err=True)
+            echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -98,7 +99,7 @@ def _engine(plan, slots: int | None, scheduler: str | None, hosts: str | None,
         return clusters.from_cluster(plan, cluster, slots, credentials, insecure)
     except HostfileError as e:
         for problem in e.problems:
-            click.echo(problem, err=True)
+            echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
     except clusters.EngineError as e:
         raise _fail(str(e))
@@ -116,7 +117,7 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
                               progress=False if quiet else None, resume=resume).run()
     except PlanError as e:        # the plan does not fit the nodes found: nothing was run
         for problem in e.problems:
-            click.echo(problem, err=True)
+            echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
     except EngineError as e:
         raise _fail(str(e))
@@ -124,23 +125,23 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
         from .run.interrupts import ignored
         with ignored():          # a second Ctrl-C must not cut the abort short
             engine.abort()
-            click.echo("interrupted before the first phase", err=True)
+            echo("interrupted before the first phase", err=True)
             raise click.exceptions.Exit(130) from None
     except OSError as e:   # not left to click, which takes a BrokenPipeError for its stdout
-        click.echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
+        echo(f"manybench: the run stopped: {type(e).__name__}: {e} (any phase it "
                    f"finished is kept in {outdir})", err=True)
         raise click.exceptions.Exit(1)
     if not quiet:
         from .report.terminal import render
         render(outdir, run_id=outcome.run_id)
     if outcome.checks_cut:
-        click.echo(f"interrupted after the last phase: every phase is kept in {outdir}; "
+        echo(f"interrupted after the last phase: every phase is kept in {outdir}; "
                    f"`manybench run --resume {outdir}` makes the run's end checks", err=True)
     elif outcome.status == "interrupted":
-        click.echo(f"interrupted: finished phases kept in {outdir}; `manybench run --resume "
+        echo(f"interrupted: finished phases kept in {outdir}; `manybench run --resume "
                    f"{outdir}` runs the rest", err=True)
     elif outcome.failed:
-        click.echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
+        echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
     code = outcome.exit_code
     if plan.reference and outcome.status != "interrupted":   # a CI gate: 0 -> 1 when one fails
         code = _reference_exit(outdir, outcome.run_id, code)
@@ -152,7 +153,7 @@ def _reference_exit(directory: str, run_id: str, code: int) -> int:
     from .analysis.reference import check_directory, failures
     failed = failures(check_directory(directory, run_id))
     for c in failed:
-        click.echo(f"reference failed: {c.line()}", err=True)
+        echo(f"reference failed: {c.line()}", err=True)
     return 1 if failed and code == 0 else code
 
 
@@ -166,7 +167,7 @@ class _Main(click.Group):
         except KeyboardInterrupt:
             from .run.interrupts import ignored
             with ignored():
-                click.echo("interrupted", err=True)
+                echo("interrupted", err=True)
                 raise click.exceptions.Exit(130) from None
 
 
@@ -276,7 +277,7 @@ def _stored_engine(directory: str, fanout: int | None) -> tuple:
         fanout = _Fanout().convert(found["fanout"], None, None)
     names = ("scheduler", "hosts", "cluster", "simulate")
     if any(found.get(n) for n in names):
-        click.echo("resuming where the run ran: " + " ".join(
+        echo("resuming where the run ran: " + " ".join(
             f"--{n} {found[n]}" for n in (*names, "fanout", "credentials") if found.get(n))
             + (" --insecure" if "insecure" in found else "")
             + " (name one of them to resume elsewhere)", err=True)
@@ -296,7 +297,7 @@ def _resumed(directory: str, plan_path: str | None, overrides: tuple[str, ...],
         raise _fail(str(e))
     except PlanError as e:
         for problem in e.problems:
-            click.echo(problem, err=True)
+            echo(problem, err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -308,9 +309,9 @@ def _dry_run_cluster(plan, phases, slots: int | None, engine) -> None:
         lines, problems = on_cluster(plan, phases, engine, slots)
     except EngineError as e:
         raise _fail(str(e))
-    click.echo("\n".join([lines[0], describe(phases), *lines[1:]]))
+    echo("\n".join([lines[0], describe(phases), *lines[1:]]))
     for problem in problems:
-        click.echo(problem, err=True)
+        echo(problem, err=True)
     if problems:
         raise click.exceptions.Exit(EXIT_USAGE)
 
@@ -322,16 +323,16 @@ def _dry_run(plan, phases, slots: int | None) -> None:
     from .plan.expand import distinct
     n = slots or plan.slots or max((p.workers for p in distinct(phases)), default=1)
     cpus = topology()
-    click.echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
+    echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
                + (" (oversubscribed)" if oversubscribed(n) else ""))
-    click.echo(describe(phases))
+    echo(describe(phases))
     seen = set()
     for p in distinct(phases):
         key = (p.workers, p.order, p.pin)
         if key not in seen:
             seen.add(key)
             cpu_list = ",".join(str(s.cpu) if s.cpu >= 0 else "*" for s in place(*key))
-            click.echo(f"placement workers={p.workers} order={p.order} pin={p.pin}: cpus {cpu_list}")
+            echo(f"placement workers={p.workers} order={p.order} pin={p.pin}: cpus {cpu_list}")
 
 
 @main.command()
@@ -384,7 +385,7 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
         if not store.runs():
             raise errs.UserError(f"{store.path}: no runs recorded")
         if html_path:      # unwritable: exit 2 before any output
-            errs.output_file(html_path, option="--html").close()
+            errs.output_file(html_path, option="--html")
         from .report.build import chosen_runs, read_run, views_of
         from .report.terminal import render_views
         try:    # each run read and summarised once: tables, JSON, page and figures from it
@@ -395,21 +396,22 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
             raise _fail(str(e).strip("'\""))
         if as_json:      # the numbers by machine on stdout, instead of the tables
             from .report.summary import summary_of
-            click.echo(json.dumps(summary_of(store, data), indent=1))
+            echo(json.dumps(summary_of(store, data), indent=1))
         else:
             render_views(views)
         if html_path:
+            from .outfile import replacing
             from .report.html import page_of_views
             with errs.writing(html_path, "--html"), \
-                    open(html_path, "w", encoding="utf-8") as f:
+                    replacing(html_path, encoding="utf-8") as f:
                 f.write(page_of_views(store, views))
-            click.echo(f"wrote {html_path}", err=True)
+            echo(f"wrote {html_path}", err=True)
         if plots_dir:
             from .report.plots import write_plots
             with errs.writing(plots_dir, "--plots"):
                 written = write_plots(store, plots_dir, run_id=views[-1].run_id,
                                       data=views[-1].data)
-            click.echo(f"wrote {len(written)} files in {plots_dir}", err=True)
+            echo(f"wrote {len(written)} files in {plots_dir}", err=True)
 
 
 @main.command()
@@ -431,7 +433,7 @@ def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
         if out:            # unopenable: exit 2 naming -o before anything is written
-            errs.output_file(out, newline="").close()
+            errs.output_file(out)
         with errs.writing(out or "stdout"):
             msg = export_table(store, table, fmt, out, run_id, nested)
     if msg:
@@ -452,7 +454,7 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
         raise _fail(f"no results.db in {', '.join(missing)}")
     with errs.reading_runs(list(directories)):
         h = gather(directories)
-    click.echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
+    echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
 
 
 @main.command()
@@ -471,7 +473,7 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
             d = rdiff.diff_runs(run_a, run_b, show_all)
     except rdiff.DiffError as e:
         raise _fail(str(e))
-    click.echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
+    echo(json.dumps(rdiff.as_json(d), indent=2, default=str) if as_json
                else rdiff.render(d, show_all), nl=as_json)
     raise click.exceptions.Exit(1 if d.differs else 0)
 
@@ -503,7 +505,7 @@ def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
     if fail_on_regression:
         bad += [f"regression: {c.line()}" for c in cmp.regressions(tcs)]
     for line in bad:
-        click.echo(line, err=True)
+        echo(line, err=True)
     raise click.exceptions.Exit(1 if bad else 0)
 
 
@@ -528,7 +530,7 @@ def info(plan_path: str | None, as_json: bool) -> None:
     from .inventory.topology import topology
     env["noise"] = noise.measure([c.id for c in topology()],
                                  plan.noise if plan_path is not None else noise.DEFAULT_S)
-    click.echo(json.dumps(env, indent=2, default=str) if as_json else
+    echo(json.dumps(env, indent=2, default=str) if as_json else
                info_text(env), nl=as_json)
 
 
@@ -554,7 +556,7 @@ def mpi_build(family: str, mpicc: str | None, force: bool, program: str,
     from .kernels.mpi_program import MpiBuildError, build
     try:
         exe = build(family, mpicc, force, program)
-        click.echo(build_image(image, exe, family) if image else exe)
+        echo(build_image(image, exe, family) if image else exe)
     except (MpiBuildError, ImageError) as e:
         raise _fail(str(e))
     except OSError as e:
@@ -597,8 +599,10 @@ def bundle(directory: str, source: str | None, python_version: str | None,
         files = write_bundle(directory, source, python_version, platform, extras, native)
     except BundleError as e:
         raise _fail(str(e)) from None
-    click.echo(build_note(native))
-    click.echo(f"{len(files)} files in {directory}; install with:\n"
+    except OSError as e:      # DIRECTORY cannot be made or written (a read-only mount)
+        raise _fail(f"{directory}: cannot write: {e.strerror or e}") from None
+    echo(build_note(native))
+    echo(f"{len(files)} files in {directory}; install with:\n"
                f"  pip install --no-index --find-links {directory} manybench")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .cli import _fail, main
+from .printable import echo
 
 
 def _node_access(credentials: str | None, insecure: bool, tls: tuple) -> tuple:
@@ -54,7 +55,7 @@ def cluster_credentials(directory: str | None, group: str | None, days: int) -> 
         made = creds.make(where, group, days)
     except creds.CredentialsError as e:
         raise _fail(str(e)) from None
-    click.echo(f"cluster credentials in {where}: {', '.join(made.files)}\n"
+    echo(f"cluster credentials in {where}: {', '.join(made.files)}\n"
                f"every node needs them at a path it can give (a shared home directory serves "
                f"all); then `manybench scheduler`, `manybench worker tls://HEAD:8786` and "
                f"`manybench run PLAN --scheduler tls://HEAD:8786` use them"

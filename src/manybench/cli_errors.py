@@ -12,6 +12,8 @@ from typing import IO, Iterator
 
 import click
 
+from .printable import echo
+
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
@@ -24,7 +26,7 @@ class UserError(click.ClickException):
         self.exit_code = code
 
     def show(self, file: IO | None = None) -> None:
-        click.echo(f"manybench: {self.message}", err=True)
+        echo(f"manybench: {self.message}", err=True)
 
 
 def _reason(e: BaseException) -> str:
@@ -69,13 +71,14 @@ def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]
 
 def _damaged(db: str) -> bool:
     """Whether SQLite finds this results.db unreadable (a quick check of every page)."""
+    from .results.store import SchemaError, read_uri
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con = sqlite3.connect(read_uri(db), uri=True)     # as the readers open it
         try:
             return con.execute("PRAGMA quick_check").fetchone()[0] != "ok"
         finally:
             con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, SchemaError):
         return True
 
 
@@ -101,10 +104,12 @@ def check_run(store, run_id: str | None) -> None:
         store.run(run_id)
 
 
-def output_file(path: str, newline: str | None = None, option: str = "-o") -> IO:
-    """-o FILE opened for writing, or exit 2 naming it and why not."""
+def output_file(path: str, option: str = "-o") -> None:
+    """-o FILE can be written (outfile.check: a file there is left as it is until the new
+    one is complete), else exit 2 naming it and why not."""
+    from .outfile import check
     try:
-        return open(path, "w", newline=newline)
+        check(path)
     except OSError as e:
         raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
 
@@ -121,7 +126,16 @@ def writing(path: str, option: str = "-o") -> Iterator[None]:
         # (click's own handling: stdout pacified, exit 1)
         raise
     except OSError as e:
-        raise UserError(f"{option} {path}: cannot write: {_reason(e)}") from None
+        raise UserError(f"{option} {path}: cannot write: {_reason(e)}{_kept(path)}") from None
+
+
+def _kept(path: str) -> str:
+    """What a failed write left at path (outfile.replacing: the file that was there)."""
+    from .outfile import in_place
+    if path == "stdout" or not os.path.lexists(path) or in_place(path):
+        return ""
+    return "; the file there is left as it was" if os.path.isfile(path) else \
+        "; the files there are left as they were"
 
 
 def writable_results_dir(outdir: str, option: str = "-o") -> None:
@@ -184,8 +198,8 @@ def preflight(plan, phases, distributed: bool) -> None:
     from .plan.preflight import preflight as check
     errors, warnings = check(plan, phases, distributed)
     for w in warnings:
-        click.echo(f"warning: {w}", err=True)
+        echo(f"warning: {w}", err=True)
     for e in errors:
-        click.echo(e, err=True)
+        echo(e, err=True)
     if errors:
         raise click.exceptions.Exit(EXIT_USAGE)

@@ -29,6 +29,9 @@ except ImportError:      # the extension is not built: plan checks, dry runs, th
     WireHooks = None
 
 TUPLE = 0            # the code of a tuple
+# msgpack's integers: int 64 down to -2**63, uint 64 up to 2**64 - 1 (beyond: OverflowError
+# when packing); a plan's values are checked against them when it is read (plan/wire_values.py)
+INT_MIN, INT_MAX = -2**63, 2**64 - 1
 KEEP_PACKER = 1 << 20   # a packer whose message was larger is dropped (its buffer with it)
 
 

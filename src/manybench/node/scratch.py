@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import tempfile
 
 from ..kernels.base import KernelError
 from ..kernels.scratchfs import open_below, remove_below
@@ -61,17 +62,22 @@ class Scratch:
         os.close(fd)
 
     def _make_root(self, path: str) -> None:
-        tmp = f"{path}.{self.node}.{os.getpid()}.tmp"
+        tmp = None
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.mkdir(tmp, 0o700)
+            # a random name made exclusively, 0700 ({path}.{node}.{pid}.tmp could be made
+            # first by anyone who guessed the pid, failing the node's every phase); short,
+            # as a run id may take 234 of a name's 255 bytes (its marker says whose it is)
+            tmp = tempfile.mkdtemp(prefix=".manybench-root.", suffix=".tmp",
+                                   dir=os.path.dirname(path))
             fd = os.open(os.path.join(tmp, MARKER),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(self.run + "\n")
             os.mkdir(os.path.join(tmp, "shared"), 0o700)
         except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
             raise ScratchError(f"scratch {path}: cannot be made: {e.strerror or e}") from None
         try:
             os.rename(tmp, path)     # atomic: the root appears with its marker inside

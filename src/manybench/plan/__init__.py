@@ -34,6 +34,7 @@ from .schema import ORDERS, PINS, known_names, schema_problems
 from .tasks import (BUILTIN_NAMES, TASK_FIELDS, as_workers, build_task, check_dir,
                     kernel_params, slot_check, sweep_points)
 from .variants import applies, build_variants, variant_raw
+from .wire_values import wire_problems
 
 __all__ = ["BUILTIN_NAMES", "ORDERS", "PINS", "TASK_FIELDS", "PlanError", "applies", "assign",
            "field_name", "kernel_params", "load_plan", "parse_plan", "parse_value",
@@ -94,6 +95,10 @@ def _build(raw: dict, path: str, slots: int | None, check_dirs: bool,
         check_bind(("placement", "bind"), place["bind"], probs)
     reference = check_reference(raw.get("reference"), tasks, probs,
                                 list(entry_names(raw, "variant").values()))
+    # values no node can be sent, unless a check above told that field's problem already
+    told = [loc for loc, _ in probs if loc and isinstance(loc[-1], str)]
+    probs += [(loc, msg) for loc, msg in wire_problems(raw)
+              if not any(loc[:len(t)] == t for t in told)]
     variants = build_variants(raw, path, slots, check_dirs, probs, _build,
                               tuple(n for n in res if n != "scratch")) if with_variants else []
     groups = build_groups(raw, tasks, workers or [1], variants, probs) if with_variants else []

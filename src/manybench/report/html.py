@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from html import escape
 
+from ..outfile import replacing
 from ..results.store import Store
 from .build import build
 from .view import RunView, Table
@@ -101,5 +102,5 @@ def write_html(store_dir: Store | str | os.PathLike, path: str | os.PathLike,
                run_id: str | None = None, all_runs: bool = False) -> None:
     """Write the HTML report of a results directory to `path`."""
     page = html_page(store_dir, run_id, all_runs)
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path, encoding="utf-8") as f:      # whole or not at all
         f.write(page)

@@ -11,6 +11,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..printable import printable
 from ..results.store import Store
 from .build import build
 from .view import RunView, Table
@@ -110,13 +111,34 @@ def _late_line(t: Table, cols: list[int], j: int) -> str:
     return f"{' '.join(t.columns[j].split())}: {'; '.join(rows)}"
 
 
+def _shown(view: RunView) -> RunView:
+    """The view with every string it shows escaped (printable.py): a command's output, a
+    parameter's value, a node's name are text on the terminal, never control. Done once
+    here, so the widths measured are those of the text shown."""
+    def rows(table: list[list[str]]) -> list[list[str]]:
+        return [[printable(c) for c in row] for row in table]
+
+    def strings(items: list[str]) -> list[str]:
+        return [printable(s) for s in items]
+
+    tables = [replace(t, title=printable(t.title), columns=strings(t.columns),
+                      rows=rows(t.rows), short_rows=rows(t.short_rows), notes=strings(t.notes),
+                      errors=strings(t.errors), names=strings(t.names), hints=strings(t.hints))
+              for t in view.tables]
+    return replace(view, title=printable(view.title), tables=tables,
+                   header=[(printable(k), printable(v)) for k, v in view.header],
+                   notes=strings(view.notes), warnings=strings(view.warnings),
+                   legend=printable(view.legend), hints=strings(view.hints))
+
+
 def _render_run(view: RunView, console: Console) -> None:
+    view = _shown(view)
     console.rule(Text(view.title, style="bold"))
     head = RichTable.grid(padding=(0, 2))
     head.add_column(style="bold", no_wrap=True)
     head.add_column()
     for label, value in view.header:
-        head.add_row(label, Text(value))
+        head.add_row(Text(label), Text(value))
     console.print(head)
     for note in view.notes:
         console.print(Text("note: " + note, style="yellow"))

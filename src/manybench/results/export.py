@@ -26,12 +26,43 @@ def _cell(v: Any) -> Any:
     return _compact(v) if isinstance(v, (dict, list, tuple)) else v
 
 
+# a text cell beginning with one of these is a formula to a spreadsheet (OWASP's list):
+# `=cmd|' /C calc'!A0` in a task's name or a command's output would run when opened
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell a spreadsheet takes as it is: dicts and lists as compact JSON,
+    text that would start a formula with a leading single quote (OWASP: shown and kept as
+    text); numbers stay numbers (-3 is -3, not text)."""
+    t = type(value)
+    if t is str:
+        return "'" + value if value.startswith(FORMULA_START) else value
+    if t is dict or t is list or t is tuple:
+        return _compact(value)      # begins with { or [
+    if isinstance(value, str):      # a subclass (an enum's value)
+        return csv_cell(str(value))
+    return value
+
+
+class _LineFeed:
+    """csv.writer's rows ended by "\n" as before, from a writer told they end "\r\n": it
+    quotes every cell holding a character of its line end, so a carriage return inside a
+    cell (where a spreadsheet starts a new row, and maybe a formula) is quoted."""
+
+    def __init__(self, out: IO) -> None:
+        self.out = out
+
+    def write(self, line: str) -> Any:
+        return self.out.write(line[:-2] + "\n")     # one row per call, ended "\r\n"
+
+
 def _csv(rows: Iterable[dict], columns: Sequence[str], out: IO) -> None:
-    """CSV with a header row; dicts and lists (params, metrics) as compact JSON strings."""
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(columns)
+    """CSV with a header row, each cell a csv_cell (no formula a spreadsheet would run)."""
+    w = csv.writer(_LineFeed(out), lineterminator="\r\n")
+    w.writerow([csv_cell(c) for c in columns])
     for row in rows:
-        w.writerow([_cell(row.get(c)) for c in columns])
+        w.writerow([csv_cell(row.get(c)) for c in columns])
 
 
 def _json(rows: Iterable[dict], columns: Sequence[str], out: IO) -> None:

@@ -1,9 +1,9 @@
 """`manybench export`: one table of a results directory to a file or stdout."""
 from __future__ import annotations
 
-import os
 import sys
 
+from ..outfile import replacing
 from ..record import COLUMNS
 from .export import ExportError, write
 from .frames import PHASE_COLUMNS, table_rows
@@ -24,14 +24,11 @@ def export_table(store: Store, table: str, fmt: str, out: str | None, run: str |
     rows = table_rows(store, table, run, nested or fmt == "json")
     first = _FIRST.get(table, ())
     try:
-        if out:
-            with open(out, "wb" if fmt == "parquet" else "w", newline=None
-                      if fmt == "parquet" else "") as f:
+        if out:      # whole or not at all: a failure leaves the file that was there
+            with replacing(out, binary=fmt == "parquet", newline="") as f:
                 write(rows, fmt, f, first)
         else:
             write(rows, fmt, sys.stdout, first)
     except ExportError as e:
-        if out and os.path.exists(out) and os.path.getsize(out) == 0:
-            os.remove(out)
         return str(e)
     return ""

@@ -83,8 +83,7 @@ class Store:
         if readonly:
             if not os.path.isfile(self.path):
                 raise FileNotFoundError(f"no {DB_NAME} in {self.directory}")
-            uri = "file:" + _uri_path(os.path.abspath(self.path)) + "?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
+            self._db = sqlite3.connect(read_uri(self.path), uri=True, isolation_level=None,
                                        check_same_thread=False)
             self._busy()
             with _opening(self.path):
@@ -458,9 +457,31 @@ def _migrated_copy(db: sqlite3.Connection, path: str) -> sqlite3.Connection:
     return mem
 
 
+def read_uri(path: str) -> str:
+    """The URI a reader opens a results.db with: read-only. A WAL database read needs its
+    -shm file, which SQLite makes beside it: where the directory cannot be written (a
+    read-only mount, another user's directory) and there is none, the file is opened
+    immutable (nothing changes it there, and with no log beside it the file holds every
+    commit); a log with no -shm file cannot be read there (SchemaError saying so)."""
+    path = os.path.abspath(path)
+    uri = "file:" + _uri_path(path) + "?mode=ro"
+    if os.access(os.path.dirname(path), os.W_OK) or os.path.exists(path + "-shm"):
+        return uri
+    try:
+        logged = os.path.getsize(path + "-wal") > 0
+    except OSError:
+        logged = False
+    if logged:
+        raise SchemaError(f"{path}: its last commits are in {os.path.basename(path)}-wal, "
+                          f"which SQLite cannot read without {os.path.basename(path)}-shm in "
+                          "a directory it cannot write (read-only): copy the directory where "
+                          "it can be written, or open it there once")
+    return uri + "&immutable=1"
+
+
 def _uri_path(path: str) -> str:
     # A file: URI must escape the characters URIs give meaning to (e.g. '?' or '#' in a path).
     return quote(path, safe="/")
 
 
-__all__ = ["DB_NAME", "DamagedError", "SchemaError", "Store", "db_path"]
+__all__ = ["DB_NAME", "DamagedError", "SchemaError", "Store", "db_path", "read_uri"]

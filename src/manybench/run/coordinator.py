@@ -52,8 +52,10 @@ OVERLAP_LEAD_NS = 5_000_000
 
 
 def new_run_id(name: str) -> str:
-    """Sortable and unique: plan name, UTC time, a few random hex digits."""
-    return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+    """Sortable and unique: plan name, UTC time, 64 random bits in hex. It names the run's
+    scratch root on every node: it must not be guessed (16 bits were: 65,536 directories
+    made ahead refused any run's root of that second) nor repeat."""
+    return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(8)}"
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ import time
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Column
 
 from ..analysis.phase_figures import phase_figures
+from ..printable import printable
 from ..record import Record
 from ..units import format_rate
 
@@ -67,11 +69,12 @@ class RunProgress:
 
     def point(self, label: str) -> None:
         """The phase about to run; a new point clears the rate of the one before (a mkdir
-        point showed the MiB/s of the io point before it)."""
+        point showed the MiB/s of the io point before it). The label (a parameter's value)
+        is text: its controls escaped, its brackets no rich markup."""
         if self.progress:
             fields = {} if label == self.label else {"rate": ""}
             self.label = label
-            self.progress.update(self.task, description=label, **fields)
+            self.progress.update(self.task, description=escape(printable(label)), **fields)
             self.tick()
 
     def advance(self, records: Sequence[Record] | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 from ..engines.base import Node
 from ..inventory import noise
 from ..model import Phase
+from ..printable import printable
 from ..plan.expand import distinct
 from ..results.contract import Warning, warning_text
 from ..results.store import Store
@@ -23,7 +24,8 @@ class Warnings:
     def __init__(self, store: Store, run_id: str,
                  echo: Callable[[str], None] | None = None) -> None:
         self.store, self.run_id = store, run_id
-        self.echo = echo or (lambda text: print(text, file=sys.stderr))
+        # a warning may quote a node or a command: told on stderr as text (printable.py)
+        self.echo = echo or (lambda text: print(printable(text), file=sys.stderr))
         self.seen: set[tuple] = set()
 
     def add(self, kind: str, message: str, node: str = "", task: str = "",

@@ -9,6 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
 
+from ...outfile import replacing  # noqa: E402
+
 matplotlib.rcParams.update({"svg.fonttype": "path", "svg.hashsalt": "manybench",
                             "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -38,7 +40,8 @@ def save(fig: Figure, stem: str) -> list[str]:
     out = []
     for ext in ("png", "svg"):
         path = f"{stem}.{ext}"
-        fig.savefig(path, format=ext, dpi=150 if ext == "png" else None)
+        with replacing(path, binary=True) as f:     # a full disk leaves the old one
+            fig.savefig(f, format=ext, dpi=150 if ext == "png" else None)
         out.append(path)
     return out
 
