@@ -210,3 +210,19 @@ def test_a_run_id_is_not_guessed(tmp_path):
     with Store(tmp_path) as st:
         st.begin_run("io-bw-20260101-000000-abcd", Plan(name="io-bw", tasks=[]), [], {})
     assert "io-bw-20260101-000000-abcd" in render_text(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root "
+                    "(CI runs as root)")
+def test_a_run_root_made_first_by_another_user_is_refused(tmp_path):
+    """A run's scratch root made ahead by another user, marked with the run's id and not
+    writable by others, passed every check but its owner's: that user then owned the tree
+    the run wrote in."""
+    from manybench.node.scratch import MARKER, Scratch, ScratchError
+    root = tmp_path / "r1"
+    root.mkdir(mode=0o755)
+    (root / MARKER).write_text("r1\n")
+    os.chown(root / MARKER, 65534, 65534)
+    os.chown(root, 65534, 65534)
+    with pytest.raises(ScratchError, match="belongs to uid 65534"):
+        Scratch("r1", "n1").run_dir(str(tmp_path))

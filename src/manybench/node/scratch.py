@@ -92,6 +92,9 @@ class Scratch:
             what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
             raise ScratchError(f"scratch {path} is {what}: a run's scratch is never used "
                                "through one")
+        if st.st_uid != os.geteuid():    # its marker says the run, anyone could write that
+            raise ScratchError(f"scratch {path} belongs to uid {st.st_uid}, not to this run's "
+                               f"user ({os.geteuid()}): it is left alone")
         if not self._ours(path):
             raise ScratchError(f"scratch {path} exists and was not made by run {self.run}: "
                                "it is left alone")
