@@ -90,10 +90,21 @@ def test_hosts_over_ssh(plan_file, tmp_path):
             kernel = "null"
         """)
         out = str(tmp_path / "res")
+        import glob
+        shipped = set(glob.glob("/tmp/tmp.*/member.key"))   # mktemp -d's, on the hosts
         res = run_cli("run", plan, "-o", out, "-q", "--hosts", str(hostfile), timeout=240)
         assert res.returncode == 0, res.stderr[-3000:]
         nodes = sorted(r["node"] for r in export_json(out))
         assert nodes == sorted([lab.ip(0), lab.ip(0), lab.ip(1)])
+        # secured with no step of the user's: credentials made for this cluster, shipped
+        # over its logins and removed with it (the namespace hosts share this file system)
+        import sqlite3
+        with sqlite3.connect(os.path.join(out, "results.db")) as db:
+            said = {r[0] for r in db.execute(
+                "SELECT json_extract(inventory, '$.security') FROM nodes")}
+        assert said == {"mutual TLS with the cluster's own certificates (made for this SSH "
+                        "cluster); messages signed with the run's secret"}, said
+        assert set(glob.glob("/tmp/tmp.*/member.key")) <= shipped
 
 
 def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warning(plan_file,

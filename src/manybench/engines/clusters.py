@@ -142,7 +142,8 @@ def _jobqueue(kind: str) -> Callable[..., DaskEngine]:
         opts = jobqueue_options(kind, plan, slots, access)
         nodes = plan.cluster.get("nodes", 1)
         try:
-            cluster = getattr(dask_jobqueue, JOBQUEUE[kind])(**opts)
+            with _quiet_http():
+                cluster = getattr(dask_jobqueue, JOBQUEUE[kind])(**opts)
             cluster.scale(jobs=nodes)
         except CLUSTER_ERRORS as e:
             raise EngineError(f"starting Dask workers through {kind}: {e}") from None
@@ -164,8 +165,9 @@ def in_allocation(plan: Plan, slots: int | None, credentials: str | None = None,
     access = resolve(plan, credentials, insecure, make_default=True)
     sec = {"security": access.security()} if not access.insecure else {}
     try:
-        cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0,
-                               dashboard_address=None, **sec)
+        with _quiet_http():
+            cluster = LocalCluster(n_workers=0, host=_my_ip(), scheduler_port=0,
+                                   dashboard_address=None, **sec)
     except CLUSTER_ERRORS as e:
         raise EngineError(f"starting a Dask scheduler in the allocation: {e}") from None
     # --overlap: the workers share the allocation's cpus with the step running us
@@ -192,6 +194,14 @@ def _worker_access(access: Access) -> list[str]:
         return ["--insecure"]
     c = access.credentials
     return ["--tls-ca-file", c.ca, "--tls-cert", c.cert, "--tls-key", c.key]
+
+
+def _quiet_http() -> Any:
+    """The scheduler started here answers a health check on HTTP, not the cluster's state
+    (Dask's default routes serve it to anyone who asks, TLS or not)."""
+    import dask
+    from ..node.worker import HTTP_ROUTES
+    return dask.config.set({"distributed.scheduler.http.routes": HTTP_ROUTES})
 
 
 def _slurm_cpus() -> int | None:
