@@ -81,6 +81,32 @@ def test_srun_runs_only_inside_an_allocation(tmp_path, monkeypatch):
     assert any(a.startswith("--export=ALL,") and "MANYBENCH_MPI_SOCK=p" in a for a in argv)
 
 
+def test_private_variables_are_named_on_the_command_line_never_valued(tmp_path, monkeypatch):
+    """The job's socket name and token reach the ranks through the launcher's environment:
+    its command line is every user's to read (/proc/PID/cmdline)."""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    private = {"MANYBENCH_MPI_SOCK": "n4me", "MANYBENCH_MPI_TOKEN": "s3cret"}
+    job = Job(program=["prog"], hosts=["h1", "h2"], local=False, env={"A": "1"},
+              private=private, workdir=str(tmp_path), nodes=("n1", "n2"))
+    for fam in FAMILIES.values():
+        argv, extra = fam.argv("/x/launcher", job)
+        assert not any("n4me" in a or "s3cret" in a for a in argv), (fam.name, argv)
+        assert {k: extra[k] for k in private} == private, fam.name
+    argv, _ = FAMILIES["openmpi"].argv("mpirun", job)
+    assert all(argv[argv.index(k) - 1] == "-x" for k in private)
+    argv, _ = FAMILIES["slurm"].argv("srun", job)
+    assert "--export=ALL,A=1,MANYBENCH_MPI_SOCK,MANYBENCH_MPI_TOKEN" in argv
+    # Hydra passes its whole environment unless the plan's launcher_args narrow it
+    names = "MANYBENCH_MPI_SOCK,MANYBENCH_MPI_TOKEN"
+    for fam in (FAMILIES["mpich"], FAMILIES["intel"]):
+        argv, _ = fam.argv("mpiexec", job)
+        assert "-genvlist" not in argv and "-genvnone" not in argv
+        argv, _ = fam.argv("mpiexec", Job(**{**job.__dict__, "args": ["-genvnone"]}))
+        assert argv[argv.index("-genvlist") + 1] == names and "-genvnone" not in argv
+        argv, _ = fam.argv("mpiexec", Job(**{**job.__dict__, "args": ["-genvlist", "PATH"]}))
+        assert argv[argv.index("-genvlist") + 1] == f"PATH,{names}"
+
+
 @pytest.mark.parametrize("name, expect", [
     ("openmpi-4.1.4-rank1-kill.txt", {"rank 1": "killed by signal 9 (Killed) on vm"}),
     ("openmpi-4.1.4-rank1-exit.txt", {"rank 1": "exit status 3"}),
