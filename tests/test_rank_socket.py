@@ -14,11 +14,10 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 
 from conftest import export_json
-from mpi_helpers import FAMILIES, PROBE, _probes
+from mpi_helpers import FAMILIES, PROBE, _probes, abort_ports, cmdline, rank_sockets, tree
 from second_user import answer, other_user, run_as
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
@@ -69,44 +68,6 @@ def _start(plan: str, out: str, tmp_path) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL)
 
 
-def _tree(pid: int) -> list[psutil.Process]:
-    try:
-        p = psutil.Process(pid)
-        return [p, *p.children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
-def _rank_sockets(procs: list[psutil.Process]) -> dict[str, int]:
-    """Listening abstract sockets named manybench.* that these processes hold: name -> pid
-    (read as anyone may: /proc/net/unix lists every name)."""
-    inodes = {}
-    for p in procs:
-        try:
-            for fd in os.listdir(f"/proc/{p.pid}/fd"):
-                link = os.readlink(f"/proc/{p.pid}/fd/{fd}")
-                if link.startswith("socket:["):
-                    inodes[int(link[8:-1])] = p.pid
-        except OSError:
-            pass
-    out = {}
-    with open("/proc/net/unix") as f:
-        next(f)
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 8 and parts[7].startswith("@manybench.") and \
-                    int(parts[3], 16) & 0x10000 and int(parts[6]) in inodes:
-                out[parts[7][1:]] = inodes[int(parts[6])]
-    return out
-
-
-def _cmdline(p: psutil.Process) -> list[str]:
-    try:
-        return p.cmdline()
-    except psutil.Error:
-        return []
-
-
 def _waiting(run: subprocess.Popen, flag: str, ranks: int, launcher: str, tmp_path) -> dict:
     """Once every rank of the job waits for the flag: its slots' sockets, its launcher and
     its ranks' processes."""
@@ -115,11 +76,11 @@ def _waiting(run: subprocess.Popen, flag: str, ranks: int, launcher: str, tmp_pa
         if run.poll() is not None:
             pytest.fail("the run ended before its ranks waited: "
                         + (tmp_path / "run.log").read_text()[-3000:])
-        procs = _tree(run.pid)
-        socks = _rank_sockets(procs)
-        launchers = [p for p in procs if _cmdline(p)[:1]
-                     and os.path.basename(_cmdline(p)[0]) == launcher]
-        held = [p for p in procs if _cmdline(p)[:2] == ["sh", "-c"] and flag in _cmdline(p)[2]]
+        procs = tree(run.pid)
+        socks = rank_sockets(procs)
+        launchers = [p for p in procs if cmdline(p)[:1]
+                     and os.path.basename(cmdline(p)[0]) == launcher]
+        held = [p for p in procs if cmdline(p)[:2] == ["sh", "-c"] and flag in cmdline(p)[2]]
         if len(socks) == ranks and launchers and len(held) == ranks:
             return {"sockets": socks, "launcher": launchers[0], "ranks": held, "procs": procs}
         time.sleep(0.05)
@@ -190,11 +151,11 @@ def test_another_user_cannot_take_a_rank_socket_nor_read_its_name_in_an_argv(
         assert prefix and all(n.startswith(prefix + ".") for n in names), (env, names)
         token = env.get("MANYBENCH_MPI_TOKEN", "")
         assert token, env
-        for p in _tree(run.pid):
-            argv = " ".join(_cmdline(p))
+        for p in tree(run.pid):
+            argv = " ".join(cmdline(p))
             assert prefix not in argv and token not in argv, argv
         for p in job["ranks"] + [job["launcher"]]:
-            assert prefix not in " ".join(_cmdline(p)), _cmdline(p)
+            assert prefix not in " ".join(cmdline(p)), cmdline(p)
         assert _finish(run, flag, tmp_path) == 0, (tmp_path / "run.log").read_text()[-3000:]
     finally:
         if run.poll() is None:
@@ -207,20 +168,6 @@ def test_another_user_cannot_take_a_rank_socket_nor_read_its_name_in_an_argv(
     pids = {int(p["pid"]) for p in _probes(first["stdout"])}
     assert {r["metrics"]["rank_pid"] for r in recs} == pids
     assert all(r["elapsed_s"] >= 1.0 for r in recs), [r["elapsed_s"] for r in recs]
-
-
-def _abort_ports(procs: list[psutil.Process]) -> list[tuple[str, int]]:
-    """The TCP ports the job's slots (the processes holding a rank socket) listen on."""
-    slots = set(_rank_sockets(procs).values())
-    out = []
-    for p in procs:
-        if p.pid in slots:
-            try:
-                out += [(c.laddr.ip, c.laddr.port) for c in p.net_connections("tcp")
-                        if c.status == psutil.CONN_LISTEN]
-            except psutil.Error:
-                pass
-    return out
 
 
 def _closed_by_peer(s: socket.socket) -> bool:
@@ -252,7 +199,7 @@ def test_an_unsigned_abort_does_not_stop_the_job_and_a_silent_one_does_not_hold_
     silent = None
     try:
         job = _waiting(run, flag, 2, launcher, tmp_path)
-        ports = _abort_ports(job["procs"])
+        ports = abort_ports(job["procs"])
         assert len(ports) == 1, ports           # rank 1's slot: told when the job fails
         host, port = ports[0]
         silent = socket.create_connection((host, port))
