@@ -183,14 +183,14 @@ def test_the_abort_port_of_a_slot_on_another_node_listens_on_that_nodes_address(
         while time.monotonic() < deadline and proc.poll() is None and not ports:
             ports = abort_ports(tree(two_nodes.workers["n2"].pid))
             time.sleep(0.1)
-        assert [host for host, _ in ports] == [two_nodes.lab.ip(2)], ports
     finally:
         open(flag, "w").close()
         try:
-            stdout, stderr = proc.communicate(timeout=120)
+            _, stderr = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
-            stdout, stderr = proc.communicate()
+            _, stderr = proc.communicate()
+    assert [host for host, _ in ports] == [two_nodes.lab.ip(2)], (ports, stderr[-3000:])
     assert proc.returncode == 0, stderr[-3000:]
     assert all(r["status"] == "ok" for r in export_json(out))
 
