@@ -15,7 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-HELLO_S = 5.0       # a peer's time from its connect to its first line (libmbrank: microseconds)
+# a peer's time from its connect to its first line: libmbrank takes microseconds, but a rank
+# starved of cpu (a node's ranks busy-polling in MPI_Init) may take seconds; a silent peer
+# holds nothing meanwhile (peers are heard side by side), only a place among PEERS_MAX
+HELLO_S = 30.0
 LINE_MAX = 4096     # a first line longer than this is no peer of ours (mbrank.c's LINE)
 PEERS_MAX = 32      # peers heard at once: the oldest is dropped for a new one
 ANCESTRY_MAX = 64   # parents followed up from a process looking for an ancestor

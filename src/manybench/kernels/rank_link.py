@@ -11,7 +11,8 @@ The name is the job's secret (rank_keys.py) but any user of the node reads it in
     launcher forks here). A rank started on another node (by orted, a hydra proxy, over
     ssh) descends from nothing this slot knows: its token is its proof.
 A refused peer is closed and the slot waits on for its real rank. Peers are heard side by
-side, each with HELLO_S to say its first line, so a silent or slow one holds nothing.
+side, each with doorway.HELLO_S to say its first line, so a silent or slow one holds
+nothing.
 
 The slot learns the rank's pid from the socket (SO_PEERCRED, not from what the rank says),
 watches it with a pidfd (it is the launcher's child, not ours: its exit is seen, its status
