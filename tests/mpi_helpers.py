@@ -1,10 +1,11 @@
 """Shared by the parallel-task tests: the MPI families, the probe program and readers of
-its output and of leftover processes."""
+its output, of leftover processes and of a job's sockets."""
 from __future__ import annotations
 
 import os
-
 import shutil
+import socket
+import sys
 
 import psutil
 
@@ -40,6 +41,87 @@ def _alive(path: str) -> list[str]:
                 out.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'] or ())}")
         except psutil.Error:
             pass
+    return out
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    try:
+        p = psutil.Process(pid)
+        return [p, *p.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _socket_inodes(procs: list[psutil.Process]) -> dict[int, int]:
+    """The sockets these processes hold: inode -> pid."""
+    inodes = {}
+    for p in procs:
+        try:
+            for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                link = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes[int(link[8:-1])] = p.pid
+        except OSError:
+            pass
+    return inodes
+
+
+def _net_rows(inodes: dict[int, int], table: str):
+    """Rows of /proc/<pid>/net/<table> (one pid per network namespace: the sockets of that
+    namespace) split in fields."""
+    for pid in _one_per_netns(set(inodes.values())):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f)
+                yield from (line.split() for line in f)
+        except OSError:
+            pass
+
+
+def rank_sockets(procs: list[psutil.Process]) -> dict[str, int]:
+    """Listening abstract sockets named manybench.* that these processes hold: name -> pid
+    (read as anyone may: /proc/net/unix lists every name of its network namespace)."""
+    inodes = _socket_inodes(procs)
+    return {parts[7][1:]: inodes[int(parts[6])] for parts in _net_rows(inodes, "unix")
+            if len(parts) >= 8 and parts[7].startswith("@manybench.")
+            and int(parts[3], 16) & 0x10000 and int(parts[6]) in inodes}
+
+
+def _address(hex_addr: str) -> str:
+    """/proc/net/tcp's address (32-bit words in host order) as text."""
+    raw = b"".join(int(hex_addr[i:i + 8], 16).to_bytes(4, sys.byteorder)
+                   for i in range(0, len(hex_addr), 8))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
+def _one_per_netns(pids: set[int]) -> list[int]:
+    seen: dict[str, int] = {}
+    for pid in pids:
+        try:
+            seen.setdefault(os.readlink(f"/proc/{pid}/ns/net"), pid)
+        except OSError:
+            pass
+    return list(seen.values())
+
+
+def cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
+def abort_ports(procs: list[psutil.Process]) -> list[tuple[str, int]]:
+    """The TCP ports the job's slots (the processes holding a rank socket) listen on, read
+    in their own network namespace (psutil reads the caller's)."""
+    slots = set(rank_sockets(procs).values())
+    inodes = {i: pid for i, pid in _socket_inodes(procs).items() if pid in slots}
+    out = []
+    for table in ("tcp", "tcp6"):
+        for parts in _net_rows(inodes, table):
+            if len(parts) > 9 and parts[3] == "0A" and int(parts[9]) in inodes:   # LISTEN
+                host, port = parts[1].split(":")
+                out.append((_address(host), int(port, 16)))
     return out
 
 

@@ -22,7 +22,7 @@ def _fixture(name: str) -> str:
 
 def _job(tmp_path, hosts: list[str], local: bool = False) -> Job:
     return Job(program=["prog", "a"], hosts=hosts, local=local,
-               env={"MANYBENCH_MPI_SOCK": "p", "OMP_NUM_THREADS": "2"},
+               env={"MANYBENCH_MPI_PASS": "p", "OMP_NUM_THREADS": "2"},
                args=["--extra"], workdir=str(tmp_path))
 
 
@@ -37,7 +37,7 @@ def test_open_mpi_places_rank_i_on_line_i_of_its_hostfile(tmp_path):
     assert argv[argv.index("--hostfile") + 1] == str(tmp_path / "hostfile")
     assert (tmp_path / "hostfile").read_text().split() == ["h1", "h2", "h1", "h2"]
     assert argv[argv.index("rmaps") + 1] == "seq"
-    assert "MANYBENCH_MPI_SOCK=p" in argv and "OMP_NUM_THREADS=2" in argv
+    assert "MANYBENCH_MPI_PASS=p" in argv and "OMP_NUM_THREADS=2" in argv
     assert argv[-3:] == ["--extra", "prog", "a"]      # launcher_args, then the program
     local, _ = FAMILIES["openmpi"].argv("/x/mpirun", _job(tmp_path, ["h"] * 2, local=True))
     assert "--hostfile" not in local
@@ -50,7 +50,7 @@ def test_mpich_says_the_layout_as_runs_of_hosts(tmp_path):
     pack, _ = fam.argv("mpiexec", _job(tmp_path, ["h1", "h1", "h2", "h2"]))
     assert pack[pack.index("-hosts") + 1] == "h1:2,h2:2"
     i = pack.index("-genv")
-    assert pack[i:i + 3] == ["-genv", "MANYBENCH_MPI_SOCK", "p"]
+    assert pack[i:i + 3] == ["-genv", "MANYBENCH_MPI_PASS", "p"]
     assert fam.check(["a", "b", "a", "b"]) == ""
 
 
@@ -78,7 +78,33 @@ def test_srun_runs_only_inside_an_allocation(tmp_path, monkeypatch):
     # Slurm's node names, not the addresses manybench reaches the nodes at
     assert (tmp_path / "slurm-hostfile").read_text().split() == ["n1", "n2", "n1"]
     assert extra == {"SLURM_HOSTFILE": str(tmp_path / "slurm-hostfile")}
-    assert any(a.startswith("--export=ALL,") and "MANYBENCH_MPI_SOCK=p" in a for a in argv)
+    assert any(a.startswith("--export=ALL,") and "MANYBENCH_MPI_PASS=p" in a for a in argv)
+
+
+def test_private_variables_are_named_on_the_command_line_never_valued(tmp_path, monkeypatch):
+    """The job's socket name and token reach the ranks through the launcher's environment:
+    its command line is every user's to read (/proc/PID/cmdline)."""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    private = {"MANYBENCH_MPI_SOCK": "n4me", "MANYBENCH_MPI_TOKEN": "s3cret"}
+    job = Job(program=["prog"], hosts=["h1", "h2"], local=False, env={"A": "1"},
+              private=private, workdir=str(tmp_path), nodes=("n1", "n2"))
+    for fam in FAMILIES.values():
+        argv, extra = fam.argv("/x/launcher", job)
+        assert not any("n4me" in a or "s3cret" in a for a in argv), (fam.name, argv)
+        assert {k: extra[k] for k in private} == private, fam.name
+    argv, _ = FAMILIES["openmpi"].argv("mpirun", job)
+    assert all(argv[argv.index(k) - 1] == "-x" for k in private)
+    argv, _ = FAMILIES["slurm"].argv("srun", job)
+    assert "--export=ALL,A=1,MANYBENCH_MPI_SOCK,MANYBENCH_MPI_TOKEN" in argv
+    # Hydra passes its whole environment unless the plan's launcher_args narrow it
+    names = "MANYBENCH_MPI_SOCK,MANYBENCH_MPI_TOKEN"
+    for fam in (FAMILIES["mpich"], FAMILIES["intel"]):
+        argv, _ = fam.argv("mpiexec", job)
+        assert "-genvlist" not in argv and "-genvnone" not in argv
+        argv, _ = fam.argv("mpiexec", Job(**{**job.__dict__, "args": ["-genvnone"]}))
+        assert argv[argv.index("-genvlist") + 1] == names and "-genvnone" not in argv
+        argv, _ = fam.argv("mpiexec", Job(**{**job.__dict__, "args": ["-genvlist", "PATH"]}))
+        assert argv[argv.index("-genvlist") + 1] == f"PATH,{names}"
 
 
 @pytest.mark.parametrize("name, expect", [

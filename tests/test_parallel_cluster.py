@@ -20,7 +20,8 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes, rsh_agent
+from mpi_helpers import (FAMILIES, PROBE, _alive, _by_phase, _probes, abort_ports,
+                         rsh_agent, tree)
 from manybench.kernels.binding import parse_cpulist
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
@@ -150,6 +151,48 @@ def test_a_launch_that_fails_is_told_to_the_job_on_other_nodes(two_nodes, mpi, p
     assert recs["n1"]["status"] == "error" and "the launcher" in recs["n1"]["error"]
     assert recs["n2"]["status"] == "error"
     assert "did not start: see the record of its rank 0" in recs["n2"]["error"]
+
+
+def test_the_abort_port_of_a_slot_on_another_node_listens_on_that_nodes_address(
+        two_nodes, mpi, plan_file, tmp_path):
+    """Where the job's first slot reaches it (the node's host, as the engine knows it), not
+    on every interface; the job then runs as usual. Its ranks wait for a file meanwhile."""
+    fam, launcher, probe = mpi
+    agent = rsh_agent(two_nodes, str(tmp_path / "rsh-agent"))
+    flag = str(tmp_path / "go")
+    out = str(tmp_path / "res")
+    plan = plan_file(f"""
+        name = "abort-port"
+        [placement]
+        workers = 2
+        order = "spread"
+        [[task]]
+        name = "probe"
+        command = ["sh", "-c", "while [ ! -e {flag} ]; do sleep 0.05; done; exec {probe}"]
+        ranks = 2
+        timeout = "120s"
+        launcher = "{launcher}"
+        launcher_args = {launcher_args(fam, agent)}
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                             "--scheduler", two_nodes.scheduler], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90     # within the suite's per-test timeout
+        ports: list = []
+        while time.monotonic() < deadline and proc.poll() is None and not ports:
+            ports = abort_ports(tree(two_nodes.workers["n2"].pid))
+            time.sleep(0.1)
+    finally:
+        open(flag, "w").close()
+        try:
+            _, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+    assert [host for host, _ in ports] == [two_nodes.lab.ip(2)], (ports, stderr[-3000:])
+    assert proc.returncode == 0, stderr[-3000:]
+    assert all(r["status"] == "ok" for r in export_json(out))
 
 
 @pytest.mark.alone     # MPICH's ranks busy-poll: under load past the timeout

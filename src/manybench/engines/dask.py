@@ -131,7 +131,8 @@ class DaskEngine(ChannelEngine):
         if self.noise_s > 0:
             self._submit(self._noise()).result()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
-                                                self.telemetry_s, secret=self.secret)
+                                                self.telemetry_s, secret=self.secret,
+                                                host=n.host)
                                   for n in self.nodes})
         for name, r in replies.items():
             if not isinstance(r, Started):

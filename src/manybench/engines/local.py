@@ -1,6 +1,7 @@
 """The embedded default: one agent for this machine, in the coordinator's process tree."""
 from __future__ import annotations
 
+import secrets
 import socket
 from typing import Callable
 
@@ -11,6 +12,8 @@ from ..node.agent import Agent
 from ..node.protocol import (CommandsDone, Connect, Prepare, ProtocolMismatch, RunCommands,
                              Start, WirePhase)
 from .base import Engine, EngineError, Node, Results, Work, with_go
+
+LOOPBACK = "127.0.0.1"    # this machine's only node: its slots reach each other here
 
 
 class LocalEngine(Engine):
@@ -25,7 +28,9 @@ class LocalEngine(Engine):
         n = slots or largest     # this machine: as many slots as the largest phase needs
         node = socket.gethostname().split(".")[0]
         try:      # the same check as a Dask node's agent, before anything else
-            agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s))
+            # the run's secret: what its slots derive a parallel task's job secrets from
+            agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
+                                   secret=secrets.token_hex(16), host=LOOPBACK))
         except ProtocolMismatch as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()
@@ -33,7 +38,7 @@ class LocalEngine(Engine):
         inventory["noise"] = noise.measure([c.id for c in cpus], self.noise_s)
         self.agent = agent
         self.dispatch_hint_ns = self.agent.start()
-        self.nodes = [Node(node, n, cpus, inventory=inventory)]
+        self.nodes = [Node(node, n, cpus, host=LOOPBACK, inventory=inventory)]
         return self.nodes
 
     def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]

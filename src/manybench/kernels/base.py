@@ -114,6 +114,10 @@ class SlotContext:
     settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
     root: str = ""      # the run's scratch root ({dir}/<run>): files below it are reached by
                         # descriptor from it (kernels/scratchfs.py)
+    job_key: str = ""   # the run's key for parallel tasks' jobs, derived from its secret by
+                        # the agent: each job's socket name, token and abort key derive from
+                        # it (kernels/rank_keys.py)
+    host: str = ""      # where other nodes' slots reach this node (the engine's Node.host)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ jobs of N ranks, every rank of every job starting its work at T0.
 Each slot of the phase is one rank: phase rank r is rank r % N of job r // N, and the rank
 runs on the slot's node and cpus. The steps (kernels/rank_link.py is the slot's channel to
 its rank, native/mbrank.c the rank's side):
-  prepare  every slot listens for its rank and publishes its node and cpus
+  prepare  every slot listens for its rank (at the job's secret name, rank_keys.py; taking
+           only a peer of its user that proves it belongs to the job, rank_link.py) and
+           publishes its node, cpus and abort port
   connect  (every rank's node known) the job's first slot writes the launcher's command line
            (launchers/: the family's host list) and starts it; every slot waits until its
            rank is held: in MPI_Init after the real one returned, or before main() for a
@@ -19,7 +21,6 @@ turned off) and start in their slots' {scratch}.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -37,6 +38,7 @@ from .mpi_phase import finish_jobs
 from .mpi_record import FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
 from .scratchfs import install_copy, make_dir, root_of
+from .rank_keys import JobKeys
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
@@ -56,12 +58,6 @@ def library() -> str:
         raise KernelError(f"the rank synchronizer {LIBRARY} is not built: run `pip install .` "
                           "(or `python setup.py build_ext --inplace`) in the source tree")
     return str(path)
-
-
-def job_prefix(ctx: SlotContext, job: int) -> str:
-    """The job's socket prefix: unique on a node per run, phase and job."""
-    run = hashlib.sha1(ctx.run.encode()).hexdigest()[:12]
-    return f"manybench.{run}.{ctx.phase}.{job}"
 
 
 @dataclass
@@ -108,7 +104,7 @@ class JobSlot:
     ranks: int
     job: int
     jrank: int
-    prefix: str
+    keys: JobKeys                    # the job's socket name, token and abort key
     link: RankLink
     place: str                       # "CPUS MEMS CWD" for the rank
     cpus: tuple[int, ...]
@@ -142,8 +138,11 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
                           "may not hold spaces")
     make_dir(root_of(ctx), ctx.scratch, "parallel task")   # by descriptor, as command's
     cpus = tuple(sorted(os.sched_getaffinity(0)))
-    prefix = job_prefix(ctx, job)
-    st = JobSlot(ctx, params, n, job, jrank, prefix, RankLink(socket_name(prefix, jrank)),
+    try:
+        keys = JobKeys.of(ctx.job_key, ctx.run, ctx.phase, job)
+    except ValueError as e:
+        raise KernelError(str(e)) from None
+    st = JobSlot(ctx, params, n, job, jrank, keys, RankLink(socket_name(keys.name, jrank), keys),
                  f"{cpulist(cpus)} {_memory_nodes()} {ctx.scratch}", cpus)
     try:
         if ctx.wrap:     # every node of the job has it where the ranks' wrap binds
@@ -153,7 +152,7 @@ def _prepare(ctx: SlotContext, params: dict) -> JobSlot:
             st.launcher = resolve(ctx.spec.launcher or "auto", {**os.environ, **ctx.env})
             library()
         else:
-            st.abort = AbortChannel()
+            st.abort = AbortChannel(ctx.host, keys)
     except (LauncherError, KernelError, OSError) as e:
         _cleanup(st)
         raise KernelError(f"launcher: {e}" if isinstance(e, LauncherError) else str(e)) \
@@ -176,10 +175,15 @@ def _job_env(st: JobSlot) -> dict[str, str]:
         env["OMP_NUM_THREADS"] = str(len(st.cpus))
     pre = os.environ.get("LD_PRELOAD", "") if "LD_PRELOAD" not in env else env["LD_PRELOAD"]
     env["LD_PRELOAD"] = (st.preload or library()) + (f":{pre}" if pre else "")
-    env["MANYBENCH_MPI_SOCK"] = st.prefix
     passed = list(PASS) + ([os.path.basename(ctx.wrap[0])] if ctx.wrap else [])
     env["MANYBENCH_MPI_PASS"] = ":".join(passed)    # no comma: srun --export splits on them
     return env
+
+
+def _job_private(st: JobSlot) -> dict[str, str]:
+    """What every rank gets through the launcher's environment, by name only (Job.private):
+    where its slot listens and the token it proves its job with."""
+    return {"MANYBENCH_MPI_SOCK": st.keys.name, "MANYBENCH_MPI_TOKEN": st.keys.token}
 
 
 def _start(st: JobSlot, peers: dict[int, dict]) -> None:
@@ -203,6 +207,7 @@ def _start(st: JobSlot, peers: dict[int, dict]) -> None:
         raise KernelError(f"launcher: {why}")
     job = Job(program=program, hosts=[p["host"] for p in mine],
               local=all(nd == ctx.node for nd in nodes), env=_job_env(st),
+              private=_job_private(st),
               args=list(ctx.spec.launcher_args or []), workdir=ctx.scratch,
               here=tuple(nd == ctx.node for nd in nodes), nodes=tuple(nodes))
     try:
@@ -298,7 +303,7 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
     try:
         if st.jrank == 0:
             _start(st, peers)
-        st.link.wait_ready(st.place, deadline, lambda: _told(st))
+        st.link.wait_ready(st.place, deadline, lambda: _told(st), lambda: st.pid)
         try:   # the rank's group: its launcher's local daemon's, or its own
             _kill_on_term(os.getpgid(st.link.st.pid))
         except OSError:
@@ -313,8 +318,8 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
             msg = str(e)
         if st.jrank == 0:   # the job's other slots stop waiting
             why = f"job {st.job} did not start: see the record of its rank 0 ({msg[:200]})"
-            tell_abort(st.prefix, range(1, st.ranks), why)
-            tell_abort_remote([p for r in range(1, st.ranks)
+            tell_abort(st.keys, range(1, st.ranks), why)
+            tell_abort_remote(st.keys, [p for r in range(1, st.ranks)
                                if (p := peers.get(st.job * st.ranks + r)) is not None
                                and p.get("node") != st.ctx.node], why)
         raise KernelError(msg) from None

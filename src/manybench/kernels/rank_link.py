@@ -1,7 +1,18 @@
 """A slot's end of the channel to its rank: the rank's libmbrank.so (native/mbrank.c, which
 describes the line protocol) connects to the Unix socket this slot listens on in the
-abstract namespace, "\\0<job prefix>.<rank in job>", so only a rank on this node (this
+abstract namespace, "\\0<job name>.<rank in job>", so only a rank on this node (this
 network namespace) reaches it.
+
+The name is the job's secret (rank_keys.py) but any user of the node reads it in
+/proc/net/unix once it is bound, so the slot checks every peer before it says a word:
+  - its uid (SO_PEERCRED, from the kernel) is the slot's, else it is closed unread;
+  - it belongs to the job: its hello holds the job's token (compared in constant time),
+    or it descends from the job's launcher where this slot started it (the ranks the
+    launcher forks here). A rank started on another node (by orted, a hydra proxy, over
+    ssh) descends from nothing this slot knows: its token is its proof.
+A refused peer is closed and the slot waits on for its real rank. Peers are heard side by
+side, each with doorway.HELLO_S to say its first line, so a silent or slow one holds
+nothing.
 
 The slot learns the rank's pid from the socket (SO_PEERCRED, not from what the rank says),
 watches it with a pidfd (it is the launcher's child, not ours: its exit is seen, its status
@@ -13,15 +24,17 @@ import os
 import select
 import signal
 import socket
-import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from .base import KernelError
 from .binding import proc_binding
+from .doorway import Doorway, Peer, descends, same_user
+from .rank_keys import JobKeys
 
 POLL_S = 0.1   # how often a wait looks at what else may have gone wrong (the launcher)
+REFUSED = b"refused: not a rank of this job (no job token, not its launcher's child)\n"
 
 
 def socket_name(prefix: str, rank: int) -> str:
@@ -79,8 +92,9 @@ def proc_namespaces(pid: int) -> dict[str, str]:
 
 
 class RankLink:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, keys: JobKeys) -> None:
         self.name = name
+        self.keys = keys
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             self.server.bind("\0" + name)
@@ -88,6 +102,7 @@ class RankLink:
             self.server.close()
             raise KernelError(f"cannot listen for the rank at @{name}: {e.strerror}") from None
         self.server.listen(16)
+        self.door = Doorway(self.server, same_user)
         self.conn: socket.socket | None = None
         self.pidfd = -1
         self.buf = b""
@@ -102,7 +117,8 @@ class RankLink:
         while b"\n" not in self.buf:
             if self.eof:
                 return None
-            self._wait([sock], deadline, watch)
+            if not self._wait([sock], deadline, watch):
+                continue
             chunk = sock.recv(65536)
             if not chunk:
                 self.eof = True
@@ -114,39 +130,32 @@ class RankLink:
         return line.decode(errors="replace")
 
     @staticmethod
-    def _wait(socks: list, deadline: float | None, watch: Callable[[], str | None]) -> None:
-        while True:
-            why = watch()
-            if why:
-                raise KernelError(why)
-            left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
-            if left <= 0:
-                raise TimeoutError
-            if select.select(socks, [], [], left)[0]:
-                return
+    def _wait(socks: list, deadline: float | None, watch: Callable[[], str | None]) -> list:
+        """Those of `socks` ready to read, once any is (KernelError, TimeoutError: as _line;
+        an empty list after POLL_S when none is: a doorway's peers have their own times)."""
+        why = watch()
+        if why:
+            raise KernelError(why)
+        left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+        if left <= 0:
+            raise TimeoutError
+        return select.select(socks, [], [], left)[0]
 
     # -- before T0 ---------------------------------------------------------------------
     def wait_ready(self, place: str, deadline: float | None,
-                   watch: Callable[[], str | None] = lambda: None) -> None:
-        """Accept the rank, hand it its place ("CPUS MEMS CWD"), wait until it is held
-        (in MPI_Init, or before main). KernelError says why not (TimeoutError at the
-        deadline)."""
+                   watch: Callable[[], str | None] = lambda: None,
+                   launcher: Callable[[], int] = lambda: 0) -> None:
+        """Accept the rank (a peer of this user that holds the job's token or descends from
+        launcher(), the pid of the job's launcher where this slot started it), hand it its
+        place ("CPUS MEMS CWD"), wait until it is held (in MPI_Init, or before main).
+        KernelError says why not (TimeoutError at the deadline)."""
         while self.conn is None:
-            self._wait([self.server], deadline, watch)
-            conn, _ = self.server.accept()
-            conn.setblocking(True)
-            self.buf, self.eof = b"", False
-            first = self._line(conn, deadline, watch)
-            if first is None:
-                conn.close()
-                continue
-            if first.startswith("abort "):   # the job's launching slot: it failed
-                conn.close()
-                raise KernelError(first[6:])
-            if not first.startswith("hello "):
-                conn.close()
-                continue
-            self._hello(conn, first)
+            for peer, line in self.door.heard(self._wait(self.door.socks(), deadline, watch)):
+                if self.conn is not None:
+                    self.door.refuse(peer)
+                else:
+                    self._first(peer, line, launcher)
+        self.door.close()
         self.conn.sendall(f"place {place}\n".encode())
         line = self._line(self.conn, deadline, watch)
         if line is None:
@@ -157,16 +166,29 @@ class RankLink:
         self.st.init_enter_ns, self.st.init_return_ns = int(parts[1]), int(parts[2])
         self.st.ready_mono = time.monotonic_ns()
 
-    def _hello(self, conn: socket.socket, line: str) -> None:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid = struct.unpack("3i", creds)[0]
-        parts = line.split(" ", 3)
-        self.conn = conn
-        self.st.pid = pid
-        self.st.mpi = len(parts) > 2 and parts[2] == "1"
-        self.st.host = parts[3] if len(parts) > 3 else ""
+    def _first(self, peer: Peer, line: bytes, launcher: Callable[[], int]) -> None:
+        """A peer's first line: the job's first slot saying it failed ("abort", signed with
+        the job's key: KernelError), the rank's hello (taken), or a refusal."""
+        if line.startswith(b"abort "):
+            why = self.keys.abort_why(line)
+            if why is None:
+                self.door.refuse(peer)
+                return
+            peer.sock.close()
+            raise KernelError(why)
+        # hello PID MPI TOKEN HOST (PID as the rank sees itself: the kernel's is kept)
+        parts = line.split(b" ", 4)
+        if parts[0] != b"hello" or len(parts) < 4 or not (
+                self.keys.token_ok(parts[3]) or descends(peer.pid, launcher())):
+            self.door.refuse(peer, REFUSED)
+            return
+        peer.sock.setblocking(True)
+        self.conn, self.buf, self.eof = peer.sock, peer.buf, False
+        self.st.pid = peer.pid
+        self.st.mpi = parts[2] == b"1"
+        self.st.host = parts[4].decode(errors="replace") if len(parts) > 4 else ""
         try:
-            self.pidfd = os.pidfd_open(pid)
+            self.pidfd = os.pidfd_open(peer.pid)
         except OSError:
             self.pidfd = -1
 
@@ -248,6 +270,7 @@ class RankLink:
                 pass
 
     def close(self) -> None:
+        self.door.close()
         for s in (self.conn, self.server):
             if s is not None:
                 try:
@@ -259,61 +282,75 @@ class RankLink:
             self.pidfd = -1
 
 
-def _abort_line(why: str) -> bytes:
-    return ("abort " + why.replace("\n", " ")).encode() + b"\n"
-
-
-def tell_abort(prefix: str, ranks: range, why: str) -> None:
+def tell_abort(keys: JobKeys, ranks: range, why: str) -> None:
     """Tell the job's other slots on this node that it will not start (they are waiting for
-    their ranks): over their ranks' sockets."""
+    their ranks): over their ranks' sockets, a line signed with the job's key."""
     for r in ranks:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             s.settimeout(1.0)
-            s.connect("\0" + socket_name(prefix, r))
-            s.sendall(_abort_line(why))
+            s.connect("\0" + socket_name(keys.name, r))
+            s.sendall(keys.abort_line(why))
         except OSError:
             pass
         finally:
             s.close()
 
 
+def _listen_tcp(host: str) -> socket.socket:
+    """A TCP socket listening on `host`, this node's address that the other nodes' slots
+    reach, at a free port; on every interface only when this node does not hold that
+    address (the engine reaches it through one it does not: NAT, a proxy). What it hears is
+    signed either way."""
+    if host:
+        try:
+            family, _, _, _, addr = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+            return socket.create_server(addr, family=family)
+        except OSError:
+            pass
+    dual = socket.has_dualstack_ipv6()
+    return socket.create_server(("", 0), family=socket.AF_INET6 if dual else socket.AF_INET,
+                                dualstack_ipv6=dual)
+
+
 class AbortChannel:
     """Where a slot of a job on another node than the job's first is told that the job will
-    not start, so it stops waiting for its rank at once: a TCP port it publishes to its
-    peers (the job's first slot learns it with the peers' hosts)."""
+    not start, so it stops waiting for its rank at once: a TCP port on this node's address
+    (SlotContext.host) that it publishes to its peers (the job's first slot learns it with
+    the peers' hosts). Only a line signed with the job's abort key counts; its peers are
+    heard without waiting on any (told() is polled)."""
 
-    def __init__(self) -> None:
-        dual = socket.has_dualstack_ipv6()
-        self.server = socket.create_server(("", 0), family=socket.AF_INET6 if dual
-                                           else socket.AF_INET, dualstack_ipv6=dual)
+    def __init__(self, host: str, keys: JobKeys) -> None:
+        self.keys = keys
+        self.server = _listen_tcp(host)
         self.port = self.server.getsockname()[1]
+        self.door = Doorway(self.server)
 
     def told(self) -> str | None:
-        """Why the job will not start, when its first slot said so (never blocks long)."""
-        if not select.select([self.server], [], [], 0)[0]:
-            return None
-        conn, _ = self.server.accept()
-        try:
-            conn.settimeout(1.0)
-            data = conn.recv(65536).decode(errors="replace")
-        except OSError:
-            return None
-        finally:
-            conn.close()
-        return data[6:].strip() if data.startswith("abort ") else None
+        """Why the job will not start, when its first slot said so (never blocks)."""
+        why = None
+        for peer, line in self.door.heard(select.select(self.door.socks(), [], [], 0)[0]):
+            got = self.keys.abort_why(line)
+            if got is None:
+                self.door.refuse(peer)
+            else:
+                peer.sock.close()
+                why = why if why is not None else got
+        return why
 
     def close(self) -> None:
+        self.door.close()
         self.server.close()
 
 
-def tell_abort_remote(peers: list[dict], why: str) -> None:
+def tell_abort_remote(keys: JobKeys, peers: list[dict], why: str) -> None:
     """The AbortChannel of each slot in `peers` (their published "abort_port" and "host")."""
+    line = keys.abort_line(why)
     for p in peers:
         if not p.get("abort_port"):
             continue
         try:
             with socket.create_connection((p["host"], p["abort_port"]), timeout=2.0) as s:
-                s.sendall(_abort_line(why))
+                s.sendall(line)
         except OSError:
             pass

@@ -26,6 +26,11 @@ class Job:
     hosts: list[str]            # per rank, in rank order: the host its node is reached at
     local: bool                 # every rank is on the launching node: no host list at all
     env: dict[str, str]         # for every rank (through the launcher's own option)
+    # for every rank too, by name only: the values go into the launcher's own environment
+    # (the family's argv returns them with its extra environment), never into its command
+    # line, which every user of the node reads (/proc/PID/cmdline; an environment only
+    # its owner does)
+    private: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)   # the plan's launcher_args
     workdir: str = "."          # where a host file the launcher reads is written
     here: tuple[bool, ...] = ()  # per rank: on the launching node itself

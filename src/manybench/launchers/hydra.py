@@ -7,6 +7,9 @@ Intel:  -n N -ppn P -hosts h1,h2 ... -genv NAME VALUE
         -ppn puts P consecutive ranks on each host in turn: only layouts made of equal
         blocks on distinct nodes (order = "pack" with the same count per node, or one rank
         per node) can be said; others are refused at plan check.
+Private variables (the job's socket name and token) are not on the command line: Hydra
+passes mpiexec's whole environment to the ranks by default, where they are; a plan's
+launcher_args that narrow it (-genvnone, -genvlist) get their names added.
 Failures: MPICH prints "BAD TERMINATION ... PID 123 RUNNING AT host / EXIT CODE: 9" (a pid,
 which the records map to its rank) and "application called MPI_Abort(..., 2) - process 1".
 """
@@ -22,11 +25,28 @@ def _env(job: Job) -> list[str]:
     return out
 
 
+def _args(job: Job) -> list[str]:
+    """The plan's launcher_args, passing the private variables too where they narrow the
+    environment Hydra passes (all of it by default)."""
+    args = list(job.args)
+    names = ",".join(job.private)
+    for i, a in enumerate(args):
+        if not names:
+            break
+        if a == "-genvnone":
+            args[i:i + 1] = ["-genvlist", names]
+            break
+        if a == "-genvlist" and i + 1 < len(args):
+            args[i + 1] += "," + names
+            break
+    return args
+
+
 def _mpich_argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
     argv = [path, "-n", str(len(job.hosts)), "-bind-to", "none", *_env(job)]
     if not job.local:
         argv += ["-hosts", ",".join(f"{h}:{n}" for h, n in runs(job.hosts))]
-    return argv + list(job.args) + list(job.program), {}
+    return argv + _args(job) + list(job.program), dict(job.private)
 
 
 def _blocks(layout: list[str]) -> list[tuple[str, int]]:
@@ -53,7 +73,7 @@ def _intel_argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
     if not job.local:
         blocks = runs(job.hosts)
         argv += ["-ppn", str(blocks[0][1]), "-hosts", ",".join(h for h, _ in blocks)]
-    return argv + _env(job) + list(job.args) + list(job.program), {}
+    return argv + _env(job) + _args(job) + list(job.program), dict(job.private)
 
 
 def _failures(text: str) -> dict[str, str]:

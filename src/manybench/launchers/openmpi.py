@@ -3,6 +3,8 @@
   -np N --oversubscribe --bind-to none   manybench decided the slots and binds the ranks
   --allow-run-as-root                    only when running as root, which mpirun refuses
   -x NAME=VALUE                          each variable the ranks need, on every node
+  -x NAME                                a private one (the job's socket name and token):
+                                         mpirun exports its own value
   --hostfile F --mca rmaps seq           across nodes: the sequential mapper puts rank i
                                          on line i of F, so any layout is expressible; the
                                          launching node is named by its hostname there (an
@@ -31,11 +33,13 @@ def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
         argv.append("--allow-run-as-root")
     for k, v in job.env.items():
         argv += ["-x", f"{k}={v}"]
+    for k in job.private:
+        argv += ["-x", k]
     if not job.local:
         me = socket.gethostname()
         lines = [me if i < len(job.here) and job.here[i] else h for i, h in enumerate(job.hosts)]
         argv += ["--hostfile", write_hostfile(job, "hostfile", lines), "--mca", "rmaps", "seq"]
-    return argv + list(job.args) + list(job.program), {}
+    return argv + list(job.args) + list(job.program), dict(job.private)
 
 
 def _failures(text: str) -> dict[str, str]:

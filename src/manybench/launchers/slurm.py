@@ -1,6 +1,7 @@
 """srun, inside a Slurm allocation (SLURM_JOB_ID set where the job is launched).
 
-  srun -n N --cpu-bind=none --overlap --export=ALL,NAME=VALUE,...   (one step per job)
+  srun -n N --cpu-bind=none --overlap --export=ALL,NAME=VALUE,...,NAME   (one step per job;
+  a private variable by its name alone: srun exports its own value)
   across nodes: --distribution=arbitrary with SLURM_HOSTFILE naming rank i's node on line i,
   so any layout is expressible. The nodes are named by their manybench node names, which
   are the Slurm node names when the run's nodes are the allocation's.
@@ -23,8 +24,9 @@ def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
         raise LauncherError("srun --export cannot pass a value holding a comma: "
                             + ", ".join(k for k, v in job.env.items() if "," in v))
     argv = [path, "-n", str(len(job.hosts)), "--cpu-bind=none", "--overlap",
-            "--export=" + ",".join(["ALL"] + [f"{k}={v}" for k, v in job.env.items()])]
-    extra: dict[str, str] = {}
+            "--export=" + ",".join(["ALL"] + [f"{k}={v}" for k, v in job.env.items()]
+                                   + list(job.private))]
+    extra: dict[str, str] = dict(job.private)
     if not job.local:
         names = list(job.nodes) if len(job.nodes) == len(job.hosts) else job.hosts
         extra["SLURM_HOSTFILE"] = write_hostfile(job, "slurm-hostfile", names)

@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
 from ..kernels import WARM_UP, Result
+from ..kernels.rank_keys import run_key
 from . import pipe
 from .procs import exit_text, reap
 from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
@@ -65,8 +66,13 @@ class Running:
 
 class Agent:
     def __init__(self, node: str, run: str, slots: int, default_dir: str,
-                 keep: bool = False, telemetry_s: float = 0.0) -> None:
+                 keep: bool = False, telemetry_s: float = 0.0, secret: str = "",
+                 host: str = "") -> None:
         self.node = node
+        # what the slots of a parallel task's jobs derive their secrets from: never the
+        # run's secret itself (kernels/rank_keys.py)
+        self.job_key = run_key(secret)
+        self.host = host
         self.keep = keep   # leave scratch at the end
         self.run = run
         self.default_dir = default_dir
@@ -89,7 +95,8 @@ class Agent:
         """The agent a Start asks for; ProtocolMismatch when the coordinator that sent it
         speaks another protocol version (both engines start their agents here)."""
         check_version(req.protocol, "the coordinator")
-        return cls(req.node, req.run, req.slots, req.default_dir, req.keep, req.telemetry_s)
+        return cls(req.node, req.run, req.slots, req.default_dir, req.keep, req.telemetry_s,
+                   req.secret, req.host)
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
@@ -171,7 +178,7 @@ class Agent:
             mine, rank = phase.member_of(a.rank) if phase.members else (phase, a.rank)
             try:
                 ctx = slot_context(mine, a.place, rank, self.node, self.run, self.scratch,
-                                   self.default_dir)
+                                   self.default_dir, self.job_key, self.host)
             except ContextError as e:
                 self.running[a.place.slot].result = Result(status="error", error=str(e))
                 continue

@@ -65,8 +65,10 @@ def resource_values(phase: WirePhase, slot: int) -> tuple[dict[str, str], dict[s
 
 
 def slot_context(phase: WirePhase, place: SlotPlace, rank: int, node: str, run: str,
-                 scratch: Scratch, default_dir: str) -> SlotContext:
-    """The context slot `place.slot` runs the phase with (ContextError: why it cannot)."""
+                 scratch: Scratch, default_dir: str, job_key: str = "",
+                 host: str = "") -> SlotContext:
+    """The context slot `place.slot` runs the phase with (ContextError: why it cannot).
+    job_key, host: the agent's (SlotContext)."""
     wrapped = phase.wrap is not None
     kernel = KERNELS[phase.kernel]
     uses_dir = kernel.uses_dir or wrapped
@@ -84,7 +86,8 @@ def slot_context(phase: WirePhase, place: SlotPlace, rank: int, node: str, run: 
                      scratch.slot_dir(base, place.slot) if uses_dir else ""),
             shared=scratch.shared_dir(base) if uses_dir else "",
             root=scratch.run_dir(base) if uses_dir else "",
-            kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns)
+            kernel=phase.kernel, vars={**values, **phase.vars}, settle_ns=place.settle_ns,
+            job_key=job_key, host=host)
     except ScratchError as e:     # something planted where the run's scratch goes
         raise ContextError(str(e)) from None
     if wrapped:

@@ -18,7 +18,7 @@ Two hops, one vocabulary:
                                                          not sent to a node that heard it on
                                                          its direct channel meanwhile
   MeasureNoise(seconds)          -> NoiseFloor(floor) inventory/noise.py, before Start
-  Start(run, node, slots, ..., protocol, secret)
+  Start(run, node, slots, ..., protocol, secret, host)
                                  -> Started(dispatch_ns, direct, why)   refused unless protocol
                                                          matches; direct: where the agent
                                                          listens for the run's coordinator
@@ -94,7 +94,8 @@ from .codec import Codec
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
 # 4: a request on the direct channel counts as a renewal; 5: channels open on a challenge
-# answered with the run's secret (Challenge, Hello, Welcome), never the secret itself
+# answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
+# mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links)
 PROTOCOL_VERSION = 5
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
@@ -266,6 +267,8 @@ class Start:
     telemetry_s: float = 0.0    # interval of the node's telemetry (node/telemetry.py); 0: none
     protocol: int = PROTOCOL_VERSION   # the coordinator's: the agent refuses another
     secret: str = ""            # the run's: a direct channel must present it (Hello)
+    host: str = ""              # where other nodes' slots reach this node's (Node.host): a
+                                # parallel task's abort port listens there only
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,13 @@
  *
  * Protocol: one line each way over a Unix stream socket in the abstract namespace,
  * "\0" $MANYBENCH_MPI_SOCK "." RANK, where the rank's slot listens (RANK from the launcher's
- * environment: OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID):
- *   rank -> slot  hello PID MPI HOST     MPI: 1 when the program is MPI-linked
+ * environment: OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID). Both the name and
+ * $MANYBENCH_MPI_TOKEN, the job's proof of membership, come through the launcher's
+ * environment, never its command line. The rank speaks only to a listener of its own user
+ * (SO_PEERCRED): another user's socket at that name learns nothing and cannot place it.
+ *   rank -> slot  hello PID MPI TOKEN HOST   MPI: 1 when the program is MPI-linked;
+ *                                        TOKEN "-" when the rank has none
+ *   slot -> rank  refused WHY            (then closes) not a rank of this job
  *   slot -> rank  place CPUS MEMS CWD    cpu and memory-node lists ("-": leave as is)
  *   rank -> slot  ready ENTER_NS RETURN_NS   MPI: PMPI_Init's entry and return; else 0 0
  *   slot -> rank  go T0_NS SPIN_NS       T0 in this node's clock
@@ -23,7 +28,9 @@
  *                                                     MPI_Finalize
  * A program that is not MPI-linked is held in this library's constructor, before its main(),
  * and answers ready at once. Only the rank's first process takes part: the constructor
- * removes MANYBENCH_MPI_SOCK from the environment, so what the rank starts runs untouched.
+ * removes MANYBENCH_MPI_SOCK and the token from the environment, so what the rank starts
+ * runs untouched. Its socket's descriptor sits above 2: a rank started with stdout or
+ * stderr closed neither writes its output into it nor closes it with its stdio.
  * Wrappers named in $MANYBENCH_MPI_PASS (colon-separated program names: env, numactl, a
  * shell, a container launcher ...) are let through, marking MANYBENCH_MPI_INNER=<their pid>:
  * behind a wrapper, the program it execs (same pid) is the rank, and of the programs it
@@ -39,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -55,6 +63,7 @@ static int ended = 0;     /* the end stamp was sent */
 
 static const char *RANK_VARS[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
                                   "SLURM_PROCID", NULL};
+#define TOKEN_MAX 128 /* the job's token: 64 hex digits */
 
 /* Whether this program is a wrapper to let through ($MANYBENCH_MPI_PASS). */
 static int passed(void)
@@ -214,6 +223,48 @@ static void at_exit(void)
     say("unfinalized %lld %lld %d\n", (long long)nb_now(), (long long)nb_mono(), sched_getcpu());
 }
 
+/* A descriptor of at least 3 for fd (which is closed): 0-2 are the program's, even when it
+ * started with one of them closed. -1 on failure. */
+static int above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return high;
+}
+
+/* The connection to the rank's slot, checked to be held by this user (SO_PEERCRED: the
+ * listener's credentials, from the kernel); dies saying why not. */
+static int connect_slot(const struct sockaddr_un *addr, int n, const char *rank)
+{
+    int fd = above_stdio(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd < 0)
+        die("cannot make a socket");
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    char why[LINE];
+    if (connect(fd, (const struct sockaddr *)addr, len) != 0) {
+        snprintf(why, sizeof why, "rank %s: no slot of this phase waits for it on this node "
+                 "(the launcher placed it elsewhere than the plan's placement): %s", rank,
+                 strerror(errno));
+        die(why);
+    }
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+        snprintf(why, sizeof why, "rank %s: cannot tell who listens for it: %s", rank,
+                 strerror(errno));
+        die(why);
+    }
+    if (cred.uid != geteuid()) {
+        snprintf(why, sizeof why, "rank %s: the socket it connects to is held by uid %u, "
+                 "not by this user (uid %u): refused, nothing said", rank,
+                 (unsigned)cred.uid, (unsigned)geteuid());
+        die(why);
+    }
+    return fd;
+}
+
 __attribute__((constructor)) static void mbrank_init(void)
 {
     const char *prefix = getenv("MANYBENCH_MPI_SOCK");
@@ -238,26 +289,25 @@ __attribute__((constructor)) static void mbrank_init(void)
     int n = snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "%s.%s", prefix, rank);
     if (n <= 0 || n >= (int)sizeof addr.sun_path - 1)
         die("MANYBENCH_MPI_SOCK too long");
+    char token[TOKEN_MAX + 1] = "-";
+    const char *given = getenv("MANYBENCH_MPI_TOKEN");
+    if (given && *given && strlen(given) <= TOKEN_MAX && !strpbrk(given, " \t\r\n"))
+        snprintf(token, sizeof token, "%s", given);
     unsetenv("MANYBENCH_MPI_SOCK"); /* what this rank starts runs untouched */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        die("cannot make a socket");
-    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-    if (connect(fd, (struct sockaddr *)&addr, len) != 0) {
-        char why[LINE];
-        snprintf(why, sizeof why, "rank %s: no slot of this phase waits for it on this node "
-                 "(the launcher placed it elsewhere than the plan's placement): %s", rank,
-                 strerror(errno));
-        die(why);
-    }
-    sock = fd;
+    unsetenv("MANYBENCH_MPI_TOKEN");
+    sock = connect_slot(&addr, n, rank);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     mpi_linked = mpi;
-    say("hello %d %d %s\n", (int)getpid(), mpi, host[0] ? host : "-");
+    say("hello %d %d %s %s\n", (int)getpid(), mpi, token, host[0] ? host : "-");
     char line[LINE];
     if (!hear(line, sizeof line))
         die("the slot closed the connection");
+    if (strncmp(line, "refused", 7) == 0) {
+        char why[LINE + 64];
+        snprintf(why, sizeof why, "rank %s: the slot %s", rank, line);
+        die(why);
+    }
     apply_place(line);
     atexit(at_exit);
     if (!mpi) { /* nothing to wire up: held here, before main */
