@@ -22,9 +22,13 @@ KiB, MiB = 1024, 1024 * 1024
 
 # ---- in-process: two slots as two threads (the C loops release the GIL) -----------------------
 
-def _ctx(rank: int, workers: int = 2) -> SlotContext:
+JOB_KEY = "the run's slot key"
+
+
+def _ctx(rank: int, workers: int = 2, job_key: str = JOB_KEY) -> SlotContext:
     return SlotContext(run="r1", node="n1", slot=rank, rank=rank, workers=workers, cpu=-1,
-                       scratch="", shared="", phase=3, task="t")
+                       scratch="", shared="", phase=3, task="t", job_key=job_key,
+                       host="127.0.0.1")
 
 
 def _prepare(name: str, rank: int, values: dict, workers: int = 2):
@@ -195,6 +199,33 @@ def test_a_stranger_is_not_taken_for_the_client():
         k.cleanup(st)
         stranger.close()
     assert r.status == "error" and "dropped a stranger" in r.error
+
+
+def test_a_stranger_who_knows_everything_but_the_runs_key_is_not_the_pair():
+    """Issue 28: the client's hello was magic, rank, phase and a CRC of the run, task, rep
+    and variant (all of them in a run's scratch paths and records): another user could make
+    it, be taken for the client and feed the timed loop. Now it is an HMAC under the run's
+    slot key, and a stranger's is refused while the real client gets in."""
+    k = KERNELS["net.pingpong"]
+    params = kernel_params(k, {"peer_timeout": "20s"})
+    forger = k.prepare(_ctx(1, job_key="another run's key"), params)
+    server, client = k.prepare(_ctx(0), params), k.prepare(_ctx(1), params)
+    peers = {0: {"host": "127.0.0.1", **k.publish(server)},
+             1: {"host": "127.0.0.1", **k.publish(client)}}
+    waiting = threading.Thread(target=k.connect, args=(server, peers))
+    waiting.start()                       # the server waits for its client
+    try:
+        with socket.create_connection(("127.0.0.1", peers[0]["port"])) as stranger:
+            stranger.settimeout(30)
+            stranger.sendall(forger.hello)    # the right shape, every field but the token
+            assert stranger.recv(8) == b""    # dropped, not acknowledged
+        k.connect(client, peers)              # the real client still gets in
+        waiting.join(30)
+        assert server.error == client.error == "" and server.sock and client.sock
+    finally:
+        waiting.join(30)
+        for st in (server, client, forger):
+            k.cleanup(st)
 
 
 def _connect_then_close(k):

@@ -1,7 +1,6 @@
 """The embedded default: one agent for this machine, in the coordinator's process tree."""
 from __future__ import annotations
 
-import secrets
 import socket
 from typing import Callable
 
@@ -11,6 +10,7 @@ from ..inventory.topology import topology
 from ..node.agent import Agent
 from ..node.protocol import (CommandsDone, Connect, Prepare, ProtocolMismatch, RunCommands,
                              Start, WirePhase)
+from ..security import auth
 from .base import Engine, EngineError, Node, Results, Work, with_go
 
 LOOPBACK = "127.0.0.1"    # this machine's only node: its slots reach each other here
@@ -30,7 +30,7 @@ class LocalEngine(Engine):
         try:      # the same check as a Dask node's agent, before anything else
             # the run's secret: what its slots derive a parallel task's job secrets from
             agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
-                                   secret=secrets.token_hex(16), host=LOOPBACK))
+                                   secret=auth.new_secret(), host=LOOPBACK))
         except ProtocolMismatch as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()

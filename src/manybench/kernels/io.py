@@ -26,6 +26,7 @@ from .figures import (BANDWIDTH, ELAPSED, FSYNC, LATENCY, OPS_RATE, READS_CACHE,
                       WEAR_OUT_BLOCKS)
 from .pagecache import CACHE, add_from_memory, prepare_cache, read_bytes
 from .peers import Group
+from .rank_keys import phase_token
 from .scratchfs import make_dir, root_of
 
 PEER_TIMEOUT_S = 300.0   # wear_out: how long the slots wait for each other
@@ -124,8 +125,12 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
     st = _state(params, True, fd, path, lib)
     st.rank, st.workers = ctx.rank, ctx.workers
     if params.get("wear_out"):
+        try:
+            token = phase_token(ctx.job_key, "io group", ctx.run, ctx.phase)
+        except ValueError as e:
+            raise KernelError(f"io.write (wear_out): {e}") from None
         st.group = Group(ctx.rank, ctx.workers, PEER_TIMEOUT_S + (st.duration or 0),
-                         "io.write (wear_out)")
+                         "io.write (wear_out)", token, ctx.host)
     return st
 
 

@@ -24,7 +24,7 @@ import errno
 import socket
 import struct
 import time
-import zlib
+import hmac
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -32,11 +32,14 @@ from typing import Any
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .figures import BANDWIDTH, HIDDEN, LATENCY, LOWER, Figure
 from .native import native, result_from_native
+from .rank_keys import phase_token
 
 STREAM_DURATION_S = 2.0   # net.stream without size or duration
 MAX_MSG = 1 << 30
 _MAGIC = b"mbnet\x00\x00\x01"
-_HELLO = struct.Struct("!8sIIQ")   # magic, client rank, phase, hash of run and task
+# magic, client rank, phase, the pair's token (rank_keys.phase_token: only the run's slots
+# can make it, so another user's connection is a stranger, dropped)
+_HELLO = struct.Struct("!8sII32s")
 _ACK = b"mbnet-ok"
 _RETRY_S = 0.05
 
@@ -72,6 +75,7 @@ class _State:
     sock: socket.socket | None = None
     port: int = 0
     peer: str = ""                   # host:port of the other end, for messages
+    host: str = ""                   # this node's address its peers reach (SlotContext.host)
     error: str = ""                  # a connect failure, reported by run
 
     @property
@@ -109,17 +113,31 @@ def _buffers(st: _State, s: socket.socket) -> None:
 
 
 def _listen(st: _State, port: int) -> socket.socket:
-    dual = socket.has_dualstack_ipv6()
-    s = socket.socket(socket.AF_INET6 if dual else socket.AF_INET, socket.SOCK_STREAM)
+    """The server's socket: on this node's address its partner dials (the host the engine
+    publishes), or on every interface when the node does not hold that address (NAT)."""
+    try:
+        return _listen_on(st, st.host, port) if st.host else _listen_on(st, "", port)
+    except OSError as e:
+        if e.errno != errno.EADDRNOTAVAIL:
+            raise
+    return _listen_on(st, "", port)
+
+
+def _listen_on(st: _State, host: str, port: int) -> socket.socket:
+    dual = not host and socket.has_dualstack_ipv6()
+    family = socket.AF_INET6 if dual or ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
     try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if dual:
             s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         _buffers(st, s)   # the accepted socket inherits them
-        s.bind(("::" if dual else "0.0.0.0", port))
+        s.bind((host or ("::" if dual else "0.0.0.0"), port))
         s.listen(8)
     except OSError as e:
         s.close()
+        if e.errno == errno.EADDRNOTAVAIL and host:
+            raise
         hint = (" (another program or run holds it: choose another `port`, or leave it unset)"
                 if e.errno == errno.EADDRINUSE else "")
         raise _fail(st, f"cannot listen on port {port}: {e.strerror or e}{hint}") from None
@@ -152,10 +170,15 @@ def _prepare(kernel: Kernel, ctx: SlotContext, params: dict) -> _State:
         raise KernelError(f"{kernel.name} rank {ctx.rank}: no partner: net kernels pair ranks "
                           f"(2k, 2k+1): use an even worker count (this phase has "
                           f"{ctx.workers})")
-    tag = zlib.crc32(f"{ctx.run}\0{ctx.task}\0{ctx.rep}\0{ctx.variant}".encode())
     client = ctx.rank | 1
+    try:
+        token = phase_token(ctx.job_key, "net", ctx.run, ctx.phase, ctx.task, ctx.rep,
+                            ctx.variant, client)
+    except ValueError as e:
+        raise KernelError(f"{kernel.name} rank {ctx.rank}: {e}") from None
     st = _State(lib=lib, kernel=kernel.name, rank=ctx.rank, server=ctx.rank % 2 == 0, params=p,
-                hello=_HELLO.pack(_MAGIC, client, ctx.phase & 0xFFFFFFFF, tag))
+                hello=_HELLO.pack(_MAGIC, client, ctx.phase & 0xFFFFFFFF, token),
+                host=ctx.host)
     if st.server:
         port = p.get("port") or 0
         if port:
@@ -199,7 +222,7 @@ def _accept(st: _State, deadline: float) -> socket.socket:
         try:
             conn.settimeout(max(0.001, deadline - time.monotonic()))
             hello = _recv_exact(conn, _HELLO.size)
-            if hello == st.hello:
+            if hmac.compare_digest(hello, st.hello):
                 conn.sendall(_ACK)
                 host, port = addr[0], addr[1]
                 if host.startswith("::ffff:"):   # an IPv4 peer on the dual-stack socket

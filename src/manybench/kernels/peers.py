@@ -2,16 +2,36 @@
 T0, and inside the timed window they agree on a number (the largest of theirs), as IOR's
 tasks do with MPI_Allreduce at a stonewall. Nodes reach each other by the hosts the engine
 adds to every rank's published info.
+
+A rank proves it is one of the phase's slots by the group's token (rank_keys.phase_token:
+only the run's slots can make it); a connection that does not, or says nothing within
+HELLO_S, is dropped and rank 0 goes on waiting for its own, so no other user can join the
+group and feed it a number.
 """
 from __future__ import annotations
 
+import hmac
 import socket
 import struct
+import time
 
 from .base import KernelError
 
-HELLO = b"mbgroup1"
+HELLO_S = 2.0        # a connection must prove itself within this
 _INT = struct.Struct("!q")
+
+
+def _listen(host: str) -> socket.socket:
+    """Rank 0's socket on `host`, or on every interface when this node does not hold it."""
+    if host:
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            return socket.create_server((host, 0), family=family)
+        except OSError:
+            pass
+    if socket.has_dualstack_ipv6():
+        return socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    return socket.create_server(("", 0))
 
 
 def _recv(s: socket.socket, n: int) -> bytes:
@@ -25,16 +45,17 @@ def _recv(s: socket.socket, n: int) -> bytes:
 
 
 class Group:
-    def __init__(self, rank: int, workers: int, timeout: float, label: str) -> None:
+    def __init__(self, rank: int, workers: int, timeout: float, label: str, token: bytes,
+                 host: str = "") -> None:
+        """token: the group's (rank_keys.phase_token); host: this node's address its peers
+        reach (rank 0 listens there, on every interface when the node does not hold it)."""
         self.rank, self.workers, self.timeout, self.label = rank, workers, timeout, label
+        self.token = token
         self.listener: socket.socket | None = None
         self.socks: list[socket.socket] = []
+        self.strangers = 0
         if rank == 0 and workers > 1:
-            if socket.has_dualstack_ipv6():
-                self.listener = socket.create_server(("", 0), family=socket.AF_INET6,
-                                                     dualstack_ipv6=True)
-            else:
-                self.listener = socket.create_server(("", 0))
+            self.listener = _listen(host)
 
     def published(self) -> dict:
         return {"group_port": self.listener.getsockname()[1]} if self.listener else {}
@@ -43,21 +64,28 @@ class Group:
         """Before T0: rank 0 accepts every other rank; the others dial rank 0."""
         try:
             if self.rank == 0 and self.listener is not None:
-                self.listener.settimeout(self.timeout)
+                deadline = time.monotonic() + self.timeout
                 while len(self.socks) < self.workers - 1:
+                    self.listener.settimeout(max(0.001, deadline - time.monotonic()))
                     conn, _ = self.listener.accept()
-                    conn.settimeout(self.timeout)
-                    if _recv(conn, len(HELLO)) == HELLO:
+                    conn.settimeout(max(0.001, min(HELLO_S, deadline - time.monotonic())))
+                    try:
+                        ours = hmac.compare_digest(_recv(conn, len(self.token)), self.token)
+                    except OSError:
+                        ours = False
+                    if ours:
+                        conn.settimeout(self.timeout)
                         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                         self.socks.append(conn)
                     else:
+                        self.strangers += 1
                         conn.close()        # not one of ours
             elif self.rank > 0:
                 zero = peers[0]
                 s = socket.create_connection((zero["host"], zero["group_port"]),
                                              timeout=self.timeout)
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                s.sendall(HELLO)
+                s.sendall(self.token)
                 self.socks.append(s)
         except (OSError, KeyError) as e:
             raise KernelError(f"{self.label}: cannot join the phase's other slots (rank "

@@ -73,3 +73,14 @@ class JobKeys:
         if not hmac.compare_digest(parts[1], _mac(self.abort, text).encode()):
             return None
         return text.decode(errors="replace")
+
+
+def phase_token(key: str, use: str, run: str, phase: int, *parts: object) -> bytes:
+    """What a phase's slots that talk to each other (a net pair, an io group) prove to each
+    other before T0: an HMAC under the run's slot key (SlotContext.job_key), so no other
+    user can join the pair and feed the timed loop; 32 bytes."""
+    if not key:
+        raise ValueError("no key for the phase's peers (SlotContext.job_key)")
+    where = "\0".join(map(str, (use, run, phase, *parts))).encode()
+    return hmac.new(key.encode(), b"peers\0" + where, hashlib.sha256).digest()
+
