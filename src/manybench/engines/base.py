@@ -1,10 +1,12 @@
 """The interface every engine gives the coordinator, and the one place clocks are converted.
 
-The coordinator speaks only its own timebase: it hands an engine T0 in its clock and gets
-results whose stamps are in its clock. Each node's clock differs by `offset_ns` (Cristian,
-measured by the engine); `go` shifts T0 into each node's clock and `results` shifts the
-stamps back, here, for every engine. An engine implements the node-facing halves
-(`_prepare`, `_connect`, `_go`, `_results`), which speak the node's clock.
+The coordinator speaks only its own timebase (timebase.py: the wall clock at the run's start,
+advanced by the monotonic clock): it hands an engine T0 in its clock and gets results whose
+stamps are in its clock. Each node's clock differs by `offset_ns` (Cristian against the wall
+clock, measured by the engine, plus timebase.stepped_ns()); `go` shifts T0 into each
+node's clock and `results` shifts the stamps back, here, for every engine. An engine
+implements the node-facing halves (`_prepare`, `_connect`, `_go`, `_results`), which speak
+the node's clock.
 
 Results come back as arrays per node (node/arrays.SlotResults): their stamps are moved a
 column at a time (to_coordinator), once per phase.
@@ -142,7 +144,8 @@ class Engine(ABC):
         keep: leave scratch at the end."""
 
     def sync_clocks(self) -> None:
-        """Re-estimate node clock offsets (between sweep points). Nothing to do locally."""
+        """Re-estimate node clock offsets (between sweep points, and after the coordinator's
+        wall clock stepped: run/clock_steps.py)."""
 
     def lost_nodes(self) -> dict[str, str]:
         """Nodes lost so far, with why."""

@@ -15,6 +15,7 @@ import resource
 import time
 from typing import Any, Callable
 
+from .. import timebase
 from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
@@ -89,7 +90,8 @@ class ChannelEngine(Engine):
             except OSError as e:
                 self._lose(n.name, NodeLost(f"node {n.name} lost: clock echo failed: {e}"))
                 continue
-            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+            # measured against the wall clock; offsets are from the coordinator's clock
+            n.offset_ns, n.error_ns = o.offset_ns + timebase.stepped_ns(), o.error_ns
         by_name = {n.name: n for n in self.nodes}
         for name, relay in self.fanout.via.items():
             if name in self.lost:
@@ -166,7 +168,7 @@ class ChannelEngine(Engine):
         self.deadline = None
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:
-            lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
+            lead = max(0.0, (self.t0_ns - timebase.now_ns()) / 1e9)
             self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
         self.fanout.send(reqs, self._envelopes(reqs))
         self.pending = bool(reqs)

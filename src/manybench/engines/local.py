@@ -4,6 +4,7 @@ from __future__ import annotations
 import socket
 from typing import Callable
 
+from .. import timebase
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
@@ -34,7 +35,14 @@ class LocalEngine(Engine):
         self.agent = agent
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, inventory=inventory)]
+        self.sync_clocks()
         return self.nodes
+
+    def sync_clocks(self) -> None:
+        """This machine's wall clock is the node's: its offset from the coordinator's clock is
+        what the wall clock stepped since the run began (timebase.py), 0 until it does."""
+        if self.nodes:
+            self.nodes[0].offset_ns = timebase.stepped_ns()
 
     def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:

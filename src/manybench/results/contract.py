@@ -54,13 +54,18 @@ WARNING_KINDS = {
                  "synthetic and measure the coordinator's side only",
     "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
               "reaches it on its own channel (the figures are the same)",
+    # issue 28: time the figures do not show
+    "clock-step": "the coordinator's wall clock stepped during the run: times are kept on the "
+                  "run's clock (monotonic from its start), stored times differ from the wall "
+                  "clock by the step",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL", "simulated": "SIMULATED"}
+                  "stall": "STALL", "simulated": "SIMULATED",
+                  "clock-step": "CLOCK STEP"}
 
 
 def warning_text(kind: str, message: str) -> str:

@@ -23,6 +23,7 @@ from itertools import compress, repeat
 from operator import contains
 from typing import Iterable, Iterator
 
+from .. import timebase
 from ..engines.base import Engine, EngineError, Node, Results, Work
 from ..gc_pause import PhaseCollector
 from ..inventory.environment import collect as collect_environment
@@ -36,8 +37,9 @@ from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .quality import run_checks
 from .outcome import InFlight, PhaseOutcome, Said, collect
-from .schedule import Scheduler, now_ns
+from .schedule import Scheduler
 from . import interrupts
+from . import clock_steps
 from .heartbeat import Heartbeat, stamp
 from .jobs import layout_problems
 from .resume import Resume
@@ -85,6 +87,7 @@ class Coordinator:
         self.collector = PhaseCollector()   # the cyclic collector around each phase
 
     def run(self) -> Outcome:
+        timebase.anchor()     # the coordinator's clock: the wall clock now, then monotonic
         os.makedirs(self.outdir, exist_ok=True)
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
@@ -229,7 +232,7 @@ class Coordinator:
                    else Said("setup", unset, key=("setup", phase.variant)))
             # its records have no T0; the phase is stored with the instant it was decided
             done = replace(collect(self.run_id, phase, nodes, work_of(phase, nodes), 0, {},
-                                   missing=why.message), t0=now_ns(), said=(why,))
+                                   missing=why.message), t0=timebase.now_ns(), said=(why,))
         else:
             done = self._run_phase(phase, live, bar)
         said = done.said + tuple(_metric_warnings(phase, done.records)) + tuple(
@@ -254,8 +257,9 @@ class Coordinator:
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
+        self._watch_clock(phase, nodes, during=False)    # a step: offsets again, then T0
         t0 = self.scheduler.next_t0()
-        sent = now_ns()
+        sent = timebase.now_ns()
         self.in_flight = InFlight(phase, tuple(nodes), work, t0, sent)   # what Ctrl-C keeps
         self.collector.pause((t0 - sent) / 1e9)
         try:
@@ -271,9 +275,21 @@ class Coordinator:
         finally:
             self.collector.resume()
         self.in_flight = None
+        self._watch_clock(phase, nodes, during=True)
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
         return replace(done, said=tuple(Said("stall", text, node=node, task=task, phase=at)
                                         for node, task, at, text in stall_texts(stalled)))
+
+    def _watch_clock(self, phase: Phase, nodes: list[Node], during: bool) -> None:
+        """A step of the wall clock since last looked (run/clock_steps.py) is warned, and the
+        nodes' offsets from the coordinator's clock are measured again."""
+        step = clock_steps.step(max((n.error_ns for n in nodes), default=0))
+        if step:
+            self.warnings.add("clock-step", clock_steps.step_text(
+                step, phase.index, phase.task.name, during), task=phase.task.name,
+                phase=phase.index)
+            self.engine.sync_clocks()
+            self._store_nodes()
 
     def _quality(self) -> None:
         """pyperf-style warnings on the whole run's figures (run/quality.py)."""
