@@ -135,6 +135,10 @@ class Engine(ABC):
                                 # start, before its slots run; 0: none (set before start)
     per_relay: int | None = None  # on a cluster, nodes per relay (engines/relays.py): None
                                   # automatic, 0 none (set before start)
+    # what the coordinator waited on each node in the phase under way (run/gaps.py): seconds
+    # in its prepare and connect rounds, and when its results came in (coordinator's clock)
+    waited: dict[str, float]
+    answered: dict[str, int]
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -172,6 +176,7 @@ class Engine(ABC):
     def prepare(self, phase: Phase, work: Work, tick: Callable[[], None]) -> None:
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand
         each slot its peers. Slots that fail here report it in results()."""
+        self.waited, self.answered = {}, {}
         published = self._prepare(wire_phase(phase), work, tick)
         if kernel(phase.kernel).wants_peers(phase.params):   # a group: none
             host = {n.name: n.host for n in self.nodes}
@@ -192,6 +197,12 @@ class Engine(ABC):
         return {name: to_coordinator(got if isinstance(got, SlotResults)
                                      else SlotResults.of(got), by_name[name])
                 for name, got in self._results().items()}
+
+    def waits(self) -> tuple[dict[str, float], dict[str, int]]:
+        """(waited, answered) of the phase under way: per node, the seconds its prepare and
+        connect rounds took, and when its results came in (the coordinator's clock); a node
+        the engine did not time is absent."""
+        return getattr(self, "waited", {}), getattr(self, "answered", {})
 
     def telemetry(self) -> list[TelemetryRow]:
         """Every node's telemetry rows taken since the last call, t_ns in the coordinator's

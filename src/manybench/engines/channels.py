@@ -48,6 +48,8 @@ class ChannelEngine(Engine):
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
         self.packed: dict[str, tuple[list, bytes]] = {}   # node -> its work, packed
+        self.waited: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
 
     @staticmethod
     def open_files_for(nodes: int) -> None:
@@ -159,6 +161,8 @@ class ChannelEngine(Engine):
                 self._lose(n, r)
             else:
                 out[n] = r
+                took = self.fanout.answered_at.get(n, self.fanout.sent_at) - self.fanout.sent_at
+                self.waited[n] = self.waited.get(n, 0.0) + took
         return out
 
     def _go(self, t0_by_node: dict[str, int]) -> None:
@@ -188,6 +192,7 @@ class ChannelEngine(Engine):
         self.pending = False
         for n, r in self.fanout.replies.items():
             if isinstance(r, Finished):
+                self.answered[n] = timebase.of_mono(round(self.fanout.answered_at[n] * 1e9))
                 self.done[n] = r.results
                 self.notices += r.notices
                 self.rows.setdefault(n, []).extend(r.telemetry)

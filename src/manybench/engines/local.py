@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from typing import Callable
 
 from .. import timebase
@@ -20,6 +21,8 @@ class LocalEngine(Engine):
         self.nodes: list[Node] = []
         self.notices: list[str] = []
         self.light: Prepare | None = None    # the phase under way, when its prepare is light
+        self.waited: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -51,18 +54,26 @@ class LocalEngine(Engine):
         self.light = req if with_go(phase) else None
         if self.light is not None:     # it travels with the go: one round trip, not two
             return {node: {}}
+        began = time.monotonic()
         prepared = self.agent.prepare(req, tick)
+        self.waited[node] = time.monotonic() - began
         self.notices += prepared.notices
         return {node: prepared.published}
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
+        began = time.monotonic()
         self.agent.connect(Connect(peers), tick)
+        node = self.nodes[0].name
+        self.waited[node] = self.waited.get(node, 0.0) + time.monotonic() - began
 
     def _go(self, t0_by_node: dict[str, int]) -> None:
         self.agent.go(t0_by_node[self.nodes[0].name], self.light)
 
     def poll(self, timeout: float) -> bool:
-        return self.agent.poll(timeout)
+        done = self.agent.poll(timeout)
+        if done:      # when the node's results came in (run/gaps.py)
+            self.answered.setdefault(self.nodes[0].name, timebase.now_ns())
+        return done
 
     def _results(self) -> Results:
         self.notices += self.agent.take_notices()   # slots replaced at a light phase's go

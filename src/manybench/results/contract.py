@@ -55,6 +55,8 @@ WARNING_KINDS = {
     "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
               "reaches it on its own channel (the figures are the same)",
     # issue 28: time the figures do not show
+    "gap": "a node kept the coordinator waiting between phases far longer than usual (a "
+           "stopped or stalled agent, a slow connection): the run took that much longer",
     "clock-step": "the coordinator's wall clock stepped during the run: times are kept on the "
                   "run's clock (monotonic from its start), stored times differ from the wall "
                   "clock by the step",
@@ -64,7 +66,7 @@ WARNING_KINDS = {
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL", "simulated": "SIMULATED",
+                  "stall": "STALL", "simulated": "SIMULATED", "gap": "GAP",
                   "clock-step": "CLOCK STEP"}
 
 

@@ -40,6 +40,7 @@ from .outcome import InFlight, PhaseOutcome, Said, collect
 from .schedule import Scheduler
 from . import interrupts
 from . import clock_steps
+from .gaps import Gaps
 from .heartbeat import Heartbeat, stamp
 from .jobs import layout_problems
 from .resume import Resume
@@ -85,6 +86,7 @@ class Coordinator:
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
         self.placements: dict[tuple, Work] = {}   # _work's: a placement's work, once
         self.collector = PhaseCollector()   # the cyclic collector around each phase
+        self.gaps = Gaps()                  # what nodes kept the coordinator waiting
 
     def run(self) -> Outcome:
         timebase.anchor()     # the coordinator's clock: the wall clock now, then monotonic
@@ -265,6 +267,7 @@ class Coordinator:
         try:
             self.engine.go(t0)
             self._flush()     # the previous phase, while this one waits for its (long) lead
+            polled = timebase.now_ns()    # from here on, the coordinator waits on the nodes
             while not self.engine.poll(0.2):
                 bar.tick()
                 self.collector.waiting()
@@ -277,8 +280,11 @@ class Coordinator:
         self.in_flight = None
         self._watch_clock(phase, nodes, during=True)
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
-        return replace(done, said=tuple(Said("stall", text, node=node, task=task, phase=at)
-                                        for node, task, at, text in stall_texts(stalled)))
+        said = [Said("stall", text, node=node, task=task, phase=at)
+                for node, task, at, text in stall_texts(stalled)]
+        said += self.gaps.judge(phase, t0, polled, {n: r.elapsed_ns for n, r in results.items()},
+                                *self.engine.waits())
+        return replace(done, said=tuple(said))
 
     def _watch_clock(self, phase: Phase, nodes: list[Node], during: bool) -> None:
         """A step of the wall clock since last looked (run/clock_steps.py) is warned, and the
