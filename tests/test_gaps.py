@@ -132,6 +132,7 @@ def _unattacked_on_a_busy_machine(plan: str, out: str, *extra: str) -> None:
     assert _warnings(out, "gap") == [], err
 
 
+@pytest.mark.alone     # its two busy loops would load the tests beside it
 def test_an_unattacked_run_on_a_busy_machine_has_no_gap(plan_file, tmp_path):
     out = str(tmp_path / "res")
     _unattacked_on_a_busy_machine(_null_plan(plan_file, 300, 2), out)
@@ -173,6 +174,7 @@ def test_a_stopped_agent_of_one_dask_node_is_the_node_named(two_nodes, plan_file
     assert STOP_S * 0.5 < float(lost) < STOP_S * 2, message
 
 
+@pytest.mark.alone     # its two busy loops would load the tests beside it
 def test_an_unattacked_dask_run_on_a_busy_machine_has_no_gap(two_nodes, plan_file, tmp_path):
     out = str(tmp_path / "res")
     _unattacked_on_a_busy_machine(_null_plan(plan_file, 300, 2), out,
