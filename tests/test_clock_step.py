@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from cluster_lab import faketime_lib
+from cluster_lab import DaskLab, faketime_lib
 from conftest import export_json, run_cli
 
 # Each phase's command pops the next line of STEPS into libfaketime's file: the wall clock of
@@ -88,3 +88,55 @@ def test_a_wall_clock_step_mid_run_is_warned_and_times_stay_right(plan_file, tmp
     run = json.loads(report.stdout)["runs"][-1]
     assert 0 < (run["ended_ns"] - run["started_ns"]) / 1e9 < took
     assert re.fullmatch(r"[\d.]+m?s", run["header"]["duration"]), run["header"]
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    with DaskLab(2, slots=1) as lab:
+        yield lab
+
+
+@pytest.mark.e2e
+def test_a_coordinators_clock_step_is_followed_by_its_nodes_offsets(two_nodes, plan_file,
+                                                                   tmp_path):
+    """Only the coordinator's wall clock steps (a login node's), its Dask nodes' do not: once
+    the step is seen their offsets are measured again, so T0 reaches them as their clocks
+    read it (else they would wait an hour, or start an hour late), and their stamps come
+    back on the coordinator's clock."""
+    lib = faketime_lib()
+    if lib is None:
+        pytest.skip("libfaketime not installed (Debian package faketime)")
+    clock, steps, stepper = tmp_path / "clock", tmp_path / "steps", tmp_path / "stepper.py"
+    clock.write_text("+0\n")
+    steps.write_text("\n".join(STEPS))
+    stepper.write_text(STEPPER)
+    plan = plan_file(f"""
+        name = "stepped"
+        repeat = {len(STEPS)}
+        noise = 0
+        [placement]
+        workers = 1
+        [[task]]
+        name = "step"
+        command = ["{sys.executable}", "{stepper}", "{steps}", "{clock}"]
+        timeout = 60
+    """)
+    out = str(tmp_path / "res")
+    env = {**os.environ, "LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": str(clock),
+           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    began = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
+                          "--scheduler", two_nodes.scheduler],
+                         env=env, capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - began
+    assert res.returncode == 0, res.stderr
+    db = sqlite3.connect(os.path.join(out, "results.db"))
+    found = db.execute("select message, phase from warnings where kind='clock-step' "
+                       "order by seq").fetchall()
+    assert [p for _, p in found] == [2, 4], found
+    started, ended = db.execute("select started_ns, ended_ns from runs").fetchone()
+    assert NAP_S * len(STEPS) < (ended - started) / 1e9 < took
+    db.close()
+    for r in export_json(out):
+        assert 0 <= r["start_ns"] - r["t0_ns"] < 1e9, r
+        assert NAP_S <= (r["end_ns"] - r["start_ns"]) / 1e9 < took

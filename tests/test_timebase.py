@@ -7,8 +7,8 @@ import time
 import pytest
 
 from manybench import timebase
-from manybench.engines.local import LocalEngine
 from manybench.engines.base import Node, to_node
+from manybench.engines.local import LocalEngine
 from manybench.run import clock_steps
 from manybench.run.clock_steps import STEP_MIN_NS
 
