@@ -5,7 +5,10 @@ when the next lead is long enough to hold it without delaying the slots' arming,
 that phase's go is sent (idle time); always before that phase's results are taken; every other
 path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
 Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator
-works in its own clock only: engines convert T0 and stamps (engines/base.py).
+works in its own clock only (timebase.py: the wall clock at the run's start, advanced by the
+monotonic clock; a wall clock step is watched for each phase): engines convert T0 and stamps
+(engines/base.py). What nodes kept it waiting, beyond the schedule, is judged each phase
+(run/gaps.py).
 
 Each phase comes back as one frozen PhaseOutcome (run/outcome.py: records, samples, T0, when
 its go was sent, telemetry, warnings), which is what a commit stores; a phase whose go is
