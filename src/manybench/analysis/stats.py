@@ -8,6 +8,7 @@ rule: for an even count it is the lower of the two middle values.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, TypeVar
 
@@ -28,6 +29,15 @@ def nearest_rank(values: Iterable[N], q: float) -> N:
 def median(values: Iterable[N]) -> N:
     """Nearest-rank p50 (the lower middle value for an even count)."""
     return nearest_rank(values, 50)
+
+
+def median_without(xs: Sequence[N], own: N) -> N:
+    """The nearest-rank median of sorted `xs` (two or more) without one occurrence of `own`
+    (one of them): its peers' median, found in the one sort of them all (a phase of 64,000
+    slots is judged in one sort, not a median per slot)."""
+    k = bisect_left(xs, own)
+    m = (len(xs) - 2) // 2
+    return xs[m] if m < k else xs[m + 1]
 
 
 @dataclass(frozen=True)

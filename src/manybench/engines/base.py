@@ -1,10 +1,12 @@
 """The interface every engine gives the coordinator, and the one place clocks are converted.
 
-The coordinator speaks only its own timebase: it hands an engine T0 in its clock and gets
-results whose stamps are in its clock. Each node's clock differs by `offset_ns` (Cristian,
-measured by the engine); `go` shifts T0 into each node's clock and `results` shifts the
-stamps back, here, for every engine. An engine implements the node-facing halves
-(`_prepare`, `_connect`, `_go`, `_results`), which speak the node's clock.
+The coordinator speaks only its own timebase (timebase.py: the wall clock at the run's start,
+advanced by the monotonic clock): it hands an engine T0 in its clock and gets results whose
+stamps are in its clock. Each node's clock differs by `offset_ns` (Cristian against the wall
+clock, measured by the engine, plus timebase.stepped_ns()); `go` shifts T0 into each
+node's clock and `results` shifts the stamps back, here, for every engine. An engine
+implements the node-facing halves (`_prepare`, `_connect`, `_go`, `_results`), which speak
+the node's clock.
 
 Results come back as arrays per node (node/arrays.SlotResults): their stamps are moved a
 column at a time (to_coordinator), once per phase.
@@ -133,6 +135,10 @@ class Engine(ABC):
                                 # start, before its slots run; 0: none (set before start)
     per_relay: int | None = None  # on a cluster, nodes per relay (engines/relays.py): None
                                   # automatic, 0 none (set before start)
+    # what the coordinator waited on each node in the phase under way (run/gaps.py): seconds
+    # in its prepare and connect rounds, and when its results came in (coordinator's clock)
+    waited: dict[str, float]
+    answered: dict[str, int]
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -142,7 +148,8 @@ class Engine(ABC):
         keep: leave scratch at the end."""
 
     def sync_clocks(self) -> None:
-        """Re-estimate node clock offsets (between sweep points). Nothing to do locally."""
+        """Re-estimate node clock offsets (between sweep points, and after the coordinator's
+        wall clock stepped: run/clock_steps.py)."""
 
     def lost_nodes(self) -> dict[str, str]:
         """Nodes lost so far, with why."""
@@ -169,6 +176,7 @@ class Engine(ABC):
     def prepare(self, phase: Phase, work: Work, tick: Callable[[], None]) -> None:
         """Prepare the phase on every node; for kernels whose slots talk to each other, hand
         each slot its peers. Slots that fail here report it in results()."""
+        self.waited, self.answered = {}, {}
         published = self._prepare(wire_phase(phase), work, tick)
         if kernel(phase.kernel).wants_peers(phase.params):   # a group: none
             host = {n.name: n.host for n in self.nodes}
@@ -189,6 +197,12 @@ class Engine(ABC):
         return {name: to_coordinator(got if isinstance(got, SlotResults)
                                      else SlotResults.of(got), by_name[name])
                 for name, got in self._results().items()}
+
+    def waits(self) -> tuple[dict[str, float], dict[str, int]]:
+        """(waited, answered) of the phase under way: per node, the seconds its prepare and
+        connect rounds took, and when its results came in (the coordinator's clock); a node
+        the engine did not time is absent."""
+        return getattr(self, "waited", {}), getattr(self, "answered", {})
 
     def telemetry(self) -> list[TelemetryRow]:
         """Every node's telemetry rows taken since the last call, t_ns in the coordinator's

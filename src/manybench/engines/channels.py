@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from .. import timebase
 from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
@@ -47,6 +48,8 @@ class ChannelEngine(Engine):
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
         self.packed: dict[str, tuple[list, bytes]] = {}   # node -> its work, packed
+        self.waited: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
 
     @staticmethod
     def open_files_for(nodes: int) -> None:
@@ -85,7 +88,8 @@ class ChannelEngine(Engine):
             except OSError as e:
                 self._lose(n.name, NodeLost(f"node {n.name} lost: clock echo failed: {e}"))
                 continue
-            n.offset_ns, n.error_ns = o.offset_ns, o.error_ns
+            # measured against the wall clock; offsets are from the coordinator's clock
+            n.offset_ns, n.error_ns = o.offset_ns + timebase.stepped_ns(), o.error_ns
         by_name = {n.name: n for n in self.nodes}
         for name, relay in self.fanout.via.items():
             if name in self.lost:
@@ -153,6 +157,8 @@ class ChannelEngine(Engine):
                 self._lose(n, r)
             else:
                 out[n] = r
+                took = self.fanout.answered_at.get(n, self.fanout.sent_at) - self.fanout.sent_at
+                self.waited[n] = self.waited.get(n, 0.0) + took
         return out
 
     def _go(self, t0_by_node: dict[str, int]) -> None:
@@ -162,7 +168,7 @@ class ChannelEngine(Engine):
         self.deadline = None
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:
-            lead = max(0.0, (self.t0_ns - time.time_ns()) / 1e9)
+            lead = max(0.0, (self.t0_ns - timebase.now_ns()) / 1e9)
             self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
         self.fanout.send(reqs, self._envelopes(reqs))
         self.pending = bool(reqs)
@@ -182,6 +188,7 @@ class ChannelEngine(Engine):
         self.pending = False
         for n, r in self.fanout.replies.items():
             if isinstance(r, Finished):
+                self.answered[n] = timebase.of_mono(round(self.fanout.answered_at[n] * 1e9))
                 self.done[n] = r.results
                 self.notices += r.notices
                 self.rows.setdefault(n, []).extend(r.telemetry)

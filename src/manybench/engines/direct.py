@@ -84,6 +84,7 @@ class Fanout:
         self.relayed: collections.deque = collections.deque()   # (node, future): done
         self.waiting: set[str] = set()
         self.replies: dict[str, Any] = {}     # node -> reply, or the exception it came to
+        self.answered_at: dict[str, float] = {}   # node -> when its reply was taken (monotonic)
         self.round = 0
         self.sent_at = 0.0                        # monotonic: the round's send began
         # the last round every node answered (or was lost in): (sent_at, replies); the
@@ -136,6 +137,7 @@ class Fanout:
         the coordinator encodes the next groups' requests."""
         self.round += 1
         self.replies, self.waiting, self.carried = {}, set(reqs), {}
+        self.answered_at = {}
         self.sent_at = time.monotonic()
         made = encoded or {}
 
@@ -205,6 +207,7 @@ class Fanout:
         if node in self.waiting:
             self.waiting.discard(node)
             self.replies[node] = reply
+            self.answered_at[node] = time.monotonic()
 
     def lose(self, node: str, err: Exception) -> None:
         """The node is lost (found by the engine: a timeout, its worker gone): its channel

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import socket
+import time
 from typing import Callable
 
+from .. import timebase
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
@@ -22,6 +24,8 @@ class LocalEngine(Engine):
         self.nodes: list[Node] = []
         self.notices: list[str] = []
         self.light: Prepare | None = None    # the phase under way, when its prepare is light
+        self.waited: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -39,7 +43,14 @@ class LocalEngine(Engine):
         self.agent = agent
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, host=LOOPBACK, inventory=inventory)]
+        self.sync_clocks()
         return self.nodes
+
+    def sync_clocks(self) -> None:
+        """This machine's wall clock is the node's: its offset from the coordinator's clock is
+        what the wall clock stepped since the run began (timebase.py), 0 until it does."""
+        if self.nodes:
+            self.nodes[0].offset_ns = timebase.stepped_ns()
 
     def _prepare(self, phase: WirePhase, work: Work, tick: Callable[[], None]
                  ) -> dict[str, dict[int, dict]]:
@@ -48,18 +59,26 @@ class LocalEngine(Engine):
         self.light = req if with_go(phase) else None
         if self.light is not None:     # it travels with the go: one round trip, not two
             return {node: {}}
+        began = time.monotonic()
         prepared = self.agent.prepare(req, tick)
+        self.waited[node] = time.monotonic() - began
         self.notices += prepared.notices
         return {node: prepared.published}
 
     def _connect(self, peers: dict[int, dict], tick: Callable[[], None]) -> None:
+        began = time.monotonic()
         self.agent.connect(Connect(peers), tick)
+        node = self.nodes[0].name
+        self.waited[node] = self.waited.get(node, 0.0) + time.monotonic() - began
 
     def _go(self, t0_by_node: dict[str, int]) -> None:
         self.agent.go(t0_by_node[self.nodes[0].name], self.light)
 
     def poll(self, timeout: float) -> bool:
-        return self.agent.poll(timeout)
+        done = self.agent.poll(timeout)
+        if done:      # when the node's results came in (run/gaps.py)
+            self.answered.setdefault(self.nodes[0].name, timebase.now_ns())
+        return done
 
     def _results(self) -> Results:
         self.notices += self.agent.take_notices()   # slots replaced at a light phase's go

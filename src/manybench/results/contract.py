@@ -57,13 +57,20 @@ WARNING_KINDS = {
     # issue 28: secure by default
     "insecure": "the cluster was reached without TLS or authentication (--insecure): anyone "
                 "who could reach it could drive its nodes",
+    # issue 28: time the figures do not show
+    "gap": "a node kept the coordinator waiting between phases far longer than usual (a "
+           "stopped or stalled agent, a slow connection): the run took that much longer",
+    "clock-step": "the coordinator's wall clock stepped during the run: times are kept on the "
+                  "run's clock (monotonic from its start), stored times differ from the wall "
+                  "clock by the step",
 }
 
 
 # How a warning of each kind is headed on stderr and in reports: loudest where figures are
 # wrong or missing, not merely less precise.
 WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL", "simulated": "SIMULATED", "insecure": "INSECURE"}
+                  "stall": "STALL", "simulated": "SIMULATED", "insecure": "INSECURE",
+                  "gap": "GAP", "clock-step": "CLOCK STEP"}
 
 
 def warning_text(kind: str, message: str) -> str:

@@ -27,6 +27,7 @@ from urllib.parse import quote
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
 from ..record import Record
+from ..timebase import now_ns
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
                        SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
@@ -162,7 +163,7 @@ class Store:
                   notes: RunNotes | None = None) -> None:
         """Record a new run as 'running'."""
         row = (run_id, plan.name, plan.source or "", _dumps(plan.raw or {}), _dumps(list(argv)),
-               time.time_ns(), None, "running", _dumps(environment or {}),
+               now_ns(), None, "running", _dumps(environment or {}),
                _dumps((notes or RunNotes()).to_json()))
         self._write([("INSERT INTO runs (id, name, plan_source, plan_raw, argv, started_ns, "
                       "ended_ns, status, environment, notes) VALUES (?,?,?,?,?,?,?,?,?,?)", row)])
@@ -191,7 +192,7 @@ class Store:
         self._write([("INSERT INTO warnings (run, seq, kind, message, node, task, phase, "
                       "time_ns) VALUES (?,?,?,?,?,?,?,?)",
                       (run_id, self._seq[run_id], w.kind, w.message, w.node, w.task, w.phase,
-                       w.time_ns or time.time_ns()))])
+                       w.time_ns or now_ns()))])
 
     def write_snapshots(self, run_id: str, label: str, by_node: Mapping[str, dict]) -> None:
         """Store one snapshot per node (engine.snapshot()'s {node: data}) under a label
@@ -274,11 +275,14 @@ class Store:
         if status not in RUN_STATUSES or status in ("running", "killed"):
             raise ValueError(f"end status must be one of {', '.join(RUN_STATUSES[1:])}; "
                              f"got {status!r}")
+        # on the coordinator's clock, as started_ns: the duration is right across a wall
+        # clock step (timebase.py)
         self._write([("UPDATE runs SET status=?, ended_ns=? WHERE id=?",
-                      (status, time.time_ns(), run_id))])
+                      (status, now_ns(), run_id))])
 
     def heartbeat(self, run_id: str) -> None:
-        """The coordinator is alive: renew the run's notes.heartbeat_ns."""
+        """The coordinator is alive: renew the run's notes.heartbeat_ns (the wall clock: a
+        reader in another process compares it with its own, results/liveness.py)."""
         self._write([("UPDATE runs SET notes=json_set(notes, '$.heartbeat_ns', ?) WHERE id=?",
                       (time.time_ns(), run_id))])
 
@@ -430,7 +434,7 @@ def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tupl
     for node, data in by_node.items():
         data = data if isinstance(data, dict) else {}
         taken = data.get("taken_ns")
-        rows.append((run_id, node, label, taken if isinstance(taken, int) else time.time_ns(),
+        rows.append((run_id, node, label, taken if isinstance(taken, int) else now_ns(),
                      _dumps(data), run_id))
     return ("INSERT INTO snapshots (run, seq, node, label, taken_ns, data) SELECT ?, "
             "COALESCE(MAX(seq), -1) + 1, ?, ?, ?, ? FROM snapshots WHERE run=?", rows)

@@ -5,7 +5,10 @@ when the next lead is long enough to hold it without delaying the slots' arming,
 that phase's go is sent (idle time); always before that phase's results are taken; every other
 path (a new point, an interrupt, an error, the end) commits it first. So a crash, kill or
 Ctrl-C keeps everything measured so far; the run row says how the run ended. The coordinator
-works in its own clock only: engines convert T0 and stamps (engines/base.py).
+works in its own clock only (timebase.py: the wall clock at the run's start, advanced by the
+monotonic clock; a wall clock step is watched for each phase): engines convert T0 and stamps
+(engines/base.py). What nodes kept it waiting, beyond the schedule, is judged each phase
+(run/gaps.py).
 
 Each phase comes back as one frozen PhaseOutcome (run/outcome.py: records, samples, T0, when
 its go was sent, telemetry, warnings), which is what a commit stores; a phase whose go is
@@ -23,6 +26,7 @@ from itertools import compress, repeat
 from operator import contains
 from typing import Iterable, Iterator
 
+from .. import timebase
 from ..engines.base import Engine, EngineError, Node, Results, Work
 from ..gc_pause import PhaseCollector
 from ..inventory.environment import collect as collect_environment
@@ -36,8 +40,10 @@ from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .quality import run_checks
 from .outcome import InFlight, PhaseOutcome, Said, collect
-from .schedule import Scheduler, now_ns
+from .schedule import Scheduler
 from . import interrupts
+from . import clock_steps
+from .gaps import Gaps
 from .heartbeat import Heartbeat, stamp
 from .jobs import layout_problems
 from .resume import Resume
@@ -85,8 +91,10 @@ class Coordinator:
         self.commit_ns = OVERLAP_LEAD_NS    # how long the last commit took (unknown: long)
         self.placements: dict[tuple, Work] = {}   # _work's: a placement's work, once
         self.collector = PhaseCollector()   # the cyclic collector around each phase
+        self.gaps = Gaps()                  # what nodes kept the coordinator waiting
 
     def run(self) -> Outcome:
+        timebase.anchor()     # the coordinator's clock: the wall clock now, then monotonic
         os.makedirs(self.outdir, exist_ok=True)
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
@@ -231,7 +239,7 @@ class Coordinator:
                    else Said("setup", unset, key=("setup", phase.variant)))
             # its records have no T0; the phase is stored with the instant it was decided
             done = replace(collect(self.run_id, phase, nodes, work_of(phase, nodes), 0, {},
-                                   missing=why.message), t0=now_ns(), said=(why,))
+                                   missing=why.message), t0=timebase.now_ns(), said=(why,))
         else:
             done = self._run_phase(phase, live, bar)
         said = done.said + tuple(_metric_warnings(phase, done.records)) + tuple(
@@ -256,13 +264,15 @@ class Coordinator:
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
             self.scheduler.samples.append(self.engine.dispatch_hint_ns)
+        self._watch_clock(phase, nodes, during=False)    # a step: offsets again, then T0
         t0 = self.scheduler.next_t0()
-        sent = now_ns()
+        sent = timebase.now_ns()
         self.in_flight = InFlight(phase, tuple(nodes), work, t0, sent)   # what Ctrl-C keeps
         self.collector.pause((t0 - sent) / 1e9)
         try:
             self.engine.go(t0)
             self._flush()     # the previous phase, while this one waits for its (long) lead
+            polled = timebase.now_ns()    # from here on, the coordinator waits on the nodes
             while not self.engine.poll(0.2):
                 bar.tick()
                 self.collector.waiting()
@@ -273,9 +283,24 @@ class Coordinator:
         finally:
             self.collector.resume()
         self.in_flight = None
+        self._watch_clock(phase, nodes, during=True)
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
-        return replace(done, said=tuple(Said("stall", text, node=node, task=task, phase=at)
-                                        for node, task, at, text in stall_texts(stalled)))
+        said = [Said("stall", text, node=node, task=task, phase=at)
+                for node, task, at, text in stall_texts(stalled)]
+        said += self.gaps.judge(phase, t0, polled, {n: r.elapsed_ns for n, r in results.items()},
+                                *self.engine.waits())
+        return replace(done, said=tuple(said))
+
+    def _watch_clock(self, phase: Phase, nodes: list[Node], during: bool) -> None:
+        """A step of the wall clock since last looked (run/clock_steps.py) is warned, and the
+        nodes' offsets from the coordinator's clock are measured again."""
+        step = clock_steps.step(max((n.error_ns for n in nodes), default=0))
+        if step:
+            self.warnings.add("clock-step", clock_steps.step_text(
+                step, phase.index, phase.task.name, during), task=phase.task.name,
+                phase=phase.index)
+            self.engine.sync_clocks()
+            self._store_nodes()
 
     def _quality(self) -> None:
         """pyperf-style warnings on the whole run's figures (run/quality.py)."""

@@ -21,10 +21,10 @@ a reason to lengthen the lead.
 from __future__ import annotations
 
 import math
-import time
 from collections import deque
 
 from ..analysis.late import LATE_NS
+from ..timebase import now_ns   # T0s are picked on the coordinator's clock
 
 MIN_LEAD_NS = 1_000_000        # below this, one slow wake-up of a loaded box makes a slot late
 MAX_LEAD_NS = 2_000_000_000
@@ -32,10 +32,6 @@ SAFETY = 2.0                   # lead = SAFETY x worst recent dispatch + MARGIN 
 MARGIN_NS = 200_000
 WINDOW = 8                     # phases of recent history
 HISTORY = (50, 2_000)          # phases the late share is counted over: 2 / late_target, bounded
-
-
-def now_ns() -> int:
-    return time.time_ns()
 
 
 class Scheduler:

@@ -8,10 +8,10 @@ over the peers' median span; the run gets a stored `stall` warning.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from operator import sub
 from typing import Sequence
 
+from ..analysis.stats import median_without
 from ..record import Record
 from ..record_columns import RecordColumns
 
@@ -62,7 +62,7 @@ def _stalled(tasks: list[str], status: Sequence[str], ends: Sequence[int],
         if len(s) < 2:
             continue
         span = ends[i] - t0s[i]
-        typical = max(_peer_median(s, span), 0)
+        typical = max(median_without(s, span), 0)
         excess = span - typical
         if span > STALL_FACTOR * typical and excess > STALL_MIN_S * 1e9:
             metrics[i]["stall_s"] = round(excess / 1e9, 6)
@@ -71,22 +71,14 @@ def _stalled(tasks: list[str], status: Sequence[str], ends: Sequence[int],
 
 
 def _may_stall(spans: list[int]) -> bool:
-    """Whether the longest of a task's sorted spans may be flagged: a peer median is never
-    below spans[(n - 2) // 2] (one span left out), so the longest passing neither test against
-    that bound passes neither against its own peers' median (a phase of 64,000 slots is then
-    judged in one sort, not a median per record)."""
+    """Whether the longest of a task's sorted spans may be flagged: a peer median
+    (median_without) is never below spans[(n - 2) // 2] (one span left out), so the longest
+    passing neither test against that bound passes neither against its own peers' median (a
+    phase of 64,000 slots is then judged in one sort, not a median per record)."""
     if len(spans) < 2:
         return False
     low, top = max(spans[(len(spans) - 2) // 2], 0), spans[-1]
     return top > STALL_FACTOR * low and top - low > STALL_MIN_S * 1e9
-
-
-def _peer_median(spans: list[int], own: int) -> int:
-    """The nearest-rank median (docs/definitions.md: the lower middle) of sorted `spans`
-    without one occurrence of `own`."""
-    k = bisect_left(spans, own)
-    m = (len(spans) - 2) // 2
-    return spans[m] if m < k else spans[m + 1]
 
 
 def stall_texts(flagged: Sequence[Record]) -> list[tuple[str, str, int, str]]:

@@ -5,7 +5,6 @@ here too; those found mid-run (clocks, lost nodes, missing metrics) come from th
 from __future__ import annotations
 
 import sys
-import time
 from typing import Callable, Iterable
 
 from ..engines.base import Node
@@ -15,6 +14,7 @@ from ..printable import printable
 from ..plan.expand import distinct
 from ..results.contract import Warning, warning_text
 from ..results.store import Store
+from ..timebase import now_ns
 from .placement import assign, oversubscribed
 
 
@@ -33,7 +33,7 @@ class Warnings:
         """Store and tell a warning, unless one with the same key was already given (key:
         what makes it the same warning; default kind, node, task and message)."""
         w = Warning(kind=kind, message=message, node=node, task=task, phase=phase,
-                    time_ns=time.time_ns(), run=self.run_id)
+                    time_ns=now_ns(), run=self.run_id)
         k = key or w.key()
         if k in self.seen:
             return
