@@ -9,6 +9,8 @@ import sqlite3
 import time
 
 import pytest
+
+from manybench.security import auth
 from builders import instant_node_engine
 
 from manybench.engines.base import wire_phase
@@ -151,12 +153,19 @@ def test_dask_worker_keeps_a_fresh_agent_ready_for_the_next_run(tmp_path):
         spare = plugin.spare[0]
         assert spare.poll() is None                     # started with the worker, idle
 
+        key = auth.derive("run-y's secret", "call")
+
+        async def call(req: object) -> object:     # signed with the run's key, as a run's are
+            kind, data = type(req).__name__, P.encode(req)
+            return P.decode(await plugin.call(kind, data, auth.tag(key, kind.encode(), data)),
+                            "n1")
+
         async def run() -> list:
-            start = P.Start("run-y", "n1", 1, str(tmp_path))
-            got = [P.decode(await plugin.call("Start", P.encode(start)), "n1")]
+            got = [await call(P.Start("run-y", "n1", 1, str(tmp_path),
+                                      secret="run-y's secret"))]
             got.append(plugin.proc.pid)
             assert plugin.spare is None                  # none started during the run
-            got.append(P.decode(await plugin.call("Close", P.encode(P.Close())), "n1"))
+            got.append(await call(P.Close()))
             return got
         started, pid, closed = asyncio.run(run())
         assert isinstance(started, P.Started) and closed is None

@@ -57,9 +57,7 @@ class _Fanout(click.ParamType):
         return n
 
 
-def _fail(msg: str) -> "click.exceptions.Exit":
-    echo(f"manybench: {msg}", err=True)
-    return click.exceptions.Exit(EXIT_USAGE)
+_fail = errs.fail
 
 
 def _load(plan_path: str | None, text: str | None, overrides: tuple[str, ...], slots: int | None):
@@ -606,8 +604,10 @@ def bundle(directory: str, source: str | None, python_version: str | None,
                f"  pip install --no-index --find-links {directory} manybench")
 
 
-# the cluster's own commands (worker, scheduler, cluster-credentials) register themselves
-from . import cli_cluster  # noqa: E402,F401
+# the cluster's own commands, started by hand (cli_cluster.py)
+from .cli_cluster import COMMANDS as _CLUSTER_COMMANDS  # noqa: E402
+for _command in _CLUSTER_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli import _fail, main
+from .cli_errors import fail as _fail
 from .printable import echo
 
 
@@ -40,7 +40,7 @@ _INSECURE = click.option("--insecure", is_flag=True, help="No TLS and no authent
                          "anyone who can reach this node can drive it. Named in every run.")
 
 
-@main.command("cluster-credentials")
+@click.command("cluster-credentials")
 @click.argument("directory", required=False)
 @click.option("--group", help="Make them readable by this group too (a cluster shared by "
               "a team); by default only you can read them.")
@@ -74,7 +74,7 @@ def _own_tls(f):
     return f
 
 
-@main.command()
+@click.command()
 @click.option("--host", help="Address to listen on (default: this host's address).")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8786, show_default=True)
 @_CREDENTIALS
@@ -89,7 +89,7 @@ def scheduler(host: str | None, port: int, credentials: str | None, insecure: bo
                                            (tls_ca_file, tls_cert, tls_key)))
 
 
-@main.command()
+@click.command()
 @click.argument("scheduler")
 @click.option("--name", help="This node's name in records (default: the host name).")
 @click.option("--slots", type=click.IntRange(min=1), help="Slots on this node (default: its cpus).")
@@ -107,3 +107,6 @@ def worker(scheduler: str, name: str | None, slots: int | None, host: str | None
         run_worker(scheduler, name, slots, host, files)
     except WorkerError as e:
         raise _fail(str(e)) from None
+
+
+COMMANDS = (cluster_credentials, scheduler, worker)

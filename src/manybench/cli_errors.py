@@ -15,6 +15,12 @@ import click
 from .printable import echo
 
 EXIT_USAGE = 2
+
+
+def fail(msg: str) -> "click.exceptions.Exit":
+    """A user's mistake: one line on stderr, and the exit (2) to raise."""
+    echo(f"manybench: {msg}", err=True)
+    return click.exceptions.Exit(EXIT_USAGE)
 EXIT_FAILED = 1
 
 
