@@ -172,3 +172,48 @@ def test_an_echo_serves_no_one_between_runs():
             measure_offset("127.0.0.1", echo.port, auth.derive(SECRET, "echo"), samples=1)
     finally:
         echo.close()
+
+
+CHILD = """
+import json, os, resource, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from manybench.node.direct import Listener
+lst = Listener(sys.argv[1], host="127.0.0.1")
+print(lst.port, flush=True)
+sys.stdin.readline()                     # the flood is in place
+t = time.monotonic()
+while time.monotonic() - t < 5:          # held at its descriptors' limit for 5 s
+    time.sleep(0.1)
+cpu = os.times()
+print(json.dumps({"cpu_s": cpu.user + cpu.system}), flush=True)
+conn = lst.accept(timeout=60)
+print(json.dumps({"opened": conn is not None}), flush=True)
+"""
+
+
+def test_a_node_out_of_descriptors_neither_spins_nor_shuts_the_run_out():
+    """Connections beyond the process's descriptors leave its port readable: accept() failing
+    with EMFILE must free a stranger's slot (or wait), not spin a cpu, and the run's own
+    connection still gets in."""
+    import json
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", CHILD, SECRET], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    socks = []
+    try:
+        port = int(child.stdout.readline())
+        for _ in range(200):
+            socks.append(socket.create_connection(("127.0.0.1", port)))
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        cpu = json.loads(child.stdout.readline())["cpu_s"]
+        ours = connect("127.0.0.1", port, False, SECRET, None, "node n1")
+        assert json.loads(child.stdout.readline()) == {"opened": True}
+        ours.close()
+    finally:
+        for s in socks:
+            s.close()
+        child.kill()
+        child.wait()
+    assert cpu < 1.0, cpu       # a spinning accept loop takes a cpu for the 5 s

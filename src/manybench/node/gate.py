@@ -17,6 +17,7 @@ forks take it first (os.register_at_fork): a slot forked by the agent never inhe
 """
 from __future__ import annotations
 
+import errno
 import os
 import selectors
 import socket
@@ -233,7 +234,13 @@ class Gate:
                 conn, _ = door.server.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:       # out of descriptors, say: again at the next readiness
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE) and self.pending:
+                    self._drop(next(iter(self.pending)))   # out of descriptors: free one
+                    continue
+                # nothing of ours to free: leave the connection queued a moment, not spin on
+                # a socket that stays readable
+                time.sleep(0.05)
                 return
             while len(self.pending) >= self.pending_max:
                 self._drop(next(iter(self.pending)))
