@@ -188,18 +188,18 @@ class AgentPlugin(WorkerPlugin):
             return None
         if kind == "Start":
             if self.run and not await self._free_within(self.lease.length + 1.0):
-                return encode(Failed(f"node {self.node_name()} is running another "
-                                     f"coordinator's run ({self.run}); try again once it ends"))
+                return encode(Failed(f"busy: it is running another coordinator's run "
+                                     f"({self.run}); try again once that ends"))
             return self._take(request, tag)
         if self.run:
-            return encode(Failed(f"refused {kind}: node {self.node_name()} serves run "
-                                 f"{self.run}, and this request does not carry its secret"))
+            return encode(Failed(f"refused {kind}: this node serves run {self.run}, and the "
+                                 "request does not carry its secret"))
         if kind in ENDS:
             return encode(None)
         if kind in FREE:
             return None
-        return encode(Failed(f"refused {kind}: no run holds node {self.node_name()} (a run "
-                             "begins with Start)"))
+        return encode(Failed(f"refused {kind}: no run holds this node (a run begins with "
+                             "Start)"))
 
     def _take(self, request: bytes, tag: bytes) -> bytes | None:
         """A Start on a free node: the run's keys, from its secret (the Start must carry its
