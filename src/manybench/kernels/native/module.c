@@ -472,6 +472,9 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 #ifndef MB_MARCH
 #define MB_MARCH ""
 #endif
+#ifndef MB_SANITIZE
+#define MB_SANITIZE "" /* the sanitizers built in ("address,undefined"), "" for none */
+#endif
 #ifdef _OPENMP
 #define MB_OPENMP 1
 #else
@@ -491,9 +494,9 @@ static PyObject *py_build_info(PyObject *self, PyObject *unused)
     Py_DECREF(joined);
     if (!cflags)
         return NULL;
-    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s}", "compiler", MB_CC, "compiler_version",
+    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s,s:s}", "compiler", MB_CC, "compiler_version",
                          __VERSION__, "cflags", cflags, "openmp", PyBool_FromLong(MB_OPENMP),
-                         "march", MB_MARCH);
+                         "march", MB_MARCH, "sanitize", MB_SANITIZE);
 }
 
 static PyMethodDef methods[] = {
