@@ -162,11 +162,11 @@ static void apply_place(char *line)
         cpu_set_t nodes; /* the same list syntax; at most CPU_SETSIZE memory nodes */
         if (!parse_cpus(mems, &nodes))
             die("the slot's memory nodes were not understood");
-        unsigned long mask[CPU_SETSIZE / (8 * sizeof(unsigned long))] = {0};
-        for (int n = 0; n < CPU_SETSIZE; n++)
+        nb_nodemask mask = {{0}};
+        for (int n = 0; n < NB_MAX_NODES && n < CPU_SETSIZE; n++)
             if (CPU_ISSET(n, &nodes))
-                mask[n / (8 * sizeof(unsigned long))] |= 1UL << (n % (8 * sizeof(unsigned long)));
-        if (nb_set_mempolicy(2 /* MPOL_BIND */, mask, CPU_SETSIZE) != 0)
+                nb_nodemask_add(&mask, n);
+        if (nb_set_mempolicy(2 /* MPOL_BIND */, &mask) != 0)
             die("cannot bind memory to the slot's nodes");
     }
     if (cwd && chdir(cwd) != 0)
