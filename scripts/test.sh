@@ -50,5 +50,13 @@ files=("$@")
 [ $# -eq 0 ] && [ -s "$alone_files" ] && mapfile -t files <"$alone_files"
 MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "${files[@]}" || alone=$?
 [ "$alone" = 5 ] && alone=0
+# The whole suite (no arguments) also runs the C under the sanitizers (scripts/sanitized.sh)
+sanitized=0
+if [ $# -eq 0 ]; then
+  started=$SECONDS
+  bash scripts/sanitized.sh || sanitized=$?
+  echo "sanitized pass: $((SECONDS - started)) s"
+fi
 [ "$status" != 0 ] && exit "$status"
-exit "$alone"
+[ "$alone" != 0 ] && exit "$alone"
+exit "$sanitized"
