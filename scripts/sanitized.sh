@@ -54,7 +54,7 @@ if _native.build_info()["sanitize"] != "address,undefined":
 TESTS=(tests/test_native.py tests/test_wire.py tests/test_codec.py tests/test_c_input_checks.py
        tests/test_record_native.py tests/test_meta.py tests/test_randio.py tests/test_kernels.py
        tests/test_stream_himeno.py tests/test_dgemm.py tests/test_net.py tests/test_pagecache.py
-       tests/test_hostile_scratch.py tests/test_wrap.py tests/test_parallel.py
+       tests/test_hostile_scratch.py tests/test_wrap.py tests/test_parallel.py tests/test_rank_lines.py
        --deselect tests/test_wrap.py::test_charliecloud_runs_a_command_and_builtin_kernels_inside_a_busybox_image
        --deselect tests/test_parallel.py::test_a_statically_linked_program_is_refused_with_the_reason)
 [ $# -gt 0 ] && TESTS=("$@")
