@@ -29,7 +29,12 @@ def wire() -> list[bytes]:
     nested = msgpack.packb([1])
     for _ in range(300):
         nested = msgpack.packb(msgpack.ExtType(P.CODEC.code[P.WirePhase], nested))
-    return bodies + [nested]
+    # recipes (fuzz/wire_decode.c's build): an object of each code with no fields, a Renew
+    # (code 4) with its one field, an array holding an object, a shared phase holding one
+    recipes = [bytes([0xff, 6, 0, code]) for code in range(len(P.WIRE_TYPES) + 2)]
+    recipes += [bytes([0xff, 6, 1, 4, 4, 9]), bytes([0xff, 5, 2, 6, 0, 1, 0, 0]),
+                bytes([0xff, 7, 0, P.CODEC.code[P.WirePhase], 6, 2, 13, 3, 4, 0, 0])]
+    return bodies + [nested] + recipes
 
 
 def rank() -> list[bytes]:
@@ -50,6 +55,7 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
     seeds = {s for whole in (wire() if argv[0] == "wire" else rank()) for s in cut_short(whole)}
+    seeds.discard(b"\xff")
     for s in seeds:
         (out / hashlib.sha1(s).hexdigest()).write_bytes(s)
     print(f"{argv[0]}: {len(seeds)} seeds in {out}")
