@@ -2,7 +2,10 @@
 
 They are compiled for the machine that builds them (-march=native, as STREAM's and Himeno's
 users build them) when the compiler accepts it; MANYBENCH_PORTABLE=1 builds for the
-architecture's baseline instead (a shared install on a cluster of unlike nodes). The compile
+architecture's baseline instead (a shared install on a cluster of unlike nodes).
+MANYBENCH_SANITIZE=1 builds everything C (the extension, mbkernel, libmbrank.so) under
+AddressSanitizer and UndefinedBehaviorSanitizer, for tests only (scripts/sanitized.sh): the
+sanitizers' runtimes must then be preloaded into Python (docs/architecture.md). The compile
 flags are defined here once and carried into the extension (`_native.build_info()`), so runs
 record how their kernels were built and benchmarks build their C peers the same way.
 """
@@ -64,9 +67,18 @@ MARCH = ""
 if not PORTABLE and _accepts("-march=native"):
     CFLAGS.append("-march=native")
     MARCH = _native_arch() or "native"
+SANITIZE = os.environ.get("MANYBENCH_SANITIZE", "") not in ("", "0")
+SANITIZERS = "address,undefined"    # build_info()["sanitize"]: "" when not sanitized
+# any report ends the process (no recovery), with frames to read; -fno-wrapv undoes
+# sysconfig's -fwrapv, under which signed overflow is not checked
+SANITIZE_FLAGS = [f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=all",
+                  "-fno-omit-frame-pointer", "-g", "-fno-wrapv"]
+if SANITIZE:
+    CFLAGS += SANITIZE_FLAGS
 # build_info() hands the flags back as a list split on whitespace: a flag must not hold any
 assert not any(any(ch.isspace() for ch in f) for f in CFLAGS), CFLAGS
-LINK_FLAGS = [f for f in CFLAGS if f == "-fopenmp"]   # OpenMP needs its runtime at link time
+# OpenMP and the sanitizers need their runtimes at link time
+LINK_FLAGS = [f for f in CFLAGS if f == "-fopenmp" or f.startswith("-fsanitize=")]
 
 
 def _c_string(text: str) -> str:
@@ -85,7 +97,8 @@ native = Extension(
     extra_link_args=LINK_FLAGS,
     libraries=["dl", "pthread"],
     define_macros=[("MB_CC", _c_string(CC)), ("MB_CFLAGS", _c_string(" ".join(CFLAGS))),
-                   ("MB_MARCH", _c_string(MARCH))],
+                   ("MB_MARCH", _c_string(MARCH)),
+                   ("MB_SANITIZE", _c_string(SANITIZERS if SANITIZE else ""))],
 )
 
 # mbkernel: the built-in kernels as a standalone executable, for slots whose work runs inside
@@ -99,7 +112,8 @@ def build_mbkernel(out: str) -> None:
     srcs = [NATIVE + s for s in MBKERNEL_SOURCES]
     cmd = [*shlex.split(CC), *sysconfig.get_config_var("CFLAGS").split(), *CFLAGS, "-o", out,
            *srcs, "-lm"]
-    for extra in (["-static"], []):
+    # a sanitized build links its runtimes as shared libraries: never static
+    for extra in ([] if SANITIZE else ["-static"], []):
         done = subprocess.run(cmd[:-1] + extra + cmd[-1:], capture_output=True, text=True)
         if done.returncode == 0:
             return
@@ -115,7 +129,8 @@ MBRANK_SOURCES = ["mbrank.c", "timing.c", "numa.c"]
 
 def build_mbrank(out: str) -> None:
     cmd = [*shlex.split(CC), "-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared",
-           "-fvisibility=hidden", "-o", out, *[NATIVE + s for s in MBRANK_SOURCES], "-ldl"]
+           "-fvisibility=hidden", *(SANITIZE_FLAGS if SANITIZE else []), "-o", out,
+           *[NATIVE + s for s in MBRANK_SOURCES], "-ldl"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"building libmbrank.so failed: {' '.join(cmd)}\n{done.stderr}")

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, then runs all of it.
 #   system tools from Debian packages (fio, numactl, faketime, ...), the package itself
-#   (its build compiles the C kernels) with its test extras, then pytest.
+#   (its build compiles the C kernels) with its test extras, then pytest; with no arguments,
+#   then the C's tests under AddressSanitizer and UBSan, and its fuzzers (clang-14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES="fio strace time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static gridengine-master gridengine-exec gridengine-client bwa bowtie2 samtools hpcc openmpi-bin libopenmpi-dev mpich libmpich-dev lammps"
+DEBIAN_PACKAGES="fio strace time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static gridengine-master gridengine-exec gridengine-client bwa bowtie2 samtools hpcc openmpi-bin libopenmpi-dev mpich libmpich-dev lammps clang-14 libclang-rt-14-dev"
 missing=""
 for p in $DEBIAN_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -50,5 +51,19 @@ files=("$@")
 [ $# -eq 0 ] && [ -s "$alone_files" ] && mapfile -t files <"$alone_files"
 MANYBENCH_ALONE=only "$PY" -m pytest -q -rfEs -p no:cacheprovider "${files[@]}" || alone=$?
 [ "$alone" = 5 ] && alone=0
-[ "$status" != 0 ] && exit "$status"
-exit "$alone"
+# The whole suite (no arguments) also runs the C's tests under the sanitizers
+# (scripts/sanitized.sh) and fuzzes its wire decoder and libmbrank's lines (scripts/fuzz.sh)
+sanitized=0
+fuzzed=0
+if [ $# -eq 0 ]; then
+  started=$SECONDS
+  bash scripts/sanitized.sh || sanitized=$?
+  echo "sanitized pass: $((SECONDS - started)) s"
+  started=$SECONDS
+  bash scripts/fuzz.sh || fuzzed=$?
+  echo "fuzzers: $((SECONDS - started)) s"
+fi
+for s in "$status" "$alone" "$sanitized" "$fuzzed"; do
+  [ "$s" != 0 ] && exit "$s"
+done
+exit 0

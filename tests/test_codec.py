@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import msgpack
 import pytest
@@ -166,3 +169,30 @@ def test_the_hooks_in_c_pack_and_unpack_as_the_python_ones():
             with pytest.raises(TypeError, match="cannot cross to a node"):
                 codec.pack(thing)
         assert codec.unpack(codec.pack(P.Renew(True))) == P.Renew(True)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_shared_objects_nested_without_end_are_refused_not_a_crash(native):
+    """A shared object's bytes are unpacked with the same hooks, so a frame of them nested
+    1,000 deep (5 kB) recursed in C: msgpack's unpacker takes ~32 kB of stack a level, and the
+    process died (SIGSEGV) in either codec. Run apart: before the bound, it killed the test's
+    own process."""
+    if native and not P.CODEC.native:
+        pytest.skip("the C extension is not built")
+    probe = textwrap.dedent(f"""
+        import msgpack
+        from manybench.node import protocol as P
+        from manybench.node.codec import Codec
+        c = Codec(P.WIRE_TYPES, {{P.WirePhase: 16, P.WireTask: 16}}, native={native})
+        data = msgpack.packb([1])
+        for _ in range(1000):
+            data = msgpack.packb(msgpack.ExtType(c.code[P.WirePhase], data))
+        try:
+            c.unpack(data)
+        except ValueError as e:
+            print(e)
+        """)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "shared objects nested deeper than" in done.stdout, done.stdout

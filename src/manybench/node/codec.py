@@ -17,6 +17,7 @@ and the table, and a hostile one can make no code run.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from operator import attrgetter
 from typing import Any, Callable, Mapping, Sequence
@@ -33,6 +34,10 @@ TUPLE = 0            # the code of a tuple
 # when packing); a plan's values are checked against them when it is read (plan/wire_values.py)
 INT_MIN, INT_MAX = -2**63, 2**64 - 1
 KEEP_PACKER = 1 << 20   # a packer whose message was larger is dropped (its buffer with it)
+# Shared objects inside shared objects, at most (a Run's phase holds its task: 2). Each is
+# unpacked by a call of msgpack's unpacker from inside its hook, ~32 kB of C stack a level:
+# a frame of them nested 1,000 deep (5 kB) overflowed the stack and killed the process.
+MAX_NESTED = 8
 
 
 class _Mark:
@@ -85,7 +90,8 @@ class Codec:
                                   (_TUPLE_HEAD, *[self.head[t] for t in self.types]), plain,
                                   _TUPLE_HEAD, self._ext, self._default,
                                   {t: self.code[t] for t in self.shared}, self.recent,
-                                  self.made, self.limit, msgpack.unpackb, msgpack.ExtType)
+                                  self.made, self.limit, msgpack.unpackb, msgpack.ExtType,
+                                  MAX_NESTED)
             except TypeError:    # an extension built from other sources: the Python hooks
                 self.native = False
         if self.native:
@@ -93,6 +99,7 @@ class Codec:
             self._ext_hook, self._list_hook = hooks.ext_hook, hooks.list_hook
             self._default_hook = hooks.default
         self.packers: list[msgpack.Packer] = []
+        self.nesting = threading.local()    # .depth: shared objects being unpacked, per thread
 
     # -- packing -----------------------------------------------------------------------------
     def pack(self, msg: object) -> bytes:
@@ -174,7 +181,14 @@ class Codec:
         obj = None if made is None else made.get(data)
         if obj is not None:
             return obj
-        values = self._unpack(data)          # a shared object: its array packed apart
+        depth = getattr(self.nesting, "depth", 0)
+        if depth >= MAX_NESTED:
+            raise ValueError(f"shared objects nested deeper than {MAX_NESTED}")
+        self.nesting.depth = depth + 1
+        try:
+            values = self._unpack(data)      # a shared object: its array packed apart
+        finally:
+            self.nesting.depth = depth
         if code == TUPLE or not isinstance(values, list):
             raise ValueError(f"wire type {code} packed apart holds no fields")
         obj = self._make(code, values)

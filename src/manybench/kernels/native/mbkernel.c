@@ -256,9 +256,9 @@ static void put_mempolicy(void)
 {
     static const char *names[] = {"default", "preferred", "bind", "interleave", "local",
                                   "preferred_many", "weighted_interleave"};
-    unsigned long mask[NB_MAX_NODES / (8 * sizeof(unsigned long)) + 1];
+    nb_nodemask mask;
     int mode = 0;
-    if (nb_get_mempolicy(&mode, mask, NB_MAX_NODES) != 0)
+    if (nb_get_mempolicy(&mode, &mask) != 0)
         return;
     mode &= 0xff;
     if (mode < 7)
@@ -268,13 +268,12 @@ static void put_mempolicy(void)
     if (mode == 0)
         return;
     /* the nodes as a Linux list: "0-1,3" */
-    const size_t bits = 8 * sizeof(unsigned long);
     char sep = ':';
     for (int i = 0; i < NB_MAX_NODES; i++) {
-        if (!(mask[i / bits] >> (i % bits) & 1))
+        if (!nb_nodemask_has(&mask, i))
             continue;
         int j = i;
-        while (j + 1 < NB_MAX_NODES && (mask[(j + 1) / bits] >> ((j + 1) % bits) & 1))
+        while (j + 1 < NB_MAX_NODES && nb_nodemask_has(&mask, j + 1))
             j++;
         printf(j > i ? "%c%d-%d" : "%c%d", sep, i, j);
         sep = ',';

@@ -129,7 +129,8 @@ static void die(const char *why)
     _exit(126);
 }
 
-/* "0-3,8" -> a cpu set; 0 when empty or malformed. */
+/* "0-3,8" -> a cpu set; 0 when empty or malformed (a negative number or a range backwards:
+ * "-9223372036854775808-0" was a loop of 2^63 steps). */
 static int parse_cpus(const char *s, cpu_set_t *set)
 {
     CPU_ZERO(set);
@@ -145,6 +146,8 @@ static int parse_cpus(const char *s, cpu_set_t *set)
             if (end == s)
                 return 0;
         }
+        if (a < 0 || b < a)
+            return 0;
         for (long c = a; c <= b && c < CPU_SETSIZE; c++) {
             CPU_SET((int)c, set);
             any = 1;
@@ -154,32 +157,58 @@ static int parse_cpus(const char *s, cpu_set_t *set)
     return any;
 }
 
-static void apply_place(char *line)
+/* The slot's placement, "place CPUS MEMS CWD" ("-": leave as is; no CWD: stay), read apart
+ * from its use so that fuzz/ reaches it. */
+struct place {
+    int cpus_given, mems_given;
+    cpu_set_t cpus;
+    nb_nodemask mems;
+    const char *cwd; /* inside the line, or NULL */
+};
+
+/* NULL, or what in the line (cut up in place) was not understood. */
+static const char *parse_place(char *line, struct place *p)
 {
-    /* place CPUS MEMS CWD */
+    memset(p, 0, sizeof *p);
     char *save = NULL, *word = strtok_r(line, " ", &save);
     char *cpus = strtok_r(NULL, " ", &save), *mems = strtok_r(NULL, " ", &save);
-    char *cwd = save && *save ? save : NULL;
+    p->cwd = save && *save ? save : NULL;
     if (!word || strcmp(word, "place") != 0 || !cpus || !mems)
-        die("the slot's placement was not understood");
-    cpu_set_t set;
-    if (strcmp(cpus, "-") != 0) {
-        if (!parse_cpus(cpus, &set) || sched_setaffinity(0, sizeof set, &set) != 0)
-            die("cannot bind to the slot's cpus");
-    }
-    if (strcmp(mems, "-") != 0) {
+        return "the slot's placement was not understood";
+    p->cpus_given = strcmp(cpus, "-") != 0;
+    if (p->cpus_given && !parse_cpus(cpus, &p->cpus))
+        return "the slot's cpus were not understood";
+    p->mems_given = strcmp(mems, "-") != 0;
+    if (p->mems_given) {
         cpu_set_t nodes; /* the same list syntax; at most CPU_SETSIZE memory nodes */
         if (!parse_cpus(mems, &nodes))
-            die("the slot's memory nodes were not understood");
-        unsigned long mask[CPU_SETSIZE / (8 * sizeof(unsigned long))] = {0};
-        for (int n = 0; n < CPU_SETSIZE; n++)
+            return "the slot's memory nodes were not understood";
+        for (int n = 0; n < NB_MAX_NODES && n < CPU_SETSIZE; n++)
             if (CPU_ISSET(n, &nodes))
-                mask[n / (8 * sizeof(unsigned long))] |= 1UL << (n % (8 * sizeof(unsigned long)));
-        if (nb_set_mempolicy(2 /* MPOL_BIND */, mask, CPU_SETSIZE) != 0)
-            die("cannot bind memory to the slot's nodes");
+                nb_nodemask_add(&p->mems, n);
     }
-    if (cwd && chdir(cwd) != 0)
+    return NULL;
+}
+
+static void apply_place(char *line)
+{
+    struct place p;
+    const char *why = parse_place(line, &p);
+    if (why)
+        die(why);
+    if (p.cpus_given && sched_setaffinity(0, sizeof p.cpus, &p.cpus) != 0)
+        die("cannot bind to the slot's cpus");
+    if (p.mems_given && nb_set_mempolicy(2 /* MPOL_BIND */, &p.mems) != 0)
+        die("cannot bind memory to the slot's nodes");
+    if (p.cwd && chdir(p.cwd) != 0)
         die("cannot enter the slot's scratch directory");
+}
+
+/* The slot's "go T0_NS SPIN_NS": 0 when not understood. Neither is negative: nb_wait_until
+ * computes T0 - SPIN, which overflowed for a T0 near INT64_MIN. */
+static int parse_go(const char *line, long long *t0, long long *spin)
+{
+    return sscanf(line, "go %lld %lld", t0, spin) == 2 && *t0 >= 0 && *spin >= 0;
 }
 
 /* Wait for the go, then for T0; stamp the start. */
@@ -189,7 +218,7 @@ static void hold(void)
     if (!hear(line, sizeof line))
         die("the slot went away before T0 (phase cancelled)");
     long long t0 = 0, spin = 0;
-    if (sscanf(line, "go %lld %lld", &t0, &spin) != 2)
+    if (!parse_go(line, &t0, &spin))
         die("the slot's go was not understood");
     int64_t start = nb_wait_until(t0, spin);
     int64_t mono = nb_mono();

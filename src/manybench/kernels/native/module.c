@@ -243,7 +243,7 @@ static PyObject *py_set_mempolicy(PyObject *self, PyObject *args)
     PyObject *nodes;
     if (!PyArg_ParseTuple(args, "iO", &mode, &nodes))
         return NULL;
-    unsigned long mask[NB_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+    nb_nodemask mask = {{0}};
     PyObject *it = PyObject_GetIter(nodes);
     if (!it)
         return NULL;
@@ -257,12 +257,12 @@ static PyObject *py_set_mempolicy(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "memory node %ld out of range", n);
             break;
         }
-        mask[n / (8 * sizeof(unsigned long))] |= 1UL << (n % (8 * sizeof(unsigned long)));
+        nb_nodemask_add(&mask, (int)n);
     }
     Py_DECREF(it);
     if (PyErr_Occurred())
         return NULL;
-    int err = nb_set_mempolicy(mode, mask, NB_MAX_NODES + 1);
+    int err = nb_set_mempolicy(mode, &mask);
     if (err) {
         errno = err;
         return PyErr_SetFromErrno(PyExc_OSError);
@@ -273,8 +273,8 @@ static PyObject *py_set_mempolicy(PyObject *self, PyObject *args)
 static PyObject *py_get_mempolicy(PyObject *self, PyObject *unused)
 {
     int mode = 0;
-    unsigned long mask[NB_MAX_NODES / (8 * sizeof(unsigned long))];
-    int err = nb_get_mempolicy(&mode, mask, NB_MAX_NODES);
+    nb_nodemask mask;
+    int err = nb_get_mempolicy(&mode, &mask);
     if (err) {
         errno = err;
         return PyErr_SetFromErrno(PyExc_OSError);
@@ -283,7 +283,7 @@ static PyObject *py_get_mempolicy(PyObject *self, PyObject *unused)
     if (!nodes)
         return NULL;
     for (long n = 0; n < NB_MAX_NODES; n++) {
-        if (mask[n / (8 * sizeof(unsigned long))] >> (n % (8 * sizeof(unsigned long))) & 1UL) {
+        if (nb_nodemask_has(&mask, (int)n)) {
             PyObject *v = PyLong_FromLong(n);
             if (!v || PyList_Append(nodes, v) < 0) {
                 Py_XDECREF(v);
@@ -489,6 +489,9 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 #ifndef MB_MARCH
 #define MB_MARCH ""
 #endif
+#ifndef MB_SANITIZE
+#define MB_SANITIZE "" /* the sanitizers built in ("address,undefined"), "" for none */
+#endif
 #ifdef _OPENMP
 #define MB_OPENMP 1
 #else
@@ -508,9 +511,9 @@ static PyObject *py_build_info(PyObject *self, PyObject *unused)
     Py_DECREF(joined);
     if (!cflags)
         return NULL;
-    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s}", "compiler", MB_CC, "compiler_version",
+    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s,s:s}", "compiler", MB_CC, "compiler_version",
                          __VERSION__, "cflags", cflags, "openmp", PyBool_FromLong(MB_OPENMP),
-                         "march", MB_MARCH);
+                         "march", MB_MARCH, "sanitize", MB_SANITIZE);
 }
 
 static PyMethodDef methods[] = {

@@ -136,7 +136,22 @@ int nb_set_kill_file(const char *path);
 
 /* ---- numa.c ---- */
 #define NB_MAX_NODES 1024 /* memory nodes a policy mask can name */
-int nb_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode);
-int nb_get_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode);
+/* A set of memory nodes as the policy calls take it. Its size travels with its type, so a
+ * call and its caller cannot disagree on it (a length passed beside an array did: the get
+ * cleared 135 bytes of a caller's 128). */
+typedef struct {
+    unsigned long bits[NB_MAX_NODES / (8 * sizeof(unsigned long))];
+} nb_nodemask;
+#define NB_NODE_BITS (8 * sizeof(unsigned long))
+static inline void nb_nodemask_add(nb_nodemask *m, int node)
+{
+    m->bits[node / NB_NODE_BITS] |= 1UL << (node % NB_NODE_BITS);
+}
+static inline int nb_nodemask_has(const nb_nodemask *m, int node)
+{
+    return (int)(m->bits[node / NB_NODE_BITS] >> (node % NB_NODE_BITS) & 1UL);
+}
+int nb_set_mempolicy(int mode, const nb_nodemask *nodes);
+int nb_get_mempolicy(int *mode, nb_nodemask *nodes); /* nodes: all of it written */
 
 #endif

@@ -8,17 +8,21 @@
 
 #include "native.h"
 
-int nb_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode)
+/* The kernel's maxnode is one more than the bits it reads or writes (mm/mempolicy.c: get_nodes
+ * drops one, copy_nodes_to_user copies ALIGN(maxnode - 1, 64) / 8 bytes): the whole mask. */
+#define MAXNODE (8 * sizeof(((nb_nodemask *)0)->bits) + 1)
+
+int nb_set_mempolicy(int mode, const nb_nodemask *nodes)
 {
-    if (syscall(SYS_set_mempolicy, mode, mode ? mask : NULL, mode ? maxnode : 0) != 0)
+    if (syscall(SYS_set_mempolicy, mode, mode ? nodes->bits : NULL, mode ? MAXNODE : 0) != 0)
         return errno;
     return 0;
 }
 
-int nb_get_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
+int nb_get_mempolicy(int *mode, nb_nodemask *nodes)
 {
-    memset(mask, 0, (maxnode + 8 * sizeof(unsigned long) - 1) / 8);
-    if (syscall(SYS_get_mempolicy, mode, mask, maxnode, NULL, 0UL) != 0)
+    memset(nodes, 0, sizeof *nodes);
+    if (syscall(SYS_get_mempolicy, mode, nodes->bits, MAXNODE, NULL, 0UL) != 0)
         return errno;
     return 0;
 }

@@ -6,7 +6,7 @@
  * extension (tests/test_codec.py packs and unpacks every message both ways and compares).
  *
  *   WireHooks(types, names, heads, plain, tuple_head, ext_more, default_more, shared,
- *             recent, made, limit, unpackb, ExtType)
+ *             recent, made, limit, unpackb, ExtType, max_nested)
  *     types[code], names[code]: the wire type of each code (1..; 0: the tuple) and its
  *       fields; heads[code]: its msgpack ExtType(code, b""); plain: {type: code} of the
  *       types packed inline, shared: of those packed apart and kept; recent, made: the
@@ -14,7 +14,9 @@
  *       and limit ({code: how many kept}): bytes of a shared object not seen before are
  *       unpacked (msgpack's unpackb with these hooks), made and kept here as codec._ext
  *       does, an object packed before found here; ext_more(code, data), default_more(obj): the
- *       Python hooks for everything else (a shared object not kept, subclasses, refusals).
+ *       Python hooks for everything else (a shared object not kept, subclasses, refusals);
+ *       max_nested: how many shared objects may be unpacked inside one another (ValueError
+ *       past it: each level is a call of msgpack's unpacker, ~32 kB of C stack).
  *   .marks                    one head object per code, what ext_hook gives for an empty ext
  *   .ext_hook(code, data)     an empty ext: its mark; a shared object's bytes: the object
  *                             kept for them, or made and kept; else ext_more(code, data)
@@ -64,7 +66,11 @@ typedef struct {
     PyObject *unpack;       /* msgpack.unpackb */
     PyObject *unpack_kw;    /* its keywords: these hooks, raw=False, strict_map_key=False */
     PyObject *exttype;      /* msgpack.ExtType */
+    int max_nested;         /* shared objects unpacked inside one another, at most */
 } Hooks;
+
+/* shared objects being unpacked by this thread, one inside the other (made_anew) */
+static _Thread_local int nested;
 
 /* The Python hooks are the codec's bound methods, and the codec holds these: a cycle, so
  * the collector must see through them. */
@@ -119,11 +125,12 @@ static PyObject *hooks_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     PyObject *types, *names, *heads, *plain, *tuple_head, *ext_more, *default_more, *shared,
         *recent, *made, *limit, *unpack, *exttype;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOO!O!O!O!OO!:WireHooks", &PyTuple_Type, &types,
+    int max_nested;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOO!O!O!O!OO!i:WireHooks", &PyTuple_Type, &types,
                           &PyTuple_Type, &names, &PyTuple_Type, &heads, &PyDict_Type, &plain,
                           &tuple_head, &ext_more, &default_more, &PyDict_Type, &shared,
                           &PyDict_Type, &recent, &PyDict_Type, &made, &PyDict_Type, &limit,
-                          &unpack, &PyType_Type, &exttype))
+                          &unpack, &PyType_Type, &exttype, &max_nested))
         return NULL;
     if (!PyType_IsSubtype((PyTypeObject *)exttype, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "WireHooks: ExtType is a tuple (msgpack's namedtuple)");
@@ -165,6 +172,7 @@ static PyObject *hooks_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     h->marks = marks;
     h->shared = shared, h->recent = recent, h->made = made;
     h->limit = limit, h->unpack = unpack, h->exttype = exttype;
+    h->max_nested = max_nested;
     /* what codec._unpack passes msgpack, these hooks being its hooks (a cycle: traversed) */
     PyObject *ext_hook = PyObject_GetAttrString((PyObject *)h, "ext_hook");
     PyObject *list_hook = PyObject_GetAttrString((PyObject *)h, "list_hook");
@@ -277,8 +285,13 @@ static PyObject *made_anew(Hooks *h, PyObject *code, PyObject *data)
     Py_ssize_t keep = PyLong_AsSsize_t(limit);
     if (keep < 0)
         return NULL;
+    if (nested >= h->max_nested)
+        return PyErr_Format(PyExc_ValueError, "shared objects nested deeper than %d",
+                            h->max_nested);
     PyObject *args = PyTuple_Pack(1, data);
+    nested++;
     PyObject *values = args ? PyObject_Call(h->unpack, args, h->unpack_kw) : NULL;
+    nested--;
     Py_XDECREF(args);
     if (!values)
         return NULL;

@@ -1,0 +1,75 @@
+"""What libmbrank.so (kernels/native/mbrank.c) does with the lines its slot sends, driven from
+the slot's own end (RankLink) with a plain program as the rank: a line it cannot use ends the
+rank at once with its reason, never a hang. fuzz/ feeds the same parsers random and cut-short
+lines (docs/architecture.md, "Memory safety")."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from manybench.kernels.base import KernelError
+from manybench.kernels.rank_link import RankGone, RankLink, socket_name
+
+WAIT_S = 60     # a bound on waiting for an event (the rank's answer or end), not a duration
+
+
+def _library() -> str:
+    from manybench.kernels.mpi_job import library
+    try:
+        return library()
+    except KernelError as e:
+        pytest.skip(f"libmbrank.so (the native build): {e}")
+
+
+def _rank(prefix: str) -> subprocess.Popen:
+    """`true` as rank 0 of a job whose slot listens at `prefix`: held before its main."""
+    env = dict(os.environ, LD_PRELOAD=":".join(filter(None, [_library(),
+                                                            os.environ.get("LD_PRELOAD")])),
+               MANYBENCH_MPI_SOCK=prefix, PMI_RANK="0")
+    return subprocess.Popen(["true"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _ended(rank: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = rank.communicate(timeout=WAIT_S)
+    finally:
+        if rank.poll() is None:
+            rank.kill()
+            rank.wait()
+    return rank.returncode, err
+
+
+@pytest.mark.parametrize("cpus, why", [
+    ("-9223372036854775808-0", "cpus were not understood"),   # was 2^63 turns of a loop
+    ("3-1", "cpus were not understood"),
+    ("x", "cpus were not understood")])
+def test_a_placement_it_cannot_use_ends_the_rank_with_the_reason(cpus, why):
+    prefix = f"mbtest.lines.{os.getpid()}"
+    link = RankLink(socket_name(prefix, 0))
+    rank = _rank(prefix)
+    try:
+        with pytest.raises(RankGone):
+            link.wait_ready(f"{cpus} - /", time.monotonic() + WAIT_S)
+        code, err = _ended(rank)
+    finally:
+        link.close()
+    assert code == 126 and why in err, (code, err)
+
+
+def test_a_go_before_the_epoch_ends_the_rank_with_the_reason():
+    """T0 - SPIN overflowed for a T0 near INT64_MIN (signed overflow; the rank slept on to
+    the year 2262)."""
+    prefix = f"mbtest.lines.{os.getpid()}"
+    link = RankLink(socket_name(prefix, 0))
+    rank = _rank(prefix)
+    try:
+        link.wait_ready("- - /", time.monotonic() + WAIT_S)
+        assert link.go(-(1 << 63) + 1, 100)
+        code, err = _ended(rank)
+    finally:
+        link.close()
+    assert code == 126 and "the slot's go was not understood" in err, (code, err)
