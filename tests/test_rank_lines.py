@@ -11,6 +11,7 @@ import time
 import pytest
 
 from manybench.kernels.base import KernelError
+from manybench.kernels.rank_keys import JobKeys, run_key
 from manybench.kernels.rank_link import RankGone, RankLink, socket_name
 
 WAIT_S = 60     # a bound on waiting for an event (the rank's answer or end), not a duration
@@ -24,11 +25,17 @@ def _library() -> str:
         pytest.skip(f"libmbrank.so (the native build): {e}")
 
 
-def _rank(prefix: str) -> subprocess.Popen:
-    """`true` as rank 0 of a job whose slot listens at `prefix`: held before its main."""
+def _job() -> JobKeys:
+    """A job's values as its slots derive them (the rank proves its token: it is not the
+    slot's child through a launcher here)."""
+    return JobKeys.of(run_key("the run's secret"), f"lines-{os.getpid()}", 0, 0)
+
+
+def _rank(keys: JobKeys) -> subprocess.Popen:
+    """`true` as rank 0 of the job whose slot listens at its name: held before its main."""
     env = dict(os.environ, LD_PRELOAD=":".join(filter(None, [_library(),
                                                             os.environ.get("LD_PRELOAD")])),
-               MANYBENCH_MPI_SOCK=prefix, PMI_RANK="0")
+               MANYBENCH_MPI_SOCK=keys.name, MANYBENCH_MPI_TOKEN=keys.token, PMI_RANK="0")
     return subprocess.Popen(["true"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
 
@@ -48,9 +55,9 @@ def _ended(rank: subprocess.Popen) -> tuple[int, str]:
     ("3-1", "cpus were not understood"),
     ("x", "cpus were not understood")])
 def test_a_placement_it_cannot_use_ends_the_rank_with_the_reason(cpus, why):
-    prefix = f"mbtest.lines.{os.getpid()}"
-    link = RankLink(socket_name(prefix, 0))
-    rank = _rank(prefix)
+    keys = _job()
+    link = RankLink(socket_name(keys.name, 0), keys)
+    rank = _rank(keys)
     try:
         with pytest.raises(RankGone):
             link.wait_ready(f"{cpus} - /", time.monotonic() + WAIT_S)
@@ -63,9 +70,9 @@ def test_a_placement_it_cannot_use_ends_the_rank_with_the_reason(cpus, why):
 def test_a_go_before_the_epoch_ends_the_rank_with_the_reason():
     """T0 - SPIN overflowed for a T0 near INT64_MIN (signed overflow; the rank slept on to
     the year 2262)."""
-    prefix = f"mbtest.lines.{os.getpid()}"
-    link = RankLink(socket_name(prefix, 0))
-    rank = _rank(prefix)
+    keys = _job()
+    link = RankLink(socket_name(keys.name, 0), keys)
+    rank = _rank(keys)
     try:
         link.wait_ready("- - /", time.monotonic() + WAIT_S)
         assert link.go(-(1 << 63) + 1, 100)
