@@ -13,17 +13,24 @@ from conftest import run_cli
 from manybench.security import credentials as creds
 
 
+def _context(made: creds.Credentials, server: bool) -> ssl.SSLContext:
+    """A TLS end as Dask makes one from these credentials (distributed/security.py)."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH if server else
+                                     ssl.Purpose.SERVER_AUTH, cafile=made.ca)
+    ctx.load_cert_chain(made.cert, made.key)
+    if server:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    else:
+        ctx.check_hostname = False
+    return ctx
+
+
 def test_made_owner_only_and_usable_by_tls_on_both_sides(tmp_path):
     made = creds.make(str(tmp_path / "c"))
     assert stat.S_IMODE(os.stat(tmp_path / "c").st_mode) == 0o700
     assert stat.S_IMODE(os.stat(made.key).st_mode) == 0o600
     # mutual TLS as Dask speaks it: the member certificate serves and is accepted both ways
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=made.ca)
-    server.load_cert_chain(made.cert, made.key)
-    server.verify_mode = ssl.CERT_REQUIRED
-    client = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=made.ca)
-    client.load_cert_chain(made.cert, made.key)
-    client.check_hostname = False
+    server, client = _context(made, True), _context(made, False)
     import socket
     a, b = socket.socketpair()
     sa = server.wrap_socket(a, server_side=True, do_handshake_on_connect=False)
@@ -35,10 +42,7 @@ def test_made_owner_only_and_usable_by_tls_on_both_sides(tmp_path):
     t.join()
     assert sa.getpeercert() and sb.getpeercert()
     # a second cluster's member is not ours
-    other = creds.make(str(tmp_path / "other"))
-    alien = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=other.ca)
-    alien.load_cert_chain(other.cert, other.key)
-    alien.check_hostname = False
+    alien = _context(creds.make(str(tmp_path / "other")), False)
     a, b = socket.socketpair()
     sa = server.wrap_socket(a, server_side=True, do_handshake_on_connect=False)
     sb = alien.wrap_socket(b, do_handshake_on_connect=False)

@@ -175,16 +175,9 @@ def test_a_member_without_the_runs_secret_cannot_stop_steer_or_take_its_nodes(la
     for the run's lease: tests/test_wire.py)."""
     from manybench.node.protocol import Abort, Failed, Info, NodeInfo, Renew, RunCommands
     from manybench.security import auth
-    plan = plan_file(LONG)
     out = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", str(out),
-                             "-q", "--scheduler", lab.scheduler, "--set", "noise=0.01s"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _held(lab, plan_file(LONG), out)
     try:
-        end = time.monotonic() + 120
-        while not _stored_phases(out):        # the run holds the nodes: a phase is stored
-            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
-            time.sleep(0.1)
         forged = auth.derive("not the run's secret", "call")
         for worker in _workers(lab):
             for req in (Abort(), RunCommands([["touch", str(tmp_path / "pwned")]], {}, 5.0,
@@ -205,6 +198,20 @@ def test_a_member_without_the_runs_secret_cannot_stop_steer_or_take_its_nodes(la
     assert len(rows) == 200 and all(r["status"] == "ok" for r in rows)
 
 
+def _held(lab: DaskLab, plan: str, out: Path) -> subprocess.Popen:
+    """`manybench run PLAN` on the lab, once it holds the nodes (a phase is stored)."""
+    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", str(out),
+                             "-q", "--scheduler", lab.scheduler, "--set", "noise=0.01s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    while not _stored_phases(out):
+        if proc.poll() is not None or time.monotonic() > end:
+            proc.kill()
+            raise AssertionError(f"the run did not get going: {proc.communicate()}")
+        time.sleep(0.1)
+    return proc
+
+
 def _stored_phases(out) -> int:
     db = out / "results.db"
     if not db.exists():
@@ -221,16 +228,9 @@ def test_a_nodes_ports_listen_only_where_it_is_reached(lab, plan_file, tmp_path)
     """Before: `manybench worker` listened on 0.0.0.0 for its Dask port, its clock echo and
     its agent's direct port, even when the scheduler was on loopback."""
     import psutil
-    plan = plan_file(LONG)
     out = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", str(out),
-                             "-q", "--scheduler", lab.scheduler, "--set", "noise=0.01s"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _held(lab, plan_file(LONG), out)     # the run's direct ports are open now
     try:
-        end = time.monotonic() + 120
-        while not _stored_phases(out):      # the run's direct ports are open now
-            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
-            time.sleep(0.1)
         for i, name in ((1, "n1"), (2, "n2")):
             top = psutil.Process(lab.workers[name].pid)
             listening = [(p.pid, addr) for p in [top, *top.children(recursive=True)]

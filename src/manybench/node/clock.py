@@ -27,7 +27,7 @@ from typing import Callable
 
 from ..security import auth
 from .direct import open_channel
-from .gate import Door, Gate
+from .gate import Door, Gate, drain
 
 ECHO_SAMPLES = 40
 REQUEST = 8                 # bytes of a request: its number in the connection
@@ -116,11 +116,7 @@ class EchoServer:
             self._drop(conn)
 
     def _take_new(self) -> None:
-        try:
-            while self.wake_r.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
+        drain(self.wake_r)
         with self.lock:
             new, self.new = self.new, []
         for conn, session in new:

@@ -231,7 +231,7 @@ class Listener:
 
     def take(self) -> socket.socket | None:
         """The next authenticated connection, tuned; None when there is none now."""
-        try:
+        try:        # one byte per opened connection: those left keep the socket readable
             self.ready_r.recv(1)
         except BlockingIOError:
             pass

@@ -200,7 +200,7 @@ class Gate:
                     break
                 for k, _ in events:
                     if k.fileobj is self.wake_r:
-                        _drain(self.wake_r)
+                        drain(self.wake_r)
                     elif isinstance(k.data, Door):
                         self._accept(k.data)
                     else:
@@ -293,7 +293,8 @@ class Gate:
         self.wake_w.close()
 
 
-def _drain(sock: socket.socket) -> None:
+def drain(sock: socket.socket) -> None:
+    """Empty a non-blocking wake-up socket (its bytes only say: look)."""
     try:
         while sock.recv(4096):
             pass

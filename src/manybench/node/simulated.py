@@ -34,7 +34,7 @@ from ..security import auth
 from .arrays import SlotResults
 from .clock import answer_one
 from .direct import FRAME, MAX_FRAME, Listener, read_some, send_frame
-from .gate import Door, Gate
+from .gate import Door, Gate, drain
 from .procs import die_with_parent, open_files
 from .protocol import (Abort, Close, CommandOutput, CommandsDone, Connect, Connected, Failed,
                        Finished, Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare,
@@ -205,11 +205,7 @@ class SimServer:
         self.sel.register(conn, selectors.EVENT_READ, ("conn", node))
 
     def _take_echoes(self) -> None:
-        try:
-            while self.wake_r.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
+        drain(self.wake_r)
         while self.echoes:
             node, conn, session = self.echoes.pop(0)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
