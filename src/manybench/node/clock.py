@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..security import auth
-from .direct import open_channel
+from .direct import CONNECT_S, open_channel
 from .gate import Door, Gate, drain
 
 ECHO_SAMPLES = 40
@@ -157,10 +157,11 @@ def measure_offset(host: str, port: int, key: bytes, samples: int = ECHO_SAMPLES
                    timeout: float = 5.0) -> Offset:
     """Cristian's algorithm: the exchange with the shortest round trip wins; its node stamp
     is compared with the midpoint of our send and receive, and its RTT/2 bounds the error.
-    key: the run's echo key (auth.derive(secret, "echo")). ConnectionError when the echo
+    key: the run's echo key (auth.derive(secret, "echo")); timeout: each exchange's bound
+    (the handshake has CONNECT_S, as a direct channel's). ConnectionError when the echo
     closes, or a reply's tag shows its stamp was not the node's."""
     who = f"the clock echo at {host}:{port}"
-    s, session = open_channel(host, port, False, key, "echo", None, who, timeout)
+    s, session = open_channel(host, port, False, key, "echo", None, who, CONNECT_S)
     got = []
     with s:
         s.settimeout(timeout)
