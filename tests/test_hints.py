@@ -3,12 +3,14 @@ data larger than memory, system cpu, a peak reached, a metric that matched nothi
 that failed writing to stderr; and the report shows them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from manybench.analysis import hints as H
 from manybench.analysis.efficiency import Efficiency, PointEfficiency
 from manybench.analysis.points import PointSummary
 from manybench.analysis.stats import Spread
 from manybench.record import Record
-from manybench.results.contract import TelemetryRow, Warning
+from manybench.results.contract import TelemetryRow
 
 T = 1_700_000_000_000_000_000
 GiB = 1 << 30
@@ -96,10 +98,11 @@ def test_peak_reached_and_metric_matched_nothing_and_stderr_failure():
                                                          3, "mb_s", "[peaks]"))
     assert H.at_peak([p], {p.point: low}) == []
     ok = _rec(0, 1.0, task="bwa", kernel="command", metrics={"reads": 5.0})
-    missing = H.missing_metrics([], {"bwa": ["reads", "mapped"]}, [ok])
-    assert [h.text for h in missing] == ["metric 'mapped' of bwa matched nothing in any output"]
-    w = Warning("missing-metric", "task bwa: metric 'mapped' matched nothing", task="bwa")
-    assert len(H.missing_metrics([w], {"bwa": ["reads", "mapped"]}, [ok])) == 1   # told once
+    missing = H.missing_metrics({"bwa": ["reads", "mapped"]}, [ok])
+    assert [h.text for h in missing] == ["metric 'mapped' of bwa matched nothing in any ok "
+                                         "record: its column is empty"]
+    told = replace(ok, extra={"missing_metrics": ["mapped"]})    # as a record says it missed
+    assert len(H.missing_metrics({"bwa": ["reads", "mapped"]}, [told])) == 1   # told once
     bad = _rec(1, 0.1, task="bwa", kernel="command", status="error", error="exit status 2",
                metrics={"exit_status": 2}, extra={"stderr": "loading\n[E::bwa_idx_load] fail\n"})
     (s,) = H.stderr_failures([ok, bad])

@@ -14,6 +14,8 @@ can be tested on constructed records with a known answer. The thresholds are sta
   knee            over workers, with every other parameter fixed: the curve falls when its
                   last point is >= 10% below its best; it saturates from the last worker
                   count after which a step gained less than a quarter of linear scaling
+  metric          a command's metric, over the ok records that ran it (failed records do not
+                  empty a column): matched in none, or in some, naming the records that missed
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
-from ..results.contract import TelemetryRow, Warning
+from ..results.contract import TelemetryRow
 from .efficiency import PointEfficiency
 from .points import PointSummary
 from ..units import format_duration, format_size
@@ -37,11 +39,13 @@ SLOWER = 1.10
 STRAGGLE_S = 1e-3   # a straggler is also at least this much slower (not scheduler noise)
 FALL = 0.90
 SATURATED = 0.25
+LISTED = 4          # records a metric hint names before "and N more"
 
 
 @dataclass(frozen=True)
 class Hint:
-    kind: str          # cached, memory, peak, system-cpu, straggler, knee, falls, metric, stderr
+    kind: str          # cached, memory, peak, system-cpu, straggler, knee, falls, metric,
+    #                    stderr, cpu-bound
     task: str          # "" for the whole run
     text: str          # the finding, one sentence
     evidence: str      # the figures it rests on
@@ -195,6 +199,10 @@ def _by_node(slots: Mapping[tuple[str, int], list[float]]) -> dict[str, list[flo
     return out
 
 
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def curve(points: Sequence[PointSummary]) -> tuple[str, list[tuple[int, float]]] | None:
     """The throughput of points that differ only in workers: (figure, [(workers, median)])."""
     for name, get in (("aggregate bandwidth", lambda p: p.bandwidth),
@@ -263,27 +271,56 @@ def scaling(points: Sequence[PointSummary]) -> list[Hint]:
     return out
 
 
-def missing_metrics(warnings: Iterable[Warning], declared: Mapping[str, Iterable[str]],
-                    records: Iterable[Record]) -> list[Hint]:
-    """Regex metrics that matched nothing: from the run's warnings, and metrics a task declares
-    that no ok record of it carries."""
-    seen: dict[str, set[str]] = {}
-    for r in records:
-        if r.status == "ok":
-            seen.setdefault(r.task, set()).update(r.metrics)
-    out, told = [], set()
-    for w in warnings:
-        if w.kind == "missing-metric" and (w.task, w.message) not in told:
-            told.add((w.task, w.message))
-            out.append(Hint("metric", w.task, f"a metric of {w.task} matched nothing: its "
-                            "column is empty", w.message))
-    for task, names in declared.items():
-        if task not in seen:
+def _place(r: Record) -> str:
+    return f"{r.node}/slot {r.slot}, phase {r.phase}"
+
+
+def _listed(records: Sequence[Record]) -> str:
+    more = len(records) - LISTED
+    return "; ".join(map(_place, records[:LISTED])) + (f" and {more} more" if more > 0 else "")
+
+
+def _said_missing(r: Record, name: str) -> bool:
+    return name in ((r.extra or {}).get("missing_metrics") or ())
+
+
+def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Record]
+                    ) -> list[Hint]:
+    """Command metrics (the plan's, and those records say they missed) judged on the ok
+    records: a failed record's output holds no result, so its missing a metric empties no
+    column. A record missed a metric when it says so (kernels/command.py): a job's other
+    ranks, which neither carry the job's figures nor try, are not counted."""
+    recs = list(records)
+    names = {task: list(ns) for task, ns in declared.items()}
+    for r in recs:
+        for n in (r.extra or {}).get("missing_metrics") or ():
+            if n not in names.setdefault(r.task, []):
+                names[r.task].append(n)
+    out = []
+    for task, ns in names.items():
+        mine = [r for r in recs if r.task == task]
+        good = [r for r in mine if r.status == "ok"]
+        if not good:      # every record failed: their errors (and stderr) say why
             continue
-        for n in names:
-            if n not in seen[task] and not any(n in m for t, m in told if t == task):
+        for n in ns:
+            hit = sum(n in r.metrics for r in good)
+            missed = [r for r in good if n not in r.metrics and _said_missing(r, n)]
+            failed = [r for r in mine if r.status != "ok" and _said_missing(r, n)]
+            also = f"; {_n(len(failed), 'failed record')} missed it too" if failed else ""
+            if not hit:
                 out.append(Hint("metric", task, f"metric {n!r} of {task} matched nothing in "
-                                "any output", f"no ok record of {task} carries {n}"))
+                                "any ok record: its column is empty",
+                                f"none of its {_n(len(good), 'ok record')} carries {n}{also}"))
+            elif missed:
+                out.append(Hint("metric", task, f"metric {n!r} of {task} matched in {hit} of "
+                                f"its {_n(hit + len(missed), 'ok record')}: the others' output "
+                                "did not hold it", f"ok records that missed it: "
+                                f"{_listed(missed)}{also}"))
+            elif failed:
+                out.append(Hint("metric", task, f"metric {n!r} matched in every ok record of "
+                                f"{task} ({hit}): it missed only in the "
+                                f"{_n(len(failed), 'failed record')}, whose output holds no "
+                                "result", f"failed records that missed it: {_listed(failed)}"))
     return out
 
 

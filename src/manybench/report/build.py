@@ -70,8 +70,7 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
                    warnings=head.warning_lines(warnings),
                    tables=tables + run_tables(run, data.summaries, data.records, data.phases),
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
-    attach_hints(view, store, run, data.summaries, data.records, data.nodes, data.effs,
-                 warnings)
+    attach_hints(view, store, run, data.summaries, data.records, data.nodes, data.effs)
     if keep:    # the html page: every figure's table and the figures too, from one reading
         view.full = {t: task_table(t, pts, data.values, data.effs)
                      for t, pts in by_task.items()}

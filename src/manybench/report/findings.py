@@ -6,7 +6,7 @@ from ..analysis import hints as H
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.points import PointSummary
 from ..record import Record
-from ..results.contract import RunInfo, StoredNode, Warning
+from ..results.contract import RunInfo, StoredNode
 from ..results.store import Store
 from .view import RunView
 
@@ -28,13 +28,15 @@ def _memory(nodes: list[StoredNode]) -> dict[str, float]:
 
 
 def run_hints(store: Store, run: RunInfo, points: list[PointSummary], records: list[Record],
-              nodes: list[StoredNode], effs: dict[str, PointEfficiency],
-              warnings: list[Warning]) -> list[H.Hint]:
-    """Every finding of one run, in the order a reader should see them."""
-    found = (H.missing_metrics(warnings, _declared_metrics(run), records)
+              nodes: list[StoredNode], effs: dict[str, PointEfficiency]) -> list[H.Hint]:
+    """Every finding of one run, in the order a reader should see them. Metrics that matched
+    nothing are judged on the records, which say which missed (the run's missing-metric
+    warnings count failed records too, whose output holds no result)."""
+    found = (H.missing_metrics(_declared_metrics(run), records)
              + H.stderr_failures(records) + H.flags(points)
              + H.data_exceeds_memory(records, _memory(nodes)) + H.at_peak(points, effs)
-             + H.scaling(points) + H.stragglers(points, records) + H.cpu_bound(points))
+             + H.scaling(points) + H.stragglers(points, records)
+             + H.cpu_bound(points))
     # an older results.db is migrated when opened (results/schema.py): its telemetry is empty
     phase_task = {r.phase: r.task for r in records}
     return found + H.system_cpu(phase_task, store.telemetry(run.run_id))
@@ -42,9 +44,9 @@ def run_hints(store: Store, run: RunInfo, points: list[PointSummary], records: l
 
 def attach_hints(view: RunView, store: Store, run: RunInfo, points: list[PointSummary],
                  records: list[Record], nodes: list[StoredNode],
-                 effs: dict[str, PointEfficiency], warnings: list[Warning]) -> None:
+                 effs: dict[str, PointEfficiency]) -> None:
     """Put each hint's line under its task's table; hints of no shown task go to the run."""
     tables = {t.task: t for t in view.tables if t.task}
-    for h in run_hints(store, run, points, records, nodes, effs, warnings):
+    for h in run_hints(store, run, points, records, nodes, effs):
         t = tables.get(h.task)
         (t.hints if t is not None else view.hints).append(h.line())

@@ -75,8 +75,7 @@ def run_summary(store: Store, data: RunData) -> dict:
                 "throughput": _series(data, p.point, task, samples)})
         tasks.append({"task": task, "kernel": pts[0].kernel, "points": points})
     warnings = store.warnings(info.run_id)
-    hints = run_hints(store, info, data.summaries, data.records, data.nodes, data.effs,
-                      warnings)
+    hints = run_hints(store, info, data.summaries, data.records, data.nodes, data.effs)
     return _clean({"run": info.run_id, "name": info.name, "status": info.status,
                    "started_ns": info.started_ns, "ended_ns": info.ended_ns,
                    "header": dict(head.header(info, data.nodes, data.peaks)),
