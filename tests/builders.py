@@ -355,3 +355,27 @@ def stored_inventories(out: str) -> dict[str, dict]:
     rows = dict(db.execute("SELECT name, inventory FROM nodes").fetchall())
     db.close()
     return {n: json.loads(i) for n, i in rows.items()}
+
+
+# ---- a curve over workers with repeatable spreads: each phase's aggregate rate given -------
+def rate_curve(task: str, kernel: str, reps: dict[int, list[float]], *, op_bytes: int = 0,
+               params: dict | None = None, first: int = 0
+               ) -> tuple[list[Record], list[StoredPhase]]:
+    """A task's phases, one per repetition at each worker count, whose aggregate rate is
+    the value given (ops/s, or bytes/s when op_bytes): each slot does 1,000 operations of
+    op_bytes and the phase's window makes the rate. Phases are numbered from `first`."""
+    records, phases = [], []
+    i = first
+    for workers, rates in reps.items():
+        point = f"{task}|{workers}|{sorted((params or {}).items())}"
+        for rate in rates:
+            t0 = T + i * 100 * S
+            window = round(workers * 1000 * (op_bytes or 1) / rate * S)
+            records += [rec(i, s, t0, t0, t0 + window, task=task, kernel=kernel,
+                            workers=workers, params=dict(params or {}), ops=1000,
+                            bytes=1000 * op_bytes, elapsed_s=window / S)
+                        for s in range(workers)]
+            phases.append(pinfo(i, point, task=task, kernel=kernel, workers=workers,
+                                params=dict(params or {}), t0=t0))
+            i += 1
+    return records, phases

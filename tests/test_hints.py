@@ -6,21 +6,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 from manybench.analysis import hints as H
+from manybench.analysis.knees import knee
 from manybench.analysis.efficiency import Efficiency, PointEfficiency
 from manybench.analysis.points import PointSummary
-from manybench.analysis.stats import Spread
+from manybench.analysis.stats import Stats
 from manybench.record import Record
+from manybench.report.findings import column_writer
 from manybench.results.contract import TelemetryRow
 
 T = 1_700_000_000_000_000_000
 GiB = 1 << 30
 
 
+def _reps(x):
+    """Three repetitions 1% apart: an interval narrow beside the changes these tests make."""
+    return None if x is None else Stats.of([x * 0.99, x, x * 1.01])
+
+
 def _point(workers, bw=None, ops=None, task="w", params=None, **kw):
     return PointSummary(point=f"{task}-{workers}-{params}", task=task, kernel="io.write",
                         variant="", workers=workers, params=params or {"block": 65536},
-                        bandwidth=None if bw is None else Spread(bw, bw, bw, 3),
-                        ops_rate=None if ops is None else Spread(ops, ops, ops, 3), **kw)
+                        bandwidth=_reps(bw), ops_rate=_reps(ops), **kw)
 
 
 def _rec(slot, secs, node="n1", phase=0, task="w", kernel="io.write", workers=5, **kw):
@@ -31,22 +37,24 @@ def _rec(slot, secs, node="n1", phase=0, task="w", kernel="io.write", workers=5,
 
 def test_knee_found_where_the_gain_falls_below_a_quarter_of_linear():
     series = [(1, 100.0), (2, 200.0), (4, 400.0), (8, 420.0), (16, 430.0)]
-    assert H.knee(series) == ("saturates", 4, 8)
-    assert H.knee([(1, 100.0), (2, 200.0), (4, 390.0), (8, 770.0)]) is None     # near linear
-    assert H.knee([(1, 100.0), (2, 190.0), (4, 150.0)]) == ("falls", 2, 4)
-    assert H.knee([(1, 100.0), (2, 200.0)]) is None                            # too few points
+    assert knee(series) == ("saturates", 4, 8)
+    assert knee([(1, 100.0), (2, 200.0), (4, 390.0), (8, 770.0)]) is None     # near linear
+    assert knee([(1, 100.0), (2, 190.0), (4, 150.0)]) == ("falls", 2, 4)
+    assert knee([(1, 100.0), (2, 200.0)]) is None                            # too few points
     # a dip that recovers is no saturation
-    assert H.knee([(1, 100.0), (2, 110.0), (4, 400.0), (8, 800.0)]) is None
+    assert knee([(1, 100.0), (2, 110.0), (4, 400.0), (8, 800.0)]) is None
     pts = [_point(w, bw=v) for w, v in series]
-    (hint,) = H.scaling(pts)
+    (hint,) = H.scaling(pts, column_writer)
     assert hint.kind == "knee" and "saturates from 4 workers" in hint.text
-    assert "4 -> 8 workers gave +5%" in hint.evidence and "linear: +100%" in hint.evidence
+    # judged from the knee to the last point, each with its interval
+    assert "4 -> 16 workers gave +7% (linear: +300%)" in hint.evidence
+    assert "400 [390, 410] B/s at 4 workers, 430 [" in hint.evidence
 
 
 def test_knee_per_curve_and_falls_named_with_the_swept_axis():
     pts = [_point(w, bw=v, params={"block": 65536}) for w, v in ((1, 1.0), (2, 2.0), (4, 4.0))]
     pts += [_point(w, bw=v, params={"block": 1 << 20}) for w, v in ((1, 5.0), (2, 8.0), (4, 4.0))]
-    (hint,) = H.scaling(pts)
+    (hint,) = H.scaling(pts, column_writer)
     assert hint.kind == "falls" and "block=1MiB" in hint.text and "beyond 2 workers" in hint.text
     assert "-50%" in hint.evidence
 

@@ -11,9 +11,20 @@ can be tested on constructed records with a known answer. The thresholds are sta
                   user code, and at least 20% of cpu time (telemetry)
   straggler       a slot (or node) whose median per-slot time has a robust z-score > 3.5
                   (Iglewicz and Hoaglin: 0.6745 (x - median) / MAD) and is >= 10% slower
-  knee            over workers, with every other parameter fixed: the curve falls when its
-                  last point is >= 10% below its best; it saturates from the last worker
-                  count after which a step gained less than a quarter of linear scaling
+  knee            (analysis/knees.py holds its numbers and judges a curve)
+                  over workers, with every other parameter fixed (3 worker counts or more),
+                  on the aggregate bandwidth (else ops/s) of analysis/values.py: the curve
+                  falls when its last point's median is >= 10% below the best; it saturates
+                  from the last worker count after which every step gained less than a
+                  quarter of linear scaling. A cause is named only beyond the noise, on the
+                  95% intervals of the mean over repetitions: "falls" (contention) when the
+                  last point's interval lies wholly below the best's; "saturates" (the knee)
+                  when the last point's interval lies wholly below a quarter of linear
+                  scaling from the knee's interval. Otherwise the hint says the points do not
+                  differ beyond their noise (or, where some do, that the shape is within it),
+                  and with too few repetitions for an interval, that no cause can be named.
+                  A curve none of whose points differs beyond the noise says so whatever its
+                  medians, so one shape is judged the same wherever it appears.
   metric          a command's metric, over the ok records that ran it (failed records do not
                   empty a column): matched in none, or in some, naming the records that missed
 """
@@ -21,31 +32,35 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
 from ..results.contract import TelemetryRow
+from ..units import format_duration, format_size
+from . import knees
 from .efficiency import PointEfficiency
 from .points import PointSummary
-from ..units import format_duration, format_size
 from .stats import median
+from .values import AGGREGATE, Value, point_values
 
 AT_PEAK = 0.9
 SYSTEM_SHARE = 20.0
 Z_LIMIT = 3.5
 SLOWER = 1.10
 STRAGGLE_S = 1e-3   # a straggler is also at least this much slower (not scheduler noise)
-FALL = 0.90
-SATURATED = 0.25
 LISTED = 4          # records a metric hint names before "and N more"
+
+# How the report's table writes a figure, given every value of its column: (the column's
+# unit, the writer of a number in it). report/findings.py gives the tables' own.
+Writer = Callable[[Sequence[Value]], tuple[str, Callable[[float], str]]]
 
 
 @dataclass(frozen=True)
 class Hint:
-    kind: str          # cached, memory, peak, system-cpu, straggler, knee, falls, metric,
-    #                    stderr, cpu-bound
+    kind: str          # cached, memory, peak, system-cpu, straggler, knee, falls, noise,
+    #                    repetitions, metric, stderr, cpu-bound
     task: str          # "" for the whole run
     text: str          # the finding, one sentence
     evidence: str      # the figures it rests on
@@ -203,37 +218,31 @@ def _n(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def curve(points: Sequence[PointSummary]) -> tuple[str, list[tuple[int, float]]] | None:
-    """The throughput of points that differ only in workers: (figure, [(workers, median)])."""
-    for name, get in (("aggregate bandwidth", lambda p: p.bandwidth),
-                      ("aggregate ops/s", lambda p: p.ops_rate)):
-        xs = [(p.workers, s.median) for p in points if (s := get(p)) is not None]
+def _pct(x: float) -> str:
+    """A change in percent, signed, "+0%" for what rounds to nothing (not "-0%")."""
+    return f"{round(x):+d}%"
+
+
+def _aggregate(values: Mapping[str, list[Value]], figure: str) -> Value | None:
+    return next((v for v in values.get(figure, ()) if v.scope == AGGREGATE), None)
+
+
+def curve(points: Sequence[PointSummary], values: Mapping[str, Mapping[str, list[Value]]]
+          ) -> tuple[str, list[tuple[int, Value]]] | None:
+    """The throughput of points that differ only in workers, as the tables give it
+    (analysis/values.py, by point key): (figure, [(workers, its aggregate)]), ascending."""
+    for fig in (F.BANDWIDTH, F.OPS_RATE):
+        xs = [(p.workers, v) for p in points
+              if (v := _aggregate(values[p.point], fig.name)) is not None]
         if len(xs) == len(points) and xs:
-            return name, sorted(xs)
+            return fig.name, sorted(xs, key=lambda x: x[0])
     return None
 
 
-def knee(series: Sequence[tuple[int, float]]) -> tuple[str, int, int] | None:
-    """("falls", best workers, last) or ("saturates", knee workers, next) or None."""
-    if len(series) < 3:
-        return None
-    ws = [w for w, _ in series]
-    vs = [v for _, v in series]
-    best = max(range(len(vs)), key=lambda i: vs[i])
-    if best < len(vs) - 1 and vs[-1] <= FALL * vs[best]:
-        return "falls", ws[best], ws[-1]
-    for i in range(1, len(vs)):
-        linear = (ws[i] - ws[i - 1]) / ws[i - 1]
-        gained = (vs[i] - vs[i - 1]) / vs[i - 1] if vs[i - 1] > 0 else 0.0
-        if gained < SATURATED * linear and all(
-                (vs[j] - vs[j - 1]) / max(vs[j - 1], 1e-300) < SATURATED *
-                (ws[j] - ws[j - 1]) / ws[j - 1] for j in range(i, len(vs))):
-            return "saturates", ws[i - 1], ws[i]
-    return None
-
-
-def scaling(points: Sequence[PointSummary]) -> list[Hint]:
-    """Knees of each task's curves over workers (one curve per setting of the other axes)."""
+def scaling(points: Sequence[PointSummary], write: Writer) -> list[Hint]:
+    """Each task's curves over workers (one per setting of the other axes), judged beyond
+    their noise (analysis/knees.py); evidence written as `write` gives the task's column."""
+    values = {p.point: point_values(p) for p in points}
     groups: dict[tuple, list[PointSummary]] = {}
     for p in points:
         key = (p.task, p.variant, json.dumps(p.params, sort_keys=True, default=str))
@@ -246,29 +255,66 @@ def scaling(points: Sequence[PointSummary]) -> list[Hint]:
                 swept[task].add(k)
     out = []
     for (task, variant, params), pts in groups.items():
-        c = curve(pts)
-        if c is None:
+        c = curve(pts, values)
+        verdict = None if c is None else knees.judge(c[1])
+        if c is None or verdict is None:
             continue
-        name, series = c
-        k = knee(series)
-        if k is None:
-            continue
-        vals = dict(series)
+        column = [v for p in points if p.task == task
+                  and (v := _aggregate(values[p.point], c[0])) is not None]
         axes = ", ".join(f"{a}={_value(pts[0].kernel, a, b)}" for a, b in
                          json.loads(params).items() if a in swept.get(task, ()))
         where = f"{task}" + (f" ({variant})" if variant else "") + (f" [{axes}]" if axes else "")
-        kind, a, b = k
-        if kind == "falls":
-            out.append(Hint("falls", task, f"{name} of {where} falls beyond {a} workers: "
-                            "more workers contend for the same resource",
-                            f"{vals[a]:.4g} at {a} workers, {vals[b]:.4g} at {b} "
-                            f"({(vals[b] / vals[a] - 1) * 100:+.0f}%)"))
-        else:
-            out.append(Hint("knee", task, f"{name} of {where} saturates from {a} workers (the "
-                            "knee): adding workers adds little",
-                            f"{a} -> {b} workers gave {(vals[b] / vals[a] - 1) * 100:+.0f}% "
-                            f"(linear: {(b / a - 1) * 100:+.0f}%)"))
+        out.append(_curve_hint(task, where, dict(c[1]), verdict, write(column)))
     return out
+
+
+def _curve_hint(task: str, where: str, at: Mapping[int, Value], verdict: knees.Verdict,
+                written: tuple[str, Callable[[float], str]]) -> Hint:
+    """A curve's verdict in words, with the points it rests on in the table's unit."""
+    unit, num = written
+    ws = verdict.workers
+    first, last = at[ws[0]], at[ws[-1]]
+    name = f"{first.scope} {first.label}".replace("\n", " ")
+    change = (last.median / first.median - 1) * 100 if first.median else 0.0
+    linear = _pct(knees.linear_gain(ws[0], ws[-1]) * 100)
+
+    def point(w: int) -> str:
+        v = at[w]
+        spread = "" if v.ci_low is None else f" [{num(v.ci_low)}, {num(v.ci_high)}]"
+        return f"{num(v.median)}{spread} {unit} at {_n(w, 'worker')}"
+    shown = ", ".join(point(w) for w in ws)
+    ns = sorted({at[w].n for w in ws})
+    reps = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+    over = f"95% intervals of the mean over {reps} repetitions"
+    shape = (f"is {round(-change)}% lower at {_n(ws[-1], 'worker')} than at {ws[0]}"
+             if verdict.shape == "falls" else
+             f"gained {_pct(change)} from {ws[0]} to {_n(ws[-1], 'worker')} (linear: {linear})")
+    if verdict.kind == "falls":
+        return Hint("falls", task, f"{name} of {where} falls beyond {_n(ws[0], 'worker')}: "
+                    "more workers contend for the same resource",
+                    f"{shown} ({_pct(change)}); {over}")
+    if verdict.kind == "knee":
+        return Hint("knee", task, f"{name} of {where} saturates from {_n(ws[0], 'worker')} "
+                    "(the knee): adding workers adds little",
+                    f"{ws[0]} -> {ws[-1]} workers gave {_pct(change)} (linear: {linear}): "
+                    f"{shown}; {over}")
+    if verdict.kind == "repetitions":
+        return Hint("repetitions", task, f"{name} of {where} {shape}, but with {reps} "
+                    "repetitions a point has no 95% interval: noise cannot be told from a "
+                    "cause, so none is named (repeat = 3 or more gives one)", shown)
+    if not verdict.shape:
+        listed = ", ".join(map(str, ws[:-1])) + f" and {ws[-1]}"
+        return Hint("noise", task, f"{name} of {where}: the points at {listed} workers do not "
+                    "differ beyond their noise: no cause is named",
+                    f"{shown}; {over}")
+    if verdict.shape == "saturates" and not knees.overlap([first, last]):
+        # the points differ, but not clearly by less than a quarter of linear scaling
+        quarter = _pct(knees.SATURATED * knees.linear_gain(ws[0], ws[-1]) * 100)
+        return Hint("noise", task, f"{name} of {where} {shape}: whether that is under a "
+                    f"quarter of linear scaling ({quarter}) is within the noise of those "
+                    "points: no cause is named", f"{shown}; {over}")
+    return Hint("noise", task, f"{name} of {where} {shape}, within the noise of those points: "
+                "no cause is named", f"{shown}; {over}")
 
 
 def _place(r: Record) -> str:

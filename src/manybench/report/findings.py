@@ -2,13 +2,25 @@
 finding to its task's table (or to the run when it names no task)."""
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 from ..analysis import hints as H
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.points import PointSummary
+from ..analysis.values import Value
 from ..record import Record
 from ..results.contract import RunInfo, StoredNode
 from ..results.store import Store
+from .colunits import column_unit, num
 from .view import RunView
+
+
+def column_writer(column: Sequence[Value]) -> tuple[str, Callable[[float], str]]:
+    """How a task's table writes a figure, given the values of its column (every point of
+    the task): the column's unit and its numbers (report/colunits.py), for a hint's
+    evidence to read as the table beside it."""
+    unit, div = column_unit(column[0].unit, [v.median for v in column])
+    return unit, lambda x: num(x / div)
 
 
 def _declared_metrics(run: RunInfo) -> dict[str, list[str]]:
@@ -35,7 +47,7 @@ def run_hints(store: Store, run: RunInfo, points: list[PointSummary], records: l
     found = (H.missing_metrics(_declared_metrics(run), records)
              + H.stderr_failures(records) + H.flags(points)
              + H.data_exceeds_memory(records, _memory(nodes)) + H.at_peak(points, effs)
-             + H.scaling(points) + H.stragglers(points, records)
+             + H.scaling(points, column_writer) + H.stragglers(points, records)
              + H.cpu_bound(points))
     # an older results.db is migrated when opened (results/schema.py): its telemetry is empty
     phase_task = {r.phase: r.task for r in records}
