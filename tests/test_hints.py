@@ -101,7 +101,7 @@ def test_peak_reached_and_metric_matched_nothing_and_stderr_failure():
     eff = PointEfficiency(p.point, efficiency=Efficiency("bandwidth_mb_s", 950.0, 1000.0, 0.95,
                                                          3, "mb_s", "[peaks]"))
     (h,) = H.at_peak([p], {p.point: eff})
-    assert "peak" in h.text and "95%" in h.evidence
+    assert "peak" in h.text and "of a peak of 1000 MB/s (95%)" in h.evidence
     low = PointEfficiency(p.point, efficiency=Efficiency("bandwidth_mb_s", 500.0, 1000.0, 0.5,
                                                          3, "mb_s", "[peaks]"))
     assert H.at_peak([p], {p.point: low}) == []

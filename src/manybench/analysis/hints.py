@@ -41,6 +41,7 @@ from ..results.contract import TelemetryRow
 from ..units import format_duration, format_size
 from . import knees
 from .efficiency import PointEfficiency
+from .efficiency import unit as peak_unit
 from .points import PointSummary
 from .stats import median
 from .values import AGGREGATE, Value, point_values
@@ -139,11 +140,12 @@ def at_peak(points: Sequence[PointSummary], effs: Mapping[str, PointEfficiency])
                 out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) measured more than "
                                 "its theoretical peak: the peak is wrong (set it in [peaks])",
                                 f"{x.metric} {x.measured:.4g} > a peak of {x.peak:.4g} "
-                                f"({x.peak_name})"))
+                                f"{peak_unit(x.metric)} ({x.peak_name})"))
                 continue
             out.append(Hint("peak", p.task, f"{p.task} ({_where(p)}) reached the device's peak: "
                             "more workers cannot go faster", f"{x.metric} {x.measured:.4g} of a "
-                            f"peak of {x.peak:.4g} ({x.ratio * 100:.0f}%)"))
+                            f"peak of {x.peak:.4g} {peak_unit(x.metric)} "
+                            f"({x.ratio * 100:.0f}%)"))
     return out
 
 
