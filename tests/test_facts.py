@@ -1,0 +1,138 @@
+"""The facts that decide a figure are shown (issue 29, items 9 and 12): the BLAS library and
+core, the I/O engine, the MPI family and version, kept in a record's `extra` or `metrics`, in
+`report` (a line under the task's table), `report --json` (a point's `facts`; its `point` an
+object, not JSON text) and `export` (`extra` and its `extra.*` columns after every column
+exported before); where reads came from as a share, a read figure with a fifth of its bytes
+from memory never labelled the device's."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import manybench.results
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.plan.expand import point_key
+from manybench.record import Record
+from manybench.report import render_text
+from manybench.results.contract import RunNotes, StoredNode
+from manybench.results.store import Store
+from builders import S, T
+
+OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
+BLIS = "/usr/lib/x86_64-linux-gnu/libblis.so.4"
+FORMULA = "=cmd|' /C calc'!A0"
+
+
+class _Run:
+    """A results directory written phase by phase, as the coordinator writes one."""
+
+    def __init__(self, path) -> None:
+        self.st = Store(path)
+        self.st.begin_run("r1", Plan(name="facts", tasks=[], raw={}), [], {"hostname": "n1"},
+                          RunNotes(slots=2))
+        self.st.write_nodes("r1", [StoredNode("r1", n, "127.0.0.1", 2, 2) for n in ("n1", "n2")])
+        self.i = 0
+
+    def phase(self, task: str, kernel: str, params: dict, slots: list[tuple[str, dict, dict]],
+              workers: int | None = None) -> None:
+        """One phase of `task`: per slot (its node, its metrics, its extra)."""
+        workers = workers or len(slots)
+        spec = TaskSpec(task, kernel, {})
+        key = point_key(task, "", workers, "spread", "core", params)
+        t0 = T + self.i * 10 * S
+        recs = [Record(run="r1", phase=self.i, task=task, kernel=kernel, variant="", rep=0,
+                       workers=workers, node=node, slot=s, cpu=s, t0_ns=t0, start_ns=t0 + 1000,
+                       end_ns=t0 + S, elapsed_s=1.0, ops=1000, bytes=4096 * 1000,
+                       params=dict(params), metrics=dict(m), extra={"armed_ns": t0 - 5, **x})
+                for s, (node, m, x) in enumerate(slots)]
+        self.st.write_phase("r1", Phase(self.i, spec, kernel, "", 0, workers, "spread", "core",
+                                        dict(params), key), t0, recs)
+        self.i += 1
+
+    def close(self) -> None:
+        self.st.end_run("r1", "finished")
+        self.st.close()
+
+
+def _blas(path: str, core: str) -> dict:
+    return {"blas": path, "blas_symbol": "cblas_dgemm", "blas_version": "0.3.21",
+            "blas_config": "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64",
+            "blas_core": core, "blas_threads": 1, "blas_threads_used": 1}
+
+
+@pytest.fixture
+def facts_dir(tmp_path) -> str:
+    return write_run(tmp_path)
+
+
+def write_run(tmp_path) -> str:
+    """cpu.dgemm at 1 and 2 workers (node n2 has BLIS at 2), io.randread at iodepth 1 (psync,
+    2% from memory) and 32 (io_uring, 23% from memory), and one MPI job of 2 ranks."""
+    run = _Run(tmp_path)
+    run.phase("gemm", "cpu.dgemm", {"n": 256}, [("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell"))])
+    run.phase("gemm", "cpu.dgemm", {"n": 256}, [
+        ("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell")),
+        ("n2", {"gflops": 12.0}, {**_blas(BLIS, "Prescott"), "blas_version": "0.9.0"})])
+    for depth, engine, mem in ((1, "psync", 0.02), (32, "io_uring", 0.23)):
+        m = {"iops": 1e5, "from_memory": mem, "cached_fraction": 0.0, "cache_dropped": 1.0}
+        run.phase("rr", "io.randread", {"iodepth": depth, "block": 4096},
+                  [("n1", m, {"engine": engine, "submit_calls": 10, "file": FORMULA})])
+    rank0 = {"mpi_family": "openmpi", "mpi_version": "mpirun (Open MPI) 4.1.4",
+             "launcher": "/usr/bin/mpirun", "job": 0, "job_rank": 0, "exit_status": 0}
+    run.phase("pp", "mpi", {"ranks": 2}, [("n1", rank0, {"job": 0, "stdout": "8 3296.2"}),
+                                          ("n1", {"job": 0, "job_rank": 1}, {"job": 0})])
+    run.close()
+    return str(tmp_path)
+
+
+def _under(text: str, task: str) -> str:
+    """The report's text from the task's table to the next table."""
+    return text.split(f"{task} (")[1].split("\n\n\n")[0]
+
+
+# -- item 9: report -------------------------------------------------------------------------------
+def test_the_report_names_the_blas_the_io_engine_and_the_mpi_of_each_task(facts_dir):
+    text = render_text(facts_dir, width=200)
+    gemm, rr, pp = (" ".join(_under(text, t).split()) for t in ("gemm", "rr", "pp"))
+    # one value over the task: said once; two: each with where it held, the points (by what
+    # differs between them) and, where a point ran both ways, the nodes
+    assert f"BLAS library {OPENBLAS} (node n1), {BLIS} (workers=2 on node n2)" in gemm
+    assert "BLAS core Haswell (node n1), Prescott (workers=2 on node n2)" in gemm
+    assert "BLAS threads 1" in gemm
+    assert "I/O engine psync (iodepth=1), io_uring (iodepth=32)" in rr
+    assert "MPI openmpi; MPI version mpirun (Open MPI) 4.1.4; MPI launcher /usr/bin/mpirun" in pp
+
+
+def test_a_fact_split_by_node_within_one_point_names_the_nodes(tmp_path):
+    run = _Run(tmp_path)
+    for _ in range(2):
+        run.phase("gemm", "cpu.dgemm", {"n": 256}, [
+            ("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell")),
+            ("n2", {"gflops": 12.0}, _blas(BLIS, "Haswell"))])
+    run.close()
+    text = " ".join(_under(render_text(tmp_path, width=200), "gemm").split())
+    assert f"BLAS library {OPENBLAS} (node n1), {BLIS} (node n2)" in text
+    assert "BLAS core Haswell;" in text
+
+
+# -- item 9 and 12: report --json --------------------------------------------------------------
+def test_report_json_has_each_points_facts_and_its_point_as_an_object(facts_dir):
+    data = manybench.results.summary(facts_dir)
+    assert data["format"] == 2
+    tasks = {t["task"]: t for t in data["runs"][0]["tasks"]}
+    with Store(facts_dir, readonly=True) as st:
+        keys = {p.index: p.point for p in st.phases("r1")}
+    w2 = tasks["gemm"]["points"][1]
+    assert w2["point"] == json.loads(keys[1])            # an object, not JSON text in JSON
+    assert w2["point"]["workers"] == 2 and w2["point"]["params"] == {"n": 256}
+    blas = [(f["value"], f["records"], f["nodes"]) for f in w2["facts"] if f["fact"] == "blas"]
+    assert blas == [(OPENBLAS, 1, ["n1"]), (BLIS, 1, ["n2"])]
+    assert {f["fact"]: f["label"] for f in w2["facts"]}["blas_core"] == "BLAS core"
+    engines = [[f["value"] for f in p["facts"] if f["fact"] == "engine"]
+               for p in tasks["rr"]["points"]]
+    assert engines == [["psync"], ["io_uring"]]
+    (job,) = tasks["pp"]["points"]
+    assert {f["fact"]: f["value"] for f in job["facts"]} == {
+        "mpi_family": "openmpi", "mpi_version": "mpirun (Open MPI) 4.1.4",
+        "launcher": "/usr/bin/mpirun"}
