@@ -6,14 +6,18 @@ exported before); where reads came from as a share, a read figure with a fifth o
 from memory never labelled the device's."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
+from click.testing import CliRunner
 
 import manybench.results
+from manybench.cli import main
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.plan.expand import point_key
-from manybench.record import Record
+from manybench.record import COLUMNS, Record
 from manybench.report import render_text
 from manybench.results.contract import RunNotes, StoredNode
 from manybench.results.store import Store
@@ -136,3 +140,68 @@ def test_report_json_has_each_points_facts_and_its_point_as_an_object(facts_dir)
     assert {f["fact"]: f["value"] for f in job["facts"]} == {
         "mpi_family": "openmpi", "mpi_version": "mpirun (Open MPI) 4.1.4",
         "launcher": "/usr/bin/mpirun"}
+
+
+# -- item 9: export -------------------------------------------------------------------------------
+def _export(directory: str, *args: str) -> str:
+    out = CliRunner().invoke(main, ["export", directory, *args])
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def test_csv_export_has_every_extra_fact_as_columns_after_the_columns_before(facts_dir):
+    rows = list(csv.reader(io.StringIO(_export(facts_dir))))
+    header = rows[0]
+    before = [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
+    assert header[:len(before)] == before
+    at = header.index("extra")
+    # every param.* and metric.* column comes before extra: none of theirs moved
+    assert all(h.startswith(("param.", "metric.")) for h in header[len(before):at])
+    assert header[at + 1:] and all(h.startswith("extra.") for h in header[at + 1:])
+    for name in ("blas", "blas_version", "blas_core", "blas_threads_used", "engine", "job",
+                 "armed_ns", "file"):
+        assert f"extra.{name}" in header, name
+    # what has a column of its own (the tails, the rank) is not repeated
+    assert "extra.stdout" not in header and "extra.rank" not in header
+    recs = [dict(zip(header, r)) for r in rows[1:]]
+    blis = next(r for r in recs if r["extra.blas"] == BLIS)
+    assert blis["extra.blas_core"] == "Prescott" and blis["node"] == "n2"
+    assert json.loads(blis["extra"])["blas_version"] == "0.9.0"
+    uring = next(r for r in recs if r["extra.engine"] == "io_uring")
+    assert uring["param.iodepth"] == "32"
+    # a text a spreadsheet would run as a formula is neutralised here too
+    assert uring["extra.file"] == "'" + FORMULA
+
+
+def test_json_export_has_extra_as_an_object(facts_dir):
+    data = json.loads(_export(facts_dir, "--format", "json"))
+    for obj in data:
+        assert list(obj)[:len(COLUMNS)] == list(COLUMNS) and isinstance(obj["extra"], dict)
+        assert not any(k.startswith("extra.") for k in obj)
+    engines = sorted(o["extra"]["engine"] for o in data if o["task"] == "rr")
+    assert engines == ["io_uring", "psync"]
+    assert next(o for o in data if o["task"] == "rr")["extra"]["file"] == FORMULA   # as stored
+
+
+def test_the_python_api_and_parquet_have_the_extra_columns(facts_dir, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow", reason="pyarrow (the test extra) not installed")
+    rec = manybench.results.open(facts_dir).records()
+    assert sorted(rec["extra.blas_core"].dropna().unique()) == ["Haswell", "Prescott"]
+    path = str(tmp_path / "rec.parquet")
+    _export(facts_dir, "--format", "parquet", "-o", path)
+    df = pd.read_parquet(path)
+    assert list(df.columns) == list(rec.columns)
+    assert sorted(df["extra.engine"].dropna()) == ["io_uring", "psync"]
+
+
+def test_parquet_writes_a_column_of_text_and_numbers_as_text(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow", reason="pyarrow (the test extra) not installed")
+    run = _Run(tmp_path / "d")
+    run.phase("gemm", "cpu.dgemm", {"n": 64}, [("n1", {"gflops": 1.0}, {"blas_threads": 2}),
+                                               ("n1", {"gflops": 1.0}, {"blas_threads": "env"})])
+    run.close()
+    path = str(tmp_path / "rec.parquet")
+    _export(str(tmp_path / "d"), "--format", "parquet", "-o", path)
+    assert sorted(pd.read_parquet(path)["extra.blas_threads"]) == ["2", "env"]

@@ -135,7 +135,9 @@ class Result:
     error: str = ""
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
-    extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+    extra: dict = field(default_factory=dict)  # stdout/stderr tails, the library or engine
+                                               # used (Kernel.facts), ...: stored, exported
+                                               # after the contract's columns
     # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
     # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
     samples: list[tuple[int, float]] = field(default_factory=list)
