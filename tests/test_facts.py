@@ -15,13 +15,15 @@ from click.testing import CliRunner
 
 import manybench.results
 from manybench.cli import main
+from manybench.kernels.figures import FROM_MEMORY
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.plan.expand import point_key
 from manybench.record import COLUMNS, Record
 from manybench.report import render_text
 from manybench.results.contract import RunNotes, StoredNode
 from manybench.results.store import Store
-from builders import S, T
+from builders import S, T, in_memory
+from conftest import run_cli
 
 OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
 BLIS = "/usr/lib/x86_64-linux-gnu/libblis.so.4"
@@ -140,6 +142,15 @@ def test_report_json_has_each_points_facts_and_its_point_as_an_object(facts_dir)
     assert {f["fact"]: f["value"] for f in job["facts"]} == {
         "mpi_family": "openmpi", "mpi_version": "mpirun (Open MPI) 4.1.4",
         "launcher": "/usr/bin/mpirun"}
+    # where reads came from: the share, and a label that does not call 23% the device's
+    deep = tasks["rr"]["points"][1]["flags"]["from_memory"]
+    assert deep["value"] == pytest.approx(0.23) and deep["text"] == "mixed (23% from memory)"
+
+
+def test_a_task_of_a_concurrent_group_has_its_point_as_an_object_too():
+    from manybench.report.summary import point_of
+    group = point_key("both", "", 3, "spread", "core", {"w.size": 1048576})
+    assert point_of(group + "#w") == {"group": json.loads(group), "task": "w"}
 
 
 # -- item 9: export -------------------------------------------------------------------------------
@@ -205,3 +216,75 @@ def test_parquet_writes_a_column_of_text_and_numbers_as_text(tmp_path):
     path = str(tmp_path / "rec.parquet")
     _export(str(tmp_path / "d"), "--format", "parquet", "-o", path)
     assert sorted(pd.read_parquet(path)["extra.blas_threads"]) == ["2", "env"]
+
+
+# -- item 12: where reads came from -------------------------------------------------------------
+@pytest.mark.parametrize("share,label", [(0.0, "device (0% from memory)"),
+                                         (0.049, "device (4.9% from memory)"),
+                                         (0.05, "mixed (5% from memory)"),
+                                         (0.22, "mixed (22% from memory)"),
+                                         (0.25, "mixed (25% from memory)"),
+                                         (0.4999, "mixed (49% from memory)"),
+                                         (0.5, "memory (50% from memory)"),
+                                         (1.0, "memory (100% from memory)")])
+def test_where_reads_came_from_shows_the_share_and_never_calls_a_mix_the_device(share, label):
+    assert FROM_MEMORY.cell(share) == label
+    found = FROM_MEMORY.finding(share)
+    assert (found is None) == (share < 0.05)
+
+
+def test_a_read_figure_with_a_fifth_from_memory_is_flagged_with_its_bound(facts_dir):
+    text = " ".join(render_text(facts_dir, width=200).split())
+    assert "mixed (23% from memory)" in text and "device (2% from memory)" in text
+    # one finding: the point at 23%, not the one at 2%
+    assert text.count("part of the reads came from the page cache") == 1
+    assert "overstate the device by up to 1.30x" in text
+    assert "read 23% of its bytes from memory" in text
+    assert "read 2% of its bytes from memory" not in text
+
+
+# -- the same through a run -----------------------------------------------------------------------
+@pytest.mark.e2e
+def test_a_run_shows_its_engine_blas_and_a_mixed_read_in_report_and_export(plan_file, tmp_path):
+    """Buffered random reads of 2048 blocks over a 16 MiB file (4096 pages) reread about a
+    fifth of what they read, from memory, though the cache was dropped at T0: the case of
+    the issue (22-25% from memory, labelled "device")."""
+    if in_memory(str(tmp_path)):
+        pytest.skip("scratch on tmpfs: every read is memory's")
+    plan = plan_file("""
+        scratch = "{tmp}"
+        [[task]]
+        name = "rr"
+        kernel = "io.randread"
+        size = "16MiB"
+        ops = 2048
+        iodepth = [1, 4]
+        [[task]]
+        name = "gemm"
+        kernel = "cpu.dgemm"
+        n = 64
+        repeat = 4
+    """)
+    out = str(tmp_path / "res")
+    res = run_cli("run", plan, "-o", out, "-q")
+    rows = json.loads(run_cli("export", out, "--format", "json").stdout)
+    rr = {r["params"]["iodepth"]: r for r in rows if r["task"] == "rr"}
+    assert rr[1]["status"] == "ok" == rr[4]["status"], (rr[1]["error"], rr[4]["error"])
+    deep = rr[4]["extra"]["engine"]
+    assert rr[1]["extra"]["engine"] == "psync" and deep in ("io_uring", "aio", "threads")
+    shares = [r["metrics"]["from_memory"] for r in rr.values()]
+    assert all(0.1 < s < 0.4 for s in shares), shares      # the premise: a fifth from memory
+    report = " ".join(run_cli("report", out).stdout.split())
+    assert f"I/O engine psync (iodepth=1), {deep} (iodepth=4)" in report
+    assert "mixed (22% from memory)" in report and "device (" not in report
+    assert "overstate the device by up to" in report
+    header = next(csv.reader(io.StringIO(run_cli("export", out).stdout)))
+    assert "extra.engine" in header and header.index("extra") > header.index("metric.iops")
+    gemm = next(r for r in rows if r["task"] == "gemm")
+    if gemm["status"] != "ok":      # no CBLAS on this machine: the run says so, exit 1
+        assert res.returncode == 1 and "CBLAS" in gemm["error"]
+        return
+    assert res.returncode == 0, res.stderr
+    core = gemm["extra"]["blas_core"]
+    assert f"BLAS library {gemm['extra']['blas']}" in report
+    assert not core or f"BLAS core {core}" in report
