@@ -76,7 +76,8 @@ def write_run(tmp_path) -> str:
     """cpu.dgemm at 1 and 2 workers (node n2 has BLIS at 2), io.randread at iodepth 1 (psync,
     2% from memory) and 32 (io_uring, 23% from memory), and one MPI job of 2 ranks."""
     run = _Run(tmp_path)
-    run.phase("gemm", "cpu.dgemm", {"n": 256}, [("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell"))])
+    run.phase("gemm", "cpu.dgemm", {"n": 256},
+              [("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell"))])
     run.phase("gemm", "cpu.dgemm", {"n": 256}, [
         ("n1", {"gflops": 50.0}, _blas(OPENBLAS, "Haswell")),
         ("n2", {"gflops": 12.0}, {**_blas(BLIS, "Prescott"), "blas_version": "0.9.0"})])
@@ -107,7 +108,8 @@ def test_the_report_names_the_blas_the_io_engine_and_the_mpi_of_each_task(facts_
     assert "BLAS core Haswell (node n1), Prescott (workers=2 on node n2)" in gemm
     assert "BLAS threads 1" in gemm
     assert "I/O engine psync (iodepth=1), io_uring (iodepth=32)" in rr
-    assert "MPI openmpi; MPI version mpirun (Open MPI) 4.1.4; MPI launcher /usr/bin/mpirun" in pp
+    assert ("MPI family openmpi; MPI version mpirun (Open MPI) 4.1.4; "
+            "MPI launcher /usr/bin/mpirun") in pp
 
 
 def test_a_fact_split_by_node_within_one_point_names_the_nodes(tmp_path):

@@ -50,7 +50,7 @@ FIGURES = (
 )
 
 # the MPI a job ran with, on its first rank's record (_launcher): shown beside the figures
-FACTS = (Fact("mpi_family", "MPI", METRICS, note="the launcher's family: openmpi, mpich, "
+FACTS = (Fact("mpi_family", "MPI family", METRICS, note="the launcher's family: openmpi, mpich, "
               "intel or slurm"),
          Fact("mpi_version", "MPI version", METRICS, note="the launcher's --version line"),
          Fact("launcher", "MPI launcher", METRICS, note="the launcher's path"))
