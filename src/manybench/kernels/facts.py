@@ -18,7 +18,7 @@ class Fact:
     name: str                # its key in the record's `extra` (or `metrics`)
     label: str               # how the report names it
     source: str = EXTRA      # EXTRA | METRICS
-    note: str = ""           # what it is, for docs and --help
+    note: str = ""           # what it is, beside its declaration
 
     def of(self, extra: dict, metrics: dict) -> object:
         """Its value in one record (None when the record does not carry it)."""

@@ -6,7 +6,7 @@ cache (fio's direct=1, or invalidate=1 on a file the run does not read twice; IO
 files larger than memory). A byte served from memory costs next to nothing beside a device
 read, so a share f of them raises the rate by up to 1 / (1 - f): a fifth from memory is up
 to 1.25x, a figure no longer the device's. The rule:
-  under NEGLIGIBLE (5%)   "device": at most 1.05x, half the 10% spread at which a point is
+  under NEGLIGIBLE (5%)   "device": at most 1.05x, about half the 10% spread at which a point is
                           called unstable (run/quality.py)
   NEGLIGIBLE to MEMORY    "mixed": part device, part memory; a finding says by how much the
                           figure can overstate the device
