@@ -105,6 +105,25 @@ def busy_row(node: str, phase: int | None, busy: float) -> TelemetryRow:
 
 # ---- kernels, in process (these need the native build) -------------------------------------
 
+
+def fs_type(path: str) -> str:
+    """The file system type of the mount holding path (longest matching mount point)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, point, fstype = line.split()[:3]
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and \
+                    len(point) > len(best):
+                best, kind = point, fstype
+    return kind
+
+
+def in_memory(path: str) -> bool:
+    """File systems whose files live in the page cache: dropping it drops nothing."""
+    return fs_type(path) in ("tmpfs", "ramfs")
+
+
 LAT_KEYS = ("lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us")
 
 

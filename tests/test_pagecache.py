@@ -2,35 +2,15 @@
 its file was in the page cache at T0, and the report says where a point's reads came from."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from conftest import export_json, run_cli  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
-from builders import ctx_for, run_kernel  # noqa: E402
+from builders import ctx_for, in_memory, run_kernel  # noqa: E402
 
 MiB = 1024 * 1024
-
-
-def fs_type(path: str) -> str:
-    """The file system type of the mount holding path (longest matching mount point)."""
-    path = os.path.realpath(path)
-    best, kind = "", ""
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            _, point, fstype = line.split()[:3]
-            if (path == point or path.startswith(point.rstrip("/") + "/")) and \
-                    len(point) > len(best):
-                best, kind = point, fstype
-    return kind
-
-
-def in_memory(path: str) -> bool:
-    """File systems whose files live in the page cache: dropping it drops nothing."""
-    return fs_type(path) in ("tmpfs", "ramfs")
 
 
 @pytest.mark.parametrize("kernel,params", [

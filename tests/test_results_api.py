@@ -71,7 +71,10 @@ def test_export_csv_flattens_unless_nested_and_keeps_the_contract_columns(result
     assert (row["stdout"], row["stderr"], row["missing_metrics"]) == ("out tail", "err tail",
                                                                      "rate")
     nested = runner.invoke(main, ["export", results, "--nested"]).output.splitlines()[0]
-    assert nested.split(",") == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
+    # the record's other extra facts last (issue 29, item 9), as an object when nested
+    assert nested.split(",") == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics",
+                                 "extra"]
+    assert "extra.armed_ns" in header and header[-1].startswith("extra.")
 
 
 @pytest.mark.parametrize("table,key", [("phases", "point"), ("samples", "t_s"),

@@ -34,7 +34,7 @@ def _rows(text: str, task: str) -> dict[str, str]:
 def test_every_figure_of_every_point_with_n_median_interval_and_unit(tmp_path):
     cmd_store(tmp_path)
     data = manybench.results.summary(tmp_path)
-    assert data["format"] == 1
+    assert data["format"] == 2
     (run,) = data["runs"]
     (task,) = run["tasks"]
     assert task["task"] == "bwa" and [p["workers"] for p in task["points"]] == [1, 2, 4]

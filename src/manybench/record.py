@@ -1,7 +1,8 @@
 """One record: what one slot measured in one phase. The columns are defined here, once.
 
 The export contract is COLUMNS, in field order; `hist` and `extra` are stored beside each
-record and never exported. The store's table is made from these fields (results/schema.py),
+record, outside the contract (`export` writes `extra` after every other column:
+results/frames.py). The store's table is made from these fields (results/schema.py),
 so adding a field here adds the column everywhere.
 """
 from __future__ import annotations

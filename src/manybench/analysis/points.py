@@ -20,6 +20,7 @@ from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
 from . import late as late_mod
+from .facts import FactValue, point_facts
 from .phase_figures import NS, PhaseFigures, phase_figures
 from .rates import summed
 from .stats import Dist, Spread, Stats, median
@@ -80,6 +81,7 @@ class PointSummary:
     # stored in, when every ok record agrees (mixed: a `units` warning, run/quality.py)
     units: dict[str, str] = field(default_factory=dict)
     telemetry: TelemetrySummary | None = None  # during the point's phases
+    facts: tuple[FactValue, ...] = ()          # what decides its figures (analysis/facts.py)
 
 
 def _units(ok: list[Record]) -> dict[str, str]:
@@ -347,6 +349,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
                 values.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in values.items()}
     s.units = _units(ok)
+    s.facts = point_facts(all_recs)
     s.metric_stats = _metric_stats(phases)
     s.metric_sums = _metric_sums(phases)
     _cpu_use(s, ok)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..units import parse_duration, parse_size
+from .facts import Fact
 from .figures import EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, STREAM_RATES, Figure, by_name
 
 # declarations any record may match: what every slot adds, and metrics tools share
@@ -134,7 +135,9 @@ class Result:
     error: str = ""
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
-    extra: dict = field(default_factory=dict)  # stdout/stderr tails etc., stored, not exported
+    extra: dict = field(default_factory=dict)  # stdout/stderr tails, the library or engine
+                                               # used (Kernel.facts), ...: stored, exported
+                                               # after the contract's columns
     # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
     # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
     samples: list[tuple[int, float]] = field(default_factory=list)
@@ -190,6 +193,9 @@ class Kernel:
     # `headline` a report shows first, in this order (none: a command's extracted metrics,
     # else its elapsed time).
     figures: tuple[Figure, ...] = ()
+    # The facts that decide its figures (kernels/facts.py): the library, engine or launcher
+    # its records name in `extra` or `metrics`, shown beside the figures by every view
+    facts: tuple[Fact, ...] = ()
     standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
     progress: str = ""           # its C loop counts progress (_native.progress()) in this
                                  # unit, "bytes" | "ops", so slots sample it; "": no samples

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..inventory.cpu_peak import core_flops, parse_cpuinfo
 from .base import KernelError
+from .facts import Fact
 
 NAME = "cpu.dgemm"
 BEST = "best"
@@ -123,6 +124,14 @@ def version(config: str) -> str:
         return m.group(1)
     m = re.search(r"\b(\d+\.\d+(?:\.\d+)?)\b", config or "")
     return m.group(1) if m else ""
+
+
+# what the report and `report --json` show of provenance() beside the figure
+FACTS = (Fact("blas", "BLAS library", note="the CBLAS file the products ran in"),
+         Fact("blas_version", "BLAS version"),
+         Fact("blas_core", "BLAS core", note="the core whose kernels the library runs "
+              "(openblas_get_corename): an older core than the cpu's runs narrower kernels"),
+         Fact("blas_threads_used", "BLAS threads"))
 
 
 def provenance(lib: ModuleType, info: dict[str, Any]) -> dict[str, Any]:

@@ -141,6 +141,7 @@ DGEMM = Kernel(
         "blas = \"best\"; a core narrower than the processor's FMA pipes is a `library` "
         "warning.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, progress="ops",
+    facts=blas.FACTS,
 )
 
 KERNELS = [DGEMM]

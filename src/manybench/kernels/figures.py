@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
+from . import read_source
+
 HIGHER, LOWER = "higher", "lower"
 SLOT, PHASE, JOB = "slot", "phase", "job"   # one slot's figure | the whole phase's
                                             # (aggregate) | one job's of a parallel task
@@ -126,28 +128,9 @@ STREAM_RATES = tuple(_rate(f"{k}_mb_s", "MB/s", f"{k}", peak=("mem_bw_mb_s", 1.0
 FSYNC = Figure("fsync_us", "us", "fsync", LOWER, note="fsync = the final fsync's time, inside "
                "the timed window (fio's end_fsync)")
 
-CACHED = 0.5    # reads with at least this share of their bytes served from memory read memory
-
-
-def _memory_cell(f: float) -> str:
-    return f"{'memory' if f >= CACHED else 'device'} ({f * 100:.0f}% from memory)"
-
-
-def _memory_finding(f: float) -> tuple[str, str] | None:
-    if f < CACHED:
-        return None
-    return ("reads came from the page cache, not the device: the figure is memory's",
-            f"the median slot read {f * 100:.0f}% of its bytes from memory")
-
-
-FROM_MEMORY = Figure(
-    "from_memory", "share", "reads from\n(page cache)", "", role=FLAG,
-    note="reads from: \"memory\" when at least half of the bytes read came from the page "
-         "cache over the timed window (1 - the bytes the slot fetched from storage, "
-         "/proc/self/io read_bytes, / the bytes it read): a file read again and again, "
-         "cache = \"keep\", or a file system that keeps files in memory such as tmpfs; "
-         "those figures are memory's, not the device's",
-    cell=_memory_cell, finding=_memory_finding)
+# where reads came from, and when a read figure stops being the device's: read_source.py
+FROM_MEMORY = Figure("from_memory", "share", "reads from\n(page cache)", "", role=FLAG,
+                     note=read_source.NOTE, cell=read_source.cell, finding=read_source.finding)
 CACHED_FRACTION = Figure("cached_fraction", "share", "cached at T0", "", role=HIDDEN)
 CACHE_DROPPED = Figure("cache_dropped", "", "cache dropped", "", role=HIDDEN)
 # IOR's stonewall with wear-out (kernels/io_ior.py): what analysis/phase_figures.py reads

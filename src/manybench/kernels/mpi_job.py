@@ -35,7 +35,7 @@ from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
 from .mpi_phase import finish_jobs
-from .mpi_record import FIGURES, job_result
+from .mpi_record import FACTS, FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
 from .scratchfs import install_copy, make_dir, root_of
 from .rank_keys import JobKeys
@@ -415,7 +415,7 @@ MPI_JOB = Kernel(
     params={"ranks": Param("int", "ranks per job", minimum=1)},
     prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
     uses_dir=True, runs_child=True, from_command=True, takes_wrap=True, job_wrap=True,
-    figures=FIGURES, finish_phase=finish_jobs,
+    figures=FIGURES, facts=FACTS, finish_phase=finish_jobs,
 )
 
 KERNELS = [MPI_JOB]

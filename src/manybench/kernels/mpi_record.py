@@ -15,6 +15,7 @@ from typing import Any
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
+from .facts import METRICS, Fact
 from .figures import CONTEXT, COUNT, HIDDEN, JOB, LOWER, PHASE, Figure
 
 
@@ -47,6 +48,12 @@ FIGURES = (
                            "cpu_start", "cpu_end", "launcher", "mpi_family", "mpi_version",
                            "user_ns", "mnt_ns")),
 )
+
+# the MPI a job ran with, on its first rank's record (_launcher): shown beside the figures
+FACTS = (Fact("mpi_family", "MPI family", METRICS, note="the launcher's family: openmpi, mpich, "
+              "intel or slurm"),
+         Fact("mpi_version", "MPI version", METRICS, note="the launcher's --version line"),
+         Fact("launcher", "MPI launcher", METRICS, note="the launcher's path"))
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
+from .facts import Fact
 from .native import native, result_from_native, user_message
 from .iofile import ALIGN, explain, file_problems, laid_out, slot_file
 from .scratchfs import root_of
@@ -210,6 +211,11 @@ FIGURES = (OPS_RATE.first(), BANDWIDTH.first(), LATENCY.first(), ELAPSED,
                   note="iops, mb_s = a slot's ops and bytes / its own time (fio's)"),
            Figure("mb_s", "MB/s", "MB/s", scope=SLOT, sums=True), FSYNC) + READS_CACHE
 
+# the engine that ran, not the plan's `auto`: io_uring, aio, threads or psync
+FACTS = (Fact("engine", "I/O engine", note="the engine the I/Os went through (`auto` picks "
+              "psync at iodepth 1, else io_uring where the kernel allows it, else aio, else "
+              "threads)"),)
+
 RANDREAD = Kernel(
     name="io.randread",
     figures=FIGURES,
@@ -219,7 +225,7 @@ RANDREAD = Kernel(
     params={**_PARAMS,
             "cache": CACHE},
     prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
-    check=_check, uses_dir=True, progress="bytes",
+    check=_check, uses_dir=True, progress="bytes", facts=FACTS,
 )
 
 RANDWRITE = Kernel(
@@ -232,7 +238,7 @@ RANDWRITE = Kernel(
                                      "fio's end_fsync), or never.", default="never",
                            choices=("end", "never"))},
     prepare=lambda ctx, params: _prepare(ctx, params, True), run=_run, cleanup=_cleanup,
-    check=_check, uses_dir=True, progress="bytes",
+    check=_check, uses_dir=True, progress="bytes", facts=FACTS,
 )
 
 KERNELS = [RANDREAD, RANDWRITE]

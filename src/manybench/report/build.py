@@ -15,6 +15,7 @@ from ..results.contract import RunInfo, StoredNode, StoredPhase
 from ..results.store import Store
 from . import header as head
 from .comparison import run_tables
+from .facts import attach_facts
 from .findings import attach_hints
 from .headline import NOTE, Values, headline_table, known_figures, task_values
 from .tables import task_table
@@ -71,6 +72,7 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
                    tables=tables + run_tables(run, data.summaries, data.records, data.phases),
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
     attach_hints(view, store, run, data.summaries, data.records, data.nodes, data.effs)
+    attach_facts(view, by_task)
     if keep:    # the html page: every figure's table and the figures too, from one reading
         view.full = {t: task_table(t, pts, data.values, data.effs)
                      for t, pts in by_task.items()}

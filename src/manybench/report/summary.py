@@ -10,6 +10,7 @@ over time (analysis/throughput.py, the series the HTML figure draws).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import asdict
@@ -23,7 +24,9 @@ from . import header as head
 from .build import RunData, chosen_runs, read_run
 from .findings import run_hints
 
-FORMAT = 1     # bumped when a key changes meaning
+# bumped when a key changes meaning. 2: a point's `point` is an object (its key's fields),
+# no longer that key's JSON text; `facts` added
+FORMAT = 2
 
 
 def _clean(x: Any) -> Any:
@@ -35,6 +38,21 @@ def _clean(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_clean(v) for v in x]
     return x
+
+
+def point_of(key: str) -> Any:
+    """A point's stored key (plan/expand.point_key: JSON text) as the object it encodes. A
+    task's own part of a [[concurrent]] group's phase (analysis/points.py: the group's key,
+    "#", the task) is {"group": the group's point, "task": the task}."""
+    try:
+        return json.loads(key)
+    except ValueError:
+        pass
+    group, sep, task = key.rpartition("#")
+    try:
+        return {"group": json.loads(group), "task": task} if sep else key
+    except ValueError:
+        return key
 
 
 def _series(data: RunData, point: str, task: str, samples: list) -> list[dict]:
@@ -64,12 +82,12 @@ def run_summary(store: Store, data: RunData) -> dict:
                      for f in kernel(p.kernel).figures
                      if f.role == F.FLAG and f.cell is not None and f.name in p.metrics}
             points.append({
-                "point": p.point, "variant": p.variant, "workers": p.workers,
+                "point": point_of(p.point), "variant": p.variant, "workers": p.workers,
                 "params": p.params, "phases": p.phases, "records": p.records, "ok": p.ok,
                 "failed": {"error": p.error, "timeout": p.timeout, "lost": p.lost},
                 "figures": [v.as_dict() for vs in data.values[p.point].values() for v in vs],
                 "counts": {k: {str(c): n for c, n in v.items()} for k, v in p.counts.items()},
-                "flags": flags,
+                "flags": flags, "facts": [asdict(f) for f in p.facts],
                 "efficiency": asdict(e.efficiency) if e and e.efficiency else None,
                 "share": asdict(e.share) if e and e.share else None,
                 "throughput": _series(data, p.point, task, samples)})

@@ -88,6 +88,11 @@ def _parquet(rows: Iterable[dict], columns: Sequence[str], out: IO) -> None:
     import pandas as pd   # noqa: PLC0415
     df = pd.DataFrame([{c: _cell(r.get(c)) for c in columns} for r in rows],
                       columns=list(columns))
+    for c in df.columns[df.dtypes == object]:
+        # a column of text and numbers (an extra.* key two kernels keep differently) has no
+        # Parquet type: its values are written as text rather than the export failing
+        if len({isinstance(v, str) for v in df[c].dropna()}) > 1:
+            df[c] = [None if pd.isna(v) else str(v) for v in df[c]]
     df.to_parquet(getattr(out, "buffer", out), index=False)
 
 

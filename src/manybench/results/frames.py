@@ -4,7 +4,9 @@ Columns (docs/results-api.md):
   records    the export contract's columns (record.COLUMNS, params and metrics as dicts),
              then rank, stdout, stderr (the tails kept), missing_metrics (the metric names
              whose regex matched nothing, ";"-joined), then unless nested every param as
-             "param.<name>" and every metric as "metric.<name>"
+             "param.<name>" and every metric as "metric.<name>"; then extra (the record's
+             extra as a dict, but for the keys above and `series`) and unless nested each
+             of its scalars as "extra.<key>"
   phases     run, index, task, kernel, variant, rep, workers, point, t0_ns, status, label,
              warmup, go_ns (when the go was sent; None before schema 6), params (dict),
              then unless nested "param.<name>"
@@ -27,8 +29,11 @@ from .contract import Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
 from .store import Store
 
 TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")
-PARAM, METRIC, INVENTORY = "param.", "metric.", "inventory."
+PARAM, METRIC, INVENTORY, EXTRA = "param.", "metric.", "inventory.", "extra."
 EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
+# extra's keys that are exported elsewhere: as the columns above, and a parser's tables
+# (OSU's, IMB's) as the `series` table's rows
+NOT_IN_EXTRA = frozenset(EXTRA_COLUMNS) | {"series"}
 PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
                  "status", "label", "warmup", "go_ns", "params")
 
@@ -53,7 +58,7 @@ def _flat(rows: list[dict], src: str, prefix: str) -> None:
 
 
 def record_rows(records: Iterable[Record], nested: bool = False) -> list[dict]:
-    out = []
+    out, extras = [], []
     for r in records:
         row = r.row()
         extra = r.extra or {}
@@ -62,9 +67,17 @@ def record_rows(records: Iterable[Record], nested: bool = False) -> list[dict]:
         row["stderr"] = extra.get("stderr", "")
         row["missing_metrics"] = ";".join(map(str, extra.get("missing_metrics") or ()))
         out.append(row)
+        extras.append({k: v for k, v in extra.items() if k not in NOT_IN_EXTRA})
     if not nested:
         _flat(out, "params", PARAM)
         _flat(out, "metrics", METRIC)
+    # after every column exported before, so none of theirs moves: extra as a dict (the
+    # library, engine, launcher a record's work went through: kernels/facts.py), then
+    # unless nested each of its scalars as "extra.<key>"
+    for row, x in zip(out, extras):
+        row["extra"] = x
+    if not nested:
+        _flat(out, "extra", EXTRA)
     return out
 
 
@@ -87,7 +100,7 @@ def node_rows(nodes: Iterable[StoredNode], nested: bool = False) -> list[dict]:
 
 def _columns(table: str, nested: bool) -> list[str]:
     """The columns of an empty table (a frame of no rows still says what it would hold)."""
-    return {"records": list(COLUMNS) + list(EXTRA_COLUMNS), "phases": list(PHASE_COLUMNS),
+    return {"records": [*COLUMNS, *EXTRA_COLUMNS, "extra"], "phases": list(PHASE_COLUMNS),
             "samples": [f.name for f in fields(Sample)],
             "telemetry": [f.name for f in fields(TelemetryRow)],
             "nodes": [f.name for f in fields(StoredNode)],
