@@ -442,8 +442,9 @@ def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
 @click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR ...]")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def history(directories: tuple[str, ...], as_json: bool) -> None:
-    """Runs over time across results directories: runs per month, per task the mean and max
-    of its headline figure, failures."""
+    """Runs over time across results directories: runs per month, failures, and per point
+    (the same task, parameters, workers, placement, variant and hosts) its headline figure
+    in each run, with the latest, mean, min and max over runs."""
     import json
     from .analysis.history import history as gather
     from .report import history as hrep
@@ -452,7 +453,10 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
         raise _fail(f"no results.db in {', '.join(missing)}")
     with errs.reading_runs(list(directories)):
         h = gather(directories)
-    echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
+    if as_json:
+        echo(json.dumps(hrep.as_json(h), indent=2))
+    else:
+        hrep.render(h)
 
 
 @main.command()
