@@ -92,17 +92,21 @@ def unpaired(mine: Sequence[Identity], others: Sequence[Identity],
     with its nearest in `others`."""
     out = tuple(leave_out)
     theirs = {o.id(out) for o in others}
+    ours = {p.id(out) for p in mine}
     found = []
     for p in mine:
         if p.id(out) in theirs:
             continue
         best: tuple[Identity | None, list[Difference]] = (None, [])
+        rank: tuple[int, bool] | None = None
         for o in others:
             if o.task != p.task:
                 continue
             d = [x for x in differences(p, o) if x[0] not in out]
-            if best[0] is None or len(d) < len(best[1]):
-                best = (o, d)
+            # as near, a point without a partner of its own is the likelier counterpart
+            mine_rank = (len(d), o.id(out) in ours)
+            if rank is None or mine_rank < rank:
+                best, rank = (o, d), mine_rank
         found.append(Unpaired(p, *best))
     return found
 

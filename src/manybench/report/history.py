@@ -54,8 +54,10 @@ def _figure_title(ph: PointHistory) -> str:
     return f"{ph.label}, {ph.scope}".replace("\n", " ") + better
 
 
-def point_table(points: list[PointHistory]) -> Table:
-    """One task's points of one figure: a row each, its figure over runs in one unit."""
+def point_table(points: list[PointHistory], hosts_said: bool = False) -> Table:
+    """One task's points of one figure: a row each, its figure over runs in one unit; the
+    hosts as a column where they differ, else below the table (`hosts_said`: the view says
+    them once for every table)."""
     first = points[0]
     variant = any(p.variant for p in points)
     varying = _varying(points)
@@ -72,7 +74,7 @@ def point_table(points: list[PointHistory]) -> Table:
         cells += [hosts_text(p.hosts)] if several_hosts else []
         rows.append(cells + [str(len(p.runs))] + [num(x / div) for x in row])
     title = f"{first.task} ({first.kernel}): {_figure_title(first)}"
-    notes = [] if several_hosts else [f"on {hosts_text(first.hosts)}"]
+    notes = [] if several_hosts or hosts_said else [f"on {hosts_text(first.hosts)}"]
     return Table(title=title, columns=keys + ["runs", f"latest{u}", f"mean{u}", f"min{u}",
                                               f"max{u}"],
                  rows=rows, keys=len(keys), notes=notes, task=first.task)
@@ -91,8 +93,12 @@ def view(h: History) -> RunView:
     failed = [r for r in h.runs if r.failed or r.status != "finished"]
     notes = [JOINED, f"failures: {len(failed)} of {plural(len(h.runs), 'run')}"
              + "".join(f"; {r.run_id} {r.status}, {r.failed} records not ok" for r in failed)]
+    hosts = {p.hosts for p in h.points}
+    if len(hosts) == 1:
+        notes.append(f"every point ran on {hosts_text(hosts.pop())}")
     return RunView(title=f"history of {plural(len(h.runs), 'run')}", header=[], notes=notes,
-                   tables=[months, runs] + [point_table(ps) for ps in groups.values()],
+                   tables=[months, runs] + [point_table(ps, len(notes) > 2)
+                                            for ps in groups.values()],
                    legend=LEGEND)
 
 
