@@ -53,13 +53,13 @@ def test_the_same_point_over_runs_is_joined_and_a_column_has_one_unit(tmp_path, 
     # the same point at 800 MiB/s, then 11 GiB/s: its mean is 5.9 GiB/s, its min 800 MiB/s
     io_run(d, "r1", [(1, {}, [END] * 3), (2, {}, [2 * END] * 3)])
     io_run(d, "r2", [(1, {}, [NEVER] * 3), (2, {}, [2 * END] * 3)], started_ns=T + 3600 * S)
-    data = json.loads(_history(monkeypatch, d, "--json"))
-    assert sorted((p["workers"], len(p["runs"])) for p in data["points"]) == [(1, 2), (2, 2)]
     text = _history(monkeypatch, d)
     assert not re.search(r"\d (MiB|GiB|KiB)/s", text), text    # units in headers only
     header = next(ln for ln in text.splitlines() if "latest" in ln and "mean" in ln)
     units = set(re.findall(r"[KMGT]iB/s", text[text.index(header):]))
     assert len(units) == 1, text          # one unit for the figure's columns
+    data = json.loads(_history(monkeypatch, d, "--json"))
+    assert sorted((p["workers"], len(p["runs"])) for p in data["points"]) == [(1, 2), (2, 2)]
     div = {"KiB/s": 2**10, "MiB/s": 2**20, "GiB/s": 2**30, "TiB/s": 2**40}[units.pop()]
     by_workers = {p["workers"]: p for p in data["points"]}
     for row in _rows(text, "1") + _rows(text, "2"):
