@@ -501,14 +501,15 @@ def compare(runs: tuple[str, ...], fail_on_regression: bool, ignore: tuple[str, 
     from .analysis import compare as cmp
     from .analysis.reference import evaluate, failures
     from .report.comparison import as_json as compare_json
-    from .report.comparison import compare_view, unpaired_why
+    from .report.comparison import compare_view
+    from .report.unpaired import PointWords
     from .report.terminal import render_view
     try:
         with errs.reading_runs(list(runs)):
             loaded = cmp.open_runs(list(runs))
             cmp.check_ignore(loaded, ignore)
             tcs = cmp.across_runs(loaded, ignore)
-            cmp.check_common(loaded, tcs, unpaired_why(loaded, ignore))
+            cmp.check_common(loaded, tcs, PointWords(loaded).why(loaded, ignore))
     except cmp.CompareError as e:
         raise _fail(str(e))
     checks = evaluate(max(loaded, key=lambda r: r.info.started_ns))
