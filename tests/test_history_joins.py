@@ -67,3 +67,14 @@ def test_the_same_point_over_runs_is_joined_and_a_column_has_one_unit(tmp_path, 
         cells = [float(c) for c in row[-4:]]          # latest, mean, min, max
         want = [p["latest"], p["mean"], p["min"], p["max"]]
         assert all(abs(c * div - w) <= 0.01 * w for c, w in zip(cells, want)), (row, want)
+
+
+def test_the_same_point_on_other_hosts_is_a_point_of_its_own(tmp_path, monkeypatch):
+    d = str(tmp_path / "d")
+    io_run(d, "r1", [(1, {}, [END] * 3)], host="node-a")
+    io_run(d, "r2", [(1, {}, [NEVER] * 3)], started_ns=T + 3600 * S, host="node-b")
+    data = json.loads(_history(monkeypatch, d, "--json"))
+    assert sorted((p["hosts"], len(p["runs"])) for p in data["points"]) == \
+        [(["node-a"], 1), (["node-b"], 1)]
+    rows = _rows(_history(monkeypatch, d), "1")
+    assert sorted(r[1] for r in rows) == ["node-a", "node-b"]      # the hosts column
