@@ -94,10 +94,11 @@ def view(h: History) -> RunView:
     notes = [JOINED, f"failures: {len(failed)} of {plural(len(h.runs), 'run')}"
              + "".join(f"; {r.run_id} {r.status}, {r.failed} records not ok" for r in failed)]
     hosts = {p.hosts for p in h.points}
-    if len(hosts) == 1:
+    one_host = len(hosts) == 1      # said once here, not below every table
+    if one_host:
         notes.append(f"every point ran on {hosts_text(hosts.pop())}")
     return RunView(title=f"history of {plural(len(h.runs), 'run')}", header=[], notes=notes,
-                   tables=[months, runs] + [point_table(ps, len(notes) > 2)
+                   tables=[months, runs] + [point_table(ps, one_host)
                                             for ps in groups.values()],
                    legend=LEGEND)
 
