@@ -62,9 +62,10 @@ def _headline(directory: str, report: dict) -> dict[str, dict]:
     return out
 
 
-def _history_cells(text: str) -> dict[str, list[float]]:
-    """Per task, the latest value of each row of its table, in the base unit of its header."""
-    out: dict[str, list[float]] = {}
+def _history_cells(text: str) -> dict[str, list[tuple[float, float]]]:
+    """Per task, the latest cell of each row of its table and its header's unit, both in the
+    base unit ("<0.001" reads 0: under a thousandth of the unit)."""
+    out: dict[str, list[tuple[float, float]]] = {}
     task, head = "", []
     for line in text.splitlines():
         m = re.match(r"^(\S+) \(([\w.]+)\): ", line)
@@ -77,7 +78,8 @@ def _history_cells(text: str) -> dict[str, list[float]]:
             cols = [" ".join(h[j] for h in head).split() for j in range(len(cells))]
             j = next(j for j, c in enumerate(cols) if c and c[0] == "latest")
             unit = UNITS[cols[j][1]] if len(cols[j]) > 1 else 1.0
-            out.setdefault(task, []).append(float(cells[j]) * unit)
+            x = 0.0 if cells[j] == "<0.001" else float(cells[j])
+            out.setdefault(task, []).append((x * unit, unit))
     return out
 
 
@@ -112,5 +114,5 @@ def test_history_and_compare_show_the_reports_headline_value(plan_file, tmp_path
         medians = sorted(v["median"] for w, v in want.items() if json.loads(w)[0] == task)
         shown = sorted(cells.get(task, []))
         assert len(shown) == len(medians), (task, text)
-        for m, x in zip(medians, shown):
-            assert abs(x - m) <= 0.006 * m, (task, m, x, text)
+        for m, (x, unit) in zip(medians, shown):
+            assert abs(x - m) <= 0.006 * m or (x == 0 and m < 0.001 * unit), (task, m, x, text)
