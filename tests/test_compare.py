@@ -11,11 +11,12 @@ import pytest
 
 from builders import compare_run, comparison, side
 from conftest import run_cli
-from manybench.analysis.compare import (BANDWIDTH, ELAPSED, SYNC, BETTER, N_TOO_SMALL, NO_DATA,
+from manybench.analysis.compare import (BANDWIDTH, ELAPSED, OPS, SYNC, BETTER, N_TOO_SMALL, NO_DATA,
                                         NOT_SIGNIFICANT, WORSE, Comparison, choose_figure, load,
                                         task_verdict, within_run)
 from manybench.analysis.points import PointSummary
 from manybench.analysis.significance import betainc, paired, t_cdf, t_quantile, welch
+from manybench.analysis.stats import Dist, Spread, Stats
 from manybench.results.store import Store
 
 WIDE = {**os.environ, "COLUMNS": "250"}     # report rows on one line each
@@ -107,21 +108,31 @@ def test_the_task_verdict_counts_its_points():
         f"{NOT_SIGNIFICANT} at any of 2 points (1 {N_TOO_SMALL})"
 
 
-def test_the_figure_follows_the_kernel_traits():
+def test_the_figure_is_the_headline_the_report_shows():
+    """Issue 29: compare's figure is the point's headline figure as `report` shows it (a
+    command's elapsed was the phase's window where the report's is per-slot time; meta.*
+    compared on bandwidth where the report heads with ops/s)."""
     def summary(kernel: str, **kw) -> PointSummary:
         return PointSummary(point="p", task="t", kernel=kernel, variant="", workers=1,
-                            params={}, **kw)
-    assert choose_figure(summary("null"), summary("null")) is SYNC
-    assert choose_figure(summary("command"), summary("command")) is ELAPSED
-    rate = summary("command", metrics={"read_mb_s": 5.0, "gosa": 1.0})
-    assert choose_figure(rate, rate).metric == "read_mb_s"
-    assert choose_figure(rate, summary("command")) is ELAPSED    # both sides must have it
-    stream = summary("mem.stream", metrics={"triad_mb_s": 1.0, "copy_mb_s": 1.0})
-    assert choose_figure(stream, stream).metric == "triad_mb_s"
+                            params={}, slot_elapsed=Spread(1.0, 1.0, 1.0, 3), **kw)
+    null = summary("null", sync_overhead=Dist.of([10, 12, 11]))
+    assert choose_figure(null, null) == SYNC
+    assert choose_figure(summary("command"), summary("command")) == ELAPSED
+    sums = {"read_mb_s": Stats.of([5.0, 5.0])}
+    rate = summary("command", metrics={"read_mb_s": 5.0, "gosa": 1.0}, metric_sums=sums)
+    assert choose_figure(rate, rate).name == "read_mb_s"
+    assert choose_figure(rate, summary("command")) == ELAPSED    # both sides must have it
+    # a plain number (no direction) is passed over: faster or slower would mean nothing
+    gosa = summary("command", metrics={"gosa": 1.0, "read_mb_s": 5.0}, metric_sums=sums)
+    assert choose_figure(gosa, gosa).name == "read_mb_s"
+    stream = summary("mem.stream", metrics={"triad_mb_s": 1.0, "copy_mb_s": 1.0},
+                     metric_sums={"triad_mb_s": Stats.of([1.0]), "copy_mb_s": Stats.of([1.0])})
+    assert choose_figure(stream, stream).name == "triad_mb_s"
     assert choose_figure(stream, stream).higher_is_better
-    from manybench.analysis.stats import Spread
-    io = summary("io.write", bandwidth=Spread(1, 1, 1, 1))
-    assert choose_figure(io, io) is BANDWIDTH
+    io = summary("io.write", bandwidth=Stats.of([1.0]), ops_rate=Stats.of([1.0]))
+    assert choose_figure(io, io) == BANDWIDTH
+    meta = summary("meta.read", bandwidth=Stats.of([1.0]), ops_rate=Stats.of([1.0]))
+    assert choose_figure(meta, meta) == OPS
 
 
 # -- matching points within a run ---------------------------------------------------------------
@@ -242,7 +253,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     assert done.returncode == 0, done.stderr
     out = run_cli("compare", a, slow, env=WIDE)
     assert out.returncode == 0, out.stderr          # no gate asked: a regression is shown
-    assert "nap: B against A (elapsed, lower is better)" in out.stdout
+    assert "nap: B against A (per-slot time, per slot, lower is better)" in out.stdout
     row = next(ln for ln in out.stdout.splitlines() if "5+5 welch" in ln)
     assert WORSE in row, out.stdout
     gate = run_cli("compare", a, slow, "--fail-on-regression")

@@ -47,7 +47,7 @@ def test_comparison_and_reference_tables_fit_80_columns_whole():
             for rep in range(3) for v in ("container-with-a-long-name", "host")]
     (tc,) = within_run(compare_run(rows, VARIANTS))
     table = comparison_table(tc)
-    assert "geo mean" in table.columns[2] and "faster or" in " ".join(table.columns)
+    assert "median" in table.columns[2] and "faster or" in " ".join(table.columns)
     assert "container-with-a-long-name" in table.title     # the baseline, named once
     checks = [RefCheck("write.mb_s", 1800, -0.05, 0.2, {"workers": 4}, FAIL, None, 1500.0,
                        "below the lower bound of the expected value by 12%"),
@@ -56,7 +56,7 @@ def test_comparison_and_reference_tables_fit_80_columns_whole():
     assert all(len(line) <= 80 for line in text.splitlines()), text
     assert not re.search(r"\(\d+/\d+\)", text), text
     # cells wrap at spaces at this width: "1.30 times slower" on lines of its own column
-    assert "1.30" in text and "times" in text and "slower" in text and "geo mean" in text
+    assert "1.30" in text and "times" in text and "slower" in text and "median" in text
     wide = _text([table, reference_table(checks)], width=200)
     assert "1.30 times slower [1.30, 1.30]" in wide and "(1/" not in wide
     assert "(median)" in text and "write.mb_s" in text and "FAIL" in text

@@ -1,14 +1,17 @@
-"""`manybench history DIR...` (issue 10, item 8): runs over time, runs per month, per task the
-mean and max of the headline figure, failures."""
+"""`manybench history DIR...` (issue 10, item 8): runs over time, runs per month, per point the
+latest, mean, min and max of its headline figure, failures (test_history_joins.py: how runs
+are joined)."""
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sqlite3
 import types
 
 from click.testing import CliRunner
 
+from manybench.analysis import headfigure
 from manybench.analysis import history as H
 from manybench.cli import main
 from manybench.results.contract import RunNotes
@@ -38,21 +41,22 @@ def _dir(tmp_path, name: str, runs: list[tuple[str, int, int, str]]) -> str:
     return d
 
 
-def test_runs_per_month_task_mean_and_max_and_failures(tmp_path):
+def test_runs_per_month_point_mean_and_max_and_failures(tmp_path):
     a = _dir(tmp_path, "a", [("a1", NOV, 1000, "finished"), ("a2", DEC, 3000, "failed")])
     b = _dir(tmp_path, "b", [("b1", NOV + 10**9, 2000, "finished")])
     h = H.history([a, b])
     assert [r.run_id for r in h.runs] == ["a1", "b1", "a2"]           # by time, over dirs
     assert h.per_month == {"2026-11": 2, "2026-12": 1}
-    [t] = h.tasks
+    [t] = h.points             # the same point in every run
     # each phase: 2 slots x bytes over its 990 ns window (first start T0+10, last end T0+1001)
     per_run = [2 * n / 991e-9 for n in (1000, 2000)] + [3000 / 990e-9]
-    assert t.task == "w" and t.figure == "bandwidth" and len(t.values) == 3
+    assert t.task == "w" and t.figure == "bandwidth" and len(t.runs) == 3
     assert abs(t.mean - sum(per_run) / 3) < 1e-6 * t.mean and abs(t.max - max(per_run)) < 1
+    assert abs(t.latest - per_run[-1]) < 1 and abs(t.min - min(per_run)) < 1
     assert [(r.run_id, r.failed) for r in h.runs if r.failed] == [("a2", 1)]
     out = CliRunner().invoke(main, ["history", a, b])
     assert out.exit_code == 0, out.output
-    assert "2026-11      2" in out.output and "failures: 1 of 3 runs" in out.output
+    assert re.search(r"2026-11\W+2\W", out.output) and "failures: 1 of 3 runs" in out.output
     assert all(len(line) <= 80 for line in out.output.splitlines())
     data = json.loads(CliRunner().invoke(main, ["history", a, "--json"]).output)
     assert data["per_month"] == {"2026-11": 1, "2026-12": 1}
@@ -60,11 +64,11 @@ def test_runs_per_month_task_mean_and_max_and_failures(tmp_path):
 
 def test_a_declared_headline_wins(tmp_path, monkeypatch):
     a = _dir(tmp_path, "a", [("a1", NOV, 1000, "finished")])
-    monkeypatch.setattr(H, "kernel", lambda name: types.SimpleNamespace(
-        headline=("lat_p50_us",), sync_only=False))
-    [t] = H.history([a]).tasks
+    monkeypatch.setattr(headfigure, "kernel", lambda name: types.SimpleNamespace(
+        headline=("latency",), runs_child=False))
+    [t] = H.history([a]).points
     # the merged histograms of the records (test_store: 7 ops in bucket 3 ns, 1 in 70)
-    assert (t.figure, t.values) == ("lat_p50_us", [0.003])
+    assert (t.figure, t.unit, t.values) == ("latency", "s", [3e-9])
 
 
 def test_a_directory_without_results_is_exit_2(tmp_path):
@@ -72,7 +76,7 @@ def test_a_directory_without_results_is_exit_2(tmp_path):
     assert out.exit_code == 2 and "no results.db" in out.output
 
 
-def test_the_best_point_is_taken_per_variant(tmp_path):
+def test_variants_are_points_of_their_own(tmp_path, monkeypatch):
     """Issue 17, item 8: `history` mixed variants in "best point": a run of a slow and a fast
     variant showed the fast one's figure as the task's, as if the slow one had never run."""
     d = str(tmp_path / "v")
@@ -86,8 +90,10 @@ def test_the_best_point_is_taken_per_variant(tmp_path):
     st.end_run("r1", "finished")
     st.close()
     h = H.history([d])
-    assert sorted((t.task, t.variant) for t in h.tasks) == [("w", "fast"), ("w", "slow")]
-    by = {t.variant: t.max for t in h.tasks}
+    assert sorted((t.task, t.variant) for t in h.points) == [("w", "fast"), ("w", "slow")]
+    by = {t.variant: t.max for t in h.points}
     assert abs(by["fast"] / by["slow"] - 4) < 0.01
+    monkeypatch.setenv("COLUMNS", "120")
     out = CliRunner().invoke(main, ["history", d])
-    assert "w [slow]" in out.output and "w [fast]" in out.output, out.output
+    rows = [ln for ln in out.output.splitlines() if re.match(r"\W+(slow|fast)\W", ln)]
+    assert len(rows) == 2, out.output

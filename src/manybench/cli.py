@@ -442,8 +442,9 @@ def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
 @click.argument("directories", nargs=-1, required=True, metavar="DIR [DIR ...]")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def history(directories: tuple[str, ...], as_json: bool) -> None:
-    """Runs over time across results directories: runs per month, per task the mean and max
-    of its headline figure, failures."""
+    """Runs over time across results directories: runs per month, failures, and per point
+    (the same task, parameters, workers, placement, variant and hosts) its headline figure
+    in each run, with the latest, mean, min and max over runs."""
     import json
     from .analysis.history import history as gather
     from .report import history as hrep
@@ -452,7 +453,10 @@ def history(directories: tuple[str, ...], as_json: bool) -> None:
         raise _fail(f"no results.db in {', '.join(missing)}")
     with errs.reading_runs(list(directories)):
         h = gather(directories)
-    echo(json.dumps(hrep.as_json(h), indent=2) if as_json else hrep.render(h))
+    if as_json:
+        echo(json.dumps(hrep.as_json(h), indent=2))
+    else:
+        hrep.render(h)
 
 
 @main.command()
@@ -480,25 +484,39 @@ def diff(run_a: str, run_b: str, show_all: bool, as_json: bool) -> None:
 @click.argument("runs", nargs=-1, metavar="DIR_A DIR_B [DIR ...]")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a run is significantly worse than DIR_A at some point.")
-def compare(runs: tuple[str, ...], fail_on_regression: bool) -> None:
+@click.option("--ignore", "ignore", multiple=True, metavar="NAME",
+              help="Pair points as if this parameter (or workers, variant, a placement field) "
+                   "were not part of them: runs made with different values of it are "
+                   "compared point by point. Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def compare(runs: tuple[str, ...], fail_on_regression: bool, ignore: tuple[str, ...],
+            as_json: bool) -> None:
     """Compare runs point by point against DIR_A (the baseline): geometric means, their ratio,
     how many times faster or slower with its 95% confidence interval, and whether it is
     significant (DIR: a results directory, its
-    latest run, or DIR:RUN_ID). Exit status 1 when a [reference] of the newest run fails, or
-    with --fail-on-regression a significant regression; 2 for bad input."""
+    latest run, or DIR:RUN_ID). Points that could not be paired are listed with what differs.
+    Exit status 1 when a [reference] of the newest run fails, or with --fail-on-regression a
+    significant regression; 2 for bad input."""
+    import json
     from .analysis import compare as cmp
     from .analysis.reference import evaluate, failures
+    from .report.comparison import as_json as compare_json
     from .report.comparison import compare_view
+    from .report.unpaired import PointWords
     from .report.terminal import render_view
     try:
         with errs.reading_runs(list(runs)):
             loaded = cmp.open_runs(list(runs))
-            tcs = cmp.across_runs(loaded)
-            cmp.check_common(loaded, tcs)
+            cmp.check_ignore(loaded, ignore)
+            tcs = cmp.across_runs(loaded, ignore)
+            cmp.check_common(loaded, tcs, PointWords(loaded).why(loaded, ignore))
     except cmp.CompareError as e:
         raise _fail(str(e))
     checks = evaluate(max(loaded, key=lambda r: r.info.started_ns))
-    render_view(compare_view(loaded, tcs, checks))
+    if as_json:
+        echo(json.dumps(compare_json(loaded, tcs, ignore), indent=1, default=str))
+    else:
+        render_view(compare_view(loaded, tcs, checks, ignore))
     bad = [f"reference failed: {c.line()}" for c in failures(checks)]
     if fail_on_regression:
         bad += [f"regression: {c.line()}" for c in cmp.regressions(tcs)]

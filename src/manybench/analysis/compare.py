@@ -1,18 +1,15 @@
 """Comparisons: each variant against the baseline, point by point, and runs against runs.
 
-The figure compared (one value per phase, i.e. per repetition), by what the task runs:
-  sync-only kernels (null)   sync overhead (the phase's window), lower is better
-  commands                   a rate metric the task extracts (rates.summed: declared so,
-                             or named *_mb_s, *_gflops, *_iops ...) summed over
-                             the phase's slots, higher is better; else the phase's elapsed
-                             (last end - first start), lower is better
-  throughput kernels         the kernel's own main figure summed over the phase's slots
-                             (gflops, mflops, triad_mb_s ...: efficiency.RULE_ORDER), else
-                             aggregate bandwidth, else aggregate ops/s; higher is better
-  [[concurrent]] groups      aggregate bandwidth when they move bytes, else elapsed (their
-                             tasks' ops are of different kinds); each member task as above
-A value is taken only from a phase with ok records (failed slots leave out their stamps), and
-only when it is positive (ratios are taken on logs).
+The figure compared is the points' headline figure (analysis/headfigure.py), the first of
+their task's headline names both sides have with a direction (a rate higher, a time lower):
+the kernel's declared headline (null: sync overhead; io.*: aggregate bandwidth; meta.*:
+aggregate ops/s; cpu.dgemm: gflops summed over the slots ...), else a command's first
+extracted metric, then its per-slot time. Latency (merged over all of a point's operations)
+has no value per repetition and is passed over, as are a [[concurrent]] group's ops (of
+different kinds). Each side shows that figure's Value, as `report` shows it
+(analysis/values.py: the median over phases, or over slots for a slot's own metric); the
+ratio is taken over one value per phase (headfigure.phase_value), only from a phase with ok
+records and only when positive (ratios are taken on logs).
 
 Ratio = variant / baseline of geometric means, with a 95% interval (significance.py: paired
 when every repetition has both sides, as the A B A B expansion gives; Welch otherwise and
@@ -26,26 +23,29 @@ else "significantly worse" or "significantly better".
 
 Matching within a run: points with the same (task, "pair") in their key are the same point
 under different variants (a variant may `set` params, so params may differ); runs stored
-before keys had "pair" match keys equal once "variant" is left out. Across runs: keys equal
-once "pair" is left out (plans may add points), variant included.
+before keys had "pair" match keys equal once "variant" is left out. Across runs: points that
+are the same measurement (analysis/joins.py: task, variant, workers, placement and every
+parameter; `ignore` leaves fields out); those that found no partner are listed with the
+other run's nearest point and the fields that differ (unmatched).
 """
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Callable
 
-from ..kernels import kernel
+from ..kernels import figures as F
 from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..results.store import Store
-from .efficiency import RULE_ORDER
-from .rates import summed
-from .phase_figures import NS, PhaseFigures
+from . import headfigure
+from .joins import Identity, Unpaired, field_names, identity, split_key, unpaired
 from .points import PointSummary, summarize
 from .significance import Estimate, paired, welch
+from .values import Value, metric_spreads, point_values
 
 NOT_SIGNIFICANT = "not significant"
 N_TOO_SMALL = "n too small"
@@ -56,20 +56,25 @@ NO_DATA = "no data"
 
 @dataclass(frozen=True)
 class Figure:
-    name: str                  # as reports show it
-    source: str                # "sync" | "elapsed" | "bandwidth" | "ops" | "metric"
+    """A declared figure (kernels/figures.py) as compared: its name (`report --metrics`), the
+    label tables head it with, and which way is better."""
+    name: str
+    label: str
     higher_is_better: bool
-    metric: str = ""           # the metric name when source == "metric"
 
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
 
 
-SYNC = Figure("sync overhead", "sync", False)
-ELAPSED = Figure("elapsed", "elapsed", False)          # last end - first start
-BANDWIDTH = Figure("aggregate bandwidth", "bandwidth", True)
-OPS = Figure("aggregate ops/s", "ops", True)
+def _declared(f: F.Figure) -> Figure:
+    return Figure(f.name, f.title, f.direction == F.HIGHER)
+
+
+SYNC = _declared(F.SYNC_OVERHEAD)
+ELAPSED = _declared(F.ELAPSED)          # per-slot time
+BANDWIDTH = _declared(F.BANDWIDTH)
+OPS = _declared(F.OPS_RATE)
 
 
 @dataclass
@@ -79,6 +84,7 @@ class Side:
     point: PointSummary
     values: dict[int, float]            # phase index -> figure
     reps: dict[int, int]                # phase index -> repetition
+    value: Value | None = None          # the figure as `report` shows it (values.py)
 
     def by_rep(self) -> dict[int, float]:
         return {self.reps[i]: v for i, v in self.values.items()}
@@ -197,53 +203,22 @@ def task_verdict(verdicts: list[str]) -> str:
     return f"{NOT_SIGNIFICANT} at any of {n} points" + (f" ({small} {N_TOO_SMALL})" if small else "")
 
 
-# -- the figure and its values ------------------------------------------------------------------
-def _rate_metrics(s: PointSummary) -> list[str]:
-    return sorted(m for m in s.metrics if summed(s.kernel, m))
-
-
-def choose_figure(a: PointSummary, b: PointSummary) -> Figure:
-    """The figure both points are compared on (see the module docstring)."""
-    traits = kernel(a.kernel)
-    if traits.sync_only:
-        return SYNC
-    both = set(a.metrics) & set(b.metrics)
-    if traits.runs_child:
-        rates = [m for m in _rate_metrics(a) if m in both]
-        return Figure(rates[0], "metric", True, rates[0]) if rates else ELAPSED
-    for m in RULE_ORDER:
-        if m in both:
-            return Figure(m, "metric", True, m)
-    if a.bandwidth is not None and b.bandwidth is not None:
-        return BANDWIDTH
-    # a [[concurrent]] group's ops are of different kinds (a create is no read): its elapsed
-    if a.kernel == GROUP_KERNEL or a.ops_rate is None or b.ops_rate is None:
-        return ELAPSED
-    return OPS
-
-
-def phase_value(fig: Figure, f: PhaseFigures, recs: Iterable[Record]) -> float | None:
-    """The figure of one phase; None when the phase has none (no ok record, not positive)."""
-    if not f.ok:
-        return None
-    v: float | None
-    if fig.source == "sync":
-        v = f.sync_overhead_ns
-    elif fig.source == "elapsed":
-        v = f.window_ns / NS if f.window_ns is not None else None
-    elif fig.source == "bandwidth":
-        v = f.bandwidth
-    elif fig.source == "ops":
-        v = f.ops_rate
-    else:
-        vals = [r.metrics[fig.metric] for r in recs
-                if r.status == "ok" and _number(r.metrics.get(fig.metric))]
-        v = float(sum(vals)) if vals else None
-    return float(v) if v is not None and v > 0 else None
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+# -- the figure ----------------------------------------------------------------------------------
+def choose_figure(a: PointSummary, b: PointSummary, va: headfigure.Values | None = None,
+                  vb: headfigure.Values | None = None) -> Figure:
+    """The figure both points are compared on (see the module docstring); `va`, `vb`: their
+    Values (values.point_values), made here when not given."""
+    va = point_values(a) if va is None else va
+    vb = point_values(b) if vb is None else vb
+    for name in headfigure.headline_names([a]):
+        if not (va.get(name) and vb.get(name)) or not headfigure.per_phase(name):
+            continue
+        if name == F.OPS_RATE.name and a.kernel == GROUP_KERNEL:
+            continue       # a create is no read: a group's ops are not one kind
+        better = headfigure.direction(va[name][0])
+        if better:
+            return Figure(name, va[name][0].label, better == F.HIGHER)
+    return ELAPSED
 
 
 # -- one run's data ----------------------------------------------------------------------------
@@ -263,14 +238,27 @@ class RunData:
         self.rep_of = {p.index: p.rep for p in self.phases}
         for r in self.records:           # phases the phases table does not know
             self.rep_of.setdefault(r.phase, r.rep)
+        self._values: dict[str, headfigure.Values] | None = None
+
+    @property
+    def values(self) -> dict[str, headfigure.Values]:
+        """Per point key, its figures as the report's tables and `report --json` give them;
+        made on first use (a run without variants compares nothing within itself)."""
+        if self._values is None:
+            spreads = metric_spreads(self.records, self.phases)
+            self._values = {s.point: point_values(s, spreads.get(s.point))
+                            for s in self.summaries}
+        return self._values
 
     def side(self, s: PointSummary, fig: Figure, label: str) -> Side:
         values = {}
         for f in s.phase_figures:
-            v = phase_value(fig, f, self.by_phase.get(f.index, []))
-            if v is not None:
-                values[f.index] = v
-        return Side(label, s, values, {i: self.rep_of.get(i, 0) for i in values})
+            v = headfigure.phase_value(s, fig.name, f, self.by_phase.get(f.index, []))
+            if v is not None and v > 0:
+                values[f.index] = float(v)
+        shown = self.values.get(s.point, {}).get(fig.name)
+        return Side(label, s, values, {i: self.rep_of.get(i, 0) for i in values},
+                    shown[0] if shown else None)
 
 
 def load(store: Store, run: RunInfo, label: str = "") -> RunData:
@@ -279,30 +267,35 @@ def load(store: Store, run: RunInfo, label: str = "") -> RunData:
     return RunData(label or run.run_id, run, summarize(records, phases), records, phases)
 
 
-def split_key(point: str) -> tuple[dict, str]:
-    """A point key as a dict, and the task suffix of a [[concurrent]] member ("...}#write")."""
-    try:
-        key = json.loads(point)
-        return (key, "") if isinstance(key, dict) else ({"key": point}, "")
-    except ValueError:
-        i = point.rfind("}#")
-        try:
-            return json.loads(point[:i + 1]), point[i + 2:]
-        except ValueError:
-            return {"key": point}, ""
-
-
 def _match_id(point: str, leave_out: tuple[str, ...]) -> str:
+    """Within a run: the same position in the task ("pair"), else the key without
+    `leave_out` (runs stored before keys had "pair")."""
     key, suffix = split_key(point)
-    if "pair" in key and "pair" not in leave_out:   # the same position in the task
+    if "pair" in key:
         key = {"task": key.get("task"), "pair": key["pair"]}
     key = {k: v for k, v in key.items() if k not in leave_out}
     return json.dumps(key, sort_keys=True, default=str) + suffix
 
 
+_Pair = tuple[str, tuple["RunData", PointSummary, str], tuple["RunData", PointSummary, str], bool]
+
+
+def _comparisons(pairs: list[_Pair]) -> list[Comparison]:
+    """The pairs of a task compared. A pair with no figure on a side (every phase of the
+    point failed) takes the figure of the task's other pairs, not the fallback: a task's
+    table keeps one figure, in one unit."""
+    def values(side: tuple[RunData, PointSummary, str]) -> headfigure.Values:
+        return side[0].values.get(side[1].point) or {}
+    figs = [choose_figure(b[1], o[1], values(b), values(o)) for _, b, o, _ in pairs]
+    known = [f for f, (_, b, o, _) in zip(figs, pairs) if values(b) and values(o)]
+    common = Counter(known).most_common(1)[0][0] if known else None
+    return [_compare(task, b, o, pair, f if common is None or (values(b) and values(o))
+                     else common)
+            for f, (task, b, o, pair) in zip(figs, pairs)]
+
+
 def _compare(task: str, base: tuple[RunData, PointSummary, str],
-             other: tuple[RunData, PointSummary, str], pair: bool) -> Comparison:
-    fig = choose_figure(base[1], other[1])
+             other: tuple[RunData, PointSummary, str], pair: bool, fig: Figure) -> Comparison:
     a = base[0].side(base[1], fig, base[2])
     b = other[0].side(other[1], fig, other[2])
     est = None
@@ -345,52 +338,81 @@ def within_run(run: RunData) -> list[TaskComparison]:
         order = [n for n in names if n in present] + [v for v in present if v not in names]
         base = wanted if wanted in order else order[0]
         tc = TaskComparison(task, base)
-        for vs in points.values():
-            if base not in vs:
-                continue
-            for v in order:
-                if v != base and v in vs:
-                    tc.rows.append(_compare(task, (run, vs[base], base), (run, vs[v], v), True))
+        tc.rows = _comparisons([(task, (run, vs[base], base), (run, vs[v], v), True)
+                                for vs in points.values() if base in vs
+                                for v in order if v != base and v in vs])
         if tc.rows:
             out.append(tc)
     return out
 
 
 # -- runs against runs -------------------------------------------------------------------------
-def across_runs(runs: list[RunData]) -> list[TaskComparison]:
-    """Each later run against the first, point by point (the same key, "pair" left out).
-    Repetitions of different runs did not run together: always Welch."""
+def _identities(run: RunData) -> list[Identity]:
+    return [identity(s.point, s.task) for s in run.summaries]
+
+
+def across_runs(runs: list[RunData], ignore: tuple[str, ...] = ()) -> list[TaskComparison]:
+    """Each later run against the first, point by point (the same measurement: joins.py, the
+    fields in `ignore` left out). Repetitions of different runs did not run together: always
+    Welch."""
     base, others = runs[0], runs[1:]
-    index = {_match_id(s.point, ("pair",)): s for s in base.summaries}
-    by_task: dict[str, TaskComparison] = {}
+    index: dict[str, PointSummary] = {}
+    for s, ident in zip(base.summaries, _identities(base)):
+        index.setdefault(ident.id(ignore), s)
+    by_task: dict[str, list[_Pair]] = {}
     for run in others:
-        for s in run.summaries:
-            b = index.get(_match_id(s.point, ("pair",)))
-            if b is None:
-                continue
-            tc = by_task.setdefault(s.task, TaskComparison(s.task, base.label))
-            tc.rows.append(_compare(s.task, (base, b, base.label), (run, s, run.label), False))
+        for s, ident in zip(run.summaries, _identities(run)):
+            b = index.get(ident.id(ignore))
+            if b is not None:
+                by_task.setdefault(s.task, []).append(
+                    (s.task, (base, b, base.label), (run, s, run.label), False))
     order = {s.point: i for i, s in enumerate(base.summaries)}
-    for tc in by_task.values():     # point by point, each point's runs together
-        tc.rows.sort(key=lambda c: order[c.base.point.point])
-    return list(by_task.values())
+    out = []
+    for task, pairs in by_task.items():     # point by point, each point's runs together
+        pairs.sort(key=lambda x: order[x[1][1].point])
+        out.append(TaskComparison(task, base.label, _comparisons(pairs)))
+    return out
 
 
-def unmatched(runs: list[RunData]) -> dict[str, tuple[int, int]]:
-    """Per later run: (points of the first run it lacks, points of its own the first lacks)."""
-    ids = [{_match_id(s.point, ("pair",)) for s in r.summaries} for r in runs]
-    return {r.label: (len(ids[0] - mine), len(mine - ids[0])) for r, mine in zip(runs[1:], ids[1:])}
+@dataclass
+class Unmatched:
+    """What a later run and the first could not pair: the first's points the later run lacks
+    and the later run's own the first lacks, each with the other's nearest point."""
+    label: str
+    lack: list[Unpaired]
+    extra: list[Unpaired]
 
 
-def check_common(runs: list[RunData], tcs: list[TaskComparison]) -> None:
-    """CompareError naming each run that shares no point with the first."""
+def unmatched(runs: list[RunData], ignore: tuple[str, ...] = ()) -> list[Unmatched]:
+    """Per later run, the points it and the first could not pair (joins.unpaired)."""
+    first = _identities(runs[0])
+    out = []
+    for r in runs[1:]:
+        mine = _identities(r)
+        out.append(Unmatched(r.label, unpaired(first, mine, ignore), unpaired(mine, first, ignore)))
+    return out
+
+
+def check_ignore(runs: list[RunData], ignore: tuple[str, ...]) -> None:
+    """CompareError naming an `ignore` field that no point of the runs has."""
+    known = field_names(i for r in runs for i in _identities(r))
+    bad = [n for n in ignore if n not in known]
+    if bad:
+        raise CompareError(f"--ignore: no point of these runs has {', '.join(map(repr, bad))}; "
+                           f"their fields: {', '.join(known)}")
+
+
+def check_common(runs: list[RunData], tcs: list[TaskComparison],
+                 why: Callable[[RunData], str] = lambda run: "") -> None:
+    """CompareError naming each run that shares no point with the first, with `why`: what
+    differs (report/comparison.py words it)."""
     seen = {c.other.label for tc in tcs for c in tc.rows}
     lonely = [r for r in runs[1:] if r.label not in seen]
     if lonely:
         raise CompareError("; ".join(
             f"run {r.label} ({r.info.run_id}) has no point in common with run {runs[0].label} "
             f"({runs[0].info.run_id}): points match on task, parameters, workers, placement "
-            "and variant" for r in lonely))
+            f"and variant{why(r)}" for r in lonely))
 
 
 # -- opening runs for `manybench compare` ------------------------------------------------------

@@ -1,23 +1,27 @@
-"""Runs over time (`manybench history DIR...`, as Galaxy's usage reports): runs per month, per
-task the mean and max of its headline figure over runs, failures.
+"""Runs over time (`manybench history DIR...`, as Galaxy's usage reports): runs per month,
+every run, failures, and each point's headline figure over the runs it ran in.
 
-A task's figure in one run is the best (largest) of its points' medians over repetitions of
-its headline: the kernel's declared `headline` trait (a metric name, or "bandwidth" /
-"ops_rate") when it has one, else the aggregate bandwidth, else aggregate ops/s, else its first
-extracted metric. Warm-up phases are left out (points.summarize).
+Runs are joined point by point, never task by task: a point of one run and a point of another
+are the same measurement when their task, kernel, variant, workers, placement and every
+parameter are equal (analysis/joins.py; a point's position in its plan is not part of it) and
+their slots ran on the same hosts (one host name per node). A point's figure in a run is its
+headline figure (analysis/headfigure.py) as `report` shows it: the Value of
+analysis/values.py, the median over the run's phases (warm-up phases left out). Over its runs:
+the latest, mean, min and max of those medians.
 """
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
-from ..kernels import kernel
-from ..results.contract import RunInfo
+from ..results.contract import RunInfo, StoredNode
 from ..results.store import Store
+from .headfigure import headline
+from .joins import Identity, identity
 from .points import PointSummary, summarize
+from .values import Value, metric_spreads, point_values
 
 
 @dataclass
@@ -32,19 +36,47 @@ class RunLine:
 
 
 @dataclass
-class TaskHistory:
+class PointRun:
+    """A point's headline figure in one run."""
+    run_id: str
+    directory: str
+    started_ns: int
+    point: str                # the point's key in that run
+    value: Value
+
+
+@dataclass
+class PointHistory:
+    """One point (the same measurement in every run it joins) over the runs it ran in."""
     task: str
-    figure: str               # "bandwidth" (bytes/s), "ops_rate" (ops/s) or a metric name
-    values: list[float] = field(default_factory=list)   # one per run, oldest first
-    variant: str = ""         # each variant has its own history: a best point never mixes them
+    kernel: str
+    variant: str
+    workers: int
+    params: dict[str, Any]
+    fields: dict[str, Any]    # what it was joined on besides task and kernel (joins.Identity)
+    hosts: tuple[str, ...]    # the hosts its slots ran on, one per node, sorted
+    figure: str               # the headline figure's name, label, scope, unit, direction:
+    label: str                # those of every Value in `runs`
+    scope: str
+    unit: str
+    direction: str
+    runs: list[PointRun] = field(default_factory=list)    # oldest first
 
     @property
-    def label(self) -> str:
-        return f"{self.task} [{self.variant}]" if self.variant else self.task
+    def values(self) -> list[float]:
+        return [r.value.median for r in self.runs]
+
+    @property
+    def latest(self) -> float:
+        return self.values[-1]
 
     @property
     def mean(self) -> float:
         return sum(self.values) / len(self.values)
+
+    @property
+    def min(self) -> float:
+        return min(self.values)
 
     @property
     def max(self) -> float:
@@ -55,68 +87,73 @@ class TaskHistory:
 class History:
     runs: list[RunLine]
     per_month: dict[str, int]             # "2026-11" -> runs started that month
-    tasks: list[TaskHistory]
-
-
-_LATENCY = re.compile(r"^lat_(p[\d.]+|max|min|mean)_us$")   # a latency percentile, in us
-
-
-def _declared(s: PointSummary) -> str | None:
-    h = getattr(kernel(s.kernel), "headline", None)   # a trait other work may add
-    if isinstance(h, (list, tuple)):
-        h = next((x for x in h if isinstance(x, str)), None)
-    return h if isinstance(h, str) and h else None
-
-
-def headline(s: PointSummary) -> tuple[str, float] | None:
-    """The point's headline figure (its median over repetitions) and what it is."""
-    name = _declared(s)
-    if name in ("bandwidth", "ops_rate", "ops_s"):
-        st = s.bandwidth if name == "bandwidth" else s.ops_rate
-        if st is not None:
-            return ("bandwidth" if name == "bandwidth" else "ops_rate"), st.median
-    elif name is not None and name in s.metrics:
-        return name, s.metrics[name]
-    elif name is not None and _LATENCY.match(name) and _LATENCY.match(name).group(1) in \
-            s.latency_us:
-        return name, s.latency_us[_LATENCY.match(name).group(1)]
-    if s.bandwidth is not None:
-        return "bandwidth", s.bandwidth.median
-    if s.ops_rate is not None and s.ops:
-        return "ops_rate", s.ops_rate.median
-    if s.metrics:
-        first = next(iter(s.metrics))
-        return first, s.metrics[first]
-    return None
+    points: list[PointHistory]            # in order of first appearance
 
 
 def _month(ns: int) -> str:
     return time.strftime("%Y-%m", time.gmtime(ns / 1e9))
 
 
+def _host(n: StoredNode) -> str:
+    return str(n.inventory.get("hostname") or n.host or n.name)
+
+
+def _hosts(s: PointSummary, nodes_of: dict[int, set[str]], host: dict[str, str]
+           ) -> tuple[str, ...]:
+    """The hosts a point's slots ran on, one per node (two nodes of one host: twice)."""
+    nodes = set().union(*(nodes_of.get(f.index, set()) for f in s.phase_figures))
+    return tuple(sorted(host.get(n, n) for n in nodes))
+
+
+@dataclass
+class _Run:
+    directory: str
+    info: RunInfo
+    failed: int                             # records whose status is not ok
+    points: list[PointSummary]
+    values: dict[str, dict[str, list[Value]]]
+    hosts: dict[str, tuple[str, ...]]       # point key -> hosts
+
+
+def _load(directory: str, store: Store, info: RunInfo) -> _Run:
+    records = store.records(info.run_id)
+    phases = store.phases(info.run_id)
+    points = summarize(records, phases)
+    spreads = metric_spreads(records, phases)
+    host = {n.name: _host(n) for n in store.nodes(info.run_id)}
+    nodes_of: dict[int, set[str]] = {}
+    for r in records:
+        nodes_of.setdefault(r.phase, set()).add(r.node)
+    return _Run(directory, info, sum(r.status != "ok" for r in records), points,
+                {s.point: point_values(s, spreads.get(s.point)) for s in points},
+                {s.point: _hosts(s, nodes_of, host) for s in points})
+
+
 def history(directories: Iterable[str]) -> History:
     """Every run of every directory, oldest first. FileNotFoundError: a directory without
     results; SchemaError: one of a newer manybench."""
-    loaded: list[tuple[str, RunInfo, list]] = []
+    loaded: list[_Run] = []
     for d in directories:
         with Store(d, readonly=True) as st:
-            for run in st.runs():
-                records = st.records(run.run_id)
-                points = summarize(records, st.phases(run.run_id))
-                loaded.append((d, run, [records, points]))
-    loaded.sort(key=lambda x: x[1].started_ns)
-    lines, tasks = [], {}
-    for d, run, (records, points) in loaded:
-        lines.append(RunLine(d, run.run_id, run.name, run.started_ns, run.status, run.phases,
-                             sum(r.status != "ok" for r in records)))
-        best: dict[tuple[str, str], tuple[str, float]] = {}
-        for s in points:
-            h = headline(s)
-            key = (s.task, s.variant)
-            if h is not None and (key not in best or h[1] > best[key][1]):
-                best[key] = h
-        for (task, variant), (fig, v) in best.items():
-            th = tasks.setdefault((task, variant, fig), TaskHistory(task, fig, variant=variant))
-            th.values.append(v)
+            loaded += [_load(d, st, run) for run in st.runs()]
+    loaded.sort(key=lambda x: x.info.started_ns)
+    lines = []
+    points: dict[tuple, PointHistory] = {}
+    for run in loaded:
+        info = run.info
+        lines.append(RunLine(run.directory, info.run_id, info.name, info.started_ns,
+                             info.status, info.phases, run.failed))
+        for s in run.points:
+            v = headline(s, run.values[s.point])
+            if v is None:
+                continue
+            ident: Identity = identity(s.point, s.task)
+            key = (ident.id(), s.kernel, run.hosts[s.point], v.figure, v.scope, v.unit)
+            ph = points.get(key)
+            if ph is None:
+                ph = points[key] = PointHistory(
+                    s.task, s.kernel, s.variant, s.workers, dict(s.params), ident.fields,
+                    run.hosts[s.point], v.figure, v.label, v.scope, v.unit, v.direction)
+            ph.runs.append(PointRun(info.run_id, run.directory, info.started_ns, s.point, v))
     per_month = dict(sorted(Counter(_month(r.started_ns) for r in lines).items()))
-    return History(lines, per_month, list(tasks.values()))
+    return History(lines, per_month, list(points.values()))

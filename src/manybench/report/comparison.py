@@ -4,26 +4,30 @@ from __future__ import annotations
 
 import math
 
-from ..analysis.compare import (ELAPSED, SYNC, Comparison, Figure, RunData, TaskComparison,
-                                task_verdict, times_text, unmatched, within_run)
-from ..analysis.efficiency import unit
+from typing import Any
+
+from ..analysis.compare import (Comparison, RunData, Side, TaskComparison, task_verdict,
+                                times_text, unmatched, within_run)
+from ..analysis.joins import Unpaired
 from ..analysis.points import PointSummary
 from ..analysis.reference import FAIL, RefCheck, evaluate
+from ..analysis.values import Value
 from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
-from ..units import format_rate
-from ..analysis.values import metric_unit
 from .colunits import column_unit, num
-from .formats import DASH, count, ns, param_formatter, secs, swept
+from .formats import DASH, param_formatter, plural, swept
+from .unpaired import PointWords
 from .view import RunView, Table
 
-DEFINITIONS = ("geo mean = the geometric mean of a figure over repetitions (`report` shows "
-               "medians); faster or slower = how many "
+DEFINITIONS = ("median = the figure as `report` shows it (over phases, or over slots for a "
+               "slot's own metric); faster or slower = how many "
                "times faster or slower the compared side is in the figure's direction (a time "
-               "larger, a rate smaller: slower) [its 95% confidence interval]; not significant "
+               "larger, a rate smaller: slower), from the geometric means of the figure over "
+               "repetitions, [its 95% confidence interval]; not significant "
                "= the interval holds 1 (no difference); n too small = fewer than 3 repetitions "
-               "on a side, too few for an interval; elapsed = the phase's last end - first "
-               "start (docs/comparisons.md)")
+               "on a side, too few for an interval (docs/comparisons.md)")
+DISAGREE = ("{}: the medians and the factor (from geometric means) point different ways: "
+            "the repetitions scatter more than they differ (see the interval)")
 VARIANTS_TEST = ("test: paired t on the log ratios when every repetition has both sides (the "
                  "variants of a repetition ran back to back), else Welch's t on the log values")
 RUNS_TEST = ("runs compared point by point (the same task, parameters, workers, placement and "
@@ -33,33 +37,29 @@ NOT_INTERLEAVED = ("{} ran one after the other, not interleaved (a variant with 
                    "teardown): drift over the run is not cancelled and may show as a difference")
 
 
-def value_text(fig: Figure, v: float | None) -> str:
-    """A figure in its unit: durations for times, B/s for bandwidth, counts for the rest."""
+def _own_unit(v: Value | None) -> str:
+    """A value in the unit its own column would take (rows of several figures)."""
     if v is None:
         return DASH
-    if fig is SYNC:
-        return ns(v)
-    if fig is ELAPSED:
-        return secs(v)
-    if fig.source == "bandwidth":
-        return format_rate(v)
-    if fig.source == "ops":
-        return f"{count(v)} ops/s"
-    u = unit(fig.metric)
-    return count(v) + (f" {u}" if u != fig.metric else "")
+    unit, div = column_unit(v.unit, [v.median])
+    return f"{num(v.median / div)} {unit}".strip()
 
 
-def _unit_of(fig: Figure, kernel_name: str) -> tuple[str, float]:
-    """The unit a figure's values are written in (analysis/values.py) and the factor to it."""
-    if fig is SYNC:
-        return "s", 1e-9
-    if fig is ELAPSED:
-        return "s", 1.0
-    if fig.source == "bandwidth":
-        return "B/s", 1.0
-    if fig.source == "ops":
-        return "ops/s", 1.0
-    return metric_unit(kernel_name, fig.metric)
+def _figure_text(c: Comparison) -> str:
+    """"bandwidth, aggregate, higher is better": the figure, its scope, its direction."""
+    v = c.base.value or c.other.value
+    scope = f", {v.scope}" if v is not None else ""
+    return f"{c.figure.label}{scope}, {c.figure.direction}".replace("\n", " ")
+
+
+def _disagree(c: Comparison) -> bool:
+    """Whether the medians shown and the factor say opposite things (a side faster by its
+    median, slower by its geometric mean): a scatter the interval shows."""
+    a, b, e = c.base.value, c.other.value, c.estimate
+    if a is None or b is None or e is None or not a.median or a.median == b.median \
+            or e.ratio == 1:
+        return False
+    return (b.median > a.median) != (e.ratio > 1)
 
 
 def overhead_text(c: Comparison) -> str:
@@ -95,17 +95,15 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
     keys = ["workers"] + varying + (["variant"] if with_variant else [])
     side = ["variant"] if not runs else ["run"] if len(labels) > 1 else []
     # one figure: its values in one unit, named in the header; several: each cell its own
-    value = value_text
     unit_text = ""
+    value = _own_unit
     if len(figs) == 1:
-        base_unit, factor = _unit_of(figs[0], bases[0].kernel)
-        means = [x * factor for c in tc.rows for x in (c.base.geomean(), c.other.geomean())
-                 if x is not None]
-        unit, div = column_unit(base_unit, means)
+        shown = [v for c in tc.rows for v in (c.base.value, c.other.value) if v is not None]
+        unit, div = column_unit(shown[0].unit if shown else "", [v.median for v in shown])
         unit_text = f", {unit}" if unit else ""
-        value = lambda f, v: DASH if v is None else num(v * factor / div)   # noqa: E731
+        value = lambda v: DASH if v is None else num(v.median / div)   # noqa: E731
     cols = keys + side + (["figure"] if len(figs) > 1 else []) + [
-        f"baseline\ngeo mean{unit_text}", f"compared\ngeo mean{unit_text}",
+        f"baseline\nmedian{unit_text}", f"compared\nmedian{unit_text}",
         "faster or\nslower\n[95% CI]", "verdict", "n (test)"]
     rows = []
     for c in tc.rows:
@@ -114,17 +112,20 @@ def comparison_table(tc: TaskComparison, runs: bool = False) -> Table:
                                   for k in varying]
         row += [b.variant or DASH] if with_variant else []
         row += [_label(c, b.params)] if side else []
-        row += [c.figure.name] if len(figs) > 1 else []
-        row += [value(c.figure, c.base.geomean()), value(c.figure, c.other.geomean()),
+        row += [_figure_text(c)] if len(figs) > 1 else []
+        row += [value(c.base.value), value(c.other.value),
                 overhead_text(c), c.verdict, _n_text(c)]
         rows.append(row)
     rows += _task_rows(tc, len(keys), len(side), len(figs) > 1)
     what = f"{', '.join(labels)} against {tc.baseline}"
-    fig_text = f"{figs[0].name}, {figs[0].direction}" if len(figs) == 1 else "figure per row"
+    fig_text = _figure_text(tc.rows[0]) if len(figs) == 1 else "figure per row"
     notes = [RUNS_TEST if runs else VARIANTS_TEST]
     late = [c.other.label for c in tc.rows if not c.interleaved]
     if late:
         notes.append(NOT_INTERLEAVED.format(f"{tc.baseline} and {', '.join(dict.fromkeys(late))}"))
+    split = sum(_disagree(c) for c in tc.rows)
+    if split:
+        notes.append(DISAGREE.format(plural(split, "row")))
     return Table(title=f"{tc.task}: {what} ({fig_text})", columns=cols, rows=rows,
                  keys=len(keys) + len(side), notes=notes, wrap=True)
 
@@ -174,10 +175,10 @@ def run_tables(info: RunInfo, summaries: list[PointSummary], records: list[Recor
     return tables
 
 
-def compare_view(runs: list[RunData], tcs: list[TaskComparison], checks: list[RefCheck]
-                 ) -> RunView:
+def compare_view(runs: list[RunData], tcs: list[TaskComparison], checks: list[RefCheck],
+                 ignore: tuple[str, ...] = ()) -> RunView:
     """What `manybench compare` prints: the runs, a table per task, the newest run's
-    references."""
+    references, and the points it could not pair."""
     header = [(f"{r.label}" + (" (baseline)" if i == 0 else ""),
                f"{r.source or r.info.run_id}: run {r.info.run_id} ({r.info.name}, "
                f"{r.info.status}, {r.info.phases} phases)")
@@ -189,12 +190,41 @@ def compare_view(runs: list[RunData], tcs: list[TaskComparison], checks: list[Re
         t.title += f" of the newest run, {newest.label}"
         tables.append(t)
     names = ", ".join(r.label for r in runs[1:])
-    a = runs[0].label
-    notes = []
-    for label, (lack, extra) in unmatched(runs).items():
-        parts = ([f"{lack} points of {a} that {label} does not have"] if lack else []) + \
-            ([f"{extra} points of {label} that {a} does not have"] if extra else [])
-        if parts:
-            notes.append("not compared: " + "; ".join(parts))
-    return RunView(title=f"compare {names} against {a}", header=header, notes=notes,
+    notes = [f"points paired with {', '.join(ignore)} left out (--ignore)"] if ignore else []
+    words = PointWords(runs)
+    for u in unmatched(runs, ignore):
+        notes += words.unmatched(runs[0].label, u)
+    return RunView(title=f"compare {names} against {runs[0].label}", header=header, notes=notes,
                    tables=tables, legend=DEFINITIONS)
+
+
+def as_json(runs: list[RunData], tcs: list[TaskComparison], ignore: tuple[str, ...] = ()
+            ) -> dict[str, Any]:
+    """`compare --json`: the runs, per task each compared point with both sides' Values (as
+    `report --json` gives them), the factor and its interval, the verdict; and per later run
+    the points that could not be paired, with the other run's nearest and what differs."""
+    def side(s: Side) -> dict[str, Any]:
+        return {"label": s.label, "point": s.point.point, "variant": s.point.variant,
+                "workers": s.point.workers, "params": s.point.params,
+                "value": None if s.value is None else s.value.as_dict(),
+                "geomean": s.geomean(), "n": len(s.values)}
+
+    def unp(x: Unpaired) -> dict[str, Any]:
+        return {"task": x.point.task, "fields": x.point.fields,
+                "nearest": None if x.nearest is None else x.nearest.fields,
+                "differ": [list(d) for d in x.differ]}
+    rows = []
+    for tc in tcs:
+        for c in tc.rows:
+            e = c.estimate
+            rows.append({"task": tc.task, "figure": c.figure.name, "label": c.figure.label,
+                         "direction": c.figure.direction, "baseline": side(c.base),
+                         "compared": side(c.other),
+                         "ratio": None if e is None else e.ratio,
+                         "interval": None if e is None or e.low is None else [e.low, e.high],
+                         "times": c.times(), "verdict": c.verdict, "n": _n_text(c)})
+    return {"runs": [{"label": r.label, "source": r.source, "run": r.info.run_id,
+                      "name": r.info.name, "status": r.info.status} for r in runs],
+            "ignore": list(ignore), "comparisons": rows,
+            "unpaired": [{"run": u.label, "lack": [unp(x) for x in u.lack],
+                          "extra": [unp(x) for x in u.extra]} for u in unmatched(runs, ignore)]}

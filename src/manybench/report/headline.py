@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..analysis import PointSummary
+from ..analysis.headfigure import headline_names as default_figures
+from ..analysis.headfigure import metric_names
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.efficiency import unit as own_unit
 from ..analysis.stats import Spread
@@ -150,30 +152,6 @@ def _dist_cell(values: Values, name: str, scope: str, div: float,
         xs = [getattr(v, part) for part in parts]
         return " / ".join(num(x / div) if x is not None else DASH for x in xs)
     return cell
-
-
-def default_figures(points: list[PointSummary]) -> list[str]:
-    """A task's headline: its kernel's, else a command's metrics, else throughput or time."""
-    traits = kernel(points[0].kernel)
-    if traits.headline:
-        return list(traits.headline)
-    names = metric_names(points)
-    if traits.runs_child:
-        return names + ["elapsed"]
-    return ["bandwidth", "ops_rate"] + names if any(p.ops_rate for p in points) else \
-        names + ["elapsed"]
-
-
-def metric_names(points: list[PointSummary]) -> list[str]:
-    """The metrics of the points that are figures of their own (not flags, not hidden)."""
-    names: list[str] = []
-    for p in points:
-        k = kernel(p.kernel)
-        for n in p.metrics:
-            f = k.figure(n)
-            if n not in names and (f is None or f.role == F.FIGURE):
-                names.append(n)
-    return names
 
 
 def _ok(p: PointSummary) -> str:
