@@ -3,11 +3,14 @@ a refused connection fails at once, and what the README lists works after its in
 says what it needs)."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from manybench.cli import main
+from manybench.plan import PlanError, load_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 NULL_PLAN = 'name = "n"\n[[task]]\nname = "sync"\nkernel = "null"\n'
@@ -52,3 +55,48 @@ def test_a_file_on_the_way_to_o_is_named(tmp_path):
     res = _invoke("run", str(plan), "-o", str(tmp_path / "f" / "sub" / "out"))
     assert res.exit_code == 2, res.output
     assert f"{tmp_path / 'f'} is a file, not a directory" in res.output, res.output
+
+
+# -- a template's typo --------------------------------------------------------------------
+
+def _problems(tmp_path, text: str) -> str:
+    plan = tmp_path / "p.toml"
+    plan.write_text(textwrap.dedent(text))
+    with pytest.raises(PlanError) as e:
+        load_plan(plan)
+    return str(e.value)
+
+
+def test_a_template_typo_says_did_you_mean(tmp_path):
+    """Before: the names were listed, with no "did you mean", as a field's typo has."""
+    out = _problems(tmp_path, """
+        [[task]]
+        name = "dd"
+        command = ["dd", "if=/dev/zero", "of={scrach}/dd.out", "bs={blok}", "count=1"]
+        block = "1M"
+        """)
+    assert "unknown parameter 'scrach'" in out and "did you mean 'scratch'?" in out, out
+    # the task's own parameters are candidates too
+    assert "unknown parameter 'blok'" in out and "did you mean 'block'?" in out, out
+
+
+def test_a_variants_template_typo_says_did_you_mean(tmp_path):
+    out = _problems(tmp_path, """
+        [[task]]
+        name = "dd"
+        command = ["true"]
+        [[variant]]
+        name = "c"
+        vars = { image = "/img" }
+        wrap = ["ch-run", "{imgae}", "--"]
+        """)
+    assert "unknown value 'imgae'" in out and "did you mean 'image'?" in out, out
+
+
+def test_a_name_near_nothing_gets_no_guess(tmp_path):
+    out = _problems(tmp_path, """
+        [[task]]
+        name = "dd"
+        command = ["echo", "{zzzzqqq}"]
+        """)
+    assert "unknown parameter 'zzzzqqq'" in out and "did you mean" not in out, out
