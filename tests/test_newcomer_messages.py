@@ -3,12 +3,14 @@ a refused connection fails at once, and what the README lists works after its in
 says what it needs)."""
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from conftest import free_port
 from manybench.cli import main
 from manybench.plan import PlanError, load_plan
 
@@ -100,3 +102,41 @@ def test_a_name_near_nothing_gets_no_guess(tmp_path):
         command = ["echo", "{zzzzqqq}"]
         """)
     assert "unknown parameter 'zzzzqqq'" in out and "did you mean" not in out, out
+
+
+# -- a scheduler nothing listens at ----------------------------------------------------------
+
+def test_a_refused_scheduler_fails_at_once_naming_the_refusal(tmp_path, monkeypatch):
+    """Before: Dask retried the refused connect for its connect timeout (30 s), then "Timed
+    out". Now one TCP connect tells, and Dask's client is never asked to wait."""
+    import distributed
+
+    def no_client(*a, **kw):
+        raise AssertionError("Dask's client was asked to connect to a refused address")
+    monkeypatch.setattr(distributed, "Client", no_client)
+    plan = tmp_path / "p.toml"
+    plan.write_text(NULL_PLAN)
+    port = free_port()            # bound and closed: nothing listens there
+    for args in (["-o", str(tmp_path / "out")], ["--dry-run"]):
+        res = _invoke("run", str(plan), "--scheduler", f"tls://127.0.0.1:{port}", *args)
+        assert res.exit_code == 2, res.output
+        assert "connection refused" in res.output and f"port {port}" in res.output, res.output
+        assert "manybench scheduler" in res.output      # the way out
+
+
+@pytest.mark.e2e
+def test_a_scheduler_that_accepts_but_does_not_answer_keeps_dasks_timeout(tmp_path):
+    """A listening socket that never answers (a busy scheduler's backlog): the probe's connect
+    succeeds and Dask's client waits its own connect timeout, as before."""
+    import dask
+    plan = tmp_path / "p.toml"
+    plan.write_text(NULL_PLAN)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)            # the kernel completes connects; nothing ever answers
+        port = silent.getsockname()[1]
+        with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+            res = _invoke("run", str(plan), "--scheduler", f"tls://127.0.0.1:{port}",
+                          "-o", str(tmp_path / "out"))
+    assert res.exit_code == 2 and "Timed out" in res.output, res.output
+    assert "refused" not in res.output
