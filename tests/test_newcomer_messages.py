@@ -3,7 +3,9 @@ a refused connection fails at once, and what the README lists works after its in
 says what it needs)."""
 from __future__ import annotations
 
+import re
 import socket
+import sys
 import textwrap
 from pathlib import Path
 
@@ -140,3 +142,44 @@ def test_a_scheduler_that_accepts_but_does_not_answer_keeps_dasks_timeout(tmp_pa
                           "-o", str(tmp_path / "out"))
     assert res.exit_code == 2 and "Timed out" in res.output, res.output
     assert "refused" not in res.output
+
+
+# -- parquet after the README's install ----------------------------------------------------
+
+def _extra_with(package: str) -> str:
+    """The optional extra of pyproject.toml that installs `package` (not the test one)."""
+    import tomllib
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith(package) for d in meta["dependencies"])
+    found = [name for name, reqs in meta["optional-dependencies"].items()
+             if name != "test" and any(r.startswith(package) for r in reqs)]
+    assert len(found) == 1, meta["optional-dependencies"]
+    return found[0]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib")
+def test_the_readme_says_what_parquet_needs_beyond_its_install():
+    """The README's install (`pip install .`) leaves pyarrow out: its export line, `export
+    --help` and the message when pyarrow is missing name the extra that brings it."""
+    extra = _extra_with("pyarrow")
+    readme = (ROOT / "README.md").read_text()
+    assert "python3 -m pip install ." in readme
+    line = re.search(r"^manybench export .*parquet.*\n(.*)$", readme, re.M)
+    assert line and f"'.[{extra}]'" in line.group(0), line and line.group(0)
+    help_text = _invoke("export", "--help").output
+    assert f"'.[{extra}]'" in " ".join(help_text.split()), help_text
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib")
+def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
+    from manybench.results.store import Store
+    from builders import T0, phase, plan, recs
+    st = Store(tmp_path)
+    st.begin_run("r1", plan(), ["manybench"], {})
+    st.write_phase("r1", phase(0), T0, recs("r1", 0))
+    st.close()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)       # import pyarrow fails
+    res = _invoke("export", str(tmp_path), "--format", "parquet", "-o", str(tmp_path / "x.pq"))
+    assert res.exit_code == 2 and "needs pyarrow" in res.output, res.output
+    assert f"'.[{_extra_with('pyarrow')}]'" in res.output, res.output
+    assert "manybench[test]" not in res.output
