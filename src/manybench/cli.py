@@ -415,7 +415,8 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
 @main.command()
 @click.argument("directory", type=click.Path())
 @click.option("--format", "fmt", type=_Registry(".results.export", "EXPORTERS"), default="csv",
-              show_default=True)
+              show_default=True, help="parquet needs pyarrow, which a plain install leaves "
+                                      "out: the parquet extra (pip install '.[parquet]').")
 @click.option("--table", type=_Registry(".results.frames", "TABLES"), default="records",
               show_default=True)
 @click.option("--nested", is_flag=True,
@@ -603,7 +604,7 @@ def kernels(name: str | None) -> None:
               "(default: the one this manybench runs from).")
 @click.option("--python-version", metavar="X.Y", help="Target Python (default: this one).")
 @click.option("--platform", metavar="TAG", help="Target platform tag, e.g. manylinux2014_x86_64.")
-@click.option("--extra", "extras", multiple=True, help="Also bundle an extra (e.g. test).")
+@click.option("--extra", "extras", multiple=True, help="Also bundle an extra (e.g. parquet, test).")
 @click.option("--native", is_flag=True, help="Build the C kernels for this processor "
               "(-march=native), not portable (the default).")
 def bundle(directory: str, source: str | None, python_version: str | None,
@@ -618,8 +619,9 @@ def bundle(directory: str, source: str | None, python_version: str | None,
     except OSError as e:      # DIRECTORY cannot be made or written (a read-only mount)
         raise _fail(f"{directory}: cannot write: {e.strerror or e}") from None
     echo(build_note(native))
+    req = f"'manybench[{','.join(extras)}]'" if extras else "manybench"
     echo(f"{len(files)} files in {directory}; install with:\n"
-               f"  pip install --no-index --find-links {directory} manybench")
+         f"  pip install --no-index --find-links {directory} {req}")
 
 
 # the cluster's own commands, started by hand (cli_cluster.py)

@@ -148,6 +148,17 @@ def writable_results_dir(outdir: str, option: str = "-o") -> None:
     """Before anything starts: the results directory can be made and written (a read-only
     mount, no permission, a file in the way), else exit 2 naming it (and the option that
     gave it: -o, --resume)."""
+    in_way = _not_a_directory(outdir)
+    if in_way:      # makedirs would say "File exists" or "Not a directory", naming nothing
+        what = "a file" if os.path.isfile(in_way) else "something other than a directory"
+        if in_way != outdir:
+            fix = "give a path whose every part is a directory or does not exist yet"
+        elif os.path.basename(outdir) == "results.db":
+            fix = f"give the directory that holds it, {os.path.dirname(outdir) or '.'}"
+        else:
+            fix = f"{option} takes the directory that holds results.db (made if it does not exist)"
+        raise UserError(f"{option} {outdir}: {'this' if in_way == outdir else in_way} is {what}, "
+                        f"not a directory: {fix}")
     try:
         os.makedirs(outdir, exist_ok=True)
         with tempfile.TemporaryFile(dir=outdir):
@@ -155,6 +166,19 @@ def writable_results_dir(outdir: str, option: str = "-o") -> None:
     except OSError as e:
         raise UserError(f"{option} {outdir}: results directory cannot be written: "
                         f"{_reason(e)}") from None
+
+
+def _not_a_directory(path: str) -> str | None:
+    """The first part of path that exists and is not a directory (a file where one was
+    meant), else None."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(2, len(parts) + 1):
+        at = os.sep.join(parts[:i])
+        if not os.path.exists(at):
+            return None
+        if not os.path.isdir(at):
+            return path if i == len(parts) else at
+    return None
 
 
 def own_results(outdir: str) -> None:

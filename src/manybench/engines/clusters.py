@@ -20,6 +20,7 @@ from ..security import credentials as creds
 from .access import Access, resolve, scheduler_address
 from .base import EngineError  # noqa: F401  (re-exported for the command line)
 from .dask import DaskEngine
+from .reach import check_reachable
 
 PRELOAD = "manybench.node.dask_plugin"
 # what starting a cluster raises when it cannot start: Dask's "Cluster failed to start"
@@ -42,7 +43,9 @@ def _client(address: Any, access: Access) -> Any:
 def from_scheduler(plan: Plan, address: str, slots: int | None,
                    credentials: str | None = None, insecure: bool = False) -> DaskEngine:
     access = resolve(plan, credentials, insecure)
-    client = _client(scheduler_address(address, access), access)
+    address = scheduler_address(address, access)
+    check_reachable(address, access.security())    # refused: at once, not after Dask's 30 s
+    client = _client(address, access)
     return DaskEngine(client, default_slots=slots, on_close=client.close, access=access)
 
 

@@ -1,4 +1,5 @@
-"""`null`: no work at all; its phases measure lateness, skew and sync overhead."""
+"""`null`: no work at all; its phases measure lateness, skew, sync overhead and the phase
+cycle."""
 from __future__ import annotations
 
 from types import ModuleType
@@ -23,8 +24,9 @@ NULL = Kernel(
     name="null",
     figures=(SYNC_OVERHEAD.first(), SKEW.first(), LATENESS.first(), CYCLE.first()),
     doc="Does nothing between its start and end stamps. Its phases measure how late each slot "
-        "starts (lateness), the spread of starts (skew) and the sync overhead "
-        "(last end - first start), SMTEF's null-task figure.",
+        "starts (lateness), the spread of starts (skew), the sync overhead (last end - first "
+        "start) and the phase cycle (the coordinator's go to the last end). The phase cycle is "
+        "the figure to set beside SMTEF's null tasks (docs/definitions.md says why).",
     params={},
     prepare=_prepare,
     run=_run,

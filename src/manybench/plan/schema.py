@@ -205,9 +205,13 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 
 def known_names(names: Iterable[str], bad: str) -> str:
     names = sorted(n if n.isprintable() else repr(n) for n in names)
-    near = difflib.get_close_matches(bad, names, n=1)
-    hint = f"; did you mean {near[0]!r}?" if near else ""
-    return f"(known: {', '.join(names)}){hint}"
+    return f"(known: {', '.join(names)}){did_you_mean(names, bad)}"
+
+
+def did_you_mean(names: Iterable[str], bad: str) -> str:
+    """'; did you mean 'x'?' naming the known name nearest a typo, or '' when none is near."""
+    near = difflib.get_close_matches(bad, list(names), n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""
 
 
 def _explain(err: jsonschema.ValidationError) -> Iterator[tuple[Loc, str]]:

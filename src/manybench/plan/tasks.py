@@ -15,7 +15,7 @@ from ..templates import fields as template_fields
 from ..units import parse_duration
 from .overrides import Loc
 from .observe import observe_fields
-from .schema import known_names
+from .schema import did_you_mean, known_names
 
 
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
@@ -232,7 +232,8 @@ def _command_task(loc: Loc, command: list[str], params: dict, metrics: dict,
     for n in unknown:
         probs.append((loc + ("command",), f"template names unknown parameter {n!r} "
                                           f"(define it in the task, or use one of "
-                                          f"{', '.join(BUILTIN_NAMES)})"))
+                                          f"{', '.join(BUILTIN_NAMES)})"
+                                          f"{did_you_mean([*params, *BUILTIN_NAMES, *extra], n)}"))
     for name, rx in metrics.items():
         try:
             if "value" not in re.compile(rx).groupindex:

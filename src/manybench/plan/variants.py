@@ -24,7 +24,7 @@ from ..model import Plan, Variant
 from ..templates import fields as template_fields
 from .binding import check_bind
 from .overrides import Loc, assign, entry_names, field_name, flatten, resolve_key
-from .schema import known_names
+from .schema import did_you_mean, known_names
 from .tasks import TASK_FIELDS, check_dir, env_of
 
 # What a variant may `set`: per-phase things. Run-wide fields (slots, repeat, ...) would make
@@ -111,7 +111,8 @@ def _check_templates(loc: Loc, v: dict, var: Variant, tasks: list[dict],
                         if n not in known and n not in allowed:
                             probs.append((loc + (key,), f"template names unknown value {n!r} "
                                           f"(give it in the variant's vars, or use one of "
-                                          f"{', '.join(sorted(allowed))})"))
+                                          f"{', '.join(sorted(allowed))})"
+                                          f"{did_you_mean([*known, *allowed], n)}"))
                 except ValueError as e:
                     probs.append((loc + (key,), str(e)))
     if var.wrap is None:

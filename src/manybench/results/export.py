@@ -78,13 +78,18 @@ def _json(rows: Iterable[dict], columns: Sequence[str], out: IO) -> None:
     out.write("\n]\n")
 
 
+# what a plain install leaves out (pyproject.toml's `parquet` extra says why), and the way in
+PARQUET = ("pip install pyarrow, or install manybench with its parquet extra ('.[parquet]' "
+           "from its source tree, 'manybench[parquet]' from a bundle made with --extra parquet)")
+
+
 def _parquet(rows: Iterable[dict], columns: Sequence[str], out: IO) -> None:
     """Apache Parquet (pyarrow); dicts and lists as compact JSON strings."""
     try:
         import pyarrow  # noqa: F401, PLC0415
     except ImportError:
-        raise ExportError("--format parquet needs pyarrow, which is not installed: "
-                          "pip install pyarrow (or manybench[test])") from None
+        raise ExportError(f"--format parquet needs pyarrow, which is not installed: {PARQUET}; "
+                          "csv and json need nothing more") from None
     import pandas as pd   # noqa: PLC0415
     df = pd.DataFrame([{c: _cell(r.get(c)) for c in columns} for r in rows],
                       columns=list(columns))
