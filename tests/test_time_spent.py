@@ -212,6 +212,8 @@ def test_time_spent_adds_up_a_resumed_run_from_its_resume():
                                                                             20.0, 2.0)
     assert (t.end_s, t.own_s) == (5.0, 63.0) and t.resumed
     assert (t.slowest.phase, t.slowest.seconds) == (1, 7.0)   # phase 0 was before the resume
+    ended_unseen = TimeSpent.of(dataclasses.replace(run, notes=RunNotes()), phases)
+    assert ended_unseen.end_s is None and ended_unseen.own_s == 200.0 - 30.0 - 60.0 - 3.0
     assert TimeSpent.of(RunInfo("r", "p", "", {}, [], T, T + S, "finished", {}, RunNotes()),
                         [pinfo(0, "x", t0=T)]) is None     # stored before schema 8
 

@@ -27,7 +27,7 @@ class TimeSpent:
     windows_s: float            # sum of the phases' timed windows
     prepare_s: float            # sum of the phases' prepares (slowest node each)
     cleanup_s: float            # sum of the phases' waits after their windows
-    end_s: float                # ending the nodes (0: not known)
+    end_s: float | None         # ending the nodes (None: not known, the run's own is it)
     own_s: float                # the rest: the coordinator's own
     phases: int                 # phases counted (those with stored times)
     start_s: float | None = None    # starting the nodes, before the wall time began
@@ -53,9 +53,9 @@ class TimeSpent:
         windows, prepare, cleanup = total("window_s"), total("prepare_s"), total("cleanup_s")
         prepared = [p for p in timed if p.times.prepare_node is not None]
         slow = max(prepared, key=lambda p: p.times.prepare_s or 0.0, default=None)
-        end = run.notes.end_s or 0.0
+        end = run.notes.end_s
         return cls(wall, windows, prepare, cleanup, end,
-                   max(0.0, wall - windows - prepare - cleanup - end), len(timed),
+                   max(0.0, wall - windows - prepare - cleanup - (end or 0.0)), len(timed),
                    run.notes.start_s, bool(run.notes.resumed_ns),
                    None if slow is None else SlowestPrepare(
                        slow.index, slow.task, slow.times.prepare_node,

@@ -15,7 +15,7 @@ def time_text(t: TimeSpent) -> str:
             + (" since its resume" if t.resumed else "")
             + f" outside the timed windows: prepare {secs(t.prepare_s)}, cleanup "
             f"{secs(t.cleanup_s)}, " + (f"the run's end {secs(t.end_s)} (nodes closed, "
-                                        "scratch removed), " if t.end_s else "")
+                                        "scratch removed), " if t.end_s is not None else "")
             + f"the coordinator's own {secs(t.own_s)}; timed windows {secs(t.windows_s)}")
     if t.slowest is not None:
         s = t.slowest
