@@ -84,6 +84,8 @@ class ProgressLines:
         rate = rate_text(self.records) if self.records else ""
         if rate:
             parts.append(f"last phase {rate}")
+        if final and self.done == self.total:     # its end is still to come, and can be long
+            parts.append("ending the run: its checks, its nodes closed, their scratch removed")
         if not final and self.what and self.done < self.total:
             which = "" if self.index is None else f" {self.index}"
             parts.append(f"{self.what} phase{which} ({printable(self.label)}) for "
