@@ -2,7 +2,9 @@
 
 fixtures/results/v1.db is a real results directory's database written by manybench 0.1.0
 (schema 1: runs, phases, records; clocks in the run's notes): a null, an io.write and a
-command task, 2 repeats, workers 1 and 2.
+command task, 2 repeats, workers 1 and 2. fixtures/results/v7.db is one written by the
+manybench before schema 8 (phases without their prepare, window and cleanup times): a null
+and a `true` command task, 2 repeats, workers 1 and 2.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import sqlite3
 import pytest
 
 from conftest import run_cli
+from manybench.results.contract import PhaseTimes
 from manybench.results.schema import SCHEMA_VERSION, SchemaError
 from manybench.results.store import Store
 
@@ -69,6 +72,33 @@ def test_report_and_export_read_a_v1_directory(tmp_path):
     out = run_cli("export", d, "--format", "json")
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout)) == 18
+
+
+def test_a_v7_file_opens_its_phases_without_times_and_a_writer_adds_them(tmp_path):
+    """Schema 8: phases.prepare_s, prepare_node, window_s, cleanup_s; a file before it reads
+    them as unknown (no "time outside the windows" line), and a run added to it stores them."""
+    from manybench.report import build
+    from manybench.report.time_line import LABEL
+    d = tmp_path / "v7"
+    d.mkdir()
+    shutil.copy(V1.replace("v1.db", "v7.db"), d / "results.db")
+    path = str(d / "results.db")
+    before = _digest(path)
+    with Store(str(d), readonly=True) as ro:
+        [run] = ro.runs()
+        phases = ro.phases(run.run_id)
+        assert len(phases) == 8 and len(ro.records(run.run_id)) == 12
+        assert all(p.times == PhaseTimes() for p in phases)
+    [view] = build.build(str(d))
+    assert LABEL not in dict(view.header) and dict(view.header)["status"] == "finished"
+    assert _digest(path) == before and _version(path) == 7
+    from builders import T0, phase, plan, recs
+    with Store(str(d)) as st:
+        st.begin_run("w", plan(), [], {})
+        st.write_phase("w", phase(0), T0, recs("w", 0), times=PhaseTimes(1.5, "n1", 2.0, 0.25))
+        assert st.phases("w")[0].times == PhaseTimes(1.5, "n1", 2.0, 0.25)
+        assert st.phases(run.run_id) == phases
+    assert _version(path) == SCHEMA_VERSION
 
 
 def test_a_writer_migrates_in_place_and_keeps_every_row(tmp_path):
@@ -157,7 +187,7 @@ def test_records_have_no_key_in_a_new_file_and_keep_theirs_in_an_old_one(tmp_pat
         assert got == [(0, "n1", 7), (1, "n1", 0), (1, "n1", 1)], where
     assert _records_indexes(str(new / "results.db")) == []
     assert _records_indexes(os.path.join(d, "results.db")) != []
-    assert _version(os.path.join(d, "results.db")) == SCHEMA_VERSION == 7
+    assert _version(os.path.join(d, "results.db")) == SCHEMA_VERSION == 8
 
 
 def test_records_read_in_phase_node_slot_order_whatever_order_they_were_stored(tmp_path):

@@ -10,11 +10,12 @@ import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import fields
 
 import manybench.results
 from manybench.parsers import parse_output
 from manybench.results import schema
-from manybench.results.contract import RunNotes
+from manybench.results.contract import PhaseTimes, RunNotes
 from manybench.results.store import Store
 from builders import T0, phase, plan, recs
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
@@ -79,6 +80,8 @@ def test_a_v4_file_gains_an_empty_series_table(tmp_path):
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("DROP TABLE series")
     db.execute("ALTER TABLE phases DROP COLUMN go_ns")     # schema 6's, after series
+    for f in fields(PhaseTimes):                            # and schema 8's
+        db.execute(f"ALTER TABLE phases DROP COLUMN {f.name}")
     db.execute("PRAGMA user_version=4")
     db.close()
     with Store(tmp_path, readonly=True) as ro:      # read through a migrated copy

@@ -1,7 +1,8 @@
 """Node telemetry (issue 10, item 4): psutil readings at an interval during phases, stored per
-node marked with the running phase, summarised per point."""
+node marked with the running phase (none between phases: a prepare), summarised per point."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import namedtuple
 
@@ -10,8 +11,10 @@ import pytest
 from conftest import run_cli
 from manybench.analysis import summarize
 from manybench.node import telemetry as T
+from manybench.report.plots import data as plot_data
+from manybench.report.plots import telemetry as tel_plot
 from manybench.results.store import Store
-from builders import S, busy_row, pinfo, rec
+from builders import S, T0, busy_row, pinfo, rec, telemetry as tel_row
 
 Cpu = namedtuple("Cpu", "user nice system idle iowait")
 
@@ -48,6 +51,25 @@ def test_readings_come_at_the_interval_and_never_next_to_t0():
     [row] = tel.drain()
     assert row.phase_id == 3 and row.interval_s >= 0.01 and 0 <= row.cpu_user_pct <= 100
     assert row.mem_used_bytes > 0
+
+
+def test_a_long_prepare_or_phase_ends_with_a_reading_of_its_own():
+    """Issue 29: a prepare's I/O was the first row of the phase after it. One read during it
+    ends with a reading, due or not, marked as asked; one too short to be read ends with
+    none of its own, and a reading due then is between phases (it holds time before it)."""
+    tel = T.Telemetry("n", 0.01)
+    time.sleep(0.02)
+    began = time.time_ns()
+    tel.tick(None)                     # read during it (due)
+    time.sleep(T.BOUNDARY_NS / 1e9 * 2)
+    tel.boundary(7, began)             # its end: a row of its own, though not due
+    time.sleep(0.02)
+    short = time.time_ns()
+    tel.boundary(8, short)             # nothing read since it began: the due reading
+    assert [r.phase_id for r in tel.drain()] == [None, 7, None]
+    quiet = T.Telemetry("n", 60.0)
+    quiet.boundary(1, time.time_ns())  # not due, nothing read since: no row
+    assert quiet.drain() == []
 
 
 def test_telemetry_is_summarised_per_point_without_warmup_phases():
@@ -111,3 +133,25 @@ def test_disk_and_network_counters_are_psutils_own_figures():
     sent = sum(c.bytes_sent for n, c in nics.items() if n != "lo")
     got = sum(c.bytes_recv for n, c in nics.items() if n != "lo")
     assert 0 <= rx - got < 1 << 24 and 0 <= tx - sent < 1 << 24
+
+
+def test_the_telemetry_figure_shades_the_timed_windows():
+    """A prepare's rows (between phases) are drawn before the phase's shaded window, not
+    inside it; each phase's window is first start to last end of its ok records."""
+    t1 = T0 + 10 * S
+    records = [rec(0, 0, T0, T0, T0 + 2 * S), rec(0, 1, T0, T0 + S, T0 + 3 * S),
+               rec(1, 0, t1, t1, t1 + S), rec(1, 1, t1, t1, t1 + 9 * S, status="error")]
+    phases = [pinfo(0, "p", t0=T0), pinfo(1, "p", t0=t1)]
+    rows = [dataclasses.replace(tel_row("r", t, ph), node="n")
+            for t, ph in ((T0 - 4 * S, None), (T0 - S, None), (T0 + S, 0), (T0 + 3 * S, 0),
+                          (t1 - S, None), (t1 + S, 1))]
+    [d] = plot_data.split(summarize(records, phases), records, phases, telemetry=rows)
+    assert len(d.telemetry) == len(rows)        # the prepares' rows are the task's too
+    fig = tel_plot.plot(d)
+    for ax in fig.axes:       # seconds since the first row's start, T0 - 5 s
+        spans = sorted(tuple(p.get_path().get_extents(p.get_patch_transform()).intervalx)
+                       for p in ax.patches)
+        assert spans == [(5.0, 8.0), (15.0, 16.0)], spans    # phase 1's failed slot: out
+    # each row drawn over its interval: from the first prepare's start (0) to the last end
+    xs = [x for line in fig.axes[0].lines for x in line.get_xdata() if x == x]
+    assert (min(xs), max(xs)) == (0.0, 16.0)

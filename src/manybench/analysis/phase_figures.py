@@ -22,6 +22,8 @@ stamps are partial or absent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import eq
 from typing import Sequence
 
 from ..kernels import figures as F
@@ -99,3 +101,16 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
             f.stonewall_bytes = sum(r.bytes * overlap / (r.end_ns - r.start_ns) for r in ok)
             f.stonewall_bandwidth = f.stonewall_bytes * NS / overlap
     return f
+
+
+def ok_window(starts: Sequence[int], ends: Sequence[int], statuses: Sequence[str]
+              ) -> tuple[int, int] | None:
+    """(first start, last end) of a phase's ok records, None when none is ok; read in C
+    when every record is ok (64,000 a phase at 1,000 nodes x 64 slots)."""
+    n = statuses.count("ok")
+    if n == len(statuses):
+        return (min(starts), max(ends)) if n else None
+    if not n:
+        return None
+    ok = list(map(eq, statuses, repeat("ok")))
+    return min(compress(starts, ok)), max(compress(ends, ok))

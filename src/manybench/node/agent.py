@@ -87,6 +87,7 @@ class Agent:
         self.forked = 0     # slot processes forked: names each one's cgroup
         self.telemetry = Telemetry(node, telemetry_s)
         self.t0_ns = 0      # the phase under way's T0 (this node's clock)
+        self.went_ns = 0    # when its go came (this node's clock)
         self._poller = select.poll()     # _receive's, for the fds in _polled
         self._polled: set[int] = set()
 
@@ -191,12 +192,18 @@ class Agent:
             self._send_prepare(i, msg)
         limit = req.phase.task.timeout or DEFAULT_PREPARE_TIMEOUT_S
         deadline = time.monotonic() + limit
+        measured = req.phase.index >= 0      # not the pool's warm-up
+        began = time.time_ns()
         while not all(r.ready or r.result for r in self.running.values()):
             self._receive(min(0.2, max(0.0, deadline - time.monotonic())))
             if time.monotonic() >= deadline:
                 self._stop_preparing(limit, req.phase.task.timeout is not None)
+            if measured:    # between phases: a prepare's I/O is not its phase's
+                self.telemetry.tick(None)
             if tick:
                 tick()
+        if measured:
+            self.telemetry.boundary(None, began)
         return Prepared(SlotResults.of(self.results()),
                         {i: r.info for i, r in self.running.items()
                          if r.ready and r.info is not None}, self.take_notices())
@@ -248,13 +255,16 @@ class Agent:
 
     def connect(self, req: Connect, tick: Callable[[], None] | None = None) -> Connected:
         """Hand every ready slot its peers and wait until each has connected or failed."""
+        began = time.time_ns()
         for i in self._ready_slots():
             self.running[i].waiting = True
             _send(self.slots[i], SlotConnect(req.peers))
         while any(r.waiting and r.result is None for r in self.running.values()):
             self._receive(0.2)
+            self.telemetry.tick(None)
             if tick:
                 tick()
+        self.telemetry.boundary(None, began)
         return Connected(SlotResults.of(self.results()))
 
     def go(self, t0_ns: int, light: Prepare | None = None) -> None:
@@ -272,6 +282,7 @@ class Agent:
         self.deadline = None if timeout is None else (
             time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
         self.t0_ns = t0_ns
+        self.went_ns = time.time_ns()    # the phase's rows are from here (telemetry)
         go = b""     # packed once for every slot: the loop is the dispatch time
         for i in self._ready_slots():
             r = self.running[i]
@@ -297,7 +308,10 @@ class Agent:
         self._receive(timeout)
         done = self._done()
         if self.phase is not None and self.phase.index >= 0:   # not the pool's warm-up
-            self.telemetry.tick(None if done else self.phase.index, self.t0_ns)
+            if done:     # the phase's last row ends with it: the next prepare's are apart
+                self.telemetry.boundary(self.phase.index, self.went_ns)
+            else:
+                self.telemetry.tick(self.phase.index, self.t0_ns)
         return done
 
     def _done(self) -> bool:

@@ -4,10 +4,17 @@ with psutil; disks and network from one read each of /proc/diskstats and /proc/n
 same counts psutil gives at a fraction of its cost).
 
 No thread: the agent takes a reading when it is awake anyway, polling its slots during a
-phase (every 0.2-0.5 s), once the interval has passed and never between go and GUARD_NS
-after T0, while slots wait and start (a reading costs about 0.1 ms of cpu). Rates are deltas
-over the interval since the previous reading. Stamps are this node's CLOCK_REALTIME:
-engines/base.py moves them into the coordinator's clock.
+phase (every 0.2-0.5 s) or waiting for them to prepare, once the interval has passed and
+never between go and GUARD_NS after T0, while slots wait and start (a reading costs about
+0.1 ms of cpu). Rates are deltas over the interval since the previous reading. Stamps are
+this node's CLOCK_REALTIME: engines/base.py moves them into the coordinator's clock.
+
+A row says the phase that ran on the node (phase_id), or none: between phases, while the
+next one is prepared (files laid out or removed, a launcher started), committed or set up.
+A prepare, or a phase, long enough to have been read during it ends with a reading whether
+due or not (boundary), so that no row holds both a prepare and a phase: a prepare's I/O was
+the first row of the phase after it. A shorter one (under the interval) takes none: at most
+an interval of it is in the next row, and a run of short phases is read no more often.
 """
 from __future__ import annotations
 
@@ -21,6 +28,9 @@ import psutil
 from ..results.contract import TelemetryRow
 
 GUARD_NS = 20_000_000     # no reading from go until 20 ms after T0: the slots are starting
+# a boundary reading needs this much since the last (the plan's shortest interval): rows of
+# a few ms would be rates of nothing
+BOUNDARY_NS = 10_000_000
 
 
 @dataclass
@@ -132,6 +142,21 @@ class Telemetry:
         cur = read_counters()
         self.rows.append(row_between(self.node, self.last, cur, phase_id))
         self.last = cur
+
+    def boundary(self, phase_id: int | None, since_ns: int) -> None:
+        """The end of a prepare or a phase that began at since_ns (this node's clock): a
+        reading now, due or not, when one was taken since it began (not within BOUNDARY_NS
+        of it), so that its last row, marked phase_id, ends with it; else one if due,
+        marked as between phases (it holds time before since_ns)."""
+        if self.last is None:
+            return
+        now = time.time_ns()
+        if self.last.t_ns >= since_ns and now - self.last.t_ns >= BOUNDARY_NS:
+            cur = read_counters()
+            self.rows.append(row_between(self.node, self.last, cur, phase_id))
+            self.last = cur
+        else:
+            self.tick(None)
 
     def drain(self) -> list[TelemetryRow]:
         out, self.rows = self.rows, []

@@ -19,6 +19,7 @@ from .facts import attach_facts
 from .findings import attach_hints
 from .headline import NOTE, Values, headline_table, known_figures, task_values
 from .tables import task_table
+from .time_line import time_rows
 from .view import LEGEND, RunView
 
 
@@ -66,7 +67,7 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
                   for t, pts in by_task.items()]
     warnings = store.warnings(run.run_id)
     view = RunView(title=f"{run.name} - run {run.run_id}",
-                   header=head.header(run, data.nodes, data.peaks),
+                   header=run_header(data),
                    notes=head.notes(run, data.nodes) + _floor_notes(data),
                    warnings=head.warning_lines(warnings),
                    tables=tables + run_tables(run, data.summaries, data.records, data.phases),
@@ -78,6 +79,12 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
                      for t, pts in by_task.items()}
         view.data = (data.summaries, data.records, data.phases, data.effs)
     return view
+
+
+def run_header(data: RunData) -> list[tuple[str, str]]:
+    """The run's header rows (header.py), and where its time went (time_line.py)."""
+    return (head.header(data.info, data.nodes, data.peaks)
+            + time_rows(data.info, data.phases))
 
 
 def _floor_notes(data: RunData) -> list[str]:

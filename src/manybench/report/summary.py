@@ -2,7 +2,8 @@
 `manybench.results.summary(DIR)` (docs/results-api.md).
 
 From the same reading as the terminal and HTML report (build.py's RunData, analysis/values.py),
-so every number agrees with what the tables show: per run its header, warnings and hints;
+so every number agrees with what the tables show: per run its header, where its time went
+(`time`: analysis/time_spent.py, in seconds), warnings and hints;
 per task and point every figure (analysis/values.Value: figure, label, unit, scope, over, n,
 median, min, max, p99, ci_low, ci_high, interval_note, direction), the kernel's flags, the
 efficiency of peak and the share of N x single-node, and per phase the aggregate throughput
@@ -17,11 +18,12 @@ from dataclasses import asdict
 from typing import Any
 
 from ..analysis.throughput import phase_series, planned_interval, slot_starts
+from ..analysis.time_spent import TimeSpent
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..results.store import Store
 from . import header as head
-from .build import RunData, chosen_runs, read_run
+from .build import RunData, chosen_runs, read_run, run_header
 from .findings import run_hints
 
 # bumped when a key changes meaning. 2: a point's `point` is an object (its key's fields),
@@ -96,9 +98,15 @@ def run_summary(store: Store, data: RunData) -> dict:
     hints = run_hints(store, info, data.summaries, data.records, data.nodes, data.effs)
     return _clean({"run": info.run_id, "name": info.name, "status": info.status,
                    "started_ns": info.started_ns, "ended_ns": info.ended_ns,
-                   "header": dict(head.header(info, data.nodes, data.peaks)),
+                   "header": dict(run_header(data)),
+                   "time": _time(TimeSpent.of(info, data.phases)),
                    "warnings": head.warning_lines(warnings),
                    "hints": [asdict(h) for h in hints], "tasks": tasks})
+
+
+def _time(t: TimeSpent | None) -> dict | None:
+    """Where the run's time went, in seconds (the header's "time outside the windows")."""
+    return None if t is None else {**asdict(t), "outside_s": t.outside_s}
 
 
 def summary(store_or_dir: Store | str | os.PathLike, run_id: str | None = None,

@@ -89,6 +89,10 @@ class RunNotes:
     host: str = ""
     pid_started: float = 0.0    # its process start time, epoch s (a reused pid differs)
     heartbeat_ns: int = 0       # renewed every few seconds while it runs (run/heartbeat.py)
+    # where time went that no phase holds (report: "time outside the windows")
+    start_s: float | None = None   # starting the nodes, before the run's row (started_ns)
+    end_s: float | None = None     # ending them (slots stopped, scratch removed), in ended_ns
+    resumed_ns: int = 0         # when `run --resume` continued the run (0: it never did)
 
     @classmethod
     def from_json(cls, d: Any) -> RunNotes:
@@ -115,6 +119,17 @@ class RunInfo:
     phases: int = 0             # phases stored
 
 
+@dataclass(frozen=True)
+class PhaseTimes:
+    """Where a phase's time went, in seconds of the coordinator's clock (docs/definitions.md,
+    "time outside the windows"); a phase not run, or stored before results schema 8, has
+    none."""
+    prepare_s: float | None = None   # its slowest node's prepare and connect rounds
+    prepare_node: str | None = None  # that node (None: the prepare travelled with the go)
+    window_s: float | None = None    # its timed window: last end - first start (ok records)
+    cleanup_s: float | None = None   # from the window's end until the last results were in
+
+
 @dataclass
 class StoredPhase:
     run: str
@@ -131,6 +146,7 @@ class StoredPhase:
     label: str = ""
     warmup: bool = False        # a warm-up repetition (plan `warmup`): stored, not analysed
     go_ns: int | None = None    # when the coordinator sent the go (None: stored before v6)
+    times: PhaseTimes = PhaseTimes()   # where its time went (all None: stored before v8)
 
     @classmethod
     def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok",

@@ -8,8 +8,9 @@ Columns (docs/results-api.md):
              extra as a dict, but for the keys above and `series`) and unless nested each
              of its scalars as "extra.<key>"
   phases     run, index, task, kernel, variant, rep, workers, point, t0_ns, status, label,
-             warmup, go_ns (when the go was sent; None before schema 6), params (dict),
-             then unless nested "param.<name>"
+             warmup, go_ns (when the go was sent; None before schema 6), prepare_s,
+             prepare_node, window_s, cleanup_s (contract.PhaseTimes; None before schema 8),
+             params (dict), then unless nested "param.<name>"
   samples    contract.Sample's fields
   telemetry  contract.TelemetryRow's fields
   series     contract.SeriesPoint's fields: size-indexed tables parsers read (OSU, IMB)
@@ -25,7 +26,7 @@ from dataclasses import asdict, fields
 from typing import Any, Iterable
 
 from ..record import COLUMNS, Record
-from .contract import Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
+from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
 from .store import Store
 
 TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")
@@ -35,7 +36,8 @@ EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
 # (OSU's, IMB's) as the `series` table's rows
 NOT_IN_EXTRA = frozenset(EXTRA_COLUMNS) | {"series"}
 PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
-                 "status", "label", "warmup", "go_ns", "params")
+                 "status", "label", "warmup", "go_ns",
+                 *(f.name for f in fields(PhaseTimes)), "params")
 
 
 def _pd() -> Any:
@@ -85,7 +87,7 @@ def phase_rows(phases: Iterable[StoredPhase], nested: bool = False) -> list[dict
     out = [{"run": p.run, "index": p.index, "task": p.task, "kernel": p.kernel,
             "variant": p.variant, "rep": p.rep, "workers": p.workers, "point": p.point,
             "t0_ns": p.t0_ns, "status": p.status, "label": p.label, "warmup": p.warmup,
-            "go_ns": p.go_ns, "params": p.params} for p in phases]
+            "go_ns": p.go_ns, **asdict(p.times), "params": p.params} for p in phases]
     if not nested:
         _flat(out, "params", PARAM)
     return out

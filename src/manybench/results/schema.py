@@ -16,6 +16,9 @@ change a file).
        figure; NULL for phases stored before)
   7  records without a primary key in a new file (an older file keeps its own): rows are
      inserted, not replaced, and a phase stored again is deleted first
+  8  + phases.prepare_s, prepare_node, window_s, cleanup_s (where a phase's time went: its
+       prepare and connect rounds, its timed window, its wait after the window; NULL for
+       phases stored before and for phases not run)
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class SchemaError(Exception):
@@ -184,6 +187,11 @@ _V4_WARMUP = "ALTER TABLE phases ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0"
 
 
 _V6_GO = "ALTER TABLE phases ADD COLUMN go_ns INTEGER"
+# seconds in the coordinator's clock (docs/definitions.md, "time outside the windows")
+_V8_TIMES = ("ALTER TABLE phases ADD COLUMN prepare_s REAL;\n"
+             "ALTER TABLE phases ADD COLUMN prepare_node TEXT;\n"
+             "ALTER TABLE phases ADD COLUMN window_s REAL;\n"
+             "ALTER TABLE phases ADD COLUMN cleanup_s REAL")
 
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
@@ -248,9 +256,16 @@ def _v6_to_v7(db: sqlite3.Connection) -> None:
     replaced, which the key leaves as it was."""
 
 
+def _v7_to_v8(db: sqlite3.Connection) -> None:
+    """Add phases.prepare_s, prepare_node, window_s and cleanup_s, NULL: runs before version
+    8 did not store where a phase's time went."""
+    _script(db, _V8_TIMES)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                               3: _v3_to_v4, 4: _v4_to_v5,
-                                                              5: _v5_to_v6, 6: _v6_to_v7}
+                                                              5: _v5_to_v6, 6: _v6_to_v7,
+                                                              7: _v7_to_v8}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -304,6 +319,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
             _v3_to_v4(db)
             _v4_to_v5(db)
             _v5_to_v6(db)
+            _v7_to_v8(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

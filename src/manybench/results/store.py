@@ -29,8 +29,9 @@ from ..model import Phase, Plan
 from ..record import Record
 from ..timebase import now_ns
 from .liveness import status_of
-from .contract import (RUN_STATUSES, STEPS, NodeCommand, RunInfo, RunNotes, Sample,
-                       SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow, Warning, step_label)
+from .contract import (RUN_STATUSES, STEPS, NodeCommand, PhaseTimes, RunInfo, RunNotes,
+                       Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow,
+                       Warning, step_label)
 from . import record_read
 from .record_rows import dumps as _dumps, phase_rows
 from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity, upgrade
@@ -224,7 +225,7 @@ class Store:
     @gc_paused
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: Sequence[Record],
                     status: str = "ok", samples: Iterable[Sample] = (),
-                    go_ns: int | None = None) -> None:
+                    go_ns: int | None = None, times: PhaseTimes = PhaseTimes()) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
         transaction.
 
@@ -233,7 +234,8 @@ class Store:
         p = StoredPhase.of(run_id, phase, t0_ns, status)
         prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
                 _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup),
-                None if go_ns is None else int(go_ns))
+                None if go_ns is None else int(go_ns), times.prepare_s, times.prepare_node,
+                times.window_s, times.cleanup_s)
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
         isql, rrows, xrows = phase_rows(run_id, phase.index, records)
@@ -245,8 +247,8 @@ class Store:
         self._write([
             *again,
             ("INSERT OR REPLACE INTO phases (run, idx, task, kernel, variant, rep, workers, "
-             "point, params, t0_ns, status, label, warmup, go_ns) "
-             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+             "point, params, t0_ns, status, label, warmup, go_ns, prepare_s, prepare_node, "
+             "window_s, cleanup_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
              prow),
             (isql, rrows),
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
@@ -270,15 +272,18 @@ class Store:
         if out:
             self._write([(f"INSERT INTO telemetry VALUES ({','.join('?' * 15)})", out)])
 
-    def end_run(self, run_id: str, status: str) -> None:
-        """Mark a run as ended with one of RUN_STATUSES (other than 'running')."""
+    def end_run(self, run_id: str, status: str, end_s: float | None = None) -> None:
+        """Mark a run as ended with one of RUN_STATUSES (other than 'running'); end_s: the
+        seconds its nodes took to end (notes.end_s), when known."""
         if status not in RUN_STATUSES or status in ("running", "killed"):
             raise ValueError(f"end status must be one of {', '.join(RUN_STATUSES[1:])}; "
                              f"got {status!r}")
         # on the coordinator's clock, as started_ns: the duration is right across a wall
         # clock step (timebase.py)
         self._write([("UPDATE runs SET status=?, ended_ns=? WHERE id=?",
-                      (status, now_ns(), run_id))])
+                      (status, now_ns(), run_id))]
+                    + ([("UPDATE runs SET notes=json_set(notes, '$.end_s', ?) WHERE id=?",
+                         (end_s, run_id))] if end_s is not None else []))
 
     def heartbeat(self, run_id: str) -> None:
         """The coordinator is alive: renew the run's notes.heartbeat_ns (the wall clock: a
@@ -333,7 +338,9 @@ class Store:
                             params=_column(self.path, "phases", "params", f"phase {r['idx']}",
                                            json.loads, r["params"]),
                             status=r["status"], label=r["label"],
-                            warmup=bool(r["warmup"]), go_ns=r["go_ns"]) for r in rows]
+                            warmup=bool(r["warmup"]), go_ns=r["go_ns"],
+                            times=PhaseTimes(r["prepare_s"], r["prepare_node"], r["window_s"],
+                                             r["cleanup_s"])) for r in rows]
 
     def samples(self, run_id: str, phase_id: int | None = None) -> list[Sample]:
         """The run's progress samples (of one phase if given), by phase, rank and time."""

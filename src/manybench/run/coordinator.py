@@ -12,7 +12,9 @@ monotonic clock; a wall clock step is watched for each phase): engines convert T
 
 Each phase comes back as one frozen PhaseOutcome (run/outcome.py: records, samples, T0, when
 its go was sent, telemetry, warnings), which is what a commit stores; a phase whose go is
-sent is held as an InFlight until its results are taken, for an interrupt to keep.
+sent is held as an InFlight until its results are taken, for an interrupt to keep. Where each
+phase's time went (run/times.py: prepare, window, cleanup) is stored with it, the nodes'
+start and a resume's instant in the run's notes: the report adds them up.
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ from .schedule import Scheduler
 from . import interrupts
 from . import clock_steps
 from .gaps import Gaps
+from .times import phase_times
 from .heartbeat import Heartbeat, stamp
 from .jobs import layout_problems
 from .resume import Resume
@@ -95,6 +98,7 @@ class Coordinator:
 
     def run(self) -> Outcome:
         timebase.anchor()     # the coordinator's clock: the wall clock now, then monotonic
+        began = timebase.now_ns()
         os.makedirs(self.outdir, exist_ok=True)
         run_id = self.resume.info.run_id if self.resume else new_run_id(self.plan.name)
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
@@ -111,9 +115,11 @@ class Coordinator:
         store = Store(self.outdir)
         notes = RunNotes(slots=sum(n.slots for n in nodes), phases=len(self.phases),
                          cpus=sum(len(n.cpus) for n in nodes),
-                         oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes))
+                         oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes),
+                         start_s=(timebase.now_ns() - began) / 1e9)
         beat = self._begin(store, run_id, nodes, notes, default_dir)
         status, code = "aborted", EXIT_FAILED
+        end_s = None     # how long its nodes took to end (known when they were closed)
         previous = signal.signal(signal.SIGTERM, interrupts.raise_interrupt)
         try:
             status = self._phases(nodes)
@@ -143,16 +149,18 @@ class Coordinator:
         else:
             # measured, stored and checked: a Ctrl-C now only cuts the nodes' close short
             # (they are aborted), and the run keeps its status
+            closing = timebase.now_ns()
             if interrupts.cut_short(self.engine.close, then_ignore=False):
                 with interrupts.ignored():
                     self.engine.abort()
                 interrupts.own()   # ignored() leaves them so: the report may take a while
+            end_s = (timebase.now_ns() - closing) / 1e9    # scratch removed: can be minutes
             self._engine_warnings()
         finally:
             signal.signal(signal.SIGTERM, previous)
             beat.stop()
             self.collector.committed()     # nothing stays frozen past the run
-        store.end_run(run_id, status)
+        store.end_run(run_id, status, end_s)
         store.close()
         return Outcome(run_id, status, code, self.failed,
                        checks_cut=status == "interrupted" and self.ran_all)
@@ -170,6 +178,7 @@ class Coordinator:
         try:
             if self.resume:   # the same run goes on: its phases so far are kept
                 notes.phases = self.resume.info.notes.phases or notes.phases
+                notes.resumed_ns = timebase.now_ns()   # the time line starts again here
                 store.resume_run(run_id, stamp(notes))
                 self.failed = self.resume.failed
             else:
@@ -207,7 +216,7 @@ class Coordinator:
                     self.engine.sync_clocks()    # clocks drift: re-measure between points
                     self._store_nodes()
                 point = phase.point
-                bar.point(phase.label)
+                bar.point(phase.label, phase.index)
                 done = self._phase(phase, nodes, bar)
                 for w in done.said:
                     self.warnings.add(w.kind, w.message, node=w.node, task=w.task,
@@ -260,6 +269,7 @@ class Coordinator:
         work = self._work(phase, nodes)
         if self.scheduler.lead_ns() < max(OVERLAP_LEAD_NS, 4 * self.commit_ns):
             self._flush()   # a short lead: the commit would compete with the slots arming
+        bar.doing("preparing")
         self.engine.prepare(phase, work, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
@@ -271,6 +281,7 @@ class Coordinator:
         self.collector.pause((t0 - sent) / 1e9)
         try:
             self.engine.go(t0)
+            bar.doing("running")
             self._flush()     # the previous phase, while this one waits for its (long) lead
             polled = timebase.now_ns()    # from here on, the coordinator waits on the nodes
             while not self.engine.poll(0.2):
@@ -287,9 +298,13 @@ class Coordinator:
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
         said = [Said("stall", text, node=node, task=task, phase=at)
                 for node, task, at, text in stall_texts(stalled)]
+        waits = self.engine.waits()
         said += self.gaps.judge(phase, t0, polled, {n: r.elapsed_ns for n, r in results.items()},
-                                *self.engine.waits())
-        return replace(done, said=tuple(said))
+                                *waits)
+        records = done.records
+        times = phase_times(records.column("start_ns"), records.column("end_ns"),
+                            records.column("status"), t0, polled, *waits)
+        return replace(done, said=tuple(said), times=times)
 
     def _watch_clock(self, phase: Phase, nodes: list[Node], during: bool) -> None:
         """A step of the wall clock since last looked (run/clock_steps.py) is warned, and the
@@ -321,7 +336,8 @@ class Coordinator:
 
     def _commit(self, done: PhaseOutcome) -> None:
         self.store.write_phase(self.run_id, done.phase, done.t0, done.records,
-                               status=done.status, samples=done.samples, go_ns=done.go_ns)
+                               status=done.status, samples=done.samples, go_ns=done.go_ns,
+                               times=done.times)
         self.store.write_telemetry(self.run_id, done.telemetry)
 
     def _tear_down(self) -> None:

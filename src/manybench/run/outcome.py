@@ -13,7 +13,7 @@ from ..kernels import figures as F
 from ..model import Phase
 from ..node.arrays import SlotResults
 from ..record_columns import RecordColumns
-from ..results.contract import Sample, TelemetryRow
+from ..results.contract import PhaseTimes, Sample, TelemetryRow
 from .samples import samples_at
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)
@@ -49,6 +49,7 @@ class PhaseOutcome:
     status: str = "ok"            # the stored phase's: ok | interrupted
     telemetry: tuple[TelemetryRow, ...] = ()
     said: tuple[Said, ...] = ()
+    times: PhaseTimes = PhaseTimes()   # where its time went (run/times.py); none: not run
 
     @property
     def failed(self) -> int:

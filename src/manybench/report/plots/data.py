@@ -6,7 +6,9 @@ TelemetryRow; the figures that need them are left out where they are empty.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ...analysis import PointSummary, summarize
 from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate
@@ -90,8 +92,21 @@ def split(summaries: list[PointSummary], records: list[Record], phases: list[Sto
         t = task_of.get(pt.phase_id)
         if t in out:
             out[t].series.append(pt)
+    before = _next_phase(phases)
     for row in telemetry or []:
-        t = task_of.get(row.phase_id) if row.phase_id is not None else None
+        t = task_of.get(row.phase_id) if row.phase_id is not None else before(row.t_ns)
         if t in out:
             out[t].telemetry.append(row)
     return list(out.values())
+
+
+def _next_phase(phases: list[StoredPhase]) -> Callable[[int], str | None]:
+    """The task of the first phase whose T0 is at or after an instant: a telemetry row taken
+    between phases (node/telemetry.py) is its prepare's, shown in that task's figure."""
+    starts = sorted((p.t0_ns, p.task) for p in phases if p.t0_ns is not None)
+    t0s = [t for t, _ in starts]
+
+    def task(t_ns: int) -> str | None:
+        i = bisect_left(t0s, t_ns)
+        return starts[i][1] if i < len(starts) else None
+    return task
