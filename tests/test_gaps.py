@@ -180,3 +180,22 @@ def test_an_unattacked_dask_run_on_a_busy_machine_has_no_gap(two_nodes, plan_fil
     _unattacked_on_a_busy_machine(_null_plan(plan_file, 300, 2), out,
                                   "--scheduler", two_nodes.scheduler)
     assert _phases_done(out) == 300
+
+
+@pytest.mark.parametrize("kernel, flagged", [("meta.mkdir", False), ("null", True)])
+def test_a_prepare_that_does_more_work_than_the_points_first_is_no_gap(kernel, flagged):
+    """A kernel whose prepare lays out or clears files does different work from one repetition
+    to the next: meta.mkdir's first prepare removed nothing, its next 20,000 directories (45 s
+    here), and that was told as a stalled agent. Its prepare is judged against the phase's
+    other nodes only; a light prepare (the same nothing every phase) against the point's
+    earlier phases too."""
+    from dataclasses import replace
+    from builders import phase
+    from manybench.run.gaps import Gaps
+    gaps = Gaps()
+    said = []
+    for i in range(4):
+        p = replace(phase(i), kernel=kernel, point="p1")
+        slow = 5.0 if i == 3 else 0.01        # one node: no peers in the phase
+        said += gaps.judge(p, 1_000, 1_000, {"n1": [1]}, {"n1": slow}, {"n1": 1_000})
+    assert bool(said) is flagged, said

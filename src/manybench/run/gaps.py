@@ -11,8 +11,12 @@ is two things (engines time them: Engine.waits):
 A slot's own work is never in them (its elapsed time is measured on its monotonic clock).
 
 Each is held against what is usual for it: the node's go against its own recent phases and
-the other nodes' in this phase; its prepare (the kernel's work) against the earlier phases of
-the same point and the other nodes' in this phase (neither: not judged). Where there are both
+the other nodes' in this phase; its prepare (the kernel's work) against the other nodes' in
+this phase, and, where the kernel's prepare touches nothing (its trait light_prepare: the
+same work every phase), against the earlier phases of the same point too (neither: not
+judged). A prepare that lays out or clears files does different work from one repetition to
+the next (meta.mkdir's first removes nothing, its next 20,000 directories: 45 s here), so
+only its peers in the phase, doing the same work, tell a stall from the work. Where there are both
 references the larger is taken: a node is flagged only when slow against each, so neither a
 node always slower than its peers nor a moment when every node waits (the coordinator's own
 doing) is a node's gap. A node is flagged when it kept the coordinator waiting MARGIN_S
@@ -30,6 +34,7 @@ from collections import deque
 from typing import Iterable, Sequence
 
 from ..analysis.stats import median, median_without
+from ..kernels import kernel
 from ..model import Phase
 from .outcome import Said
 
@@ -87,7 +92,7 @@ class Gaps:
         """node -> (seconds it kept the coordinator waiting longer than usual, usual) of
         these nodes of the phase, against the history so far."""
         gos, preps = sorted(go.values()), sorted(waited.values())
-        point = self.prepare.get(phase.point)
+        point = self.prepare.get(phase.point) if kernel(phase.kernel).light_prepare else None
         out = {}
         for node in nodes:
             usual_go = _largest(_median(self.go.get(node)), _peers(gos, go[node]))
