@@ -234,20 +234,25 @@ _AT_GHZ = re.compile(r"@\s*(\d+(?:\.\d+)?)\s*GHz", re.IGNORECASE)
 
 
 MEASURED_CLOCK = "measured: one busy core's clock (chains of dependent adds)"
+RATED_BOOST = "cpufreq cpuinfo_max_freq (rated boost)"
 
 
 def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int | None = None,
                 max_khz: int | None = None, driver: str | None = None,
-                measured_ghz: float | None = None
+                measured_ghz: float | None = None, measured_source: str = MEASURED_CLOCK
                 ) -> tuple[float | None, str, float | None, str]:
-    """(base GHz, where from, max GHz, where from); None and the reason when unknown.
+    """(base GHz, where from, max GHz, where from); None and the reason when unknown. The
+    base is the clock peaks are reckoned at, so it comes from a rating wherever one exists and
+    never from one reading of a clock that moves with the machine's load.
 
     Base: cpufreq base_frequency; else acpi-cpufreq's cpuinfo_max_freq (its highest P-state is
     the nominal clock, boost is not listed); else the model name's "@ 2.40GHz" (Intel's rated
-    base); else the highest `cpu MHz` of /proc/cpuinfo (the current clock: below base on an
-    idle power-saving core, the host's clock in a VM). Max: cpufreq cpuinfo_max_freq.
-    `measured_ghz` (a busy core's clock, probe.c) replaces the current `cpu MHz` as base (a
-    clock under load, not an idle one) and stands for the max where cpufreq does not say it.
+    base); else cpufreq's cpuinfo_max_freq, the rated boost, where no base is rated (amd-pstate
+    and the like); else `measured_ghz`, a busy core's clock (probe.c) as `measured_source`
+    says it was kept (clock_keep.py: the highest measured since the machine booted); else the
+    highest `cpu MHz` of /proc/cpuinfo (the current clock: below base on an idle
+    power-saving core, the host's clock in a VM). Max: cpufreq cpuinfo_max_freq, else
+    `measured_ghz`.
     """
     base: float | None = None
     mx: float | None = None
@@ -259,14 +264,16 @@ def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int
         base, bsrc = max_khz / 1e6, "acpi-cpufreq cpuinfo_max_freq (nominal)"
     elif model_name and (m := _AT_GHZ.search(model_name)):
         base, bsrc = float(m.group(1)), "model name"
+    elif max_khz:
+        base, bsrc = max_khz / 1e6, f"{RATED_BOOST} (no base clock is rated here)"
     elif measured_ghz:
-        base, bsrc = measured_ghz, MEASURED_CLOCK + ", not the rated base"
+        base, bsrc = measured_ghz, measured_source + ", not the rated base"
     elif (mhz := [x for x in mhz if x > 0]):
         base, bsrc = max(mhz) / 1e3, "/proc/cpuinfo cpu MHz (current clock, not rated base)"
     if max_khz and not acpi:
-        mx, msrc = max_khz / 1e6, "cpufreq cpuinfo_max_freq"
+        mx, msrc = max_khz / 1e6, RATED_BOOST
     elif measured_ghz:
-        mx, msrc = measured_ghz, MEASURED_CLOCK
+        mx, msrc = measured_ghz, measured_source
     elif acpi:
         msrc = "unknown (acpi-cpufreq does not list boost clocks)"
     else:

@@ -23,8 +23,8 @@ from typing import Any, Callable
 import psutil
 
 from .. import __version__
-from . import network, peaks, tunables
-from .cpu_peak import Measured, core_flops, frequencies, parse_cpuinfo
+from . import clock_keep, network, peaks, tunables
+from .cpu_peak import MEASURED_CLOCK, Measured, core_flops, frequencies, parse_cpuinfo
 from .memory_peak import memory_channels, parse_dmi_memory_device
 
 # the one-core probes: the best of many short chunks (a chunk the core was not taken from:
@@ -155,15 +155,23 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
     measured = _safe(lambda: _probe(unknown_fma)) if unknown_fma or weak_clock else None
     if measured and unknown_fma:
         flops = core_flops(info, sve_bits, measured)
-    # to 0.1 GHz, as clocks are rated: runs on one machine keep the same peaks
+    # one measurement moves with the load: the highest since boot (clock_keep.py) stands,
+    # to 0.1 GHz as clocks are rated, so runs on one machine keep the same peaks
+    kept = clock_keep.keep(round(measured.ghz, 3)) if measured and weak_clock else None
     base, bsrc, mx, msrc = frequencies(
         info["model_name"], info["mhz"], **freq,
-        measured_ghz=round(measured.ghz, 1) if measured and weak_clock else None)
+        measured_ghz=round(kept.ghz, 1) if kept else None,
+        measured_source=kept.source(MEASURED_CLOCK) if kept else MEASURED_CLOCK)
     channels, rate, msource = memory_channels(_safe(_dimms) or [])
+    probe = None
+    if measured:
+        probe = {"ghz": round(measured.ghz, 3),
+                 "gflops": {str(k): round(v, 2) for k, v in measured.gflops.items()}}
+        if kept:
+            probe.update(kept_ghz=round(kept.ghz, 3), measurements=kept.count,
+                         kept_in=kept.path)
     cpu = {"vendor": info["vendor"], "family": info["family"], "model": info["model"],
-           "probe": ({"ghz": round(measured.ghz, 3), "gflops": {str(k): round(v, 2) for k, v
-                                                                in measured.gflops.items()}}
-                     if measured else None),
+           "probe": probe,
            "microarch": flops.microarch, "simd": flops.isa, "simd_bits": flops.simd_bits,
            "fma": flops.fma, "fma_units": flops.units, "fma_width_bits": flops.width_bits,
            "dp_flops_per_cycle": flops.flops_per_cycle, "flops_assumption": flops.assumption,
