@@ -1,9 +1,12 @@
-"""A CPU core's double-precision flops per cycle and its clocks, from /proc/cpuinfo and cpufreq.
+"""A CPU core's flops per cycle (double and single precision) and its clocks, from
+/proc/cpuinfo and cpufreq.
 
 Pure (text and numbers in, numbers out) so it can be tested with synthetic /proc/cpuinfo text;
 environment.py does the reading, peaks.py turns the figures into peaks (docs/peaks.md):
 
   dp_flops_per_cycle = FMA units x (SIMD bits / 64) x 2      (a fused multiply-add is 2 flops)
+  sp_flops_per_cycle = FMA units x (SIMD bits / 32) x 2      (twice as many lanes; scalar: the
+                                                              same as DP)
 
 SIMD bits is the narrower of what the instruction set offers (/proc/cpuinfo flags: avx512f 512,
 avx2/avx 256, sse2 128; aarch64 asimd 128, sve its vector length) and the width of the core's
@@ -96,11 +99,22 @@ class CoreFlops:
     flops_per_cycle: float
     assumption: str | None = None   # set when the table did not know the CPU
 
+    @property
+    def sp_flops_per_cycle(self) -> float:
+        """Single precision: a vector holds twice as many floats as doubles (scalar: one)."""
+        return sp_per_dp(self.width_bits) * self.flops_per_cycle
+
     def describe(self) -> str:
         kind = "FMA" if self.fma else "add/multiply"
         text = (f"{self.units} x {self.width_bits}-bit {kind} pipes per core "
                 f"({self.microarch}) -> {self.flops_per_cycle:g} DP flops/cycle/core")
         return text + (f"; {self.assumption}" if self.assumption else "")
+
+
+def sp_per_dp(width_bits: int | None) -> int:
+    """SP flops per DP flop of a pipe this wide: 2 for any vector (128 bits and more), 1 for
+    scalar code."""
+    return 2 if (width_bits or 0) >= 128 else 1
 
 
 # Intel family 6 models
