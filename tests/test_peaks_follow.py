@@ -3,6 +3,9 @@ the precision its figure declares (SP or DP); the efficiency says which peak and
 node's stable clock: test_stable_clock.py)."""
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from manybench.analysis import summarize
@@ -138,3 +141,37 @@ def test_the_efficiency_says_which_peak_and_why():
     assert e.basis.startswith("2 cores x 4.3 GHz x 64 SP flops/cycle = 275.2 GFLOPS per core")
     assert "the highest of 7 since boot" in e.basis
     assert "SP peak of the cores used" in e.rule and "cpus each slot was allowed" in e.rule
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cpus")
+def test_a_run_sets_one_slot_of_two_cpus_and_two_of_one_against_one_peak(tmp_path, plan_file):
+    """On this machine: a command (it declares no threads) as one slot of 2 cpus and as 2
+    slots of one cpu; the cpus its records read back make the peak, 2 cores' either way."""
+    from conftest import run_cli
+    plan = plan_file("""
+        name = "peaks-follow"
+        repeat = 1
+        [placement]
+        workers = 2
+        pin = "core"
+        [[task]]
+        name = "h"
+        command = ["echo", "MFLOPS measured : 1000"]
+        metrics.mflops = 'MFLOPS measured : (?P<value>[0-9.]+)'
+        [[variant]]
+        name = "slots"
+        [[variant]]
+        name = "one"
+        set = { "placement.workers" = 1, "placement.cpus" = 2 }
+        """)
+    out = tmp_path / "out"
+    ran = run_cli("run", plan, "-o", str(out))
+    assert ran.returncode == 0, ran.stderr
+    rep = run_cli("report", str(out), "--json")
+    assert rep.returncode == 0, rep.stderr
+    [run] = json.loads(rep.stdout)["runs"]
+    effs = {p["variant"]: p["efficiency"] for t in run["tasks"] for p in t["points"]}
+    assert effs["slots"]["peak"] == effs["one"]["peak"], effs
+    assert effs["slots"]["cores"] == effs["one"]["cores"] == 2
+    assert effs["one"]["precision"] == "SP" and "SP flops/cycle" in effs["one"]["basis"]
