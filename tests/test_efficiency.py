@@ -225,11 +225,14 @@ def test_each_node_is_measured_against_its_own_peaks():
 
 
 def test_threads_and_cores_used():
-    assert threads_per_slot({}, 8) == 1 and threads_per_slot({"threads": 4}, 8) == 4
+    assert threads_per_slot({"threads": 4}, 8) == 4
     assert threads_per_slot({"threads": 0}, 8) == 8 and threads_per_slot({"threads": "2"}, 8) == 2
+    # undeclared: a kernel's own default (cpu.dgemm runs 1), a command's none (its cpus tell)
+    assert threads_per_slot({}, 8, "cpu.dgemm") == 1 and threads_per_slot({}, 8) is None
     recs, _ = point_records(0, "p", "t", "gflops", [1.0] * 6, ["a", "a", "a", "b", "b", "b"],
                             params={"threads": 2})
-    assert cores_used(recs, 4) == 8            # 6 cores wanted per node, 4 there, 2 nodes
+    four = P.derive({"cores": 4})
+    assert cores_used(recs, four) == 8         # 6 cores wanted per node, 4 there, 2 nodes
 
 
 def test_stream_efficiency_uses_memory_peak_per_node():
@@ -267,7 +270,8 @@ def test_direct_metric_and_aggregate_peaks():
 def test_multi_node_share_as_the_himeno_seed():
     # the seed: 28 cores on one node gave 48504.2478304 MFLOPS, 56 on two gave 80951.0242042
     one, two = 48504.2478304, 80951.0242042
-    pk = P.derive({}, ("[peaks]", {"dp_gflops": 2419.2, "cores": 28}))   # 28 x 2.7 GHz x 32
+    # 28 x 2.7 GHz x 32 DP flops; Himeno's are single precision: x 64
+    pk = P.derive({}, ("[peaks]", {"dp_gflops": 2419.2, "sp_gflops": 4838.4, "cores": 28}))
     records, infos = build(
         point_records(0, "h28", "himeno", "mflops", [one / 28] * 28, ["a"] * 28,
                       kernel="cpu.himeno"),
@@ -281,10 +285,10 @@ def test_multi_node_share_as_the_himeno_seed():
     assert h56.share.single_point == "h28" and h56.share.nodes == 2
     assert h56.share.ratio == pytest.approx(two / (2 * one))          # 83.4% as in the seed
     assert round(h56.share.ratio * 100, 1) == 83.4
-    # efficiency of mflops against the DP peak of the cores used, x 1000
-    assert eff["h28"].efficiency.peak == pytest.approx(2419.2e3)
-    assert eff["h56"].efficiency.peak == pytest.approx(2 * 2419.2e3)
-    assert eff["h56"].efficiency.ratio == pytest.approx(two / (2 * 2419.2e3))
+    # efficiency of mflops against the SP peak of the cores used, x 1000
+    assert eff["h28"].efficiency.peak == pytest.approx(4838.4e3)
+    assert eff["h56"].efficiency.peak == pytest.approx(2 * 4838.4e3)
+    assert eff["h56"].efficiency.ratio == pytest.approx(two / (2 * 4838.4e3))
     # uneven spread (20 + 10): no share
     assert eff["h30"].share is None and eff["h30"].per_node is None
 

@@ -50,7 +50,8 @@ def test_a_summed_per_slot_metric_shows_its_aggregate_and_per_slot_and_the_effic
         tmp_path):
     spec = TaskSpec("h", "cpu.himeno", {})
     env = {"hostname": "n1", "physical_cores": 4,
-           "peaks": P.derive({"cores": 4, "base_ghz": 2.5, "dp_flops_per_cycle": 40}).as_dict()}
+           "peaks": P.derive({"cores": 4, "base_ghz": 2.5, "dp_flops_per_cycle": 40,
+                              "sp_flops_per_cycle": 80}).as_dict()}
     st = Store(tmp_path)
     st.begin_run("r", Plan(name="h", tasks=[spec], raw={}), [], env)
     for i, per_slot in enumerate(([1288.0], [1000.0, 1200.0])):
@@ -65,8 +66,8 @@ def test_a_summed_per_slot_metric_shows_its_aggregate_and_per_slot_and_the_effic
     rows = [line for line in table.splitlines() if line.strip().startswith(("1 ", "2 "))]
     # 2 workers: the phase's sum 2200 MFLOPS, per slot 1100 (not the median of 1000, 1200)
     assert "2200" in rows[1] and "1100" in rows[1]
-    # the efficiency of that same sum: 2200 MFLOPS of a peak of 2 slots x 100 GFLOPS
-    assert "1% of 200000 MFLOPS" in rows[1], table
+    # the efficiency of that same sum: 2200 MFLOPS of a peak of 2 slots x 200 SP GFLOPS
+    assert "1% of 400000 MFLOPS" in rows[1], table
 
 
 README_MIXED = ["copied 2.80 GB/s\n", "copied 420 MB/s\n", "copied 3.10 GB/s\n"]

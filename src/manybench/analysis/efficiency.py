@@ -12,15 +12,25 @@ The peak of a phase, for m: a sum over the phase's nodes, each with its OWN peak
 inventory, collected on the node, with the plan's [peaks] over it; NodePeaks):
   "<task>.<m>" or m named in [peaks]      -> that number, as given (a device, a link: shared)
   a metric declared with a peak (kernels/figures.py: its `peak`, (inventory peak, scale)):
-    on dp_gflops (gflops of cpu.dgemm and HPL's parser; mflops of cpu.himeno and Himeno's,
-    scale 1000)                            -> sum over nodes of dp_gflops / cores x cores
-                                              used, x the scale
+    on dp_gflops or sp_gflops, the precision the metric declares (gflops of cpu.dgemm and
+    HPL's parser: DP; mflops of cpu.himeno and Himeno's parser: SP, scale 1000)
+                                           -> sum over nodes of that peak / cores x cores
+                                              used there, x the scale
     on mem_bw_mb_s (triad_mb_s, copy_mb_s, scale_mb_s, add_mb_s of mem.stream and STREAM's
     parser)                                -> sum over nodes used of mem_bw_mb_s
   bandwidth_mb_s, ops_per_s                -> only when named in [peaks]
-where cores used on a node = min(slots on the node x threads per slot, the node's cores);
-threads per slot is the `threads` parameter (absent: 1; 0: the node's cores), so a command
-that runs mpirun -np 28 in one slot declares threads = 28. A node with no stored inventory
+where the peak follows what the slots held: cores used on a node = the sum over its slots of
+the threads each declares (its `threads` parameter, 0 = the node's cores; else its kernel's
+default: cpu.dgemm, cpu.himeno, mem.stream run 1) or, where nothing declares them (a
+command, an MPI rank), the physical cores of the cpus it was allowed (its record's
+cpus_allowed, read back from /proc: pin, `cpus`, `bind` and a rank's cpus decide it; SMT
+siblings are one core, from the inventory's smt_siblings); at most the distinct cores all
+its slots held and the node's cores. So one slot of 2 cpus and two slots of 1 on the same
+cpus get the same peak, and a rank of 64 cpus 64 cores' peak. A record without a read-back
+(runs stored before records had one) counts the plan's `cpus`, else 1. The clock of a flops
+peak is a rating where one exists, else the highest measured since the node booted
+(inventory/clock_keep.py); the rule and each Efficiency's `basis` say which, with cores x
+clock x flops per cycle. A node with no stored inventory
 (runs stored before nodes had one) takes the run's environment, the coordinator's. The
 efficiency of a point = the median over its phases of phase figure / phase peak; its peak =
 the median of the phase peaks.
@@ -45,20 +55,26 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from ..inventory.peaks import Peaks
+from ..inventory.peaks import FLOPS_PEAKS, MEASURED, PRECISION, Peaks
 from ..kernels import declared_metrics, kernel
+from ..kernels import figures as F
+from ..kernels.binding import parse_cpulist
 from ..record import Record
 from .phase_figures import PhaseFigures
 from .points import PointSummary
 from .rates import summed
 from .stats import median
 
-DP_PEAK, MEM_PEAK = "dp_gflops", "mem_bw_mb_s"     # the inventory peaks declarations name
+MEM_PEAK = "mem_bw_mb_s"     # the inventory peak memory bandwidths are declared against
 _PEAKED = {n: f.peak for n, f in declared_metrics().items() if f.peak}
-DP_METRICS = {n: p[1] for n, p in _PEAKED.items() if p[0] == DP_PEAK}   # metric -> per GFLOPS
+# metric -> (its precision's flops peak, its unit per GFLOPS): gflops DP, mflops SP, ...
+FLOPS_METRICS = {n: p for n, p in _PEAKED.items() if p[0] in FLOPS_PEAKS}
 STREAM_METRICS = tuple(n for n, p in _PEAKED.items() if p[0] == MEM_PEAK)
 AGGREGATES = ("bandwidth_mb_s", "ops_per_s")
-RULE_ORDER = tuple(DP_METRICS) + STREAM_METRICS
+RULE_ORDER = tuple(FLOPS_METRICS) + STREAM_METRICS
+CORES_USED = ("cores used = per node, the physical cores of the cpus each slot was allowed "
+              "(read back from /proc: what pin, cpus, bind or a rank's cpus gave it), or the "
+              "threads it declares (`threads`), at most the cores its slots hold")
 
 
 @dataclass
@@ -93,6 +109,9 @@ class Efficiency:
         is not a result."""
         return self.ratio > 1.0
     rule: str          # how the peak was reckoned, in words
+    cores: float | None = None     # flops peaks: cores used (median over phases)
+    precision: str | None = None   # flops peaks: "DP" or "SP", as the metric declares
+    basis: str = ""                # this point's peak in words: cores x clock x flops/cycle
 
 
 @dataclass(frozen=True)
@@ -130,8 +149,11 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def threads_per_slot(params: dict, node_cores: float | None) -> float:
-    """Cores one slot keeps busy: its `threads` parameter (0 = all the node's cores), else 1."""
+def threads_per_slot(params: dict, node_cores: float | None, kernel_name: str = ""
+                     ) -> float | None:
+    """Threads one slot's work runs, as declared: its `threads` parameter (0 = all the
+    node's cores), else its kernel's default for it (cpu.dgemm, cpu.himeno, mem.stream: 1);
+    None when nothing declares it (a command: the cpus it was allowed tell)."""
     t = params.get("threads")
     if isinstance(t, str) and t.strip().isdigit():
         t = int(t)
@@ -140,15 +162,32 @@ def threads_per_slot(params: dict, node_cores: float | None) -> float:
             return float(t)
         if node_cores:
             return float(node_cores)
-    return 1.0
+    spec = kernel(kernel_name).params.get("threads") if kernel_name else None
+    return float(spec.default) if spec is not None and _number(spec.default) else None
 
 
-def cores_used(records: Sequence[Record],
-               node_cores: float | None | Callable[[str], float | None]) -> float:
-    """Sum over the phase's nodes of min(slots x threads per slot, cores per node);
-    node_cores: every node's cores, or a function giving each node's."""
-    cores_of = node_cores if callable(node_cores) else (lambda _n: node_cores)
-    return sum(_node_cores_used(recs, cores_of(node)) for node, recs in _by_node(records))
+def held_cores(r: Record, pk: Peaks) -> set[int] | None:
+    """The physical cores of the cpus the slot's work was allowed, read back from /proc
+    (kernels/binding.py); None when its record does not say."""
+    text = r.metrics.get(F.CPUS_ALLOWED.name)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return pk.cores_among(parse_cpulist(text))
+    except ValueError:
+        return None
+
+
+def _placed(r: Record) -> float:
+    """The cpus the plan gave a slot (`cpus`) whose record has no read-back; else 1."""
+    c = r.params.get("cpus")
+    return float(c) if _number(c) and c > 0 else 1.0
+
+
+def cores_used(records: Sequence[Record], peaks: Peaks | NodePeaks) -> float:
+    """Sum over the phase's nodes of the cores its slots used there (CORES_USED)."""
+    peaks = peaks if isinstance(peaks, NodePeaks) else NodePeaks(peaks)
+    return sum(_node_cores_used(recs, peaks.of(node)) for node, recs in _by_node(records))
 
 
 def _by_node(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
@@ -158,9 +197,21 @@ def _by_node(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
     return list(out.items())
 
 
-def _node_cores_used(recs: Sequence[Record], cores: float | None) -> float:
-    want = sum(threads_per_slot(r.params, cores) for r in recs)
-    return min(want, cores) if cores else want
+def _node_cores_used(recs: Sequence[Record], pk: Peaks) -> float:
+    """Per slot its declared threads, else the cores it was allowed; summed, at most the
+    cores the slots hold together (slots sharing cpus share their cores) and the node's."""
+    cores = pk.get("cores")
+    want, union, known = 0.0, set(), True
+    for r in recs:
+        held = held_cores(r, pk)
+        threads = threads_per_slot(r.params, cores, r.kernel)
+        want += threads if threads is not None else len(held) if held else _placed(r)
+        if held:
+            union |= held
+        else:
+            known = False
+    caps = [c for c in (cores, len(union) if known and union else None) if c]
+    return min([want, *caps])
 
 
 def _phase_value(metric: str, fig: PhaseFigures, recs: Sequence[Record]) -> float | None:
@@ -213,16 +264,37 @@ class _Point:
         return median(vals) if vals else None
 
 
-def _dp_phase_peak(recs: Sequence[Record], peaks: NodePeaks, scale: float) -> float | None:
-    """Sum over the phase's nodes of dp_gflops per core x cores used there (x scale)."""
-    total = 0.0
+def _flops_phase_peak(recs: Sequence[Record], peaks: NodePeaks, name: str, scale: float
+                      ) -> tuple[float, float] | None:
+    """(peak, cores used): sum over the phase's nodes of the precision's GFLOPS per core x
+    the cores used there (x scale)."""
+    total = used = 0.0
     for node, mine in _by_node(recs):
         pk = peaks.of(node)
-        dp, cores = pk.get("dp_gflops"), pk.get("cores")
-        if dp is None or cores is None:
+        gf, cores = pk.get(name), pk.get("cores")
+        if gf is None or cores is None:
             return None
-        total += dp / cores * _node_cores_used(mine, cores) * scale
-    return total
+        n = _node_cores_used(mine, pk)
+        total += gf / cores * n * scale
+        used += n
+    return total, used
+
+
+def _per_core(pk: Peaks, name: str) -> str:
+    """One core's peak of a precision in words: clock (and where it came from) x flops per
+    cycle, or the peak as given / cores."""
+    gf, cores = pk.get(name), pk.get("cores")
+    ghz, fpc = pk.get("base_ghz"), pk.get(FLOPS_PEAKS[name])
+    if gf is None or cores is None:
+        return f"{name} unknown"
+    if ghz and fpc and abs(gf - cores * ghz * fpc) <= 1e-9 * gf:
+        clock = pk.basis.get("base_ghz", "")
+        if clock in ("detected", MEASURED):
+            clock = pk.sources.get("base_ghz") or clock
+        return (f"{ghz:g} GHz x {fpc:g} {PRECISION[name]} flops/cycle = {gf / cores:,.4g} "
+                f"GFLOPS per core (clock: {clock})")
+    return (f"{name} {gf:,.6g} GFLOPS ({pk.basis.get(name, '')}) / {cores:g} cores = "
+            f"{gf / cores:,.4g} GFLOPS per core")
 
 
 def _mem_phase_peak(recs: Sequence[Record], peaks: NodePeaks) -> float | None:
@@ -240,23 +312,20 @@ def _peak_rule(metric: str, task: str, peaks: NodePeaks) -> tuple[str, Any, str]
             what = ("aggregate bandwidth in MB/s" if metric == "bandwidth_mb_s" else
                     "aggregate ops/s" if metric == "ops_per_s" else
                     f"{metric} summed over a phase's slots")
-            return key, lambda recs, v=value: v, (
+            return key, lambda recs, v=value: (v, None), (
                 f"{what} / {key} = {value:g} ({peaks.default.basis.get(key) or '[peaks]'})")
     every = peaks.all()
-    if metric in DP_METRICS:
-        per_core = {(p.get("dp_gflops") / p.get("cores"), p.get("cores")) for p in every
-                    if p.get("dp_gflops") is not None and p.get("cores") is not None}
-        if not per_core:
+    if metric in FLOPS_METRICS:
+        name, scale = FLOPS_METRICS[metric]
+        kinds = {_per_core(p, name) for p in every if p.get(name) and p.get("cores")}
+        if not kinds:
             return None
-        scale = DP_METRICS[metric]
-        if len(per_core) == 1:
-            (gf, cores), = per_core
-            detail = f"= {gf:,.4g} GFLOPS per core x (slots x threads, at most {cores:g} per node)"
-        else:
-            detail = "with each node's own GFLOPS per core and cores (the nodes differ)"
-        rule = (f"{metric} summed over a phase's slots / (dp_gflops per core x cores used) "
-                + detail + (" x 1000" if scale != 1 else ""))
-        return "dp_gflops", lambda recs: _dp_phase_peak(recs, peaks, scale), rule
+        detail = (next(iter(kinds)) if len(kinds) == 1
+                  else "each node's own GFLOPS per core (the nodes differ)")
+        rule = (f"{metric} summed over a phase's slots / {PRECISION[name]} peak of the cores "
+                f"used: {detail}" + (f", x {scale:g} ({unit(metric)})" if scale != 1 else "")
+                + f"; {CORES_USED}")
+        return name, lambda recs: _flops_phase_peak(recs, peaks, name, scale), rule
     if metric in STREAM_METRICS:
         bws = {p.get("mem_bw_mb_s") for p in every if p.get("mem_bw_mb_s") is not None}
         if not bws:
@@ -264,7 +333,7 @@ def _peak_rule(metric: str, task: str, peaks: NodePeaks) -> tuple[str, Any, str]
         detail = (f"= {next(iter(bws)):,.0f} MB/s x nodes" if len(bws) == 1
                   else "with each node's own mem_bw_mb_s (the nodes differ)")
         rule = f"{metric} summed over a phase's slots / (mem_bw_mb_s summed over nodes used) " + detail
-        return "mem_bw_mb_s", lambda recs: _mem_phase_peak(recs, peaks), rule
+        return "mem_bw_mb_s", lambda recs: (_mem_phase_peak(recs, peaks), None), rule
     return None
 
 
@@ -273,19 +342,29 @@ def _efficiency(p: _Point, metric: str, peaks: NodePeaks) -> Efficiency | None:
     if rule is None:
         return None
     name, peak_of, text = rule
-    values, peaks_, ratios = [], [], []
+    values, peaks_, ratios, cores = [], [], [], []
     for f, recs in p.phases:
         v = _phase_value(metric, f, recs)
-        pk = peak_of(recs) if recs else None
+        got = peak_of(recs) if recs else None
+        pk, used = got if got else (None, None)
         if v is None or not pk:
             continue
         values.append(v)
         peaks_.append(pk)
         ratios.append(v / pk)
+        if used is not None:
+            cores.append(used)
     if not ratios:
         return None
+    used = median(cores) if cores else None
+    precision = PRECISION.get(name)
+    basis = ""
+    if used is not None and precision:
+        kinds = {_per_core(q, name) for q in peaks.all()}
+        basis = f"{used:g} cores x " + (
+            next(iter(kinds)) if len(kinds) == 1 else "each node's own GFLOPS per core")
     return Efficiency(metric, median(values), median(peaks_), median(ratios), len(ratios),
-                      name, text + "; median over phases")
+                      name, text + "; median over phases", used, precision, basis)
 
 
 def _candidates(p: _Point, peaks: NodePeaks) -> list[str]:

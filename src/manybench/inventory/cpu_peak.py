@@ -1,9 +1,12 @@
-"""A CPU core's double-precision flops per cycle and its clocks, from /proc/cpuinfo and cpufreq.
+"""A CPU core's flops per cycle (double and single precision) and its clocks, from
+/proc/cpuinfo and cpufreq.
 
 Pure (text and numbers in, numbers out) so it can be tested with synthetic /proc/cpuinfo text;
 environment.py does the reading, peaks.py turns the figures into peaks (docs/peaks.md):
 
   dp_flops_per_cycle = FMA units x (SIMD bits / 64) x 2      (a fused multiply-add is 2 flops)
+  sp_flops_per_cycle = FMA units x (SIMD bits / 32) x 2      (twice as many lanes; scalar: the
+                                                              same as DP)
 
 SIMD bits is the narrower of what the instruction set offers (/proc/cpuinfo flags: avx512f 512,
 avx2/avx 256, sse2 128; aarch64 asimd 128, sve its vector length) and the width of the core's
@@ -96,11 +99,22 @@ class CoreFlops:
     flops_per_cycle: float
     assumption: str | None = None   # set when the table did not know the CPU
 
+    @property
+    def sp_flops_per_cycle(self) -> float:
+        """Single precision: a vector holds twice as many floats as doubles (scalar: one)."""
+        return sp_per_dp(self.width_bits) * self.flops_per_cycle
+
     def describe(self) -> str:
         kind = "FMA" if self.fma else "add/multiply"
         text = (f"{self.units} x {self.width_bits}-bit {kind} pipes per core "
                 f"({self.microarch}) -> {self.flops_per_cycle:g} DP flops/cycle/core")
         return text + (f"; {self.assumption}" if self.assumption else "")
+
+
+def sp_per_dp(width_bits: int | None) -> int:
+    """SP flops per DP flop of a pipe this wide: 2 for any vector (128 bits and more), 1 for
+    scalar code."""
+    return 2 if (width_bits or 0) >= 128 else 1
 
 
 # Intel family 6 models
@@ -234,20 +248,25 @@ _AT_GHZ = re.compile(r"@\s*(\d+(?:\.\d+)?)\s*GHz", re.IGNORECASE)
 
 
 MEASURED_CLOCK = "measured: one busy core's clock (chains of dependent adds)"
+RATED_BOOST = "cpufreq cpuinfo_max_freq (rated boost)"
 
 
 def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int | None = None,
                 max_khz: int | None = None, driver: str | None = None,
-                measured_ghz: float | None = None
+                measured_ghz: float | None = None, measured_source: str = MEASURED_CLOCK
                 ) -> tuple[float | None, str, float | None, str]:
-    """(base GHz, where from, max GHz, where from); None and the reason when unknown.
+    """(base GHz, where from, max GHz, where from); None and the reason when unknown. The
+    base is the clock peaks are reckoned at, so it comes from a rating wherever one exists and
+    never from one reading of a clock that moves with the machine's load.
 
     Base: cpufreq base_frequency; else acpi-cpufreq's cpuinfo_max_freq (its highest P-state is
     the nominal clock, boost is not listed); else the model name's "@ 2.40GHz" (Intel's rated
-    base); else the highest `cpu MHz` of /proc/cpuinfo (the current clock: below base on an
-    idle power-saving core, the host's clock in a VM). Max: cpufreq cpuinfo_max_freq.
-    `measured_ghz` (a busy core's clock, probe.c) replaces the current `cpu MHz` as base (a
-    clock under load, not an idle one) and stands for the max where cpufreq does not say it.
+    base); else cpufreq's cpuinfo_max_freq, the rated boost, where no base is rated (amd-pstate
+    and the like); else `measured_ghz`, a busy core's clock (probe.c) as `measured_source`
+    says it was kept (clock_keep.py: the highest measured since the machine booted); else the
+    highest `cpu MHz` of /proc/cpuinfo (the current clock: below base on an idle
+    power-saving core, the host's clock in a VM). Max: cpufreq cpuinfo_max_freq, else
+    `measured_ghz`.
     """
     base: float | None = None
     mx: float | None = None
@@ -259,14 +278,16 @@ def frequencies(model_name: str | None, mhz: Iterable[float] = (), base_khz: int
         base, bsrc = max_khz / 1e6, "acpi-cpufreq cpuinfo_max_freq (nominal)"
     elif model_name and (m := _AT_GHZ.search(model_name)):
         base, bsrc = float(m.group(1)), "model name"
+    elif max_khz:
+        base, bsrc = max_khz / 1e6, f"{RATED_BOOST} (no base clock is rated here)"
     elif measured_ghz:
-        base, bsrc = measured_ghz, MEASURED_CLOCK + ", not the rated base"
+        base, bsrc = measured_ghz, measured_source + ", not the rated base"
     elif (mhz := [x for x in mhz if x > 0]):
         base, bsrc = max(mhz) / 1e3, "/proc/cpuinfo cpu MHz (current clock, not rated base)"
     if max_khz and not acpi:
-        mx, msrc = max_khz / 1e6, "cpufreq cpuinfo_max_freq"
+        mx, msrc = max_khz / 1e6, RATED_BOOST
     elif measured_ghz:
-        mx, msrc = measured_ghz, MEASURED_CLOCK
+        mx, msrc = measured_ghz, measured_source
     elif acpi:
         msrc = "unknown (acpi-cpufreq does not list boost clocks)"
     else:

@@ -23,8 +23,8 @@ from typing import Any, Callable
 import psutil
 
 from .. import __version__
-from . import network, peaks, tunables
-from .cpu_peak import Measured, core_flops, frequencies, parse_cpuinfo
+from . import clock_keep, network, peaks, topology, tunables
+from .cpu_peak import MEASURED_CLOCK, Measured, core_flops, frequencies, parse_cpuinfo
 from .memory_peak import memory_channels, parse_dmi_memory_device
 
 # the one-core probes: the best of many short chunks (a chunk the core was not taken from:
@@ -102,6 +102,18 @@ def _physical_cores() -> int | None:
     return len(cores) or None
 
 
+def _smt_siblings() -> list[str] | None:
+    """The hardware threads of each physical core that has more than one, as cpulists
+    ("0,64"): which cpus of a slot's are one core (analysis/efficiency.py). [] without SMT."""
+    groups = {_read(p) for p in glob.glob(
+        "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")}
+    groups.discard(None)
+    if not groups:
+        return None
+    many = [g for g in groups if len(topology.parse_cpulist(g)) > 1]
+    return sorted(many, key=lambda g: topology.parse_cpulist(g)[0])
+
+
 def _cpufreq() -> dict:
     """base_frequency and cpuinfo_max_freq (kHz) and the driver, from cpu0's cpufreq."""
     base = "/sys/devices/system/cpu/cpu0/cpufreq/"
@@ -155,23 +167,33 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
     measured = _safe(lambda: _probe(unknown_fma)) if unknown_fma or weak_clock else None
     if measured and unknown_fma:
         flops = core_flops(info, sve_bits, measured)
-    # to 0.1 GHz, as clocks are rated: runs on one machine keep the same peaks
+    # one measurement moves with the load: the highest since boot (clock_keep.py) stands,
+    # to 0.1 GHz as clocks are rated, so runs on one machine keep the same peaks
+    kept = clock_keep.keep(round(measured.ghz, 3)) if measured and weak_clock else None
     base, bsrc, mx, msrc = frequencies(
         info["model_name"], info["mhz"], **freq,
-        measured_ghz=round(measured.ghz, 1) if measured and weak_clock else None)
+        measured_ghz=round(kept.ghz, 1) if kept else None,
+        measured_source=kept.source(MEASURED_CLOCK) if kept else MEASURED_CLOCK)
     channels, rate, msource = memory_channels(_safe(_dimms) or [])
+    probe = None
+    if measured:
+        probe = {"ghz": round(measured.ghz, 3),
+                 "gflops": {str(k): round(v, 2) for k, v in measured.gflops.items()}}
+        if kept:
+            probe.update(kept_ghz=round(kept.ghz, 3), measurements=kept.count,
+                         kept_in=kept.path)
     cpu = {"vendor": info["vendor"], "family": info["family"], "model": info["model"],
-           "probe": ({"ghz": round(measured.ghz, 3), "gflops": {str(k): round(v, 2) for k, v
-                                                                in measured.gflops.items()}}
-                     if measured else None),
+           "probe": probe,
            "microarch": flops.microarch, "simd": flops.isa, "simd_bits": flops.simd_bits,
            "fma": flops.fma, "fma_units": flops.units, "fma_width_bits": flops.width_bits,
-           "dp_flops_per_cycle": flops.flops_per_cycle, "flops_assumption": flops.assumption,
+           "dp_flops_per_cycle": flops.flops_per_cycle,
+           "sp_flops_per_cycle": flops.sp_flops_per_cycle, "flops_assumption": flops.assumption,
            "base_mhz": round(base * 1e3, 1) if base else None, "base_source": bsrc,
            "max_mhz": round(mx * 1e3, 1) if mx else None, "max_source": msrc,
            "memory_channels": channels, "memory_mt_s": rate, "memory_source": msource}
     detected = {"cores": env.get("physical_cores"), "base_ghz": base, "max_ghz": mx,
-                "dp_flops_per_cycle": flops.flops_per_cycle, "mem_channels": channels,
+                "dp_flops_per_cycle": flops.flops_per_cycle,
+                "sp_flops_per_cycle": flops.sp_flops_per_cycle, "mem_channels": channels,
                 "mem_mt_s": rate}
     over = peaks.parse_env_override(os.environ.get(peaks.ENV_VAR))
     return cpu, peaks.derive(detected, (peaks.ENV_VAR, over),
@@ -196,7 +218,8 @@ def _os_name() -> str | None:
 
 def collect() -> dict:
     """Host facts for the run record: hostname, cpu_model, logical_cpus, usable_cpus (this
-    process's affinity), physical_cores, sockets, numa_nodes (count) and numa (per node: cpus,
+    process's affinity), physical_cores, smt_siblings (the cpus of each core with several
+    hardware threads), sockets, numa_nodes (count) and numa (per node: cpus,
     memory_total, distances), memory_total, os, kernel, python, governor, tuned_profile,
     tunables (THP, cpufreq, cpuidle, SMT, tuned, sysctls, kernel command line: tunables.py),
     network (interfaces and RDMA ports: network.py),
@@ -211,6 +234,7 @@ def collect() -> dict:
         "logical_cpus": _safe(os.cpu_count),
         "usable_cpus": _safe(lambda: len(os.sched_getaffinity(0))),
         "physical_cores": _safe(_physical_cores),
+        "smt_siblings": _safe(_smt_siblings),
         "sockets": _safe(_sockets),
         "numa_nodes": len(numa) if numa else None,
         "numa": numa,

@@ -49,9 +49,10 @@ def info_text(env: dict) -> str:
     if cpu:
         lines.append(f"simd      {cpu.get('simd_bits')}-bit ({cpu.get('simd')})")
         kind = "FMA" if cpu.get("fma") else "add/multiply (no FMA)"
-        fpc = cpu.get("dp_flops_per_cycle")
+        fpc, sp = cpu.get("dp_flops_per_cycle"), cpu.get("sp_flops_per_cycle")
         lines.append(f"fma       {cpu.get('fma_units')} x {cpu.get('fma_width_bits')}-bit {kind} "
-                     f"pipes per core -> {fpc:g} DP flops/cycle/core" if fpc else "fma       unknown")
+                     f"pipes per core -> {fpc:g} DP flops/cycle/core"
+                     + (f" ({sp:g} SP)" if sp else "") if fpc else "fma       unknown")
         if cpu.get("flops_assumption"):
             lines.append(f"          {cpu['flops_assumption']}")
         base, mx = cpu.get("base_mhz"), cpu.get("max_mhz")

@@ -4,9 +4,15 @@ Everything here is pure (numbers in, numbers out); environment.py does the readi
 and memory_peak.py reckon the CPU and memory figures. The formulas (docs/peaks.md):
 
   dp_flops_per_cycle = FMA units x (SIMD bits / 64) x 2      (cpu_peak.core_flops)
+  sp_flops_per_cycle = FMA units x (SIMD bits / 32) x 2      (twice DP on any vector unit)
   dp_gflops          = cores x base GHz x dp_flops_per_cycle
+  sp_gflops          = cores x base GHz x sp_flops_per_cycle
   dp_gflops_max      = cores x max (turbo) GHz x dp_flops_per_cycle
   mem_bw_mb_s        = memory channels x transfer rate (MT/s) x 8 bytes   (MB = 10^6 bytes)
+
+The base clock is a rating where one exists, else the highest clock measured on one busy
+core since the machine booted (cpu_peak.frequencies, clock_keep.py): never one measurement
+that moves with the load.
 
 Every figure can be given instead: the plan's [peaks] (or MANYBENCH_PEAKS="name=value ...")
 may set any of FIGURES, which replaces the detected value and feeds the formulas (cores = 56
@@ -19,11 +25,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
+from .topology import parse_cpulist
+from .cpu_peak import sp_per_dp
+
 
 # Machine figures: inputs of the formulas, then their outputs. Any other [peaks] key is the
 # peak of the metric of that name.
-INPUTS = ("cores", "base_ghz", "max_ghz", "dp_flops_per_cycle", "mem_channels", "mem_mt_s")
-OUTPUTS = ("dp_gflops", "dp_gflops_max", "mem_bw_mb_s")
+INPUTS = ("cores", "base_ghz", "max_ghz", "dp_flops_per_cycle", "sp_flops_per_cycle",
+          "mem_channels", "mem_mt_s")
+OUTPUTS = ("dp_gflops", "sp_gflops", "dp_gflops_max", "mem_bw_mb_s")
 FIGURES = INPUTS + OUTPUTS
 ENV_VAR = "MANYBENCH_PEAKS"
 # the basis of an input measured on the node (a busy core's clock): not a rating of the machine
@@ -31,8 +41,12 @@ MEASURED = "measured"
 BYTES_PER_TRANSFER = 8   # a 64-bit memory channel (a DDR5 DIMM's two 32-bit subchannels = one)
 
 UNITS = {"cores": "", "base_ghz": "GHz", "max_ghz": "GHz", "dp_flops_per_cycle": "flops/cycle",
-         "mem_channels": "", "mem_mt_s": "MT/s", "dp_gflops": "GFLOPS",
-         "dp_gflops_max": "GFLOPS", "mem_bw_mb_s": "MB/s"}
+         "sp_flops_per_cycle": "flops/cycle", "mem_channels": "", "mem_mt_s": "MT/s",
+         "dp_gflops": "GFLOPS", "sp_gflops": "GFLOPS", "dp_gflops_max": "GFLOPS",
+         "mem_bw_mb_s": "MB/s"}
+# the flops peaks by precision: (peak, flops per cycle it is made of), as kernels declare them
+FLOPS_PEAKS = {"dp_gflops": "dp_flops_per_cycle", "sp_gflops": "sp_flops_per_cycle"}
+PRECISION = {"dp_gflops": "DP", "sp_gflops": "SP"}
 
 
 # -- detected figures -> peaks, with overrides -----------------------------------------------
@@ -43,6 +57,12 @@ class Peaks:
     basis: dict[str, str] = field(default_factory=dict)
     detected: dict[str, float | None] = field(default_factory=dict)
     overrides: dict[str, dict[str, float]] = field(default_factory=dict)  # source -> figures
+    # where each detected input came from, in words (the clock's: a rating, or the highest
+    # measured since boot); from the inventory's cpu facts, not stored with the peaks
+    sources: dict[str, str] = field(default_factory=dict)
+    # cpu id -> the first cpu of its physical core, for cores with several hardware threads
+    # (the inventory's smt_siblings); None when the inventory does not say
+    core_of: dict[int, int] | None = None
 
     def get(self, name: str) -> float | None:
         v = self.values.get(name)
@@ -53,6 +73,12 @@ class Peaks:
         """Peaks given for metrics by name (every key that is not a machine figure)."""
         return {k: float(v) for k, v in self.values.items()
                 if k not in FIGURES and isinstance(v, (int, float)) and v > 0}
+
+    def cores_among(self, cpus: Collection[int]) -> set[int]:
+        """The physical cores (each named by its first cpu) that these cpus belong to; each
+        cpu its own core when the inventory does not say."""
+        of = self.core_of or {}
+        return {of.get(c, c) for c in cpus}
 
     def as_dict(self) -> dict[str, Any]:
         return {"values": dict(self.values), "basis": dict(self.basis),
@@ -91,22 +117,32 @@ def derive(detected: Mapping[str, Any], *layers: tuple[str, Mapping[str, Any]],
     for k, src in given.items():
         basis[k] = src
 
-    cores, fpc = vals.get("cores"), vals.get("dp_flops_per_cycle")
+    _single_precision(p.detected, vals, given, basis)
+    cores = vals.get("cores")
 
-    def flops(ghz_key: str, out: str) -> None:
+    def flops(ghz_key: str, out: str, fpc_key: str = "dp_flops_per_cycle") -> None:
         if out in given:
             return
-        ghz = vals.get(ghz_key)
-        missing = [n for n, v in (("cores", cores), (ghz_key, ghz),
-                                  ("dp_flops_per_cycle", fpc)) if v is None]
+        ghz, fpc = vals.get(ghz_key), vals.get(fpc_key)
+        missing = [n for n, v in (("cores", cores), (ghz_key, ghz), (fpc_key, fpc))
+                   if v is None]
         if missing:
             vals[out], basis[out] = None, f"{', '.join(missing)} unknown"
         else:
             vals[out] = cores * ghz * fpc
             how = " (measured)" if basis.get(ghz_key) == MEASURED else ""
-            basis[out] = (f"{_g(cores)} cores x {_g(ghz)} GHz{how} x {_g(fpc)} flops/cycle")
+            kind = " SP" if fpc_key.startswith("sp") else ""
+            basis[out] = (f"{_g(cores)} cores x {_g(ghz)} GHz{how} x {_g(fpc)}{kind} "
+                          "flops/cycle")
 
     flops("base_ghz", "dp_gflops")
+    flops("base_ghz", "sp_gflops", "sp_flops_per_cycle")
+    if "dp_gflops" in given and "sp_gflops" not in given:
+        # the DP peak given as a number: the SP peak follows it by the core's SP/DP ratio
+        dp, sp = vals.get("dp_flops_per_cycle"), vals.get("sp_flops_per_cycle")
+        vals["sp_gflops"] = vals["dp_gflops"] * sp / dp if dp and sp else None
+        basis["sp_gflops"] = (f"dp_gflops x {_g(sp / dp)} (SP / DP flops per cycle)" if dp and sp
+                              else "sp_flops_per_cycle unknown: set sp_gflops in [peaks]")
     flops("max_ghz", "dp_gflops_max")
     if "mem_bw_mb_s" not in given:
         ch, rate = vals.get("mem_channels"), vals.get("mem_mt_s")
@@ -122,6 +158,22 @@ def derive(detected: Mapping[str, Any], *layers: tuple[str, Mapping[str, Any]],
     p.values.update({k: v for k, v in vals.items() if k not in FIGURES})
     p.basis = {k: basis.get(k, "not detected") for k in p.values}
     return p
+
+
+def _single_precision(detected: Mapping[str, float | None], vals: dict, given: dict,
+                      basis: dict) -> None:
+    """SP flops per cycle follow DP flops per cycle given in an override by the core's
+    detected SP / DP ratio (a vector unit holds twice as many floats), unless given too."""
+    if "dp_flops_per_cycle" not in given or "sp_flops_per_cycle" in given:
+        return
+    dp, sp = detected.get("dp_flops_per_cycle"), detected.get("sp_flops_per_cycle")
+    if dp and sp:
+        vals["sp_flops_per_cycle"] = vals["dp_flops_per_cycle"] * sp / dp
+        basis["sp_flops_per_cycle"] = (f"{given['dp_flops_per_cycle']}'s dp_flops_per_cycle x "
+                                       f"{_g(sp / dp)} (the core's SP / DP)")
+    else:
+        vals["sp_flops_per_cycle"] = None
+        basis["sp_flops_per_cycle"] = "unknown: set sp_flops_per_cycle in [peaks]"
 
 
 def parse_env_override(text: str | None) -> dict[str, float]:
@@ -142,16 +194,43 @@ def parse_env_override(text: str | None) -> dict[str, float]:
 def for_run(environment: Mapping[str, Any] | None, plan_peaks: Mapping[str, Any] | None = None
             ) -> Peaks:
     """Effective peaks of a stored run: the detected inputs its environment holds, the
-    MANYBENCH_PEAKS overrides it was collected with, then the plan's [peaks]."""
+    MANYBENCH_PEAKS overrides it was collected with, then the plan's [peaks]; with where the
+    clocks came from and which cpus share a core (the inventory's cpu facts)."""
     env = environment or {}
     stored = env.get("peaks") if isinstance(env.get("peaks"), dict) else {}
+    cpu = env.get("cpu") if isinstance(env.get("cpu"), dict) else {}
     detected = dict(stored.get("detected") or {})
     if detected.get("cores") is None and env.get("physical_cores"):
         detected["cores"] = env["physical_cores"]      # runs stored before peaks existed
+    if detected.get("sp_flops_per_cycle") is None and _num(detected.get("dp_flops_per_cycle")) \
+            and isinstance(cpu.get("fma_width_bits"), int):
+        # runs stored before SP peaks: the core's width says how many floats a vector holds
+        detected["sp_flops_per_cycle"] = (detected["dp_flops_per_cycle"]
+                                          * sp_per_dp(cpu["fma_width_bits"]))
     layers = [(src, vals) for src, vals in (stored.get("overrides") or {}).items()
               if src != "[peaks]"]
-    return derive(detected, *layers, ("[peaks]", dict(plan_peaks or {})),
-                  measured=measured_inputs(env.get("cpu")))
+    p = derive(detected, *layers, ("[peaks]", dict(plan_peaks or {})),
+               measured=measured_inputs(cpu))
+    p.sources = {k: str(cpu[src]) for k, src in (("base_ghz", "base_source"),
+                                                 ("max_ghz", "max_source"))
+                 if isinstance(cpu.get(src), str)}
+    p.core_of = core_map(env.get("smt_siblings"))
+    return p
+
+
+def core_map(siblings: Any) -> dict[int, int] | None:
+    """cpu -> the first cpu of its core, from the inventory's smt_siblings (cpulists of the
+    cores with several hardware threads); None when it is not a list (not recorded)."""
+    if not isinstance(siblings, list):
+        return None
+    out: dict[int, int] = {}
+    for group in siblings:
+        try:
+            cpus = parse_cpulist(str(group))
+        except ValueError:
+            continue
+        out.update({c: min(cpus) for c in cpus})
+    return out
 
 
 def measured_inputs(cpu: Any) -> set[str]:

@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import tempfile
 
+from .. import cachedir
+
 SOURCE = os.path.join(os.path.dirname(__file__), "native", "mpi", "mbmpi.c")
 # the programs and their own flags: mbhimeno is the Himeno benchmark with MPI ranks and
 # OpenMP threads (native/mpi/mbhimeno.c), compiled as optimised as Himeno's usual builds
@@ -36,9 +38,7 @@ class MpiBuildError(RuntimeError):
 
 
 def cache_dir() -> str:
-    base = os.environ.get("MANYBENCH_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "manybench")
-    return os.path.join(base, "mpi")
+    return os.path.join(cachedir.base(), "mpi")
 
 
 def compiler(family: str, mpicc: str | None = None) -> str:

@@ -247,6 +247,9 @@ def _flag_columns(points: list[PointSummary], effs: dict[str, PointEfficiency],
                 return f"wrong peak (> {num(x.peak * div)}" + (f" {unit})" if unit else ")")
             return f"{x.ratio * 100:.0f}% of {num(x.peak * div)}" + (f" {unit}" if unit else "")
         out.append(Column("efficiency", "efficiency\nof peak", eff, 15))
+        # which peak and why (cores x clock x flops per cycle, precision, the clock's source)
+        notes["efficiency"] = "; ".join(f"efficiency = {r}" for r in dict.fromkeys(
+            e.efficiency.rule for e in mine if e.efficiency))
     if any(e.share for e in mine):
         def share(p: PointSummary) -> str:
             e = effs.get(p.point)
