@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..inventory.peaks import FLOPS_PEAKS, MEASURED, PRECISION, Peaks
 from ..kernels import declared_metrics, kernel
