@@ -20,7 +20,8 @@ from ..model import GROUP_KERNEL
 from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
 from . import late as late_mod
-from .phase_figures import NS, PhaseFigures, phase_figures
+from .phase_figures import PhaseFigures, phase_figures
+from .slot_figures import facts, own_rates, slot_seconds
 from .rates import summed
 from .stats import Dist, Spread, Stats, median
 from .telemetry import TelemetrySummary
@@ -52,6 +53,8 @@ class PointSummary:
     stonewall_measured: bool = False          # the slots' own figures (wear_out), not estimated
     stonewall_blocks: tuple[int, int] | None = None   # min, max blocks by the stonewall
     slot_elapsed: Spread | None = None        # per-slot seconds over records
+    own_bandwidth: Spread | None = None       # each slot's bytes / its elapsed, over records
+    own_ops_rate: Spread | None = None        # each slot's ops / its elapsed, over records
     lateness: Dist | None = None              # ns over records
     skew: Dist | None = None                  # ns over phases
     sync_overhead: Dist | None = None         # ns over phases, null kernel only
@@ -80,6 +83,8 @@ class PointSummary:
     # stored in, when every ok record agrees (mixed: a `units` warning, run/quality.py)
     units: dict[str, str] = field(default_factory=dict)
     telemetry: TelemetrySummary | None = None  # during the point's phases
+    # FACT metrics (kernels/figures.py: a tool's version): the texts its ok records carry
+    facts: dict[str, str] = field(default_factory=dict)
 
 
 def _units(ok: list[Record]) -> dict[str, str]:
@@ -333,8 +338,10 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     fill_phases(s, [_figures(info, recs) for info, recs in phases])
     s.late = late_mod.count(recs for _, recs in phases)
     s.lateness = Dist.of([x for f in s.phase_figures if f.ok for x in f.lateness_ns])
-    s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
-                                for r in ok])
+    secs = [slot_seconds(r) for r in ok]
+    s.slot_elapsed = Spread.of(secs)
+    if not kernel(s.kernel).sync_only:
+        s.own_bandwidth, s.own_ops_rate = (own_rates(ok, secs, w) for w in ("bytes", "ops"))
     s.latency_us, s.latency_source = _latency(ok)
 
     clock = [r.metrics[F.CLOCK_ERROR.name] for r in all_recs
@@ -346,6 +353,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
             if _number(v) and extracted(r, name):
                 values.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in values.items()}
+    s.facts = facts(s.kernel, ok)
     s.units = _units(ok)
     s.metric_stats = _metric_stats(phases)
     s.metric_sums = _metric_sums(phases)

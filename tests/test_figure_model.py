@@ -1,0 +1,163 @@
+"""One figure, one meaning (issue 29, items 1, 2, 4 and 8): a name shown in two views is one
+figure with one value, scope and unit; a job's figure is never divided over its ranks; a
+value a program prints once is not a distribution; units and counts read right. Known
+answers on constructed runs."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.record import Record
+from manybench.report import render_text
+from manybench.report.build import build
+from manybench.results.store import Store
+
+T = 1_700_000_000_000_000_000
+S = 1_000_000_000
+GiB = 2**30
+
+
+def _store(path, task: TaskSpec, kernel: str, phases: list[list[Record]],
+           params: dict | None = None) -> str:
+    st = Store(path)
+    st.begin_run("r", Plan(name="m", tasks=[task], raw={}), [], {"hostname": "n1"})
+    for i, recs in enumerate(phases):
+        w = recs[0].workers
+        st.write_phase("r", Phase(i, task, kernel, "", i, w, "spread", "core", params or {},
+                                  f"{task.name}-{w}"), T + i * 10 * S, recs)
+    st.end_run("r", "finished")
+    st.close()
+    return str(path)
+
+
+def _rec(i: int, slot: int, workers: int, task: str, kernel: str, start: float, end: float,
+         **kw) -> Record:
+    t0 = T + i * 10 * S
+    return Record(run="r", phase=i, task=task, kernel=kernel, variant="", rep=i,
+                  workers=workers, node="n1", slot=slot, cpu=slot, t0_ns=t0,
+                  start_ns=t0 + round(start * S), end_ns=t0 + round(end * S),
+                  elapsed_s=end - start, **kw)
+
+
+def _columns(table) -> dict[tuple[str, str], tuple[int, str]]:
+    """(label, scope) -> (column index, unit) of a view's table, from its headers
+    ("bandwidth\\nper slot, GiB/s"; a label may be broken over lines)."""
+    out = {}
+    for j, head in enumerate(table.columns):
+        lines = head.split("\n")
+        for k, line in enumerate(lines):
+            m = re.fullmatch(r"(aggregate|per slot|per job)(?:, (.+))?", line)
+            if m:
+                out[(" ".join(lines[:k]), m.group(1))] = (j, m.group(2) or "")
+    return out
+
+
+def _median(cell: str) -> float:
+    return float(cell.split(" ")[0])
+
+
+def _full(path):
+    (view,) = build(path, all_columns=True)
+    return view
+
+
+# -- item 2: a job's figure is never halved over its ranks -------------------------------------
+
+def _osu_bw(tmp_path, workers: int) -> str:
+    """OSU bandwidth as MPI jobs of 2 ranks: each job's rank 0 carries the program's figures
+    (osu_bw printed 3,296 MB/s), its other rank none."""
+    spec = TaskSpec("bw", "mpi", {"ranks": 2}, command=["osu_bw"])
+    phases = []
+    for i in range(3):
+        recs = []
+        for s in range(workers):
+            job, rank = divmod(s, 2)
+            m = {"job": job, "job_rank": rank}
+            if rank == 0:
+                m |= {"bandwidth_mb_s": 3296.0, "latency_us": 5.5}
+            recs.append(_rec(i, s, workers, "bw", "mpi", 0.0, 1.0, metrics=m,
+                             params={"ranks": 2}))
+        phases.append(recs)
+    return _store(tmp_path, spec, "mpi", phases, {"ranks": 2})
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_jobs_figure_is_per_job_never_per_slot(tmp_path, jobs):
+    out = _osu_bw(tmp_path, 2 * jobs)
+    (table,) = [t for t in _full(out).tables if t.task == "bw"]
+    cols = _columns(table)
+    assert ("bandwidth_mb_s", "per slot") not in cols, table.columns
+    assert ("latency_us", "per slot") not in cols, table.columns
+    j, unit = cols[("bandwidth_mb_s", "aggregate")]
+    # the unit its name says, the sum over the phase's jobs
+    assert unit == "MB/s" and _median(table.rows[0][j]) == 3296 * jobs
+    if jobs > 1:
+        j, unit = cols[("bandwidth_mb_s", "per job")]
+        assert unit == "MB/s" and _median(table.rows[0][j]) == 3296
+    j, unit = cols[("latency_us", "per job")]
+    assert unit == "us" and _median(table.rows[0][j]) == 5.5
+    from manybench.results import summary
+    (point,) = summary(out)["runs"][0]["tasks"][0]["points"]
+    scopes = {(f["figure"], f["scope"]) for f in point["figures"]}
+    assert ("bandwidth_mb_s", "per slot") not in scopes
+    assert ("latency_us", "per job") in scopes
+
+
+# -- item 4: a value printed once per run is a value --------------------------------------------
+
+def test_a_metric_a_program_prints_once_is_a_value_not_percentiles(tmp_path):
+    """`metrics.latency = 'latency_us: (?P<value>...)'`: the program's mean, once per run,
+    read "latency p50 / p99 5.50 / -" (the name of the computed latency distribution) and
+    came twice under --all."""
+    spec = TaskSpec("lat", "command", {}, command=["lat"], metrics={"latency": "x"})
+    recs = [[_rec(i, 0, 1, "lat", "command", 0.0, 1.0, metrics={"latency": 5.5 + i})]
+            for i in range(3)]
+    out = _store(tmp_path, spec, "command", recs)
+    text = render_text(out, width=200)
+    table = text.split("lat (command)")[1]
+    assert "p50" not in table and "p99" not in table, table
+    assert "6.50 (5.50-7.50)" in table, table
+    (full,) = [t for t in _full(out).tables if t.task == "lat"]
+    heads = [c for c in full.columns if c.split("\n")[0] == "latency"]
+    assert len(heads) == 1, full.columns
+
+
+# -- item 8: units and names agree -----------------------------------------------------------------
+
+def test_a_column_takes_its_unit_from_its_range_not_its_median(tmp_path):
+    """Lateness of a few ns with one slot 954 us late printed "954107" in an ns column."""
+    spec = TaskSpec("sync", "null", {})
+    recs = [[_rec(i, s, 4, "sync", "null", (954107e-9 if (i, s) == (0, 3) else 3e-9),
+                  0.001) for s in range(4)] for i in range(3)]
+    out = _store(tmp_path, spec, "null", recs)
+    text = render_text(out, width=200, all_columns=True)
+    (row,) = [line for line in text.splitlines() if "12/12" in line]
+    numbers = [float(x) for x in re.findall(r"(?<![\w./-])\d+(?:\.\d+)?(?![\w./-])", row)]
+    assert max(numbers) < 1000, row
+
+
+def test_a_metric_whose_name_says_its_unit_is_shown_in_it(tmp_path):
+    spec = TaskSpec("c", "command", {}, command=["c"], metrics={})
+    recs = [[_rec(i, 0, 1, "c", "command", 0.0, 1.0,
+                  metrics={"xfer_mb_s": 1500.0 + i, "flush_us": 25000.0 + i})] for i in range(3)]
+    out = _store(tmp_path, spec, "command", recs)
+    (table,) = [t for t in _full(out).tables if t.task == "c"]
+    cols = _columns(table)
+    assert cols[("xfer_mb_s", "aggregate")][1] == "MB/s"
+    assert cols[("flush_us", "per slot")][1] == "us"
+    assert _median(table.rows[0][cols[("flush_us", "per slot")][0]]) == 25001
+
+
+def test_every_column_of_one_quantity_reads_in_one_unit_system(tmp_path):
+    """io.randread's --all table showed MiB/s beside MB/s, and "iops" beside "ops rate"."""
+    spec = TaskSpec("rr", "io.randread", {})
+    recs = [[_rec(i, s, 2, "rr", "io.randread", 0.0, 1.0, bytes=400 * 2**20, ops=102400,
+                  metrics={"iops": 102400.0, "mb_s": 419.4}) for s in range(2)]
+            for i in range(3)]
+    out = _store(tmp_path, spec, "io.randread", recs)
+    (table,) = [t for t in _full(out).tables if t.task == "rr"]
+    heads = " ".join(table.columns)
+    assert "MB/s" not in heads.replace("MiB/s", ""), table.columns
+    assert not re.search(r"(^|\s)iops(\s|$)", heads), table.columns
