@@ -63,6 +63,50 @@ def _full(path):
     return view
 
 
+# -- item 1: "bandwidth per slot" is one figure -------------------------------------------------
+
+def _skewed_write(tmp_path) -> str:
+    """io.write, 2 workers: each slot writes 1 GiB in 1 s of its own, half a second apart, so
+    the phase's window is 1.5 s: aggregate 2 GiB / 1.5 s, its share per slot 0.667 GiB/s,
+    while each slot's own bytes over its own time is 1 GiB/s."""
+    spec = TaskSpec("write", "io.write", {})
+    recs = [[_rec(i, s, 2, "write", "io.write", 0.5 * s, 1.0 + 0.5 * s, bytes=GiB, ops=1024)
+             for s in range(2)] for i in range(3)]
+    return _store(tmp_path, spec, "io.write", recs)
+
+
+def test_a_figure_drawn_under_a_name_the_table_shows_has_the_tables_value(tmp_path):
+    """Item 1: the per-slot figure drew each slot's own bytes / elapsed under the name of the
+    table's column "bandwidth per slot" (aggregate / workers): 0.667 in the table, 1.0 in
+    the figure."""
+    from manybench.report.plots import figures
+    out = _skewed_write(tmp_path)
+    (table,) = [t for t in build(out, all_columns=True)[0].tables if t.task == "write"]
+    cols = _columns(table)
+    with Store(out, readonly=True) as st:
+        plots = {p.name: p for p in figures(st)["write"]}
+    for plot in plots.values():
+        (ax, *_) = plot.figure.axes
+        label = ax.get_ylabel()
+        m = re.fullmatch(r"(.+?) ?(aggregate|per slot|per job) \((.+)\)", label)
+        if m is None:
+            continue
+        name, scope, unit = m.groups()
+        if (name, scope) not in cols:
+            continue
+        j, table_unit = cols[(name, scope)]
+        assert unit == table_unit, (plot.name, label, table.columns[j])
+        shown = [round(_median(row[j]), 2) for row in table.rows]
+        drawn = [[round(float(y), 2) for y in ln.get_ydata()] for ln in ax.get_lines()]
+        assert shown in drawn, (plot.name, label, drawn, shown)
+    # the table's share of the aggregate, and the slots' own rate, each under its own name
+    j, unit = cols[("bandwidth", "per slot")]
+    assert unit == "GiB/s" and table.rows[0][j] == "0.667"
+    assert any(_median(row[j2]) == 1.0 for row in table.rows
+               for (name, scope), (j2, _) in cols.items() if scope == "per slot"
+               and name != "bandwidth")
+
+
 # -- item 2: a job's figure is never halved over its ranks -------------------------------------
 
 def _osu_bw(tmp_path, workers: int) -> str:
@@ -148,6 +192,21 @@ def test_a_metric_whose_name_says_its_unit_is_shown_in_it(tmp_path):
     assert cols[("xfer_mb_s", "aggregate")][1] == "MB/s"
     assert cols[("flush_us", "per slot")][1] == "us"
     assert _median(table.rows[0][cols[("flush_us", "per slot")][0]]) == 25001
+
+
+def test_the_figure_beside_a_table_is_in_the_tables_unit(tmp_path):
+    """A table in kops/s beside a figure in ops/s."""
+    from manybench.report.plots import figures
+    spec = TaskSpec("mkdir", "meta.mkdir", {})
+    recs = [[_rec(i, s, w, "mkdir", "meta.mkdir", 0.0, 1.0, ops=12500 * (1 + i % 2))
+             for s in range(w)] for i, w in enumerate((1, 1, 2, 2))]
+    out = _store(tmp_path, spec, "meta.mkdir", recs)
+    (table,) = [t for t in build(out)[0].tables if t.task == "mkdir"]
+    units = {u for _, u in _columns(table).values()}
+    assert "kops/s" in units
+    with Store(out, readonly=True) as st:
+        (scaling,) = [p for p in figures(st)["mkdir"] if p.name == "scaling"]
+    assert "(kops/s)" in scaling.figure.axes[0].get_ylabel()
 
 
 def test_every_column_of_one_quantity_reads_in_one_unit_system(tmp_path):
