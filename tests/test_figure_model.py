@@ -220,3 +220,49 @@ def test_every_column_of_one_quantity_reads_in_one_unit_system(tmp_path):
     heads = " ".join(table.columns)
     assert "MB/s" not in heads.replace("MiB/s", ""), table.columns
     assert not re.search(r"(^|\s)iops(\s|$)", heads), table.columns
+
+
+def test_a_warning_writes_values_as_the_table_does(tmp_path):
+    """Warnings said "phases last 274030.0 us" and "block=65536" where the table said 64KiB."""
+    from manybench.analysis import summarize
+    from manybench.run.quality import short
+    spec = TaskSpec("w", "io.write", {"block": ["64KiB", "1MiB"]})
+    phases = []
+    for i, block in enumerate((65536, 1 << 20)):
+        phases.append([_rec(i, s, 2, "w", "io.write", 0.2 * s, 0.27403 + 0.2 * s, bytes=GiB,
+                            ops=1, params={"block": block}) for s in range(2)])
+    st = Store(tmp_path)
+    st.begin_run("r", Plan(name="m", tasks=[spec], raw={}), [], {"hostname": "n1"})
+    for i, recs in enumerate(phases):
+        p = recs[0].params
+        st.write_phase("r", Phase(i, spec, "io.write", "", 0, 2, "spread", "core", p,
+                                  f"w-{p['block']}"), T + i * 10 * S, recs)
+    st.end_run("r", "finished")
+    with st:
+        points = summarize(st.records("r"), st.phases("r"))
+    found = short(points, 1.0)
+    text = " ".join(f[3] for f in found)
+    assert "block=64KiB" in text and "65536" not in text, text
+    assert "474.03ms" in text and not re.search(r"\d us\b", text), text
+
+
+def test_a_tools_version_reads_as_it_printed():
+    """IMB 2021.11 was a number, shown as "2021"."""
+    from pathlib import Path
+    from manybench.parsers import parse_output
+    fix = Path(__file__).parent / "fixtures" / "imb" / "IMB-MPI1_2021.11_openmpi_np2.txt"
+    m, _ = parse_output("imb", fix.read_text(), "")
+    assert m["version"] == "2021.11"
+
+
+def test_counts_agree_with_their_nouns(tmp_path):
+    """"1 workers", "1 phases": a count of one is singular wherever a report says it."""
+    spec = TaskSpec("sync", "null", {})
+    out = _store(tmp_path, spec, "null",
+                 [[_rec(0, 0, 1, "sync", "null", 0.0, 0.001)]])
+    text = render_text(out, width=200, all_columns=True) + render_text(out, width=200)
+    from manybench.report.plots import figures
+    with Store(out, readonly=True) as st:
+        text += " ".join(p.figure.axes[0].get_title() for p in figures(st)["sync"])
+    bad = re.findall(r"\b1 (workers|phases|slots|nodes|cpus|runs|records|jobs|ranks)\b", text)
+    assert not bad, (bad, text)
