@@ -266,3 +266,40 @@ def test_counts_agree_with_their_nouns(tmp_path):
         text += " ".join(p.figure.axes[0].get_title() for p in figures(st)["sync"])
     bad = re.findall(r"\b1 (workers|phases|slots|nodes|cpus|runs|records|jobs|ranks)\b", text)
     assert not bad, (bad, text)
+
+
+# -- every view shows the same figures (issue 29, "Done means") -------------------------------
+
+def _randread(tmp_path) -> str:
+    spec = TaskSpec("rr", "io.randread", {})
+    recs = [[_rec(i, s, w, "rr", "io.randread", 0.0, 1.0 + 0.1 * s, bytes=400 * 2**20,
+                  ops=102400, metrics={"iops": 102400.0, "mb_s": 419.4},
+                  hist={100 + s: 500, 140: 20}) for s in range(w)]
+            for i, w in enumerate((1, 1, 2, 2))]
+    return _store(tmp_path, spec, "io.randread", recs)
+
+
+def _command(tmp_path) -> str:
+    spec = TaskSpec("lat", "command", {}, command=["lat"], metrics={"latency": "x"})
+    recs = [[_rec(i, s, w, "lat", "command", 0.0, 1.0,
+                  metrics={"latency": 5.5 + i, "xfer_mb_s": 1500.0 + i,
+                           "flush_us": 25000.0 + s}) for s in range(w)]
+            for i, w in enumerate((1, 1, 2, 2))]
+    return _store(tmp_path, spec, "command", recs)
+
+
+def _null(tmp_path) -> str:
+    spec = TaskSpec("sync", "null", {})
+    recs = [[_rec(i, s, w, "sync", "null", 1e-6 * s, 2e-6 * s + 1e-5) for s in range(w)]
+            for i, w in enumerate((1, 1, 4, 4))]
+    return _store(tmp_path, spec, "null", recs)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("make", [_skewed_write, lambda p: _osu_bw(p, 4), _randread, _command,
+                                  _null], ids=["write", "osu-jobs", "randread", "command",
+                                               "null"])
+def test_every_view_shows_every_figure_alike(tmp_path, make):
+    from figure_views import assert_views_agree
+    checked = assert_views_agree(make(tmp_path / "res"))
+    assert checked["json"] == checked["table"] and checked.get("plots"), checked
