@@ -1,6 +1,8 @@
 """Every example in examples/ runs at its smoke size and its report shows the figure the
-experiment is about. The smoke overrides are read from the example's README (its "Smoke run"
-command), so the README cannot drift from what CI runs."""
+experiment is about; every figure of every point reads alike in the terminal table, `report
+--json` and the HTML figures (tests/figure_views.py, issue 29). The smoke overrides are read
+from the example's README (its "Smoke run" command), so the README cannot drift from what CI
+runs."""
 from __future__ import annotations
 
 import os
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import export_json, run_cli
+from figure_views import assert_views_agree
 from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
 
@@ -169,6 +172,8 @@ def test_example_runs_at_smoke_size(name, tmp_path):
         assert figure in report, (figure, report[-3000:])
     _says_ratios(report, expect)
     _fits_80_columns(out)
+    # every figure of every point alike in the table, `report --json` and the HTML figures
+    assert_views_agree(out)
     if name == "ranks-threads-004":    # one rank of 2 threads, 2 ranks of 1, on their cpus
         from manybench.kernels.binding import parse_cpulist
         rows = export_json(out)
@@ -240,6 +245,7 @@ def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
     _says_ratios(report, expect)
     assert re.search(r"\d+(\.\d+)?% of \d", report)      # HPL's share of the peak
     _fits_80_columns(out)
+    assert_views_agree(out)
 
 
 def _wait_phases_stored(db: str, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -286,3 +292,4 @@ def test_ha_example_loses_a_node_and_goes_on(tmp_path):
     report = _report(out)
     assert "lost" in report
     _fits_80_columns(out)
+    assert_views_agree(out)

@@ -38,14 +38,14 @@ def test_six_metric_command_task_fits_80_columns_in_one_table(tmp_path):
     for header in ("reads_per_s", "bw", "fsync", "wall", "mapped_pct", "gflops"):
         assert header in table, header
     # bw_mib_s: 1200..2101 MiB/s per slot, summed over a phase's slots (a rate): the
-    # aggregate, one unit for the column (GiB/s), median (min-max) over phases
-    assert "GiB/s" in table and "MiB/s" not in table
-    assert "1.17" in table and "8.20" in table        # 1200 and 4 x 2100 MiB/s in GiB/s
-    assert "1.17 (" not in table                     # no range of one value (1201 rounds to it)
+    # aggregate, in the unit its name says (MiB/s, never rescaled: issue 29, item 8),
+    # median (min-max) over phases
+    assert "MiB/s" in table and "GiB/s" not in table
+    assert " 1200 " in table and " 8400 " in table   # 1200 and 4 x 2100 MiB/s
     wide = render_text(tmp_path, width=200).split("bwa (command)")[1]
-    assert "8.20 (8.20-8.21)" in wide                # the range where there is room
+    assert "8400 (8400-8404)" in wide                # the range where there is room
     # and per slot (aggregate / workers) in the aggregate's unit, labelled so
-    assert "2.05" in wide and "per slot, GiB/s" in wide and "aggregate, GiB/s" in wide
+    assert "2100" in wide and "per slot, MiB/s" in wide and "aggregate, MiB/s" in wide
     # times in one human unit per column, named in its header: fsync_us 133000 -> 133 ms,
     # never "133k"
     assert "per slot, ms" in table and " 133 " in table and "133k" not in table
@@ -91,7 +91,9 @@ def test_narrow_terminal_drops_least_important_columns_and_says_so(tmp_path):
 
 def test_column_units():
     # a command's metric by its name's suffix; a declared one as its kernel declares it
-    assert metric_unit("command", "x_mb_s") == ("B/s", 1e6)
+    # a name that says its unit is shown in it (issue 29, item 8)
+    assert metric_unit("command", "x_mb_s") == ("MB/s", 1.0)
+    assert metric_unit("command", "x_us") == ("us", 1.0)
     assert metric_unit("command", "fsync_us") == ("s", 1e-6)
     assert metric_unit("command", "reads") == ("", 1.0)
     assert metric_unit("mem.stream", "triad_mb_s") == ("MB/s", 1.0)

@@ -29,7 +29,7 @@ def test_osu_latency_53_table_from_zero_bytes() -> None:
     m, t = parse_output("osu", _read("osu", "osu_latency_5.3_openmpi_np2.txt"), "")
     assert m["latency_us"] == 0.15 and m["latency_max_size_us"] == 359.36
     assert (m["min_size_bytes"], m["max_size_bytes"], m["sizes"]) == (0, 4194304, 24)
-    assert m["version"] == 5.3
+    assert m["version"] == "5.3"
     [s] = t
     assert (s.name, s.unit, s.x_unit) == ("osu_latency", "us", "bytes")
     pts = dict(s.points)
@@ -48,7 +48,7 @@ def test_osu_bw_peak_is_not_the_last_row() -> None:
 def test_osu_bibw_74_datatype_line() -> None:
     m, t = parse_output("osu", _read("osu", "osu_bibw_7.4_mpich_np2.txt"), "")
     assert t[0].name == "osu_bibw" and _series(t, "osu_bibw")[1] == 17.31
-    assert m["version"] == 7.4 and m["sizes"] == 17
+    assert m["version"] == "7.4" and m["sizes"] == 17
 
 
 @pytest.mark.parametrize("name,test,first,last", [
@@ -93,7 +93,7 @@ def test_osu_refuses_other_output() -> None:
 
 def test_imb_openmpi_every_benchmark() -> None:
     m, t = parse_output("imb", _read("imb", "IMB-MPI1_2021.11_openmpi_np2.txt"), "")
-    assert m["version"] == 2021.11
+    assert m["version"] == "2021.11"
     assert m["pingpong_latency_us"] == 0.12 and m["pingpong_bandwidth_mb_s"] == 9906.16
     assert (m["bcast_t_min_us"], m["bcast_t_max_us"], m["bcast_t_avg_us"]) == (0.07, 0.24, 0.16)
     assert m["allreduce_t_avg_us"] == 0.24          # 4 bytes: the smallest above 0

@@ -59,7 +59,7 @@ def test_html_is_self_contained_with_every_figure(tmp_path):
     StoreWithSamples.samples_by_run, StoreWithSamples.telemetry_by_run = samples, telemetry
     with StoreWithSamples(tmp_path, readonly=True) as st:
         page = html_page(st)
-    figs = re.findall(r'<figure class="plot" data-plot="(\w+)">', page)
+    figs = re.findall(r'<figure class="plot" data-plot="(\w+)"', page)
     assert figs == ["scaling", "per_slot", "timeline", "gantt", "elapsed"] + ALL
     assert page.count("<svg") == len(figs)
     # nothing fetched: no script, stylesheet link, or external reference
@@ -116,7 +116,8 @@ def test_html_renders_offline_in_headless_chromium(tmp_path):
     res = _chromium(path.as_uri(), tmp_path, "report")
     assert res.returncode == 0, res.stderr[-2000:]
     dom = res.stdout
-    figs = re.findall(r'<figure class="plot" data-plot="\w+">\s*<svg[^>]*>.*?</svg>', dom, re.S)
+    figs = re.findall(r'<figure class="plot" data-plot="\w+"[^>]*>\s*<svg[^>]*>.*?</svg>', dom,
+                      re.S)
     assert len(figs) == 5 + len(ALL)
     assert all("<path" in f or "<use" in f for f in figs)     # drawn, not empty
     assert _console_errors(res.stderr) == []
@@ -165,10 +166,12 @@ def test_the_throughput_figure_draws_the_phases_aggregate_bandwidth(tmp_path):
     assert lines[0].get_linestyle() == "--"
 
 
-def test_per_slot_figure_is_in_the_unit_of_the_tasks_aggregate(tmp_path):
-    """Issue 17, item 4: one unit across a task's tables and figures. Slots that each write
-    at 1.17 GiB/s in their own time, 9.5 s apart, make an aggregate of 120 MiB/s: the table
-    and the scaling figure say MiB/s, and the per-slot figure said GiB/s beside them."""
+def test_each_figure_is_in_the_unit_of_its_tables_column(tmp_path):
+    """Issue 17, item 4 and issue 29, item 1: one unit for a figure across a task's tables
+    and figures. Slots that each write at 1.17 GiB/s in their own time, 9.5 s apart, make an
+    aggregate of 120 MiB/s: the table and the scaling figure say MiB/s for the aggregate;
+    the per-slot figure draws each slot's own bandwidth, another figure, in its own column's
+    unit (GiB/s), not under the name of the aggregate's share per slot."""
     from manybench.model import Phase, Plan, TaskSpec
     from manybench.record import Record
     spec = TaskSpec("w", "io.write", {})
@@ -186,5 +189,10 @@ def test_per_slot_figure_is_in_the_unit_of_the_tasks_aggregate(tmp_path):
         records, phases = st.records("r1"), st.phases("r1")
     (d,) = split(summarize(records, phases), records, phases, {}, [], [])
     labels = {p.name: p.figure.axes[0].get_ylabel() for p in task_plots(d)}
-    assert labels["scaling"] == "aggregate bandwidth (MiB/s)", labels
-    assert labels["per_slot"] == "bandwidth per slot (MiB/s)", labels
+    assert labels["scaling"] == "bandwidth aggregate (MiB/s)", labels
+    assert labels["per_slot"] == "own bandwidth per slot (GiB/s)", labels
+    from manybench.report.build import build
+    (view,) = build(str(tmp_path), all_columns=True)
+    heads = view.tables[0].columns
+    assert "bandwidth\naggregate, MiB/s" in heads and "bandwidth\nper slot, MiB/s" in heads
+    assert "own bandwidth\nper slot, GiB/s" in heads, heads

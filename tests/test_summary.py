@@ -15,7 +15,8 @@ from manybench.report.colunits import column_unit, value_spread
 from manybench.report.summary import summary
 
 FIELDS = {"figure", "label", "unit", "scope", "over", "n", "median", "min", "max", "p99",
-          "ci_low", "ci_high", "interval_note", "direction"}
+          "ci_low", "ci_high", "interval_note", "direction", "shape", "fixed", "quantiles",
+          "shown_unit", "shown_factor"}
 
 
 def _rows(text: str, task: str) -> dict[str, str]:
@@ -42,11 +43,12 @@ def test_every_figure_of_every_point_with_n_median_interval_and_unit(tmp_path):
     figs = {(v["figure"], v["scope"]): v for v in p4["figures"]}
     for v in p4["figures"]:
         assert set(v) == FIELDS
-    # bw_mib_s: 4 slots x 2100(+rep) MiB/s summed per phase, 2 phases: in B/s
+    # bw_mib_s: 4 slots x 2100(+rep) MiB/s summed per phase, 2 phases: in the unit its
+    # name says, as every view shows it
     agg = figs[("bw_mib_s", "aggregate")]
-    assert agg["unit"] == "B/s" and agg["n"] == 2 and agg["over"] == "phases"
-    assert agg["median"] == 4 * 2100 * 2**20 and agg["max"] == 4 * 2101 * 2**20
-    assert figs[("bw_mib_s", "per slot")]["median"] == 2100 * 2**20
+    assert agg["unit"] == "MiB/s" and agg["n"] == 2 and agg["over"] == "phases"
+    assert agg["median"] == 4 * 2100 and agg["max"] == 4 * 2101 and agg["fixed"]
+    assert figs[("bw_mib_s", "per slot")]["median"] == 2100
     # two repetitions: no interval, said so
     assert agg["ci_low"] is None and agg["interval_note"] == "n too small"
     fsync = figs[("fsync_us", "per slot")]

@@ -143,7 +143,7 @@ def test_a_parallel_task_of_several_jobs_shows_one_jobs_share_beside_per_slot():
                             params={"ranks": ranks}, metrics={"rate_mb_s": 80.0},
                             metric_sums={"rate_mb_s": Stats.of([80.0, 80.0, 80.0])})
     vs = point_values(point(8, 4))["rate_mb_s"]
-    assert [(v.scope, v.median) for v in vs] == [("aggregate", 80e6), (PER_JOB, 40e6),
-                                                 ("per slot", 10e6)]
+    assert [(v.scope, v.median) for v in vs] == [("aggregate", 80.0), (PER_JOB, 40.0),
+                                                 ("per slot", 10.0)]
     for workers, ranks in ((8, 8), (8, 1)):
         assert PER_JOB not in {v.scope for v in point_values(point(workers, ranks))["rate_mb_s"]}

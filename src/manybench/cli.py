@@ -15,6 +15,7 @@ import click
 
 from . import cli_errors as errs
 from .printable import echo
+from .units import plural
 
 EXIT_USAGE = 2
 
@@ -139,7 +140,8 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
         echo(f"interrupted: finished phases kept in {outdir}; `manybench run --resume "
                    f"{outdir}` runs the rest", err=True)
     elif outcome.failed:
-        echo(f"{outcome.failed} records failed: see `manybench report {outdir}`", err=True)
+        echo(f"{plural(outcome.failed, 'record')} failed: see `manybench report {outdir}`",
+             err=True)
     code = outcome.exit_code
     if plan.reference and outcome.status != "interrupted":   # a CI gate: 0 -> 1 when one fails
         code = _reference_exit(outdir, outcome.run_id, code)
@@ -321,7 +323,8 @@ def _dry_run(plan, phases, slots: int | None) -> None:
     from .plan.expand import distinct
     n = slots or plan.slots or max((p.workers for p in distinct(phases)), default=1)
     cpus = topology()
-    echo(f"plan {plan.name}: {len(phases)} phases, {n} slots on {len(cpus)} cpus"
+    echo(f"plan {plan.name}: {plural(len(phases), 'phase')}, {plural(n, 'slot')} on "
+         f"{plural(len(cpus), 'cpu')}"
                + (" (oversubscribed)" if oversubscribed(n) else ""))
     echo(describe(phases))
     seen = set()

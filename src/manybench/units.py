@@ -84,6 +84,11 @@ def format_size(n: float) -> str:
     return f"{n}"
 
 
+def plural(n: object, word: str) -> str:
+    """A count and its noun as people write them: "1 worker", "2 workers", "0 phases"."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def format_rate(bytes_per_s: float) -> str:
     """Bandwidth in MiB/s or GiB/s (as fio and IOR print them)."""
     mib = bytes_per_s / 2**20

@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 
 from ..kernels import figures as F
 from ..record import Record
+from ..units import plural
 
 LATE_NS = 100_000          # a first operation this long after T0 is a late start
 DEFAULT_TARGET = 0.01      # the plan's late_target when it gives none (plan/observe.py)
@@ -104,9 +105,9 @@ def verdict(c: LateCount, target: float, floor_ns: int | None = None) -> str | N
     """A sentence for the report when the run's late share exceeds the target, else None."""
     if not c.phases or c.share <= target:
         return None
-    why = ", ".join(f"{CAUSE_TEXT[k]} {n} slots" for k, n in c.by_cause.most_common())
-    text = (f"late starts: {c.late_phases} of {c.phases} phases ({c.share:.1%}) had a slot "
-            f"start late, above the plan's late_target {target:.1%} ({why}; latest "
+    why = ", ".join(f"{CAUSE_TEXT[k]} {plural(n, 'slot')}" for k, n in c.by_cause.most_common())
+    text = (f"late starts: {c.late_phases} of {plural(c.phases, 'phase')} ({c.share:.1%}) had a "
+            f"slot start late, above the plan's late_target {target:.1%} ({why}; latest "
             f"{c.worst_ns / 1e6:.3g} ms after T0)")
     if c.lead_phases:
         text += "; " + _lead_verdict(c.lead_phases, c.phases, target)
@@ -134,7 +135,7 @@ def _lead_verdict(k: int, n: int, target: float) -> str:
     where chance cannot turn it (a share near the target flips from run to run of one
     plan): above it, under it, or within chance of it, with the interval."""
     lo, hi = share_interval(k, n)
-    shown = f"{k} of {n} phases, {k / n:.1%} [{lo:.1%}, {hi:.1%}]"
+    shown = f"{k} of {plural(n, 'phase')}, {k / n:.1%} [{lo:.1%}, {hi:.1%}]"
     if lo > target:
         return (f"the lead, grown to cover the dispatch times seen, could not keep late "
                 f"armings under the target ({shown})")

@@ -21,7 +21,8 @@ from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
 from . import late as late_mod
 from .facts import FactValue, point_facts
-from .phase_figures import NS, PhaseFigures, phase_figures
+from .phase_figures import PhaseFigures, phase_figures
+from .slot_figures import own_rates, slot_seconds, texts
 from .rates import summed
 from .stats import Dist, Spread, Stats, median
 from .telemetry import TelemetrySummary
@@ -53,6 +54,8 @@ class PointSummary:
     stonewall_measured: bool = False          # the slots' own figures (wear_out), not estimated
     stonewall_blocks: tuple[int, int] | None = None   # min, max blocks by the stonewall
     slot_elapsed: Spread | None = None        # per-slot seconds over records
+    own_bandwidth: Spread | None = None       # each slot's bytes / its elapsed, over records
+    own_ops_rate: Spread | None = None        # each slot's ops / its elapsed, over records
     lateness: Dist | None = None              # ns over records
     skew: Dist | None = None                  # ns over phases
     sync_overhead: Dist | None = None         # ns over phases, null kernel only
@@ -82,6 +85,8 @@ class PointSummary:
     units: dict[str, str] = field(default_factory=dict)
     telemetry: TelemetrySummary | None = None  # during the point's phases
     facts: tuple[FactValue, ...] = ()          # what decides its figures (analysis/facts.py)
+    # TEXT metrics (kernels/figures.py: a tool's version): the texts its ok records carry
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 def _units(ok: list[Record]) -> dict[str, str]:
@@ -335,8 +340,10 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
     fill_phases(s, [_figures(info, recs) for info, recs in phases])
     s.late = late_mod.count(recs for _, recs in phases)
     s.lateness = Dist.of([x for f in s.phase_figures if f.ok for x in f.lateness_ns])
-    s.slot_elapsed = Spread.of([r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS
-                                for r in ok])
+    secs = [slot_seconds(r) for r in ok]
+    s.slot_elapsed = Spread.of(secs)
+    if not kernel(s.kernel).sync_only:
+        s.own_bandwidth, s.own_ops_rate = (own_rates(ok, secs, w) for w in ("bytes", "ops"))
     s.latency_us, s.latency_source = _latency(ok)
 
     clock = [r.metrics[F.CLOCK_ERROR.name] for r in all_recs
@@ -348,6 +355,7 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
             if _number(v) and extracted(r, name):
                 values.setdefault(name, []).append(v)
     s.metrics = {name: median(vs) for name, vs in values.items()}
+    s.texts = texts(s.kernel, ok)
     s.units = _units(ok)
     s.facts = point_facts(all_recs)
     s.metric_stats = _metric_stats(phases)

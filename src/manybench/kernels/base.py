@@ -9,15 +9,17 @@ inside the measured window:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..units import parse_duration, parse_size
 from .facts import Fact
-from .figures import EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, STREAM_RATES, Figure, by_name
+from .figures import (EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, SLOT, STREAM_RATES, VERSION, Figure,
+                      by_name)
 
 # declarations any record may match: what every slot adds, and metrics tools share
-SHARED = by_name(EVERY_SLOT + (GFLOPS, MFLOPS, FSYNC) + STREAM_RATES)
+SHARED = by_name(EVERY_SLOT + (GFLOPS, MFLOPS, FSYNC, VERSION) + STREAM_RATES)
+_EVERY_SLOT = {f.name for f in EVERY_SLOT}
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,10 @@ class Kernel:
     # The facts that decide its figures (kernels/facts.py): the library, engine or launcher
     # its records name in `extra` or `metrics`, shown beside the figures by every view
     facts: tuple[Fact, ...] = ()
+    # whose are the figures its program prints (a command's, a parser's, a shared metric such
+    # as gflops): each slot's (SLOT), or a parallel task's job's (JOB: its first rank's
+    # record holds them; a phase's figure is their sum over jobs, never split over ranks)
+    output_scope: str = SLOT
     standalone: Standalone | None = None   # runs as `mbkernel` too: may run inside a `wrap`
     progress: str = ""           # its C loop counts progress (_native.progress()) in this
                                  # unit, "bytes" | "ops", so slots sample it; "": no samples
@@ -211,7 +217,16 @@ class Kernel:
         for f in self.figures:
             if f.name == name:
                 return f
-        return SHARED.get(name)
+        f = SHARED.get(name)
+        if f is not None and self.output_scope != SLOT and name not in _EVERY_SLOT:
+            return replace(f, scope=self.output_scope)   # printed by the program: its scope
+        return f
+
+    def metric_figure(self, name: str) -> Figure:
+        """The declaration of a metric its records carry; one made for a metric no
+        declaration names (a command's own), in the scope of what its program prints."""
+        f = self.figure(name)
+        return f if f is not None else Figure(name, "", direction="", scope=self.output_scope)
 
     @property
     def connects(self) -> bool:

@@ -1,19 +1,34 @@
 """The figures a kernel shows, declared as data: what each is called, its unit, which way is
-better, what it means, whether it heads the report, and whether it is one slot's or the
-whole phase's. report/ and analysis/ iterate over these declarations; nothing outside
+better, what it is made of and from which records, whether it heads the report, and whose it
+is (a slot's, a job's, the whole phase's). analysis/values.py computes every figure a view
+shows from these declarations, once; report/ renders them (tables, plots, JSON) and
+docs/definitions.md lists them (report/definitions.py writes that section). Nothing outside
 kernels/ names a kernel's metric.
 
 Two sorts of figure:
   computed  the analysis makes it from any kernel's records (analysis/phase_figures.py):
             aggregate bandwidth, ops/s, latency, per-slot time, sync overhead, skew,
-            lateness, phase cycle, stonewall. A kernel lists those it shows.
+            lateness, phase cycle, stonewall, a slot's own rates. A kernel lists those it shows.
   metric    a value a kernel puts in its records' `metrics` (triad_mb_s, gflops, ...).
+
+Whose a figure is (`scope`):
+  slot      each slot's own value (over the point's ok records)
+  rank      each rank's own (a parallel task's record of one rank)
+  job       each job's, on its first rank's record: what a parallel task's program printed
+  node      each node's
+  phase     the whole phase's (aggregate), over the point's phases
+A figure that `sums` is the phase's sum over its slots (or jobs); its shares are shown beside
+it: per job (aggregate / jobs) and per slot (aggregate / workers), never a job's figure split
+over its ranks.
+
+Its `shape`: a VALUE is shown as median (min-max); a DIST (distribution) as percentiles.
 
 A metric's `role` says what a report does with it:
   figure    a figure of its own: a column, compared, checked against peaks
   flag      says what the other figures mean (where reads came from): a short cell
             (`cell`) and, past a threshold, a finding (`finding`)
   count     values counted over every record, failed ones too (a command's exit statuses)
+  fact      text that decides what a figure means (a tool's version), shown as printed
   context   shown with the figures but never one (cpu use, the wrap's start-up)
   hidden    bookkeeping other figures are made from (stonewall inputs, a peer's role)
 """
@@ -26,9 +41,18 @@ from typing import Callable, Iterable
 from . import read_source
 
 HIGHER, LOWER = "higher", "lower"
-SLOT, PHASE, JOB = "slot", "phase", "job"   # one slot's figure | the whole phase's
-                                            # (aggregate) | one job's of a parallel task
-FIGURE, FLAG, COUNT, CONTEXT, HIDDEN = "figure", "flag", "count", "context", "hidden"
+SLOT, RANK, JOB, NODE, PHASE = "slot", "rank", "job", "node", "phase"
+# how every view labels a scope (tables' headers, plots' axes, `report --json`'s "scope")
+SCOPE_LABEL = {PHASE: "aggregate", SLOT: "per slot", RANK: "per rank", JOB: "per job",
+               NODE: "per node"}
+VALUE, DIST = "value", "distribution"
+FIGURE, FLAG, COUNT, TEXT, CONTEXT, HIDDEN = "figure", "flag", "count", "text", "context", \
+    "hidden"
+# a summed figure's shares, beside its aggregate: (scope, formula)
+SHARES = ((JOB, "aggregate / jobs (workers / ranks): one job's share, where a phase ran "
+                "several jobs"),
+          (SLOT, "aggregate / workers: one slot's share (SMTEF's per-worker figure); never of "
+                 "a job's figure, which is the job's whole"))
 
 
 @dataclass(frozen=True)
@@ -40,8 +64,7 @@ class Figure:
     direction: str = HIGHER  # which way is better; "" for what is not a performance figure
     note: str = ""           # what it means, below the table that shows it
     headline: bool = False   # among the first figures a report shows (in declared order)
-    scope: str = SLOT        # SLOT: each slot's own value | PHASE: the whole phase's |
-                             # JOB: each job's (on its rank 0's record)
+    scope: str = SLOT        # whose (module docstring): SLOT, RANK, JOB, NODE or PHASE
     role: str = FIGURE
     computed: bool = False   # made by the analysis from any kernel's records, not a metric
     sums: bool = False       # a phase's figure is the sum over its slots (rates of work done
@@ -50,6 +73,10 @@ class Figure:
                                             # efficiency of peak (analysis/efficiency.py)
     cell: Callable[[float], str] | None = None                       # FLAG: a cell's text
     finding: Callable[[float], tuple[str, str] | None] | None = None  # FLAG: (text, evidence)
+    formula: str = ""        # how it is made from its source records (docs/definitions.md)
+    shape: str = VALUE       # VALUE: median (min-max) | DIST: percentiles (median / p99 / max)
+    source: str = ""         # which records carry it, where not every ok record of a point
+    fixed_unit: bool = False  # shown in its declared unit as its tool prints it, never scaled
 
     @property
     def title(self) -> str:
@@ -61,25 +88,40 @@ class Figure:
 
 
 # -- computed figures (docs/definitions.md) -----------------------------------------------------
-BANDWIDTH = Figure("bandwidth", "B/s", "bandwidth", scope=PHASE, computed=True,
-                   note="aggregate bandwidth = sum(bytes) / (last end - first start)")
-OPS_RATE = Figure("ops_rate", "ops/s", "ops rate", scope=PHASE, computed=True,
-                  note="aggregate ops/s = sum(ops) / (last end - first start)")
-STONEWALL = Figure("stonewall", "B/s", "stonewall bandwidth", scope=PHASE, computed=True)
-LATENCY = Figure("latency", "s", "latency", LOWER, computed=True)
-ELAPSED = Figure("elapsed", "s", "per-slot time", LOWER, computed=True)
+WINDOW = "(last end - first start)"
+BANDWIDTH = Figure("bandwidth", "B/s", "bandwidth", scope=PHASE, computed=True, sums=True,
+                   formula=f"sum(bytes) / {WINDOW} of a phase, as IOR; median over phases")
+OPS_RATE = Figure("ops_rate", "ops/s", "ops rate", scope=PHASE, computed=True, sums=True,
+                  formula=f"sum(ops) / {WINDOW} of a phase; median over phases")
+STONEWALL = Figure("stonewall", "B/s", "stonewall bandwidth", scope=PHASE, computed=True,
+                   sums=True, formula="the bytes moved inside the stonewall window (min(end) - "
+                   "max(start); measured by the slots with wear_out, else estimated in "
+                   "proportion to each slot's time in it) / that window; median over phases")
+OWN_BANDWIDTH = Figure("own_bandwidth", "B/s", "own bandwidth", computed=True,
+                       formula="a slot's bytes / its own elapsed (not the phase's window); "
+                       "median (min-max) over the point's ok records")
+OWN_OPS_RATE = Figure("own_ops_rate", "ops/s", "own ops rate", computed=True,
+                      formula="a slot's ops / its own elapsed; median (min-max) over the "
+                      "point's ok records")
+LATENCY = Figure("latency", "s", "latency", LOWER, computed=True, shape=DIST,
+                 formula="per operation: percentiles of the slots' merged histograms (within "
+                 "1/64 of the value), else the median over slots of each slot's percentile",
+                 source="the operations of the point's ok records")
+ELAPSED = Figure("elapsed", "s", "per-slot time", LOWER, computed=True,
+                 formula="a slot's elapsed (end - start, on its monotonic clock); median "
+                 "(min-max) over the point's ok records")
 SYNC_OVERHEAD = Figure("sync_overhead", "ns", "sync overhead", LOWER, scope=PHASE,
-                       computed=True, note="sync overhead = last end - first start of a phase "
-                       "of a kernel that does no work")
-SKEW = Figure("skew", "ns", "skew", LOWER, scope=PHASE, computed=True,
-              note="skew = max(start) - min(start) per phase")
-LATENESS = Figure("lateness", "ns", "lateness", LOWER, computed=True,
-                  note="lateness = start - T0 per slot")
-CYCLE = Figure("cycle", "ns", "phase cycle", LOWER, scope=PHASE, computed=True,
-               note="phase cycle = last end - when the coordinator sent the go (the lead "
-               "before T0 included): SMTEF's per-phase figure")
+                       computed=True, shape=DIST, formula=f"{WINDOW} of a phase of a kernel "
+                       "that does no work (null); percentiles over phases")
+SKEW = Figure("skew", "ns", "skew", LOWER, scope=PHASE, computed=True, shape=DIST,
+              formula="max(start) - min(start) of a phase; percentiles over phases")
+LATENESS = Figure("lateness", "ns", "lateness", LOWER, computed=True, shape=DIST,
+                  formula="start - T0 of a slot; percentiles over the point's ok records")
+CYCLE = Figure("cycle", "ns", "phase cycle", LOWER, scope=PHASE, computed=True, shape=DIST,
+               formula="last end - when the coordinator sent the go (the lead before T0 "
+               "included): SMTEF's per-phase figure; percentiles over phases")
 COMPUTED = (BANDWIDTH, OPS_RATE, STONEWALL, LATENCY, ELAPSED, SYNC_OVERHEAD, SKEW, LATENESS,
-            CYCLE)
+            CYCLE, OWN_BANDWIDTH, OWN_OPS_RATE)
 
 # -- metrics every slot's record may carry, whatever its kernel ----------------------------------
 CLOCK_ERROR = Figure("clock_error_ns", "ns", "clock offset error bound", "", role=CONTEXT)
@@ -126,10 +168,15 @@ def _rate(name: str, unit: str, label: str = "", **kw) -> Figure:
 # parser) single precision, its grids being floats
 GFLOPS = _rate("gflops", "GFLOPS", peak=("dp_gflops", 1.0))
 MFLOPS = _rate("mflops", "MFLOPS", peak=("sp_gflops", 1000.0))
-STREAM_RATES = tuple(_rate(f"{k}_mb_s", "MB/s", f"{k}", peak=("mem_bw_mb_s", 1.0))
+# STREAM's rates in MB/s as STREAM prints them (and its peak, mem_bw_mb_s, is written)
+STREAM_RATES = tuple(_rate(f"{k}_mb_s", "MB/s", f"{k}", peak=("mem_bw_mb_s", 1.0),
+                           fixed_unit=True, formula=f"STREAM's {k} rate of a slot; the "
+                           "aggregate their sum over the phase's slots")
                      for k in ("triad", "copy", "scale", "add"))
 FSYNC = Figure("fsync_us", "us", "fsync", LOWER, note="fsync = the final fsync's time, inside "
                "the timed window (fio's end_fsync)")
+# a tool's version as it printed it (parsers: IMB's 2021.11, OSU's 7.4): text, not a number
+VERSION = Figure("version", "", "version", "", role=TEXT)
 
 # where reads came from, and when a read figure stops being the device's: read_source.py
 FROM_MEMORY = Figure("from_memory", "share", "reads from\n(page cache)", "", role=FLAG,
@@ -149,5 +196,6 @@ def by_name(figs: Iterable[Figure]) -> dict[str, Figure]:
     return {f.name: f for f in figs}
 
 
-__all__ = ["Figure", "HIGHER", "LOWER", "SLOT", "PHASE", "JOB", "FIGURE", "FLAG", "COUNT", "CONTEXT",
-           "HIDDEN", "COMPUTED", "EVERY_SLOT", "latency_metric", "by_name"]
+__all__ = ["Figure", "HIGHER", "LOWER", "SLOT", "RANK", "JOB", "NODE", "PHASE", "SCOPE_LABEL",
+           "VALUE", "DIST", "FIGURE", "FLAG", "COUNT", "TEXT", "CONTEXT", "HIDDEN", "SHARES",
+           "COMPUTED", "EVERY_SLOT", "latency_metric", "by_name"]

@@ -34,6 +34,7 @@ from typing import IO
 from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
+from .figures import JOB
 from .mpi_phase import finish_jobs
 from .mpi_record import FACTS, FIGURES, job_result
 from .command import SCAN_BYTES, TAIL_BYTES, build_argv, template_values
@@ -415,7 +416,7 @@ MPI_JOB = Kernel(
     params={"ranks": Param("int", "ranks per job", minimum=1)},
     prepare=_prepare, run=_run, cleanup=_cleanup, publish=_publish, connect=_connect,
     uses_dir=True, runs_child=True, from_command=True, takes_wrap=True, job_wrap=True,
-    figures=FIGURES, facts=FACTS, finish_phase=finish_jobs,
+    figures=FIGURES, facts=FACTS, finish_phase=finish_jobs, output_scope=JOB,
 )
 
 KERNELS = [MPI_JOB]

@@ -207,9 +207,14 @@ _DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `s
         "bytes/s), lat_* = per-I/O submission-to-completion latency{more}.")
 
 FIGURES = (OPS_RATE.first(), BANDWIDTH.first(), LATENCY.first(), ELAPSED,
-           Figure("iops", "ops/s", "iops", scope=SLOT, sums=True,
-                  note="iops, mb_s = a slot's ops and bytes / its own time (fio's)"),
-           Figure("mb_s", "MB/s", "MB/s", scope=SLOT, sums=True), FSYNC) + READS_CACHE
+           # fio's figures: each slot's own rate, summed over the phase's slots as fio's
+           # group total; named as rates, in the units of the computed ones beside them
+           Figure("iops", "ops/s", "fio ops rate", scope=SLOT, sums=True,
+                  formula="a slot's ops / its own time, as fio counts them; the aggregate "
+                  "their sum over the phase's slots"),
+           Figure("mb_s", "MB/s", "fio bandwidth", scope=SLOT, sums=True,
+                  formula="a slot's bytes / its own time (10^6 bytes/s), as fio; the "
+                  "aggregate their sum over the phase's slots"), FSYNC) + READS_CACHE
 
 # the engine that ran, not the plan's `auto`: io_uring, aio, threads or psync
 FACTS = (Fact("engine", "I/O engine", note="the engine the I/Os went through (`auto` picks "

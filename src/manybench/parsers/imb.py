@@ -12,7 +12,7 @@ Metrics (the run with the most processes of each benchmark; `<bench>` lowercased
   Mbytes/sec is 10^6 B/s), likewise pingping_* ...
   <bench>_t_avg_us, <bench>_t_min_us, <bench>_t_max_us: at the smallest size above 0 bytes
   (IMB times an empty call at 0), <bench>_t_avg_max_size_us at the largest
-  <bench>_processes, version (2021.11)
+  <bench>_processes, version (the text "2021.11")
 """
 from __future__ import annotations
 
@@ -84,17 +84,17 @@ def _at(rows: list[list[float]], header: list[str], col: str, size: float) -> fl
     return next((r[j] for r in rows if r[xi] == size and len(r) > j), None)
 
 
-def parse(stdout: str, stderr: str) -> dict[str, float]:
+def parse(stdout: str, stderr: str) -> dict[str, float | str]:
     runs = [r for r in _runs(stdout) if r[3]]
     if not runs:
         if _HEAD.search(stdout):
             raise ParseError("IMB output has a \"# Benchmarking\" block but no table "
                              "(the benchmark failed?)")
         raise ParseError("no \"# Benchmarking <name>\" block with a table")
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | str] = {}
     v = _VERSION.search(stdout)
     if v:
-        metrics["version"] = float(v.group(1))
+        metrics["version"] = v.group(1)     # as printed: 2021.11, never a number
     best: dict[str, tuple[int, list[str], list[list[float]]]] = {}
     for bench, n, header, rows in runs:
         if bench not in best or n > best[bench][0]:

@@ -22,7 +22,7 @@ Metrics (names carry the unit; what: dir, file, tree; op: create, stat, read, re
   {what}_{op}_time_s (+ _max, _min, _stddev)        from a time table, seconds per phase
   {what}_{op}_rank_ops_s_max, _min, _mean            4.x --showRankStatistics: over ranks
                                                       (_rank_time_s_* in a time table)
-  tasks, items ("N tasks, M files/directories"), iterations, version (e.g. 4.1 -> 4.1)
+  tasks, items ("N tasks, M files/directories"), iterations, version (the text "4.1" for 4.1.0)
 A phase the run did not do (all zeros, e.g. stat after -C) is left out.
 """
 from __future__ import annotations
@@ -60,12 +60,12 @@ def _row(base: str, values: list[float], metrics: dict[str, float]) -> None:
             metrics[base + suffix] = v
 
 
-def parse(stdout: str, stderr: str) -> dict[str, float]:
+def parse(stdout: str, stderr: str) -> dict[str, float | str]:
     text = stdout if _SUMMARY.search(stdout) else stdout + "\n" + stderr
     tables = list(_SUMMARY.finditer(text))
     if not tables:
         raise ParseError("no mdtest \"SUMMARY rate\" or \"SUMMARY time\" table found")
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | str] = {}
     for i, t in enumerate(tables):
         kind = "time_s" if t.group(1) == "time" else "ops_s"
         end = tables[i + 1].start() if i + 1 < len(tables) else len(text)
@@ -83,5 +83,5 @@ def parse(stdout: str, stderr: str) -> dict[str, float]:
         metrics["tasks"], metrics["items"] = (float(v) for v in tasks[-1])
     v = _VERSION.search(text)
     if v:
-        metrics["version"] = float(f"{v.group(1)}.{v.group(2)}")
+        metrics["version"] = f"{v.group(1)}.{v.group(2)}"     # text: 4.10 is not 4.1
     return metrics

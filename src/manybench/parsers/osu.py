@@ -13,7 +13,7 @@ Metrics (the first test in the output; a later one's with `<test>_` in front):
   latency tests:   latency_us (at the smallest size), latency_max_size_us (at the largest)
   bandwidth tests: bandwidth_mb_s (the peak over sizes, MB = 10^6 B as OSU counts),
                    bandwidth_max_size_mb_s (at the largest size)
-  min_size_bytes, max_size_bytes, sizes (rows), version (OSU's: 5.3, 7.4)
+  min_size_bytes, max_size_bytes, sizes (rows), version (OSU's, as text: "5.3", "7.4")
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _sections(text: str) -> list[tuple[str, float | None, list[str], list[list[f
                 except ValueError:
                     continue                 # a validation "Pass"/"Fail" cell, a stray line
         v = t.group(3)
-        version = float(v) if v and v.count(".") <= 1 and t.group(1) == "OSU" else None
+        version = v if v and t.group(1) == "OSU" else None     # as printed: "7.4", text
         out.append((_test_name(t.group(1), t.group(2)), version, header, rows))
     return out
 
@@ -84,13 +84,13 @@ def tables(stdout: str, stderr: str = "") -> list[Series]:
     return out
 
 
-def parse(stdout: str, stderr: str) -> dict[str, float]:
+def parse(stdout: str, stderr: str) -> dict[str, float | str]:
     sections = [s for s in _sections(stdout) if s[3]]
     if not sections:
         if _TITLE.search(stdout):
             raise ParseError("OSU output has a title but no size table (the test failed?)")
         raise ParseError("no \"# OSU MPI ... Test\" title with a \"# Size\" table")
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float | str] = {}
     seen: set[str] = set()
     for i, (test, version, header, rows) in enumerate(sections):
         if test in seen:

@@ -77,7 +77,7 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
     if keep:    # the html page: every figure's table and the figures too, from one reading
         view.full = {t: task_table(t, pts, data.values, data.effs)
                      for t, pts in by_task.items()}
-        view.data = (data.summaries, data.records, data.phases, data.effs)
+        view.data = (data.summaries, data.records, data.phases, data.effs, data.values)
     return view
 
 

@@ -5,7 +5,7 @@ import json
 from typing import Any, Callable
 
 from ..kernels import kernel
-from ..units import format_duration, format_size
+from ..units import format_duration, format_size, plural   # noqa: F401 (plural: report's)
 
 DASH = "-"
 
@@ -27,15 +27,6 @@ def count(x: float | None) -> str:
             return f"{x / div:.3g}{suffix}"
     return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.3g}"
 
-
-
-
-
-
-
-
-def plural(n: Any, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def param_formatter(kernel_name: str, name: str) -> Callable[[Any], str]:

@@ -201,7 +201,8 @@ def floor_notes(run: RunInfo, nodes: list[StoredNode], skews_ns: list[float],
     if verdict:
         lines.append(verdict)
     elif c.phases:
-        lines.append(f"late starts: {c.cell()} phases, within the plan's late_target "
+        lines.append(f"late starts: {c.cell()} phase{'' if c.phases == 1 else 's'}, within "
+                     f"the plan's late_target "
                      f"{target:.1%}")
     return lines
 

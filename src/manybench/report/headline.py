@@ -22,24 +22,25 @@ from ..analysis.headfigure import metric_names
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.efficiency import unit as own_unit
 from ..analysis.stats import Spread
-from ..analysis.values import AGGREGATE, Value, metric_unit, point_values
+from ..analysis.metric_units import metric_unit
+from ..analysis.values import AGGREGATE, Value, point_values
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..model import GROUP_KERNEL
-from .colunits import column_unit, median_only, num, value_spread
+from .colunits import figure_units, median_only, num, value_spread
 from .formats import DASH, param_formatter, swept
 from .view import GROUP_NOTE, Table, error_lines
 
 # figures every kernel may name besides its metrics (and what `--metrics` accepts)
 BUILTIN = tuple(f.name for f in F.COMPUTED)
-NOTE = ("figures: median (min-max) over phases, or over slots for a slot's own metric; "
-        "per slot = aggregate / workers; per job = aggregate / jobs (a parallel task's "
-        "workers / ranks)")
-# figures whose cells are distributions (median / p99 / max), not median (min-max): the
-# parts shown in a compact table
+NOTE = ("figures: median (min-max) over phases, or over slots for a slot's own metric (the "
+        "shares per slot and per job: above)")
+# a distribution's cells (its Value's shape: median / p99 / max, not median (min-max)): the
+# parts a compact table shows of each
 _DIST = {F.SYNC_OVERHEAD.name: ("median", "p99", "max"), F.CYCLE.name: ("median", "max"),
          F.SKEW.name: ("median", "max"), F.LATENESS.name: ("median", "max"),
          F.LATENCY.name: ("median", "p99")}
+_EVERY = ("median", "p99", "max")
 _PART = {"median": "med", "p99": "p99", "max": "max"}
 
 Cell = Callable[[PointSummary], str]
@@ -52,6 +53,7 @@ class Column:
     cell: Cell
     priority: int      # lower: kept longer when the terminal is narrow
     spread: bool = False   # cells are "median (min-max)": a narrow terminal keeps the median
+    figure: tuple[str, str] | None = None   # (figure, scope) its cells show the median of
 
 
 @dataclass
@@ -72,6 +74,16 @@ def task_values(points: list[PointSummary], spreads: dict[str, dict[str, Spread]
 
 def _pick(values: Values, p: PointSummary, name: str, scope: str) -> Value | None:
     return next((v for v in values.get(p.point, {}).get(name, []) if v.scope == scope), None)
+
+
+def scope_values(points: list[PointSummary], values: Values, name: str
+                 ) -> dict[str, list[Value]]:
+    """One figure's Values over a task's points, by scope (in the order they come)."""
+    out: dict[str, list[Value]] = {}
+    for p in points:
+        for v in values.get(p.point, {}).get(name, []):
+            out.setdefault(v.scope, []).append(v)
+    return out
 
 
 def _header(v: Value, unit: str, scoped: bool) -> str:
@@ -101,36 +113,32 @@ def figure_columns(name: str, points: list[PointSummary], values: Values, prio: 
     unit each of its scopes is written in: scope -> (unit, divisor). `every`: a
     distribution with its p99 too (the full table)."""
     cols: list[Column] = []
-    units: dict[str, tuple[str, float]] = {}
-    scopes = list(dict.fromkeys(v.scope for p in points for v in values[p.point].get(name, [])))
-    computed = name in BUILTIN
+    by_scope = scope_values(points, values, name)
+    scopes = list(by_scope)
+    units = figure_units(by_scope)
     for i, scope in enumerate(scopes):
-        vs = [v for p in points if (v := _pick(values, p, name, scope)) is not None]
-        # a metric says its scope, but for the phase's own figure (a skew across jobs: no
-        # per slot beside it to tell apart)
-        scoped = len(scopes) > 1 or not (computed or scope == AGGREGATE)
+        vs = by_scope[scope]
+        # a figure's header says its scope, but where its label does (per-slot time), for
+        # a distribution (skew, lateness: per phase, per slot by definition) and for the
+        # phase's own figure (a skew across jobs: one per phase, over records)
+        scoped = len(scopes) > 1 or not ("slot" in vs[0].label or vs[0].shape == F.DIST
+                                         or scope == AGGREGATE and vs[0].over == "records")
         # the per-slot column of a sum is the first a narrow terminal drops
         rank = prio + i * 50
-        # per slot in the aggregate's unit: the two columns read side by side
-        if scope != AGGREGATE and AGGREGATE in units:
-            unit, div = units[AGGREGATE]
-        else:
-            unit, div = column_unit(vs[0].unit, [v.median for v in vs])
-        units[scope] = (unit, div)
-        parts = _DIST.get(name)
-        if parts is not None:
-            if every and name != F.LATENCY.name:
-                parts = ("median", "p99", "max")
+        unit, div = units[scope]
+        if vs[0].shape == F.DIST:
+            parts = _EVERY if every and name != F.LATENCY.name else _DIST.get(name, _EVERY)
             what = " / ".join("p50" if name == F.LATENCY.name and x == "median" else _PART[x]
                               for x in parts)
             cols.append(Column(name, f"{_header(vs[0], unit, scoped)}\n{what}",
-                               _dist_cell(values, name, scope, div, parts), rank))
+                               _dist_cell(values, name, scope, div, parts), rank,
+                               figure=(name, scope)))
         else:
             # a dropped per-slot column is named so: its aggregate may still be shown
             cols.append(Column(name if i == 0 else f"{name} {scope}",
                                _header(vs[0], unit, scoped),
                                _spread_cell(values, name, scope, div, i == 0), rank,
-                               spread=i == 0))
+                               spread=i == 0, figure=(name, scope)))
     return cols, units
 
 
@@ -310,4 +318,5 @@ def headline_table(task: str, points: list[PointSummary], values: Values,
                  rows=rows, short_rows=[[median_only(x) if c.spread else x
                                          for x, c in zip(row, h.columns)] for row in rows],
                  keys=h.keys, notes=notes, errors=error_lines(points), drop=order,
-                 names=[c.name for c in h.columns], task=task)
+                 names=[c.name for c in h.columns], task=task, points=[p.point for p in points],
+                 figures=[c.figure for c in h.columns])

@@ -2,7 +2,9 @@
 per task its headline table, its hints, its figures, and every figure in a table below."""
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import asdict
 from html import escape
 
 from ..outfile import replacing
@@ -31,6 +33,10 @@ def _header_cell(name: str) -> str:
     return "<br>".join(escape(part) for part in name.split("\n"))
 
 
+def _series_json(series: list) -> str:
+    return json.dumps([asdict(s) for s in series], separators=(",", ":"))
+
+
 def _table(t: Table, title: bool = True) -> list[str]:
     out = [f"<h2>{escape(t.title)}</h2>"] if title else []
     out.append("<table><tr>" + "".join(f"<th>{_header_cell(c)}</th>" for c in t.columns)
@@ -57,9 +63,11 @@ def _run_html(view: RunView, full: dict[str, Table], plots: dict[str, list]) -> 
         figs = plots.get(task or "", [])
         if figs:
             out.append('<div class="plots">')
-            out += [f'<figure class="plot" data-plot="{escape(p.name)}">{p.svg()}'
-                    f"<figcaption class=\"dim\">{escape(p.task)}: {escape(p.title)}"
-                    "</figcaption></figure>" for p in figs]
+            # the series a figure drew, beside it: what it shows, as the table does
+            out += [f'<figure class="plot" data-plot="{escape(p.name)}"'
+                    + (f' data-values="{escape(_series_json(p.series))}"' if p.series else "")
+                    + f">{p.svg()}<figcaption class=\"dim\">{escape(p.task)}: "
+                    f"{escape(p.title)}</figcaption></figure>" for p in figs]
             out.append("</div>")
         if task in full:
             out.append(f"<details><summary>every figure of {escape(task)}</summary>")

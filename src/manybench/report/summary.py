@@ -5,7 +5,9 @@ From the same reading as the terminal and HTML report (build.py's RunData, analy
 so every number agrees with what the tables show: per run its header, where its time went
 (`time`: analysis/time_spent.py, in seconds), warnings and hints;
 per task and point every figure (analysis/values.Value: figure, label, unit, scope, over, n,
-median, min, max, p99, ci_low, ci_high, interval_note, direction), the kernel's flags, the
+median, min, max, p99, ci_low, ci_high, interval_note, direction, shape, fixed, quantiles;
+and shown_unit, shown_factor: the unit the tables and figures write it in, value /
+shown_factor = the number they show), the kernel's flags, the
 efficiency of peak and the share of N x single-node, and per phase the aggregate throughput
 over time (analysis/throughput.py, the series the HTML figure draws).
 """
@@ -24,10 +26,13 @@ from ..kernels import kernel
 from ..results.store import Store
 from . import header as head
 from .build import RunData, chosen_runs, read_run, run_header
+from .colunits import figure_units
 from .findings import run_hints
+from .headline import scope_values
 
 # bumped when a key changes meaning. 2: a point's `point` is an object (its key's fields),
-# no longer that key's JSON text; `facts` added
+# no longer that key's JSON text; `facts` added; a metric whose name says its unit is given
+# in it; a job's figure has no per-slot share; `shown_unit`
 FORMAT = 2
 
 
@@ -71,6 +76,12 @@ def _series(data: RunData, point: str, task: str, samples: list) -> list[dict]:
     return out
 
 
+def _shown_units(pts: list, data: RunData) -> dict[str, dict[str, tuple[str, float]]]:
+    """Per figure and scope of a task, the unit its table column and plots write it in."""
+    names = dict.fromkeys(n for p in pts for n in data.values[p.point])
+    return {n: figure_units(scope_values(pts, data.values, n)) for n in names}
+
+
 def run_summary(store: Store, data: RunData) -> dict:
     """One run's summary (see the module docstring)."""
     info = data.info
@@ -78,6 +89,7 @@ def run_summary(store: Store, data: RunData) -> dict:
     tasks: list[dict] = []
     for task, pts in data.by_task().items():
         points = []
+        shown = _shown_units(pts, data)
         for p in pts:
             e = data.effs.get(p.point)
             flags = {f.name: {"value": p.metrics[f.name], "text": f.cell(p.metrics[f.name])}
@@ -87,7 +99,9 @@ def run_summary(store: Store, data: RunData) -> dict:
                 "point": point_of(p.point), "variant": p.variant, "workers": p.workers,
                 "params": p.params, "phases": p.phases, "records": p.records, "ok": p.ok,
                 "failed": {"error": p.error, "timeout": p.timeout, "lost": p.lost},
-                "figures": [v.as_dict() for vs in data.values[p.point].values() for v in vs],
+                "figures": [v.as_dict() | dict(zip(("shown_unit", "shown_factor"),
+                                                   shown[v.figure][v.scope]))
+                            for vs in data.values[p.point].values() for v in vs],
                 "counts": {k: {str(c): n for c, n in v.items()} for k, v in p.counts.items()},
                 "flags": flags, "facts": [asdict(f) for f in p.facts],
                 "efficiency": asdict(e.efficiency) if e and e.efficiency else None,

@@ -114,13 +114,22 @@ def _cpu_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable]]
 
 
 def _figures(points: list[PointSummary], values: Values, names: list[str]
-             ) -> list[tuple[str, Callable]]:
-    """The columns of these figures (headline.py's, with ranges and p99s), each in one unit."""
-    cols: list[tuple[str, Callable]] = []
+             ) -> list[tuple[str, Callable, tuple[str, str] | None]]:
+    """The columns of these figures (headline.py's, with ranges and p99s), each in one unit,
+    with the (figure, scope) each shows."""
+    cols: list[tuple[str, Callable, tuple[str, str] | None]] = []
     for name in names:
         got, _ = figure_columns(name, points, values, 0, every=True)
-        cols += [(c.header, c.cell) for c in got]
+        cols += [(c.header, c.cell, c.figure) for c in got]
     return cols
+
+
+def _texts(points: list[PointSummary]) -> list[tuple[str, Callable]]:
+    """Facts the records carry as text (a tool's version: kernels/figures.py TEXT), as
+    printed."""
+    names = list(dict.fromkeys(n for s in points for n in s.texts))
+    return [(kernel(points[0].kernel).metric_figure(n).title,
+             lambda s, n=n: s.texts.get(n, DASH)) for n in names]
 
 
 def _count_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
@@ -131,7 +140,8 @@ def _count_columns(points: list[PointSummary]) -> list[tuple[str, Callable]]:
 
 
 # the computed figures in the order a full table shows them; skew and lateness close it
-_ORDER = [F.SYNC_OVERHEAD, F.CYCLE, F.BANDWIDTH, F.OPS_RATE, F.STONEWALL, F.ELAPSED, F.LATENCY]
+_ORDER = [F.SYNC_OVERHEAD, F.CYCLE, F.BANDWIDTH, F.OPS_RATE, F.STONEWALL, F.ELAPSED,
+          F.OWN_BANDWIDTH, F.OWN_OPS_RATE, F.LATENCY]
 _LAST = [F.SKEW, F.LATENESS]
 
 
@@ -157,7 +167,14 @@ def task_table(task: str, points: list[PointSummary], values: Values,
         cols.append(("ops/phase", lambda s: count(s.ops)))
     if any(s.bytes for s in points):
         cols.append(("bytes/phase", lambda s: DASH if s.bytes is None else format_size(s.bytes)))
-    cols += _figures(points, values, [f.name for f in _ORDER])
+    figs: dict[int, tuple[str, str] | None] = {}
+
+    def add(got: list[tuple[str, Callable, tuple[str, str] | None]]) -> None:
+        for head, cell, fig in got:
+            figs[len(cols)] = fig
+            cols.append((head, cell))
+    computed = [f.name for f in _ORDER]
+    add(_figures(points, values, computed))
     if any(s.stonewall_bandwidth for s in points):
         cols.append(("stonewall\nhow measured", lambda s: DASH if not s.stonewall_bandwidth
                      else f"blocks {s.stonewall_blocks[0]}-{s.stonewall_blocks[1]}"
@@ -167,16 +184,19 @@ def task_table(task: str, points: list[PointSummary], values: Values,
             notes.append(STONEWALL_NOTE)
     cols += _count_columns(points)
     flag_cols, flag_notes = _flag_columns(points)
-    cols += flag_cols
+    cols += flag_cols + _texts(points)
     notes += flag_notes
-    cols += _figures(points, values, metric_names(points))
+    last = [f.name for f in _LAST]
+    # a metric named as a computed figure (a command's `latency`) is that figure's column
+    add(_figures(points, values, [n for n in metric_names(points)
+                                  if n not in computed + last]))
     cpu_cols, cpu_notes = _cpu_columns(points)
     cols += cpu_cols
     notes += cpu_notes
     eff_cols, eff_notes = _efficiency_columns(points, effs or {})
     cols += eff_cols
     notes += eff_notes
-    cols += _figures(points, values, [f.name for f in _LAST])
+    add(_figures(points, values, last))
     if kernel_name == GROUP_KERNEL:
         notes.append(GROUP_NOTE)
     clock = [s.clock_error_ns for s in points if s.clock_error_ns is not None]
@@ -186,4 +206,5 @@ def task_table(task: str, points: list[PointSummary], values: Values,
         notes.append("latency: median over slots of each slot's percentile (no histograms stored)")
     return Table(title=f"{task} ({kernel_name})", columns=[c for c, _ in cols],
                  rows=[[f(s) for _, f in cols] for s in points], keys=keys, notes=notes,
-                 errors=error_lines(points), task=task)
+                 errors=error_lines(points), task=task, points=[s.point for s in points],
+                 figures=[figs.get(j) for j in range(len(cols))])

@@ -9,15 +9,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.points import PointSummary
+from ..kernels import figures as F
 
 MAX_ERRORS = 5  # error lines shown per table; the rest are counted
-LEGEND = ("lateness = start - T0 per slot; skew = max(start) - min(start) per phase; "
-          "sync overhead = last end - first start of a null phase; phase cycle = last end - "
-          "when the coordinator sent the go; aggregate bandwidth = sum(bytes) / (last end - "
-          "first start); per slot = aggregate / workers; per job = aggregate / jobs; stonewall (estimated) = the window in "
-          "which every slot ran (bytes in it estimated proportionally). Percentiles and "
-          "medians are nearest-rank over records (lateness, per-slot time) or phases (skew, "
-          "sync overhead, cycle, bandwidth).")
+def _defined(f: F.Figure) -> str:
+    """A figure's definition in a line: its formula's first clause (kernels/figures.py)."""
+    name = f"{F.SCOPE_LABEL[F.PHASE]} {f.title}" if f.sums else f.title
+    return f"{name} = {f.formula.split(';')[0]}"
+
+
+# the legend below a report: the computed figures' formulas and the shares, as declared
+LEGEND = ("; ".join([_defined(f) for f in (F.LATENESS, F.SKEW, F.SYNC_OVERHEAD, F.CYCLE,
+                                           F.BANDWIDTH)]
+                    + [f"{F.SCOPE_LABEL[s]} = {what.split(':')[0]}" for s, what in F.SHARES])
+          + "; a parallel task's job's own figure is never divided over its ranks; stonewall "
+          "(estimated) = the window in which every slot ran (bytes in it estimated "
+          "proportionally). Percentiles and medians are nearest-rank over records (lateness, "
+          "per-slot time) or phases (skew, sync overhead, cycle, bandwidth).")
 GROUP_NOTE = ("a [[concurrent]] group: its tasks ran in the same phases on their own slots "
               "from one T0; these are the whole phase's figures (every slot's bytes and ops "
               "over the phase's window); each task's own are in its table")
@@ -39,6 +47,10 @@ class Table:
     hints: list[str] = field(default_factory=list)     # analysis/hints.py, with evidence
     task: str = ""          # the task a table is about ("" for comparisons, references)
     wrap: bool = False      # never split: a narrow terminal wraps its cells' words instead
+    # a task's tables: each row's point key, and per column the (figure, scope) whose
+    # median its cells show (None: not a figure): what tells views apart when they agree
+    points: list[str] = field(default_factory=list)
+    figures: list[tuple[str, str] | None] = field(default_factory=list)
 
 
 @dataclass
@@ -52,7 +64,7 @@ class RunView:
     hints: list[str] = field(default_factory=list)     # findings not tied to one task
     run_id: str = ""
     full: dict[str, Table] = field(default_factory=dict)   # per task, every figure (html)
-    data: tuple = ()   # (summaries, records, phases, effs): what html's figures draw from
+    data: tuple = ()   # (summaries, records, phases, effs, values): what html's figures draw
     summary: Any = None    # the run's numbers by machine (report/summary.py), when built
 
 

@@ -10,6 +10,7 @@ import tempfile
 from ..engines.base import Engine
 from ..model import Phase, Plan
 from ..plan.expand import distinct
+from ..units import plural
 from .coordinator import capacity, check_nodes, work_of
 
 
@@ -23,9 +24,11 @@ def on_cluster(plan: Plan, phases: list[Phase], engine: Engine, slots: int | Non
                              largest)
         try:
             problems = check_nodes(distinct(phases), nodes)
-            lines = [f"plan {plan.name}: {len(phases)} phases on {len(nodes)} nodes, "
-                     f"{sum(n.slots for n in nodes)} slots: " + ", ".join(
-                         f"{n.name} ({n.slots} slots, {len(n.cpus)} cpus)" for n in nodes)]
+            lines = [f"plan {plan.name}: {plural(len(phases), 'phase')} on "
+                     f"{plural(len(nodes), 'node')}, "
+                     f"{plural(sum(n.slots for n in nodes), 'slot')}: " + ", ".join(
+                         f"{n.name} ({plural(n.slots, 'slot')}, {plural(len(n.cpus), 'cpu')})"
+                         for n in nodes)]
             seen = set()
             for p in distinct(phases):
                 key = (p.workers, p.order, p.pin, str(p.cpus), str(p.bind),

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 
 from ..analysis.points import PointSummary
 from ..analysis.stats import HIGH_CV, Stats, median
+from ..kernels import figures as F
 from ..kernels.figures import CPUS_ALLOWED, UNIT_SUFFIX
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
@@ -28,6 +29,8 @@ from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
 from ..results.record_read import Scattered
 from ..results.store import Store
+# a warning writes a value as the report's tables do (times, sizes, counts)
+from ..report.formats import ns, param_formatter, plural
 
 RESOLUTION_FACTOR = 1000    # pyperf: a timed value should be >= 1000x the clock resolution
 SKEW_FACTOR = 10            # the window should dwarf the spread of the slots' starts
@@ -51,16 +54,18 @@ def _swept(points: list[PointSummary]) -> dict[str, set[str]]:
 
 
 def _name(s: PointSummary, swept: dict[str, set[str]]) -> str:
-    params = " ".join(f"{k}={v}" for k, v in s.params.items() if k in swept.get(s.task, ()))
+    # parameters as the report's tables write them (block=64KiB, not 65536)
+    params = " ".join(f"{k}={param_formatter(s.kernel, k)(v)}" for k, v in s.params.items()
+                      if k in swept.get(s.task, ()))
     return (f"{s.task}{f' [{s.variant}]' if s.variant else ''}"
             f"{f' {params}' if params else ''} workers={s.workers}")
 
 
 def _headline(s: PointSummary) -> tuple[str, Stats | None]:
-    if s.bandwidth is not None:
-        return "aggregate bandwidth", s.bandwidth
-    if s.ops_rate is not None:
-        return "aggregate ops/s", s.ops_rate
+    # named as the report's tables head them ("bandwidth", scope "aggregate")
+    for fig, st in ((F.BANDWIDTH, s.bandwidth), (F.OPS_RATE, s.ops_rate)):
+        if st is not None:
+            return f"{F.SCOPE_LABEL[fig.scope]} {fig.title}", st
     return "phase window", Stats.of([f.window_ns for f in s.phase_figures if f.window_ns])
 
 
@@ -72,7 +77,7 @@ def unstable(points: list[PointSummary]) -> list[Found]:
         what, st = _headline(s)
         if st is not None and st.unstable:
             out.append(("unstable", "", s.task, f"{_name(s, swept)}: {what} varies by "
-                        f"{st.cv:.0%} (CV > {HIGH_CV:.0%}) over {st.n} repetitions: "
+                        f"{st.cv:.0%} (CV > {HIGH_CV:.0%}) over {plural(st.n, 'repetition')}: "
                         "add repetitions, a warmup, or look for interference"))
     return out
 
@@ -90,11 +95,11 @@ def short(points: list[PointSummary], resolution_ns: float) -> list[Found]:
         why = []
         if w < RESOLUTION_FACTOR * resolution_ns:
             why.append(f"under {RESOLUTION_FACTOR}x the clock resolution "
-                       f"({resolution_ns:g} ns)")
+                       f"({ns(resolution_ns)})")
         if skews and w < SKEW_FACTOR * median(skews):
-            why.append(f"under {SKEW_FACTOR}x the start skew ({median(skews) / 1e3:.1f} us)")
+            why.append(f"under {SKEW_FACTOR}x the start skew ({ns(median(skews))})")
         if why:
-            out.append(("short", "", s.task, f"{_name(s, swept)}: phases last {w / 1e3:.1f} us, "
+            out.append(("short", "", s.task, f"{_name(s, swept)}: phases last {ns(w)}, "
                         + " and ".join(why) + ": make the work longer"))
     return out
 

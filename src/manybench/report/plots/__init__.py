@@ -1,19 +1,22 @@
 """The report's figures, one module per figure (matplotlib, Agg backend).
 
-Each module has TITLE and plot(TaskData) -> matplotlib Figure, or None when the task has
-nothing to draw (no samples, no telemetry, no latency). `figures` makes every figure of a
-run; html.py inlines them as SVG, `write_plots` saves them as PNG and SVG.
+Each module has TITLE and plot(TaskData) -> a matplotlib Figure, or series.Drawn (the
+figure and the series of a point figure it drew: the task's Values, as its table shows them),
+or None when the task has nothing to draw (no samples, no telemetry, no latency). `figures`
+makes every figure of a run; html.py inlines them as SVG with their series, `write_plots`
+saves them as PNG and SVG.
 """
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import (elapsed, gantt, latency, per_slot, scaling, sizes, telemetry, throughput,
                timeline)
 from .data import TaskData, tasks
+from .series import Drawn, Series
 from .style import save, svg
 
 MODULES = [scaling, per_slot, timeline, gantt, elapsed, throughput, latency, telemetry, sizes]
@@ -25,6 +28,7 @@ class Plot:
     name: str          # the module's name: scaling, gantt, ...
     title: str
     figure: Any        # matplotlib Figure
+    series: list[Series] = field(default_factory=list)   # the point figures it drew
 
     def svg(self) -> str:
         return svg(self.figure)
@@ -35,13 +39,15 @@ def task_plots(d: TaskData) -> list[Plot]:
     for m in MODULES:
         fig = m.plot(d)
         if fig is not None:
-            out.append(Plot(d.task, m.__name__.rsplit(".", 1)[1], m.TITLE, fig))
+            drawn = fig if isinstance(fig, Drawn) else Drawn(fig, [])
+            out.append(Plot(d.task, m.__name__.rsplit(".", 1)[1], m.TITLE, drawn.figure,
+                            drawn.series))
     return out
 
 
 def figures(store: Any, run_id: str | None = None, data: tuple = ()) -> dict[str, list[Plot]]:
     """Per task (plan order), its figures; the latest run unless `run_id`. `data`:
-    (summaries, records, phases, effs) already read (RunView.data), else read here."""
+    (summaries, records, phases, effs, values) already read (RunView.data), else read here."""
     run = store.run(run_id) if run_id else store.runs()[-1]
     return {d.task: task_plots(d) for d in tasks(store, run, data)}
 

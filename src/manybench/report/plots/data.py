@@ -12,6 +12,7 @@ from typing import Callable
 
 from ...analysis import PointSummary, summarize
 from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate
+from ...analysis.values import Value, metric_spreads, point_values
 from ...inventory.peaks import Peaks
 from ...analysis.throughput import planned_interval
 from ...record import Record
@@ -32,6 +33,8 @@ class TaskData:
     telemetry: list[TelemetryRow] = field(default_factory=list)
     series: list = field(default_factory=list)    # results.contract.SeriesPoint (OSU, IMB)
     interval_s: float | None = None       # the plan's sampling interval for the task
+    # every figure of each point (analysis/values.py): what the figures draw, as the tables
+    values: dict[str, dict[str, list[Value]]] = field(default_factory=dict)
 
     def ok(self) -> list[Record]:
         return [r for r in self.records if r.status == "ok"]
@@ -51,7 +54,7 @@ class TaskData:
 
 def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
     """One TaskData per task of the run, in plan order; `data`: (summaries, records, phases,
-    effs) already read and summarised (report/build.py), else read here."""
+    effs, values) already read and summarised (report/build.py), else read here."""
     if not data:
         records = store.records(run.run_id)
         phases = store.phases(run.run_id)
@@ -59,21 +62,28 @@ def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
         summaries = summarize(records, phases)
         effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
         data = (summaries, records, phases, effs)
-    return split(*data, store.samples(run.run_id), store.telemetry(run.run_id),
-                 store.series(run.run_id), plan_raw=run.plan_raw)
+    summaries, records, phases, effs, *rest = data
+    return split(summaries, records, phases, effs, store.samples(run.run_id),
+                 store.telemetry(run.run_id), store.series(run.run_id), plan_raw=run.plan_raw,
+                 values=rest[0] if rest else None)
 
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
           effs: dict[str, PointEfficiency] | None = None, samples: list[Sample] | None = None,
           telemetry: list[TelemetryRow] | None = None, series: list | None = None,
-          plan_raw: dict | None = None
+          plan_raw: dict | None = None, values: dict | None = None
           ) -> list[TaskData]:
-    """Group a run's data by task (also for tests that build the lists themselves)."""
+    """Group a run's data by task (also for tests that build the lists themselves);
+    `values`: every point's figures (analysis/values.py), else made here."""
+    if values is None:
+        spreads = metric_spreads(records, phases)
+        values = {s.point: point_values(s, spreads.get(s.point)) for s in summaries}
     out: dict[str, TaskData] = {}
     for s in summaries:
         if s.task not in out:
             out[s.task] = TaskData(s.task, s.kernel, [], [], [], effs or {},
-                                   interval_s=planned_interval(plan_raw or {}, s.task))
+                                   interval_s=planned_interval(plan_raw or {}, s.task),
+                                   values=values)
         out[s.task].points.append(s)
     task_of: dict[int, str] = {}
     for p in phases:

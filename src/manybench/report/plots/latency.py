@@ -1,30 +1,29 @@
-"""Latency percentiles (p50, p90, p99, p99.9, max) against workers, per operation, log scale."""
+"""Latency percentiles (p50, p90, p99, p99.9, max) against workers, per operation, log scale:
+the latency figure's Values (analysis/values.py), in its table column's unit."""
 from __future__ import annotations
 
+from ...kernels import figures as F
 from .data import TaskData
+from .series import Drawn, axis_label, first_value, series
 from .style import figure, workers
 
 TITLE = "latency percentiles"
+QUANTILES = ("p50", "p90", "p99", "p99.9", "max")
 
 
 def plot(d: TaskData):
-    pts = sorted((p for p in d.points if p.latency_us), key=lambda p: p.workers)
-    if not pts:
+    ss = series(d, F.LATENCY.name)
+    if not ss:
         return None
-    fig, (ax,) = figure(f"{d.task}: {TITLE} (us)")
-    qs = [q for q in ("p50", "p90", "p99", "p99.9", "max") if any(q in p.latency_us for p in pts)]
-    groups: dict[str, list] = {}
-    for p in pts:
-        key = ", ".join(f"{k}={v}" for k, v in sorted(p.params.items())
-                        if len({str(x.params.get(k)) for x in pts}) > 1)
-        groups.setdefault(((p.variant + " ") if p.variant else "") + key, []).append(p)
-    for name, ps in groups.items():
-        for q in qs:
-            xs = [(p.workers, p.latency_us[q]) for p in ps if q in p.latency_us]
-            if xs:
-                ax.plot(*zip(*xs), marker="o", ms=3, label=f"{name} {q}".strip())
+    label = axis_label(first_value(d, ss[0]), ss[0].scope, ss[0].unit)
+    fig, (ax,) = figure(f"{d.task}: {TITLE} ({ss[0].unit})")
+    for s in ss:
+        for q in QUANTILES:
+            xy = [(w, x) for w, x in zip(s.workers, s.quantiles.get(q, ())) if x is not None]
+            if xy:
+                ax.plot(*zip(*xy), marker="o", ms=3, label=f"{s.label} {q}".strip())
     ax.set_yscale("log")
-    workers(ax, sorted({p.workers for p in pts}))
-    ax.set_ylabel("latency (us)")
+    workers(ax, sorted({p.workers for p in d.points}))
+    ax.set_ylabel(label)
     ax.legend(fontsize=6, ncol=2)
-    return fig
+    return Drawn(fig, ss)

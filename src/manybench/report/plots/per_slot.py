@@ -1,47 +1,46 @@
-"""Each slot's own figure against workers: its bytes or ops over its own time, every record a
-dot, the median per worker count a line (what one worker gets as more share the machine)."""
+"""Each slot's own figure against workers: its own bandwidth (its bytes over its own time),
+else its own ops rate, else its time; every record a dot, the median over the point's
+records a line: the figure the full table shows under that name (analysis/values.py), not
+the aggregate's share per slot (aggregate / workers), which is another figure."""
 from __future__ import annotations
 
-from ...analysis.stats import median, nearest_rank
-from ..colunits import rate_unit
+from ...analysis.slot_figures import own_rate, slot_seconds
+from ...analysis.stats import nearest_rank
+from ...kernels import figures as F
 from .data import TaskData
+from .series import Drawn, axis_label, first_value, series
 from .style import figure, workers
 
 TITLE = "per slot"
 MAX_DOTS = 1000
-
-
-def _secs(r) -> float:
-    return r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / 1e9
+# the figure drawn and each record's own value of it (in the figure's base unit)
+_OWN = ((F.OWN_BANDWIDTH.name, lambda r: own_rate(r, "bytes")),
+        (F.OWN_OPS_RATE.name, lambda r: own_rate(r, "ops")),
+        (F.ELAPSED.name, slot_seconds))
 
 
 def plot(d: TaskData):
-    ok = [r for r in d.ok() if _secs(r) > 0]
-    if not ok:
+    ok = [r for r in d.ok() if slot_seconds(r) > 0]
+    found = next(((ss, of) for name, of in _OWN if (ss := series(d, name))), None)
+    if not ok or found is None:
         return None
-    if any(r.bytes for r in ok):
-        # the unit of the task's aggregate (its table and scaling figure): the per-slot
-        # figure beside them reads in the same unit
-        aggs = [p.bandwidth.median for p in d.points if p.bandwidth]
-        unit, div = rate_unit(aggs or [r.bytes / _secs(r) for r in ok])
-        label, value = f"bandwidth per slot ({unit})", lambda r: r.bytes / _secs(r) / div
-    elif any(r.ops for r in ok):
-        label, value = "ops/s per slot", lambda r: r.ops / _secs(r)
-    else:
-        label, value = "time per slot (s)", _secs
+    ss, of = found
+    v = first_value(d, ss[0])
+    label = axis_label(v, ss[0].scope, ss[0].unit)
     fig, (ax,) = figure(f"{d.task}: {label}")
-    ws = sorted({r.workers for r in ok})
+    value = lambda r: (of(r) or 0.0) / ss[0].factor     # noqa: E731
     if len(ok) <= MAX_DOTS:
         ax.scatter([r.workers for r in ok], [value(r) for r in ok], s=8, alpha=0.5,
                    label="a slot")
     else:   # every dot of a long run would make a page of megabytes: the range they span
+        ws = sorted({r.workers for r in ok})
         lo = [nearest_rank([value(r) for r in ok if r.workers == w], 5) for w in ws]
         hi = [nearest_rank([value(r) for r in ok if r.workers == w], 95) for w in ws]
         ax.fill_between(ws, lo, hi, alpha=0.25, label="p5-p95 of slots")
-    ax.plot(ws, [median([value(r) for r in ok if r.workers == w]) for w in ws], marker="o",
-            label="median")
-    workers(ax, ws)
+    for s in ss:
+        ax.plot(s.workers, s.median, marker="o", label=f"{s.label} median".strip())
+    workers(ax, sorted({p.workers for p in d.points}))
     ax.set_ylabel(label)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
-    return fig
+    return Drawn(fig, ss)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...analysis.phase_figures import phase_figures
 from ...analysis.throughput import aggregate, phase_series, slot_starts
+from ...kernels import figures as F
 from ...results.contract import Sample
 from ..colunits import rate_unit
 from .data import TaskData
+from .series import series as plotted
 from .style import figure
 
 TITLE = "throughput over time"
@@ -31,7 +32,10 @@ def plot(d: TaskData):
     if series is None:
         return None
     rate = np.array(series.rate)
-    unit, div = rate_unit(rate) if series.unit == "B/s" else ("ops/s", 1.0)
+    # the unit the task's bandwidth (or ops rate) is written in by its table, where it has one
+    own = plotted(d, F.BANDWIDTH.name if series.unit == "B/s" else F.OPS_RATE.name)
+    unit, div = (own[0].unit, own[0].factor) if own else rate_unit(rate) \
+        if series.unit == "B/s" else ("ops/s", 1.0)
     fig, (ax,) = figure(f"{d.task}: {TITLE}, phase {phase}")
     ax.plot(series.t_s, rate / div, lw=1.6,
             label=f"aggregate (every slot, on a {series.interval_s:g} s grid)")
@@ -46,7 +50,8 @@ def plot(d: TaskData):
     if series.unit == "B/s" and records:
         # the figure the tables show, so a reader sets the points against it: a start and
         # an end where fewer slots run put the middle of the series above it
-        bw = phase_figures(phase, records, d.kernel).bandwidth
+        bw = next((f.bandwidth for p in d.points for f in p.phase_figures if f.index == phase),
+                  None)     # the phase's figures, as analysis made them for the table
         if bw:
             ax.axhline(bw / div, ls="--", lw=1.0, color="0.3",
                        label="phase's aggregate bandwidth, sum(bytes) / window")

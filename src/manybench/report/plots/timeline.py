@@ -2,6 +2,7 @@
 coordinator's timebase from T0: a perfect start is a wall at 0, a perfect end another."""
 from __future__ import annotations
 
+from ..formats import plural
 from .data import TaskData
 from .style import figure
 
@@ -35,7 +36,8 @@ def plot(d: TaskData):
     spans = [(float(r.start_ns - r.t0_ns), float(r.end_ns - r.t0_ns)) for r in recs]
     f, unit = _scale(spans)
     ts, ns = busy_steps([(a / f, b / f) for a, b in spans])
-    fig, (ax,) = figure(f"{d.task}: slots busy over time, phase {phase} ({len(recs)} workers)")
+    fig, (ax,) = figure(f"{d.task}: slots busy over time, phase {phase} "
+                        f"({plural(len(recs), 'worker')})")
     ax.step([0.0] + ts, [0] + ns, where="post")
     ax.axvline(0, color="#888", ls="--", lw=0.8, label="T0")
     ax.set_xlabel(f"time since T0 ({unit})")

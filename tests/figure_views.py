@@ -1,0 +1,141 @@
+"""Every view of a run's figures, read back as what it shows: per point, figure and scope,
+the median as the view writes it (three significant digits, kernels' declared figures in
+report/colunits.num's form), its unit and its scope label. `assert_views_agree` checks that
+they all say the same (issue 29: one figure, one meaning, in every view).
+
+Views:
+  table    `manybench report --all` (the Tables it lays out, checked against its text)
+  json     `manybench report --json` (each figure's median / shown_factor, in shown_unit)
+  plots    the series behind the HTML figures (`report --html`: data-values)
+  history, compare (against itself): their --json, where it holds figures in the shape
+           `report --json` gives them (objects with point, figure, scope, median,
+           shown_unit and shown_factor); a view that has none yet is named as not joined
+A test module imports this (not another test module)."""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from conftest import run_cli
+from manybench.report.build import build
+from manybench.report.colunits import num
+
+Key = tuple[str, str, str]          # point key, figure, scope
+
+
+@dataclass(frozen=True)
+class Shown:
+    text: str      # the median as written
+    unit: str
+    scope: str
+
+
+def _unit_of(header: str, scope: str) -> str:
+    """The unit in a table's header: "bandwidth\\naggregate, GiB/s" -> "GiB/s"; a
+    distribution's "skew\\nus\\nmed / max" -> "us"; "per-slot time\\ns" -> "s"."""
+    lines = header.split("\n")
+    for line in lines[1:]:
+        if line.startswith(scope):
+            return line[len(scope):].lstrip(", ")
+    rest = [x for x in lines[1:] if " / " not in x]
+    return rest[-1] if rest else ""
+
+
+def table_view(out: str) -> dict[Key, Shown]:
+    (view,) = build(out, all_columns=True)
+    res = run_cli("report", out, "--all", env={**os.environ, "COLUMNS": "1000"})
+    assert res.returncode == 0, res.stderr
+    got: dict[Key, Shown] = {}
+    for t in view.tables:
+        if not t.figures:
+            continue
+        for point, row in zip(t.points, t.rows):
+            for j, fig in enumerate(t.figures):
+                if fig is None or row[j] == "-":
+                    continue
+                assert row[j] in res.stdout, (t.title, t.columns[j], row[j])
+                text = row[j].split(" / ")[0].split(" (")[0]
+                got[(point, *fig)] = Shown(text, _unit_of(t.columns[j], fig[1]), fig[1])
+    return got
+
+
+def _json_figures(tree, point: str | None = None) -> dict[Key, Shown]:
+    out: dict[Key, Shown] = {}
+    if isinstance(tree, dict):
+        point = tree.get("point", point) if isinstance(tree.get("point"), str) else point
+        if {"figure", "scope", "median", "shown_unit", "shown_factor"} <= set(tree):
+            out[(point or "", tree["figure"], tree["scope"])] = Shown(
+                num(tree["median"] / tree["shown_factor"]), tree["shown_unit"], tree["scope"])
+        for v in tree.values():
+            out |= _json_figures(v, point)
+    elif isinstance(tree, list):
+        for v in tree:
+            out |= _json_figures(v, point)
+    return out
+
+
+def json_view(out: str) -> dict[Key, Shown]:
+    res = run_cli("report", out, "--json")
+    assert res.returncode == 0, res.stderr
+    return _json_figures(json.loads(res.stdout))
+
+
+def plot_view(out: str) -> dict[Key, Shown]:
+    page = os.path.join(out, "..", "views-agree.html")
+    res = run_cli("report", out, "--html", page)
+    assert res.returncode == 0, res.stderr
+    text = open(page, encoding="utf-8").read()
+    got: dict[Key, Shown] = {}
+    for m in re.finditer(r'<figure class="plot" data-plot="(\w+)" data-values="([^"]*)"', text):
+        for s in json.loads(html.unescape(m.group(2))):
+            for point, median in zip(s["points"], s["median"]):
+                got[(point, s["figure"], s["scope"])] = Shown(num(median), s["unit"], s["scope"])
+    return got
+
+
+def _cli_json_view(*args: str) -> Callable[[str], dict[Key, Shown]]:
+    def read(out: str) -> dict[Key, Shown]:
+        res = run_cli(*[out if a == "{out}" else a for a in args], "--json")
+        assert res.returncode == 0, res.stderr
+        return _json_figures(json.loads(res.stdout))
+    return read
+
+
+# the views beside the table, each read as the table is; history and compare (against
+# itself) join when their --json holds figures in the report's shape
+VIEWS: dict[str, Callable[[str], dict[Key, Shown]]] = {
+    "json": json_view, "plots": plot_view,
+    "history": _cli_json_view("history", "{out}"),
+    "compare": _cli_json_view("compare", "{out}", "{out}")}
+# views whose every figure must be found in the table (the others show a part of them)
+WHOLE = ("json",)
+
+
+def assert_views_agree(out: str) -> dict[str, int]:
+    """Every figure each view shows is the table's (same median as written, same unit, same
+    scope), and `report --json` has every figure of the table. Returns the figures checked
+    per view; a view that shows none is left out (not joined yet)."""
+    table = table_view(out)
+    assert table, "the table shows no figure"
+    checked = {"table": len(table)}
+    for name, read in VIEWS.items():
+        try:
+            seen = read(out)
+        except AssertionError:
+            if name in WHOLE:
+                raise
+            continue               # a view that cannot read this run (compare: one run)
+        if not seen:
+            continue
+        if name in WHOLE:
+            missing = sorted(set(table) - set(seen))
+            assert not missing, (name, missing[:10])
+        for key, shown in seen.items():
+            assert key in table, (name, key, "not in the table")
+            assert shown == table[key], (name, key, shown, table[key])
+        checked[name] = len(seen)
+    return checked
