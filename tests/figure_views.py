@@ -7,9 +7,9 @@ Views:
   table    `manybench report --all` (the Tables it lays out, checked against its text)
   json     `manybench report --json` (each figure's median / shown_factor, in shown_unit)
   plots    the series behind the HTML figures (`report --html`: data-values)
-  history, compare (against itself): their --json, where it holds figures in the shape
-           `report --json` gives them (objects with point, figure, scope, median,
-           shown_unit and shown_factor); a view that has none yet is named as not joined
+  history, compare (against itself): their --json, each Value field for field
+           `report --json`'s (the unit each writes it in is its own: history picks one
+           per column over its runs)
 A test module imports this (not another test module)."""
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ from manybench.report.build import build
 from manybench.report.colunits import num
 
 Key = tuple[str, str, str]          # point key, figure, scope
+
+
+def _point_key(point) -> str | None:
+    """The stored key (plan/expand.point_key) of a --json `point` object."""
+    if isinstance(point, dict) and set(point) == {"group", "task"}:
+        return f"{_point_key(point['group'])}#{point['task']}"
+    if isinstance(point, dict):
+        return json.dumps(point, sort_keys=True, default=str)
+    return point if isinstance(point, str) else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ def table_view(out: str) -> dict[Key, Shown]:
 def _json_figures(tree, point: str | None = None) -> dict[Key, Shown]:
     out: dict[Key, Shown] = {}
     if isinstance(tree, dict):
-        point = tree.get("point", point) if isinstance(tree.get("point"), str) else point
+        point = _point_key(tree.get("point")) or point
         if {"figure", "scope", "median", "shown_unit", "shown_factor"} <= set(tree):
             out[(point or "", tree["figure"], tree["scope"])] = Shown(
                 num(tree["median"] / tree["shown_factor"]), tree["shown_unit"], tree["scope"])
@@ -97,28 +106,46 @@ def plot_view(out: str) -> dict[Key, Shown]:
     return got
 
 
-def _cli_json_view(*args: str) -> Callable[[str], dict[Key, Shown]]:
-    def read(out: str) -> dict[Key, Shown]:
+def _json_values(tree, point: str | None = None) -> dict[Key, dict]:
+    """Every figure Value in a --json tree, as stored (the unit a view writes it in left out:
+    history picks one per column over its runs), keyed as the views are."""
+    out: dict[Key, dict] = {}
+    if isinstance(tree, dict):
+        point = _point_key(tree.get("point")) or point
+        if {"figure", "scope", "median", "n"} <= set(tree):
+            out[(point or "", tree["figure"], tree["scope"])] = {
+                k: v for k, v in tree.items() if not k.startswith("shown_")}
+        for v in tree.values():
+            out |= _json_values(v, point)
+    elif isinstance(tree, list):
+        for v in tree:
+            out |= _json_values(v, point)
+    return out
+
+
+def _cli_values(*args: str) -> Callable[[str], dict[Key, dict]]:
+    def read(out: str) -> dict[Key, dict]:
         res = run_cli(*[out if a == "{out}" else a for a in args], "--json")
         assert res.returncode == 0, res.stderr
-        return _json_figures(json.loads(res.stdout))
+        return _json_values(json.loads(res.stdout))
     return read
 
 
-# the views beside the table, each read as the table is; history and compare (against
-# itself) join when their --json holds figures in the report's shape
-VIEWS: dict[str, Callable[[str], dict[Key, Shown]]] = {
-    "json": json_view, "plots": plot_view,
-    "history": _cli_json_view("history", "{out}"),
-    "compare": _cli_json_view("compare", "{out}", "{out}")}
+# the views beside the table, each read as the table is
+VIEWS: dict[str, Callable[[str], dict[Key, Shown]]] = {"json": json_view, "plots": plot_view}
 # views whose every figure must be found in the table (the others show a part of them)
 WHOLE = ("json",)
+# views joined by value: each Value they hold is `report --json`'s for the same point,
+# figure and scope, field for field (which the table writes as checked above)
+BY_VALUE: dict[str, Callable[[str], dict[Key, dict]]] = {
+    "history": _cli_values("history", "{out}"),
+    "compare": _cli_values("compare", "{out}", "{out}")}
 
 
 def assert_views_agree(out: str) -> dict[str, int]:
     """Every figure each view shows is the table's (same median as written, same unit, same
-    scope), and `report --json` has every figure of the table. Returns the figures checked
-    per view; a view that shows none is left out (not joined yet)."""
+    scope), `report --json` has every figure of the table, and history's and compare's
+    Values are report --json's. Returns the figures checked per view."""
     table = table_view(out)
     assert table, "the table shows no figure"
     checked = {"table": len(table)}
@@ -137,5 +164,13 @@ def assert_views_agree(out: str) -> dict[str, int]:
         for key, shown in seen.items():
             assert key in table, (name, key, "not in the table")
             assert shown == table[key], (name, key, shown, table[key])
+        checked[name] = len(seen)
+    report = _cli_values("report", "{out}")(out)
+    for name, read in BY_VALUE.items():
+        seen = read(out)
+        assert seen, (name, "holds no figure")
+        for key, value in seen.items():
+            assert key in report, (name, key, "not in report --json")
+            assert value == report[key], (name, key, value, report[key])
         checked[name] = len(seen)
     return checked

@@ -133,6 +133,13 @@ def test_the_figure_is_the_headline_the_report_shows():
     assert choose_figure(io, io) == BANDWIDTH
     meta = summary("meta.read", bandwidth=Stats.of([1.0]), ops_rate=Stats.of([1.0]))
     assert choose_figure(meta, meta) == OPS
+    # an MPI job's skew is manybench's figure: the program's time heads, not the skew
+    skew = {"job_skew_s": Stats.of([1e-6, 2e-6])}
+    job = summary("mpi", metrics={"job_skew_s": 1e-6}, metric_sums=skew)
+    assert choose_figure(job, job) == ELAPSED
+    osu = summary("mpi", metrics={"job_skew_s": 1e-6, "bw_mb_s": 5.0},
+                  metric_sums={**skew, "bw_mb_s": Stats.of([5.0])})
+    assert choose_figure(osu, osu).name == "bw_mb_s"
 
 
 # -- matching points within a run ---------------------------------------------------------------

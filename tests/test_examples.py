@@ -55,12 +55,12 @@ EXPECT = {
     "vendor-000-aligners": Expect(
         ["bwa: numa against unbound", "bowtie2: numa against unbound", "threads"],
         tools=[("bwa", "bwa"), ("bowtie2", "bowtie2"), ("wgsim", "samtools")]),
-    "vendor-000-stream": Expect(["stream: numa against unbound (triad_mb_s"]),
+    "vendor-000-stream": Expect(["stream: numa against unbound (triad,"]),
     "vendor-000-storage": Expect(["write: ramdisk against disk", "read: ramdisk against disk",
                                   "randread: ramdisk against disk", "ops/s"]),
     "vendor-000-tuned": Expect(["sync (null)"]),      # + the tuned branch below
     "containers-003": Expect(["io: container against host", "net: container against host",
-                              "latency: container, container-per-node against host (elapsed",
+                              "latency: container, container-per-node against host (per-slot",
                               "bandwidth: container, container-per-node against host "
                               "(bandwidth", "allreduce: container, container-per-node against "
                               "host", "times"],
@@ -74,7 +74,7 @@ EXPECT = {
     "interconnects-001": Expect(["share of", "N x single-node", "efficiency", "of peak",
                                  "himeno: ucx, ofi against tcp (mflops",
                                  "hpl: ucx, ofi against tcp (gflops",
-                                 "latency: ucx, ofi against tcp (elapsed",
+                                 "latency: ucx, ofi against tcp (per-slot",
                                  "bandwidth: ucx, ofi against tcp (bandwidth", "times"],
                                 tools=[("hpcc", "hpcc"), ("mpirun.openmpi", "openmpi-bin"),
                                        ("mpicc.openmpi", "libopenmpi-dev")], nodes=2,

@@ -47,7 +47,8 @@ def _where(task: str, workers: int, params: dict) -> str:
 
 def _headline(directory: str, report: dict) -> dict[str, dict]:
     """Per point, the Value of its headline figure: the first figure column of its task's
-    compact table in the report, the first of that figure's Values in `report --json`."""
+    compact table in the report, the first of that figure's Values in `report --json`
+    (without the unit the report writes it in)."""
     first = {}
     for t in build(directory)[0].tables:
         if t.task:
@@ -58,6 +59,8 @@ def _headline(directory: str, report: dict) -> dict[str, dict]:
             names = [f["figure"] for f in p["figures"]]
             name = next(n for n in first[task["task"]] if n in names)
             value = next(f for f in p["figures"] if f["figure"] == name)
+            # the unit a view writes it in is the view's (history picks one per column)
+            value = {k: v for k, v in value.items() if not k.startswith("shown_")}
             out[_where(task["task"], p["workers"], p["params"])] = value
     return out
 

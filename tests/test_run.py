@@ -59,7 +59,7 @@ def test_null_io_meta_plan_records(plan_file, tmp_path):
         assert all(r["status"] == "ok" for r in recs), recs
     for r in rows:
         # the contract's columns in order, then the extras (results-api.md)
-        assert list(r) == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
+        assert list(r) == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics", "extra"]
         assert r["start_ns"] >= r["t0_ns"]            # nobody starts before T0
         assert r["end_ns"] >= r["start_ns"]
         assert r["elapsed_s"] >= 0
@@ -142,7 +142,7 @@ def test_export_csv_starts_with_exactly_the_contract_columns(plan_file, tmp_path
     # the contract's columns, then the extras and flattened params and metrics (issue 10)
     assert header.split(",")[:len(COLUMNS)] == list(COLUMNS)
     nested = run_cli("export", out_dir, "--format", "csv", "--nested").stdout.splitlines()[0]
-    assert nested.split(",") == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics"]
+    assert nested.split(",") == [*COLUMNS, "rank", "stdout", "stderr", "missing_metrics", "extra"]
     rows = export_json(out_dir)
     assert json.loads(json.dumps(rows))[0]["status"] == "ok"
 

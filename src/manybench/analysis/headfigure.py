@@ -4,8 +4,9 @@ repetition (phase), which comparisons need. `history` and `compare` show it; the
 compact table (report/headline.py) orders its columns by the same names.
 
 Headline names: the kernel's declared `headline` figures (kernels/figures.py), else a
-command's extracted metrics then its per-slot time, else aggregate bandwidth and ops/s then
-the metrics, else the metrics then the per-slot time. A point's headline figure is the first
+command's extracted metrics then its per-slot time then the figures its kernel declares (an
+MPI job's skew), else aggregate bandwidth and ops/s then the metrics, else the metrics then
+the per-slot time. A point's headline figure is the first
 of these it has a Value for, and its first Value (the aggregate of a figure summed over the
 slots, else the figure's own scope).
 """
@@ -44,7 +45,10 @@ def headline_names(points: list[PointSummary]) -> list[str]:
         return list(traits.headline)
     names = metric_names(points)
     if traits.runs_child:
-        return names + [F.ELAPSED.name]
+        # the program's own figures, then its time; the kernel's (an MPI job's skew) after
+        declared = {f.name for f in traits.figures}
+        own = [n for n in names if n not in declared]
+        return own + [F.ELAPSED.name] + [n for n in names if n not in own]
     return [F.BANDWIDTH.name, F.OPS_RATE.name] + names if any(p.ops_rate for p in points) \
         else names + [F.ELAPSED.name]
 

@@ -372,3 +372,17 @@ def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> No
                 per = s.counts.setdefault(name, {})
                 per[int(code)] = per.get(int(code), 0) + 1
 
+
+def point_of(key: str) -> Any:
+    """A point's stored key (plan/expand.point_key: JSON text) as the object it encodes. A
+    task's own part of a [[concurrent]] group's phase (_group_parts above: the group's key, "#",
+    the task) is {"group": the group's point, "task": the task}."""
+    try:
+        return json.loads(key)
+    except ValueError:
+        pass
+    group, sep, task = key.rpartition("#")
+    try:
+        return {"group": json.loads(group), "task": task} if sep else key
+    except ValueError:
+        return key

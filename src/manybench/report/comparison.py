@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.compare import (Comparison, RunData, Side, TaskComparison, task_verdict,
                                 times_text, unmatched, within_run)
 from ..analysis.joins import Unpaired
-from ..analysis.points import PointSummary
+from ..analysis.points import PointSummary, point_of
 from ..analysis.reference import FAIL, RefCheck, evaluate
 from ..analysis.values import Value
 from ..record import Record
@@ -204,7 +204,7 @@ def as_json(runs: list[RunData], tcs: list[TaskComparison], ignore: tuple[str, .
     `report --json` gives them), the factor and its interval, the verdict; and per later run
     the points that could not be paired, with the other run's nearest and what differs."""
     def side(s: Side) -> dict[str, Any]:
-        return {"label": s.label, "point": s.point.point, "variant": s.point.variant,
+        return {"label": s.label, "point": point_of(s.point.point), "variant": s.point.variant,
                 "workers": s.point.workers, "params": s.point.params,
                 "value": None if s.value is None else s.value.as_dict(),
                 "geomean": s.geomean(), "n": len(s.values)}

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from ..analysis.history import History, PointHistory
+from ..analysis.points import point_of
 from .colunits import column_unit, num
 from .formats import DASH, param_formatter, plural
 from .terminal import render_view
@@ -116,7 +117,7 @@ def as_json(h: History) -> dict[str, Any]:
                         "hosts": list(p.hosts), "figure": p.figure, "label": p.label,
                         "scope": p.scope, "unit": p.unit, "direction": p.direction,
                         "runs": [{"run": r.run_id, "directory": r.directory,
-                                  "started_ns": r.started_ns, "point": r.point,
+                                  "started_ns": r.started_ns, "point": point_of(r.point),
                                   "value": r.value.as_dict()} for r in p.runs],
                         "latest": p.latest, "mean": p.mean, "min": p.min, "max": p.max}
                        for p in h.points]}

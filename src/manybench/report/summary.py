@@ -13,12 +13,12 @@ over time (analysis/throughput.py, the series the HTML figure draws).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict
 from typing import Any
 
+from ..analysis.points import point_of
 from ..analysis.throughput import phase_series, planned_interval, slot_starts
 from ..analysis.time_spent import TimeSpent
 from ..kernels import figures as F
@@ -45,21 +45,6 @@ def _clean(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_clean(v) for v in x]
     return x
-
-
-def point_of(key: str) -> Any:
-    """A point's stored key (plan/expand.point_key: JSON text) as the object it encodes. A
-    task's own part of a [[concurrent]] group's phase (analysis/points.py: the group's key,
-    "#", the task) is {"group": the group's point, "task": the task}."""
-    try:
-        return json.loads(key)
-    except ValueError:
-        pass
-    group, sep, task = key.rpartition("#")
-    try:
-        return {"group": json.loads(group), "task": task} if sep else key
-    except ValueError:
-        return key
 
 
 def _series(data: RunData, point: str, task: str, samples: list) -> list[dict]:
