@@ -57,9 +57,11 @@ class Rank(threading.Thread):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect("\0" + name)
         self.hello, self.heard = hello, b""
+        self.said = threading.Event()      # its hello is sent
 
     def run(self) -> None:
         self.sock.sendall(self.hello)
+        self.said.set()
         self.sock.settimeout(60)
         while b"\n" not in self.heard:
             chunk = self.sock.recv(4096)
@@ -88,8 +90,11 @@ def test_the_slot_takes_the_peer_with_the_jobs_token_whatever_came_first():
         other = Rank(link.name, _hello(JobKeys.of(KEY, "another run", 3, 0), "other"))
         bare = Rank(link.name, _hello(None, "bare"))       # no token, not the launcher's
         real = Rank(link.name, _hello(k, "real"))
-        for r in (wrong, other, bare, real):
+        # the strangers speak first (a thread's hello can lag its connect on a busy machine)
+        for r in (wrong, other, bare):
             r.start()
+            assert r.said.wait(60)
+        real.start()
         link.wait_ready("0 - /tmp", None)
         for r in (wrong, other, bare, real):
             r.join(60)

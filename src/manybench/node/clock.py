@@ -154,11 +154,12 @@ class EchoServer:
 
 
 def measure_offset(host: str, port: int, key: bytes, samples: int = ECHO_SAMPLES,
-                   timeout: float = 5.0) -> Offset:
+                   timeout: float = CONNECT_S) -> Offset:
     """Cristian's algorithm: the exchange with the shortest round trip wins; its node stamp
     is compared with the midpoint of our send and receive, and its RTT/2 bounds the error.
-    key: the run's echo key (auth.derive(secret, "echo")); timeout: each exchange's bound
-    (the handshake has CONNECT_S, as a direct channel's). ConnectionError when the echo
+    key: the run's echo key (auth.derive(secret, "echo")); timeout: each exchange's bound,
+    as long as the handshake's (CONNECT_S, a direct channel's): a relay measuring members
+    of 1,000 simulated nodes on 2 cpus under a load of ~10 ran past 5 s (test_simulated). ConnectionError when the echo
     closes, or a reply's tag shows its stamp was not the node's."""
     who = f"the clock echo at {host}:{port}"
     s, session = open_channel(host, port, False, key, "echo", None, who, CONNECT_S)
