@@ -72,25 +72,43 @@ def table_view(out: str) -> dict[Key, Shown]:
     return got
 
 
-def _json_figures(tree, point: str | None = None) -> dict[Key, Shown]:
-    out: dict[Key, Shown] = {}
+def _walk(tree, take: Callable[[dict], object | None], point: str | None = None
+          ) -> dict[Key, object]:
+    """Every figure object in a --json tree that take() makes something of, keyed by the
+    point it sits under (the nearest `point` above it), its figure and its scope."""
+    out: dict[Key, object] = {}
     if isinstance(tree, dict):
         point = _point_key(tree.get("point")) or point
-        if {"figure", "scope", "median", "shown_unit", "shown_factor"} <= set(tree):
-            out[(point or "", tree["figure"], tree["scope"])] = Shown(
-                num(tree["median"] / tree["shown_factor"]), tree["shown_unit"], tree["scope"])
+        got = take(tree)
+        if got is not None:
+            out[(point or "", tree["figure"], tree["scope"])] = got
         for v in tree.values():
-            out |= _json_figures(v, point)
+            out |= _walk(v, take, point)
     elif isinstance(tree, list):
         for v in tree:
-            out |= _json_figures(v, point)
+            out |= _walk(v, take, point)
     return out
+
+
+def _shown(f: dict) -> Shown | None:
+    """A figure as `report --json` says a view writes it: median / shown_factor."""
+    if not {"figure", "scope", "median", "shown_unit", "shown_factor"} <= set(f):
+        return None
+    return Shown(num(f["median"] / f["shown_factor"]), f["shown_unit"], f["scope"])
+
+
+def _value(f: dict) -> dict | None:
+    """A figure's Value as stored (the unit a view writes it in left out: history picks one
+    per column over its runs)."""
+    if not {"figure", "scope", "median", "n"} <= set(f):
+        return None
+    return {k: v for k, v in f.items() if not k.startswith("shown_")}
 
 
 def json_view(out: str) -> dict[Key, Shown]:
     res = run_cli("report", out, "--json")
     assert res.returncode == 0, res.stderr
-    return _json_figures(json.loads(res.stdout))
+    return _walk(json.loads(res.stdout), _shown)
 
 
 def plot_view(out: str) -> dict[Key, Shown]:
@@ -106,28 +124,11 @@ def plot_view(out: str) -> dict[Key, Shown]:
     return got
 
 
-def _json_values(tree, point: str | None = None) -> dict[Key, dict]:
-    """Every figure Value in a --json tree, as stored (the unit a view writes it in left out:
-    history picks one per column over its runs), keyed as the views are."""
-    out: dict[Key, dict] = {}
-    if isinstance(tree, dict):
-        point = _point_key(tree.get("point")) or point
-        if {"figure", "scope", "median", "n"} <= set(tree):
-            out[(point or "", tree["figure"], tree["scope"])] = {
-                k: v for k, v in tree.items() if not k.startswith("shown_")}
-        for v in tree.values():
-            out |= _json_values(v, point)
-    elif isinstance(tree, list):
-        for v in tree:
-            out |= _json_values(v, point)
-    return out
-
-
 def _cli_values(*args: str) -> Callable[[str], dict[Key, dict]]:
     def read(out: str) -> dict[Key, dict]:
         res = run_cli(*[out if a == "{out}" else a for a in args], "--json")
         assert res.returncode == 0, res.stderr
-        return _json_values(json.loads(res.stdout))
+        return _walk(json.loads(res.stdout), _value)
     return read
 
 
