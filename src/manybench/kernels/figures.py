@@ -142,8 +142,16 @@ ARMED_LATE = Figure("armed_late_ns", "ns", "armed late", "", role=CONTEXT,
                     "armed in time); a late start (analysis/late.py)")
 LEAD = Figure("lead_ns", "ns", "lead", "", role=CONTEXT,
               note="lead = T0 - when the coordinator sent the go (run/schedule.py adapts it)")
+SPUN = Figure("spun", "", "spun to T0", "", role=CONTEXT,
+              note="spun to T0 = 1: the slot spun the last stretch before T0 (cpus of its "
+              "own, otherwise idle); 0: it slept to T0 (clock_nanosleep TIMER_ABSTIME) "
+              "(node/spin_choice.py)")
+CPU_BUSY = Figure("cpu_busy", "share", "its cpus busy", "", role=CONTEXT,
+                  note="its cpus busy = the share of the slot's cpus other work took (from "
+                  "/proc/stat, the run's own processes left out) when that made a slot with "
+                  "cpus of its own sleep to T0 instead of spinning; absent otherwise")
 EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
-              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD)
+              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD, SPUN, CPU_BUSY)
 
 # a command's metric `x` captured with a unit: metrics["x.unit"] names the unit x is stored in
 UNIT_SUFFIX = ".unit"

@@ -16,15 +16,16 @@ from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
-from ..kernels.figures import CPUS_ALLOWED
+from ..kernels.figures import CPU_BUSY, CPUS_ALLOWED, SPUN
 from . import pipe
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
+from .spin_choice import SpinChoice
 from .protocol import (CODEC, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
 
-SPIN_NS = 300_000   # the last stretch before T0 is spun, only on a core of the slot's own
+SPIN_NS = 300_000   # the last stretch before T0 is spun: on cpus of the slot's own, idle
 
 
 def _error(msg: str) -> Result:
@@ -74,6 +75,8 @@ class SlotLoop:
         # the last /proc readback of the binding and the cpus it was read with: read again
         # only when the cpus the slot may use change (a new placement, a kernel's own pin)
         self.binding: tuple[set, dict[str, str], int] | None = None
+        self.choice = SpinChoice()   # spin only while the slot's own cpus are otherwise idle
+        self.busy: float | None = None   # others' share of them when it made the slot sleep
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -113,9 +116,26 @@ class SlotLoop:
         if place.settle_ns != self.settle_ns:
             _native.set_settle(place.settle_ns)
             self.settle_ns = place.settle_ns
-        self.prepared = (kernel, state, SPIN_NS if place.spin else 0)
+        self.busy = None
+        spin = place.spin and self._spins(place, ctx)
+        self.prepared = (kernel, state, SPIN_NS if spin else 0)
         self.sample_s = phase.sample if kernel.progress else 0.0
         return None
+
+    def _spins(self, place: SlotPlace, ctx: SlotContext) -> bool:
+        """Whether this slot, placed on cpus of its own, spins before T0 (spin_choice.py);
+        the first phase it sleeps because they are busy is told, with the evidence."""
+        was = self.choice.spin
+        spin = self.choice.spins(place.affinity)
+        self.busy = None if spin else self.choice.others
+        if was and not spin and self.busy is not None:
+            self.told.append(["busy-cpu", f"slot {place.slot} (cpus {cpulist(place.affinity)}) "
+                              f"sleeps until T0 instead of spinning from phase {ctx.phase}: "
+                              f"other work took {self.busy:.0%} of its cpus (/proc/stat, the "
+                              "run's own processes left out); a spin there would take the cpu "
+                              "from it and be preempted by it (expect wake-up lateness, tens "
+                              "of us, not a spin's few)"])
+        return spin
 
     def publish(self) -> dict | None:
         if self.prepared is None or self.prepared[0].publish is None:
@@ -161,12 +181,16 @@ class SlotLoop:
         if sampler is not None and res.status == "ok" and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
-        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0)
+        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0, spin)
 
-    def _readback(self, res: Result, kernel: Kernel, cpu_s: float) -> Result:
+    def _readback(self, res: Result, kernel: Kernel, cpu_s: float, spin: int) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
-        a wrapped kernel) reports its own; the slot adds the memory policy it passed on."""
+        a wrapped kernel) reports its own; the slot adds the memory policy it passed on,
+        and how it waited for T0 (spun or slept, and the busy share that made it sleep)."""
         m = dict(res.metrics)
+        m[SPUN.name] = 1 if spin else 0
+        if not spin and self.busy is not None:
+            m[CPU_BUSY.name] = round(self.busy, 3)
         if CPUS_ALLOWED.name not in m:
             binding, allowed = self._binding()
             m.update(binding)
