@@ -166,3 +166,40 @@ def test_under_a_competing_spinner_on_its_cpu_the_slot_sleeps_and_says_why(tmp_p
     finally:
         spinner.kill()
         spinner.wait()
+
+
+@pytest.mark.e2e
+def test_a_run_under_a_spinner_stores_which_way_its_slot_waited_and_warns(plan_file, tmp_path):
+    from conftest import run_cli
+    from manybench.results.store import Store
+    from manybench.run.placement import place
+    [slot] = place(1, "spread", "core")        # where the run's one slot goes: it may spin
+    assert slot.spin
+    cpu = slot.cpu
+    code = f"import os\nos.sched_setaffinity(0, [{cpu}])\nprint(flush=True)\nwhile True: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    out = str(tmp_path / "res")
+    try:
+        spinner.stdout.readline()
+        # each phase lasts at least 0.1 s, so the run outlasts the slot's first windows
+        res = run_cli("run", plan_file("""
+            repeat = 12
+            [placement]
+            workers = 1
+            [[task]]
+            name = "nap"
+            command = ["sleep", "0.1"]
+        """), "-o", out)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert res.returncode == 0, res.stderr
+    with Store(out, readonly=True) as st:
+        run = st.runs()[-1].run_id
+        records = sorted(st.records(run), key=lambda r: r.phase)
+        warned = [w for w in st.warnings(run) if w.kind == "busy-cpu"]
+    assert records[0].metrics[SPUN.name] == 1          # no evidence yet: it spun
+    assert records[-1].metrics[SPUN.name] == 0         # its busy cpu seen: it slept
+    assert records[-1].metrics[CPU_BUSY.name] >= BUSY
+    assert len(warned) == 1 and f"cpus {cpu}" in warned[0].message
+    assert "instead of spinning" in res.stderr
