@@ -47,7 +47,8 @@ import resource
 
 import harness
 from harness import absolute, alternate, null_plan
-from peer_tree import ROOT, NodeLab, before_tree, drop_tree, env_of, netns_available
+from peer_tree import (ROOT, NodeLab, before_tree, drop_tree, env_of, load_text,
+                       netns_available)
 
 BEFORE = "fc55c4a"      # the tree issue #11's scale figures were measured on
 
@@ -130,10 +131,6 @@ def show_pair(label: str):
 
 def med(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
-
-
-def load_text() -> str:
-    return f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
 
 # -- the local part ----------------------------------------------------------------------------

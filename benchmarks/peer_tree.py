@@ -36,6 +36,18 @@ def before_tree(ref: str) -> str:
     return d
 
 
+def trees_with_before(ref: str) -> tuple[dict[str, str], str | None]:
+    """{"this tree": ROOT, "before": a worktree of ref} (no "before" when ref is ""), and
+    that worktree's path to drop_tree when done."""
+    made = before_tree(ref) if ref else None
+    return {"this tree": ROOT, **({"before": made} if made else {})}, made
+
+
+def load_text() -> str:
+    """The machine's load average (1, 5, 15 minutes), for the figures' heading."""
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def drop_tree(d: str) -> None:
     subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", d], capture_output=True)
     shutil.rmtree(d, ignore_errors=True)
