@@ -13,7 +13,8 @@ softirq, steal: other tasks, interrupts and the hypervisor), less the run's own:
 process with its reaped children (getrusage) and its parent, the agent or the local
 coordinator (unpinned: counted as if it ran on these cpus only, so the run's own work never
 makes a cpu busy). Others' share at or above BUSY: sleep; below IDLE: spin again; between
-the two, as before (a cpu near one threshold does not flip every window).
+the two, as before (a cpu near one threshold does not flip every window). Until the first
+window (FIRST_NS, from the slot's first phase) ends it spins, as a core of its own always did.
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from typing import Callable
 from ..kernels.rank_link import proc_cpu_s
 
 WINDOW_NS = 500_000_000   # /proc/stat counts in ticks (10 ms): 50 per cpu in a window
+# the first window is shorter: spinning on a busy cpu makes late starts, and every one
+# lengthens the coordinator's lead for the phases after it (run/schedule.py)
+FIRST_NS = 100_000_000
 BUSY, IDLE = 0.25, 0.10   # others' share of the slot's cpus: stop spinning / spin again
 PROC_STAT = "/proc/stat"
 
@@ -103,13 +107,14 @@ class SpinChoice:
         t = self.clock()
         if cpus == self.cpus and t < self.next_ns:
             return self.spin      # the window is not over: nothing read (most phases)
-        self.next_ns = t + WINDOW_NS   # unreadable evidence is not tried every phase either
         now = self.reader(cpus)
         if cpus != self.cpus or now is None or self.last is None:
             # other cpus (a new placement): a new window; the node's load so far is the
             # best guess until it ends, so the choice stays
+            self.next_ns = t + (FIRST_NS if self.others is None else WINDOW_NS)
             self.cpus, self.last = cpus, now
             return self.spin
+        self.next_ns = t + WINDOW_NS   # unreadable evidence is not tried every phase either
         share = others_share(self.last, now, len(cpus))
         self.last = now
         if share is not None:
