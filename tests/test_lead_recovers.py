@@ -19,12 +19,13 @@ STALLED = (300, 321)          # phases whose slots arm 500 ms after T0
 
 
 class StallingNode(instant_node_engine()):
-    """Slots arm when go arrives (the coordinator's clock: this machine, offset 0), and start
-    at T0; in STALLED phases they arm 500 ms after T0 and start at once."""
+    """Slots arm when go arrives (the coordinator's clock: this machine, offset 0), in time
+    even when the coordinator itself stalled on a busy machine, and start at T0; in STALLED
+    phases they arm 500 ms after T0 and start at once."""
 
     def _go(self, t0_by_node):
         super()._go(t0_by_node)
-        self.armed = timebase.now_ns() + 20_000
+        self.armed = min(timebase.now_ns() + 20_000, self.t0 - 1_000)
 
     def _results(self):
         armed = self.t0 + 500 * MS if self.index in STALLED else self.armed

@@ -246,3 +246,12 @@ def test_one_stopped_slot_does_not_hold_a_long_lead_over_the_phases_after_it():
     simulate(s, 20, 0, 0)                            # the stall has left the dispatch window
     assert s.lead_ns() <= base + 100_000             # and its cover has faded
     assert s.armed_late == 2
+
+
+def test_the_run_is_told_of_the_late_armings_left_to_the_noise_floor():
+    s = Scheduler(floor_ns=20 * MS)
+    assert s.unchased() is None
+    simulate(s, 100, 50, 10 * MS)
+    text = s.unchased()
+    assert s.explained == 2 and text.startswith("2 of 100 phases armed late (by up to 8.8 ms)")
+    assert "noise floor (stalls up to 20 ms)" in text

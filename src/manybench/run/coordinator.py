@@ -237,6 +237,9 @@ class Coordinator:
         self._flush()
         self._tear_down()
         self._quality()
+        unchased = self.scheduler.unchased()   # why the lead let those slots arm late
+        if unchased:
+            self.warnings.add("stalls", unchased)
         return "finished" if self.failed == 0 else "failed"
 
     def _phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:

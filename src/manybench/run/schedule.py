@@ -18,8 +18,10 @@ run's start how long its cpus are taken away, `stall_ns`; under other load, tens
 of ms): a phase whose dispatch was over STALL_FACTOR x the recent ones' median, and over it by
 no more than the nodes' worst noise floor, was stalled, not slower. Its dispatch does not hold
 the lead long for the next WINDOW phases and its lack never enters the long memory above:
-only the halving cover answers it. Such a stall costs the lateness it caused (counted, and
-the report says so), where a lead long enough for every stall costs every phase its length.
+only the halving cover answers it (stalls come in runs on a busy machine, and a dispatch that
+grew 3-fold looks like one until the median follows it). Such a stall costs the lateness it
+caused (counted; a `stalls` warning at the run's end says how many), where a lead long
+enough for every stall costs every phase its length.
 
 A longer lead is no cure for slots that armed in time and started late (a stall, a shared
 cpu: analysis/late.py): measured on a VM, long sleeps wake later. They are counted, never
@@ -64,6 +66,7 @@ class Scheduler:
         self.late = 0             # of which a slot armed after T0 or started LATE_NS after it
         self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
         self.explained = 0        # of those, stalls the noise floor explains (not chased)
+        self.explained_ns = 0     # the longest lack of those
         self.longest_ns = 0       # the longest lead used
 
     def hint(self, dispatch_ns: int) -> None:
@@ -103,9 +106,20 @@ class Scheduler:
         lacked = max(0, last - t0_ns)
         self.recent.append(0 if noise else lacked)
         self.armed_late += lacked > 0
-        self.explained += noise and lacked > 0
+        if noise and lacked:
+            self.explained += 1
+            self.explained_ns = max(self.explained_ns, lacked)
         self.late += lacked > 0 or any(s - t0_ns > LATE_NS for s in start_ns or ())
         lacks = sorted((x for x in self.recent if x), reverse=True)
         covered = lacks[self.rare] if len(lacks) > self.rare else 0   # beyond the rare ones
         self.cover_ns = max(DECAY * self.cover_ns, SAFETY * lacked)
         self.gain_ns = min(MAX_LEAD_NS, max(self.cover_ns, SAFETY * covered))
+
+    def unchased(self) -> str | None:
+        """The run's word on the late armings it left to the noise floor (None: none)."""
+        if not self.explained:
+            return None
+        return (f"{self.explained} of {self.phases} phases armed late (by up to "
+                f"{self.explained_ns / 1e6:.3g} ms) because their go stalled within the nodes' "
+                f"noise floor (stalls up to {self.floor_ns / 1e6:.3g} ms): counted as late "
+                "starts, not chased with a longer lead for every phase")
