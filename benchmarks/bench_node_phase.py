@@ -138,10 +138,12 @@ def measure(lab: NodeLab, tree: str, nodes: int, phases: int) -> dict:
         per["total"] = sum(per[k] for k in KINDS)
         con = sqlite3.connect(os.path.join(d, "results.db"))
         t0s = [t for (t,) in con.execute("SELECT t0_ns FROM phases ORDER BY idx")]
+        notes = json.loads(con.execute("SELECT notes FROM runs").fetchone()[0])
         con.close()
         per["rate"] = (len(t0s) - 1) / ((t0s[-1] - t0s[0]) / 1e9)
         # the start: `manybench run` launched -> its first phase stored (seen within 50 ms)
         per["start"] = (watch.first_ns - launched) / 1e9
+        per["nodes_start"] = notes.get("start_s") or 0.0   # of it: the engine starting the nodes
         return per
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -162,8 +164,9 @@ def show(nodes: int):
         for name, g in got.items():
             print(f"  {nodes} nodes, {name}, round {rnd + 1}: " + ", ".join(
                 f"{k} {g[k]:.3f}" for k in (*KINDS, "total")) + f" ms per node-phase; "
-                f"{g['rate']:.1f} phases/s; start {g['start']:.1f} s (lab up in "
-                f"{g['lab']:.1f} s before it) ({harness_load()})", flush=True)
+                f"{g['rate']:.1f} phases/s; start {g['start']:.1f} s, of it {g['nodes_start']:.1f} "
+                f"s starting the nodes (lab up in {g['lab']:.1f} s before it) ({harness_load()})",
+                flush=True)
     return line
 
 
