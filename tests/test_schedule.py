@@ -254,4 +254,22 @@ def test_the_run_is_told_of_the_late_armings_left_to_the_noise_floor():
     simulate(s, 100, 50, 10 * MS)
     text = s.unchased()
     assert s.explained == 2 and text.startswith("2 of 100 phases armed late (by up to 8.8 ms)")
-    assert "noise floor (stalls up to 20 ms)" in text
+    assert "noise floor (stalls up to 20 ms at the start;" in text
+
+
+def test_load_that_came_after_the_floor_was_measured_counts_in_it():
+    """No floor measured (or a quiet start), then load: slots that armed in time start up to
+    15 ms late; a 10 ms go stall every 50th phase is that same noise, not chased."""
+    s = Scheduler(late_target=0.01)
+    late, before_stalls = 0, []
+    for i in range(2500):
+        sent = 1_000 * MS * (i + 1)
+        lead = s.lead_ns()
+        if i % 50 == 49:
+            before_stalls.append(lead)
+        took = 10 * MS if i % 50 == 49 else MS // 2
+        woke = 15 * MS if i % 10 == 0 else 0           # in time, woken late: the load
+        late += took > lead
+        s.observe(sent, sent + lead, [sent + took], [max(sent + lead + woke, sent + took)])
+    assert s.floor() == 15 * MS and late == s.explained >= 49
+    assert max(before_stalls[1:]) < 2 * MS          # the first came before any late wake-up

@@ -15,8 +15,10 @@ the share of phases whose slots arm after T0 settles under the plan's `late_targ
 
 What the node's noise explains is not chased (inventory/noise.py: each node measures at the
 run's start how long its cpus are taken away, `stall_ns`; under other load, tens to hundreds
-of ms): a phase whose dispatch was over STALL_FACTOR x the recent ones' median, and over it by
-no more than the nodes' worst noise floor, was stalled, not slower. Its dispatch does not hold
+of ms; load that came later shows as slots that armed in time and still started late: the
+latest of the last WOKE phases is the floor when longer): a phase whose dispatch was over
+STALL_FACTOR x the recent ones' median, and over it by no more than that floor, was stalled,
+not slower. Its dispatch does not hold
 the lead long for the next WINDOW phases and its lack never enters the long memory above:
 only the halving cover answers it (stalls come in runs on a busy machine, and a dispatch that
 grew 3-fold looks like one until the median follows it). Such a stall costs the lateness it
@@ -45,6 +47,7 @@ DECAY = 0.5                    # what a late arming's cover keeps of itself each
 RECUR = 4                      # the long memory: RECUR / late_target phases ...
 HISTORY = (50, 2_000)          # ... bounded so
 STALL_FACTOR = 3.0             # a dispatch this many times the recent median was stalled
+WOKE = 100                     # phases whose in-time slots' wake-ups give the live floor
 
 
 class Scheduler:
@@ -67,6 +70,7 @@ class Scheduler:
         self.armed_late = 0       # of which a slot armed after T0 (the lead was too short)
         self.explained = 0        # of those, stalls the noise floor explains (not chased)
         self.explained_ns = 0     # the longest lack of those
+        self.woke: deque[int] = deque(maxlen=WOKE)   # how late slots that armed in time started
         self.longest_ns = 0       # the longest lead used
 
     def hint(self, dispatch_ns: int) -> None:
@@ -84,13 +88,20 @@ class Scheduler:
         self.longest_ns = max(self.longest_ns, lead)
         return (now_ns() if now is None else now) + lead
 
+    def floor(self) -> int:
+        """The noise floor now: the one measured at the start, or, when load came since,
+        how late slots that armed in time started in the last WOKE phases (the node took
+        their cpu as long: the same stalls, live)."""
+        return max(self.floor_ns, max(self.woke, default=0))
+
     def stalled(self, dispatch_ns: int) -> bool:
         """Whether the nodes' noise explains this dispatch: far over the recent ones, by no
         more than the floor (a stall there, not a slower dispatch)."""
-        if not self.floor_ns or not self.samples:
+        floor = self.floor()
+        if not floor or not self.samples:
             return False
         typical = statistics.median(self.samples)
-        return dispatch_ns > STALL_FACTOR * typical and dispatch_ns - typical <= self.floor_ns
+        return dispatch_ns > STALL_FACTOR * typical and dispatch_ns - typical <= floor
 
     def observe(self, sent_ns: int, t0_ns: int, armed_ns: list[int],
                 start_ns: list[int] | None = None) -> None:
@@ -110,6 +121,8 @@ class Scheduler:
             self.explained += 1
             self.explained_ns = max(self.explained_ns, lacked)
         self.late += lacked > 0 or any(s - t0_ns > LATE_NS for s in start_ns or ())
+        if not lacked and start_ns:
+            self.woke.append(max(0, max(start_ns) - t0_ns))
         lacks = sorted((x for x in self.recent if x), reverse=True)
         covered = lacks[self.rare] if len(lacks) > self.rare else 0   # beyond the rare ones
         self.cover_ns = max(DECAY * self.cover_ns, SAFETY * lacked)
@@ -121,5 +134,6 @@ class Scheduler:
             return None
         return (f"{self.explained} of {self.phases} phases armed late (by up to "
                 f"{self.explained_ns / 1e6:.3g} ms) because their go stalled within the nodes' "
-                f"noise floor (stalls up to {self.floor_ns / 1e6:.3g} ms): counted as late "
-                "starts, not chased with a longer lead for every phase")
+                f"noise floor (stalls up to {self.floor_ns / 1e6:.3g} ms at the start; slots "
+                f"that armed in time woke up to {max(self.woke, default=0) / 1e6:.3g} ms late "
+                "lately): counted as late starts, not chased with a longer lead for every phase")
