@@ -329,6 +329,11 @@ def mpirun_pinned(affinities: list[tuple[int, ...]], mpirun: str = "mpirun") -> 
 
 
 # -- manybench through its command line -----------------------------------------------------
+# a run's start on 64 namespace nodes (`manybench run` launched -> its first phase; issue 11):
+# bench_scale gates it, bench_node_phase prints its own runs' against it
+START_GOAL_S = 15.0
+
+
 def null_plan(workers: int, repeat: int) -> str:
     """A plan of `repeat` null phases with `workers` slots: what the scale benchmarks run."""
     return (f'repeat = {repeat}\n[placement]\nworkers = {workers}\n'

@@ -82,6 +82,13 @@ def stalls(node: str, noise: dict[str, Any] | None) -> str | None:
             f"{_t(noise['stall_ns'])} cannot be promised here")
 
 
+def worst_stall_ns(inventories: Iterable[dict[str, Any] | None]) -> int:
+    """The longest stall the nodes' noise floors saw (0: none measured)."""
+    return max((int(f["stall_ns"]) for inv in inventories
+                if isinstance(f := (inv or {}).get("noise"), dict)
+                and isinstance(f.get("stall_ns"), (int, float))), default=0)
+
+
 def judge(skew_p99_ns: float | None, late_p99_ns: float | None, floor_ns: float | None
           ) -> str | None:
     """A run's start skew and lateness against its nodes' floor, in words ("skew p99 4.6 ms;

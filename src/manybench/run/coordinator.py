@@ -31,6 +31,7 @@ from typing import Iterable, Iterator
 from .. import timebase
 from ..engines.base import Engine, EngineError, Node, Results, Work
 from ..gc_pause import PhaseCollector
+from ..inventory import noise
 from ..inventory.environment import collect as collect_environment
 from ..model import Phase, Plan
 from ..plan import PlanError
@@ -108,6 +109,8 @@ class Coordinator:
         self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
+        # stalls this long are the nodes' noise: the lead does not chase them (run/schedule.py)
+        self.scheduler.floor_ns = noise.worst_stall_ns(n.inventory for n in nodes)
         problems = check_nodes(distinct(self.phases), nodes)
         if problems:       # a plan that does not fit the cluster: nothing is run
             self.engine.close()
@@ -234,6 +237,9 @@ class Coordinator:
         self._flush()
         self._tear_down()
         self._quality()
+        unchased = self.scheduler.unchased()   # why the lead let those slots arm late
+        if unchased:
+            self.warnings.add("stalls", unchased)
         return "finished" if self.failed == 0 else "failed"
 
     def _phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
@@ -273,7 +279,7 @@ class Coordinator:
         self.engine.prepare(phase, work, bar.tick)
         if not self.scheduler.samples and self.engine.dispatch_hint_ns:
             # no go has been timed yet: a round trip to every slot is the best first guess
-            self.scheduler.samples.append(self.engine.dispatch_hint_ns)
+            self.scheduler.hint(self.engine.dispatch_hint_ns)
         self._watch_clock(phase, nodes, during=False)    # a step: offsets again, then T0
         t0 = self.scheduler.next_t0()
         sent = timebase.now_ns()
