@@ -175,9 +175,17 @@ class RecordTable:
             {obj}, *(s.extra[k] for k in self.extra)]
 
     def rows(self) -> Iterator[list[list]]:
-        """Batches of rows, each a list of values in `columns` order."""
+        """Batches of rows, each a list of values in `columns` order, of BATCH_ROWS rows
+        or more (the phases' rows together: a run of 10,000 phases of 2 records is not
+        20,000 row groups of 2 rows) but the last."""
+        pending: list[list] = []
         for _, batch in self.batches():
-            yield batch
+            pending += batch
+            if len(pending) >= BATCH_ROWS:
+                yield pending
+                pending = []
+        if pending:
+            yield pending
 
     def batches(self) -> Iterator[tuple[Part, list[list]]]:
         """rows() with the phase each batch belongs to (a batch holds one phase's rows)."""
