@@ -234,3 +234,23 @@ def test_partition_writes_a_new_directory_only(results, tmp_path, there):
                                    "is a directory" in res.output), res.output
     assert os.listdir(tmp_path) == ["ds"]       # nothing beside it either
     assert there == "directory" or ds.read_text() == "mine"
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_record_batches_are_the_records_frame_in_parts(results, monkeypatch, nested):
+    """The API's iterator form (Results.record_batches): records() a few rows at a time."""
+    pd = pytest.importorskip("pandas")
+    import manybench.results
+    from manybench.results import record_stream
+    monkeypatch.setattr(record_stream, "BATCH_ROWS", 5)
+    with manybench.results.open(results) as res:
+        parts = list(res.record_batches(nested=nested))
+        assert len(parts) > 1 and all(len(p) >= 5 for p in parts[:-1])
+        got = pd.concat(parts, ignore_index=True)
+        want = res.records(nested=nested)
+        assert list(got.columns) == list(want.columns)
+        # an empty cell: None in a batch whose cells of that column are all empty, NaN else
+        empty = (lambda v: None if isinstance(v, float) and math.isnan(v) else v)
+        assert json.dumps(got.astype(object).map(empty).values.tolist()) == \
+            json.dumps(want.astype(object).map(empty).values.tolist())      # NaN is NaN
+        assert list(res.record_batches(run="ra"))[0]["run"].unique().tolist() == ["ra"]
