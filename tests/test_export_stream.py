@@ -33,14 +33,16 @@ def _rec(run: str, i: int, node: str, slot: int, **kw) -> Record:
 
 
 def _phase_records(run: str, i: int) -> list[Record]:
-    """Four records given out of (node, slot) order, with what export must carry over: a
+    """Four records (rb's out of (node, slot) order), with what export must carry over: a
     list param, a metric int in one record and a float in another, a metric only from
     phase 2 on, text a spreadsheet would run, a NaN, floats written with an exponent,
     non-ASCII, a nested metric, output tails with line ends, a list in extra, an extra key
     that is text in one record and a number in another, series (not in extra)."""
     params = {"size": 1 << 20, "dir": "/s, x", "list": [1, 2], "phase": i}
     out = []
-    for node, slot in (("n2", 1), ("n1", 1), ("n2", 0), ("n1", 0)):
+    # rb's stored out of order (sorted as they are read), ra's in order (read as stored)
+    given = (("n2", 1), ("n1", 1), ("n2", 0), ("n1", 0))
+    for node, slot in (given if run == "rb" else sorted(given)):
         metrics = {"lat_p50_us": 2.5 if slot else 3, "note": "=1+1" if node == "n1" else "µs",
                    "nan": math.nan, "big": 1e16, "small": 1e-5, "nested": {"a": [1]}}
         if i >= 2:

@@ -63,10 +63,13 @@ def parts(con: sqlite3.Connection, run: str | None = None) -> list[Part]:
     return [Part(*p) for p in sorted(got, key=order)]
 
 
-def _phase_rows(con: sqlite3.Connection, part: Part, select: str) -> Iterator[list[tuple]]:
-    """A phase's rows ordered by node and slot, in batches (SQLite sorts the one phase)."""
+def _phase_rows(con: sqlite3.Connection, part: Part, select: str, ordered: bool = True
+                ) -> Iterator[list[tuple]]:
+    """A phase's rows in batches, ordered by node and slot (SQLite sorts the one phase), or
+    as stored when not `ordered` (in that order already: Survey.in_order)."""
     cur = con.execute(f"SELECT {select} FROM records rec WHERE rec.rowid BETWEEN ? AND ? "
-                      "AND rec.run=? AND rec.phase=? ORDER BY rec.node, rec.slot",
+                      "AND rec.run=? AND rec.phase=?"
+                      + (" ORDER BY rec.node, rec.slot" if ordered else " ORDER BY rec.rowid"),
                       (part.lo, part.hi, part.run, part.phase))
     while batch := cur.fetchmany(BATCH_ROWS):
         yield batch
@@ -115,6 +118,16 @@ class Survey:
     params: dict[str, set] = field(default_factory=dict)
     metrics: dict[str, set] = field(default_factory=dict)
     extra: dict[str, set] = field(default_factory=dict)
+    # the phases whose rows are stored in node and slot order (a phase's records are written
+    # so: record_rows.py), read as stored by the second pass: SQLite's sort of a phase's rows
+    # is ~a quarter of reading them
+    in_order: set[Part] = field(default_factory=set)
+
+    def add(self, other: Survey) -> None:
+        for mine, theirs in ((self.params, other.params), (self.metrics, other.metrics),
+                             (self.extra, other.extra)):
+            for k, kinds in theirs.items():
+                mine.setdefault(k, set()).update(kinds)
 
 
 def _note(keys: dict[str, set], obj: dict) -> None:
@@ -131,19 +144,39 @@ def _note(keys: dict[str, set], obj: dict) -> None:
 def survey(con: sqlite3.Connection, path: str, phases: Sequence[Part]) -> Survey:
     """Every record's params, metrics and extra keys (pass 2 of the module docstring)."""
     s, dec = Survey(), _Decoder(path)
-    done_params: set[str] = set()
     for part in phases:
-        for batch in _phase_rows(con, part, "rec.slot, rec.params, rec.metrics, rec.extra"):
-            for slot, ptext, mtext, xtext in batch:
-                if ptext not in done_params:
-                    done_params.add(ptext)
-                    _note(s.params, dec.param(ptext, part.run, part.phase, slot)[0])
-                _note(s.metrics, dec.keys(mtext, "metrics", part.run, part.phase, slot))
-                _note(s.extra, dec.keys(xtext, "extra", part.run, part.phase, slot))
+        # as stored first; a phase found out of order is surveyed again, sorted, for the
+        # order its keys are first seen in
+        got = _survey_phase(con, part, dec, ordered=False)
+        if got is None:
+            got = _survey_phase(con, part, dec, ordered=True)
+        else:
+            s.in_order.add(part)
+        s.add(got)
     # a param absent from some phase's records is empty there
     for keys in (s.params, s.metrics, s.extra):
         for seen in keys.values():
             seen.add(type(None))
+    return s
+
+
+def _survey_phase(con: sqlite3.Connection, part: Part, dec: _Decoder, ordered: bool
+                  ) -> Survey | None:
+    """One phase's keys; None when read as stored (not `ordered`) they are not in node and
+    slot order."""
+    s, params, last = Survey(), set(), ("", -1)
+    for batch in _phase_rows(con, part, "rec.node, rec.slot, rec.params, rec.metrics, "
+                                        "rec.extra", ordered):
+        for node, slot, ptext, mtext, xtext in batch:
+            if not ordered:
+                if (node, slot) < last:
+                    return None
+                last = (node, slot)
+            if ptext not in params:     # a phase's records share their params
+                params.add(ptext)
+                _note(s.params, dec.param(ptext, part.run, part.phase, slot)[0])
+            _note(s.metrics, dec.keys(mtext, "metrics", part.run, part.phase, slot))
+            _note(s.extra, dec.keys(xtext, "extra", part.run, part.phase, slot))
     return s
 
 
@@ -158,6 +191,7 @@ class RecordTable:
         self.con, self.path, self.nested, self.objects = con, path, nested, objects
         self.parts = parts(con, run)
         s = survey(con, path, self.parts) if typed or not nested else Survey()
+        self.in_order = s.in_order
         self.params = [] if nested else [k for k in s.params]
         self.metrics = [] if nested else [k for k in s.metrics]
         self.extra = [] if nested else [k for k in s.extra if k not in NOT_IN_EXTRA]
@@ -191,7 +225,7 @@ class RecordTable:
         """rows() with the phase each batch belongs to (a batch holds one phase's rows)."""
         dec = _Decoder(self.path)
         for part in self.parts:
-            for batch in _phase_rows(self.con, part, _SELECT):
+            for batch in _phase_rows(self.con, part, _SELECT, part not in self.in_order):
                 yield part, [self._row(r, dec) for r in batch]
 
     def _row(self, r: tuple, dec: _Decoder) -> list:
