@@ -5,6 +5,7 @@ before the change (issue 30, item 2).
 
   python benchmarks/bench_export.py                       # 1,000 x 64, 16 and 64 phases
   python benchmarks/bench_export.py --nodes 100 --phases 4 --rounds 2     # a quick look
+  python benchmarks/bench_export.py --keep /var/tmp/runs     # the runs made once, then reused
 
 The runs are made once by this tree, `manybench run plan.toml -q --simulate NxS` of null
 phases with every slot a worker (bench_sim.py's), N and 4N phases; both trees read the same
@@ -44,8 +45,15 @@ def load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def make_run(nodes: int, slots: int, phases: int) -> str:
-    d = tempfile.mkdtemp(prefix="mb-export-")
+def make_run(nodes: int, slots: int, phases: int, keep: str | None) -> str:
+    """The run's results directory: made (in `keep` when given), or kept there before."""
+    if keep:
+        d = os.path.join(keep, f"{nodes}x{slots}x{phases}")
+        if os.path.exists(os.path.join(d, "results.db")):
+            return d
+        os.makedirs(d)
+    else:
+        d = tempfile.mkdtemp(prefix="mb-export-")
     plan = write_null_plan(d, nodes * slots, phases)
     t = time.monotonic()
     with open(os.path.join(d, "stderr.txt"), "w") as err:
@@ -95,6 +103,7 @@ def main() -> int:
     ap.add_argument("--before", default="int29", help="git ref of the peer tree ('' = none)")
     ap.add_argument("--before-4x", action="store_true",
                     help="run the tree before at 4N too (it holds every record)")
+    ap.add_argument("--keep", help="make (or reuse) the runs in this directory, kept")
     a = ap.parse_args()
     print(machine(), flush=True)
     print(load(), flush=True)
@@ -103,7 +112,7 @@ def main() -> int:
     made = before_tree(a.before) if a.before else None
     if made:
         trees["before"] = made
-    runs = [make_run(a.nodes, a.slots, p) for p in (a.phases, 4 * a.phases)]
+    runs = [make_run(a.nodes, a.slots, p, a.keep) for p in (a.phases, 4 * a.phases)]
     ok = True
     try:
         at_n, at_4n = {}, {}
@@ -122,7 +131,7 @@ def main() -> int:
     finally:
         if made:
             drop_tree(made)
-        for d in runs:
+        for d in runs if not a.keep else ():
             shutil.rmtree(d, ignore_errors=True)
     print(load(), flush=True)
     for f in FORMATS:
