@@ -398,3 +398,33 @@ def rate_curve(task: str, kernel: str, reps: dict[int, list[float]], *, op_bytes
                                 params=dict(params or {}), t0=t0))
             i += 1
     return records, phases
+
+
+# ---- export ----------------------------------------------------------------------------------
+
+
+def assert_export_streams(directory: str) -> None:
+    """`manybench export`'s records, streamed a phase at a time (results/record_stream.py),
+    are what the whole table the results API gives (frames.table_rows) writes, in every
+    format: the same rows, columns and order (issue 30)."""
+    import io
+    import pandas as pd
+    from manybench.record import COLUMNS
+    from manybench.results import export as E
+    from manybench.results.export_cli import export_table
+    from manybench.results.frames import table_rows
+    from manybench.results.store import Store
+    with Store(directory, readonly=True) as st:
+        for fmt in E.FORMATS:
+            out = os.path.join(directory, f"streamed.{fmt}")
+            assert export_table(st, "records", fmt, out, None, False) == ""
+            whole = io.BytesIO() if fmt == "parquet" else io.StringIO(newline="")
+            E.write(table_rows(st, "records", None, fmt in E.KEEPS_OBJECTS), fmt, whole,
+                    COLUMNS)
+            if fmt == "parquet":
+                pd.testing.assert_frame_equal(pd.read_parquet(out),
+                                              pd.read_parquet(io.BytesIO(whole.getvalue())))
+            else:
+                with open(out, newline="") as f:
+                    assert f.read() == whole.getvalue(), fmt
+            os.unlink(out)

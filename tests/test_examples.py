@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import export_json, run_cli
+from builders import assert_export_streams
 from figure_views import assert_views_agree
 from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
@@ -174,6 +175,7 @@ def test_example_runs_at_smoke_size(name, tmp_path):
     _fits_80_columns(out)
     # every figure of every point alike in the table, `report --json` and the HTML figures
     assert_views_agree(out)
+    assert_export_streams(out)
     if name == "ranks-threads-004":    # one rank of 2 threads, 2 ranks of 1, on their cpus
         from manybench.kernels.binding import parse_cpulist
         rows = export_json(out)

@@ -24,7 +24,7 @@ def records() -> list[Record]:
 
 
 def test_formats_table():
-    assert set(FORMATS) == {"csv", "json", "parquet"} and set(EXPORTERS) == set(FORMATS)
+    assert set(FORMATS) == {"csv", "json", "jsonl", "parquet"} and set(EXPORTERS) == set(FORMATS)
     with pytest.raises(ValueError, match="csv, json"):
         export(records(), "xml", io.StringIO())
 

@@ -427,17 +427,22 @@ def report(directory: str, html_path: str | None, plots_dir: str | None, run_id:
                    "param.*, metric.*, inventory.* columns (csv, parquet).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="File (default stdout).")
 @click.option("--run", "run_id", help="Only this run (default: every run in the directory).")
+@click.option("--partition", is_flag=True,
+              help="Parquet records as a dataset: -o DIR, a new directory of one file per run "
+                   "and phase (DIR/RUN/phase-N.parquet) that pandas, DuckDB and "
+                   "dask.dataframe.read_parquet read as one table.")
 def export(directory: str, fmt: str, table: str, nested: bool, out: str | None,
-           run_id: str | None) -> None:
+           run_id: str | None, partition: bool) -> None:
     """Export a table, one row each: records (the contract's columns first), phases, samples,
-    telemetry, nodes or series (docs/results-api.md)."""
+    telemetry, nodes or series (docs/results-api.md). Records are read and written a phase
+    at a time: memory does not grow with them."""
     from .results.export_cli import export_table
     with errs.reading_results(directory, run_id), _open_results(directory) as store:
         errs.check_run(store, run_id)
-        if out:            # unopenable: exit 2 naming -o before anything is written
+        if out and not partition:    # unopenable: exit 2 naming -o before anything is written
             errs.output_file(out)
         with errs.writing(out or "stdout"):
-            msg = export_table(store, table, fmt, out, run_id, nested)
+            msg = export_table(store, table, fmt, out, run_id, nested, partition)
     if msg:
         raise _fail(msg)
 

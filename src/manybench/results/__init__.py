@@ -1,6 +1,7 @@
 """Results: contract (the typed rows of results.db), schema (tables, version, migrations),
-store (reading and writing results.db), export (records as CSV or JSON; every table as CSV,
-JSON or Parquet), frames and api (`manybench.results.open(DIR)`: pandas DataFrames)."""
+store (reading and writing results.db), export (every table as CSV, JSON, JSON lines or
+Parquet; the records streamed a phase at a time by record_stream), frames and api
+(`manybench.results.open(DIR)`: pandas DataFrames)."""
 from __future__ import annotations
 
 import os

@@ -31,7 +31,7 @@ _decode = json.JSONDecoder().decode
 _EXACT = (-2.0**63, 2.0**64)
 
 
-def _loads(text: str) -> Any:
+def loads(text: str) -> Any:
     # reading a large run decodes several objects per record: the parser skipped for the
     # common empty object, orjson (half json's time) for a flat object whose values it reads
     # as json does; json for the rest (NaN and infinities, which orjson refuses; nesting)
@@ -53,7 +53,7 @@ def _loads(text: str) -> Any:
 
 def _hist_in(text: str | None) -> dict[int, int] | None:
     # JSON object keys are strings; the histogram's buckets are ints
-    return None if text is None else {int(k): v for k, v in _loads(text).items()}
+    return None if text is None else {int(k): v for k, v in loads(text).items()}
 
 
 class RecordReader:
@@ -77,19 +77,24 @@ class RecordReader:
                 if i == _PARAMS_AT:
                     got = self.params_of.get(text)
                     if got is None:
-                        got = self.params_of[text] = _loads(text)
+                        got = self.params_of[text] = loads(text)
                 else:
-                    got = _loads(text)
+                    got = loads(text)
                 if type(got) is not dict:
                     raise TypeError(f"a {type(got).__name__}, not an object")
                 r[i] = got
             f = "hist"
             r[_HIST_AT] = _hist_in(r[_HIST_AT])
         except (ValueError, TypeError, AttributeError) as e:
-            raise DamagedError(f"{self.path} is damaged: bad JSON in records.{f} of run "
-                               f"{r[0]} phase {r[1]} slot {r[_SLOT_AT]} "
-                               f"({type(e).__name__}: {e})") from None
+            raise damaged(self.path, f, r[0], r[1], r[_SLOT_AT], e) from None
         return Record(*r)
+
+
+def damaged(path: str, column: str, run: str, phase: int, slot: int, e: Exception
+            ) -> DamagedError:
+    """A record whose JSON column does not decode to an object: what every reader says."""
+    return DamagedError(f"{path} is damaged: bad JSON in records.{column} of run {run} phase "
+                        f"{phase} slot {slot} ({type(e).__name__}: {e})")
 
 
 class Scattered(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -29,18 +29,20 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-def _record_encoder() -> Any:
-    """dumps for a phase's records, made once: json.dumps builds its encoder at every call,
-    which costs as much as the encoding of a record's small objects."""
+def json_encoder(item_sep: str = ",", key_sep: str = ":") -> Callable[[Any], str]:
+    """json.dumps(value, separators=(item_sep, key_sep), default=str), made once: json.dumps
+    builds its encoder at every call, which costs as much as the encoding of a record's
+    small objects (a phase's records here, every record of an export)."""
     from json import encoder   # noqa: PLC0415
     make = encoder.c_make_encoder
     if make is None:      # a Python without json's C speedups
-        return dumps
-    enc = make(None, str, encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+        return lambda value: json.dumps(value, separators=(item_sep, key_sep), default=str)
+    enc = make(None, str, encoder.encode_basestring_ascii, None, key_sep, item_sep, False,
+               False, True)
     return lambda value: "".join(enc(value, 0))
 
 
-_dumps_fast = _record_encoder()
+_dumps_fast = json_encoder()
 _ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
 try:     # plan checks, dry runs and readers work without the C extension (kernels/native.py)
     from .._native import json_items as _json_items

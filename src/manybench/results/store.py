@@ -434,6 +434,18 @@ class Store:
                 return self._db.execute(sql, (run_id, after)).fetchall()
         return record_read.phases(fetch, record_read.RecordReader(self.path))
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The file's connection in one read transaction, for a reader's own queries that
+        must all see the same rows while a run may be writing the file (export's passes over
+        the records: results/record_stream.py). Other calls on this Store wait until it ends."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("ROLLBACK")     # nothing was written: read-only
+
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:
     """The insert of one snapshot per node, numbered after the run's last (seq)."""
