@@ -65,13 +65,13 @@ def spreads_of(phases: Iterable[StoredPhase], aggs: Mapping[int, Sequence[PartAg
     out: dict[str, dict[str, Sketch]] = {}
     for info in phases:
         parts = aggs.get(info.index)
-        if not parts:
+        if not parts or not parts[0].status.get("ok"):
             continue
         per = out.setdefault(info.point, {})
         for name, sk in parts[0].metrics.items():
             per.setdefault(name, Sketch()).merge(sk)
     return {p: {n: sp for n, sk in m.items() if (sp := sk.spread()) is not None}
-            for p, m in out.items() if m}
+            for p, m in out.items()}
 
 
 def _over(parts: Sequence[PartAgg], key: str) -> Sketch | None:

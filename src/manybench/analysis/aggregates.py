@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from ..kernels import figures as F
 from ..kernels import hist as H
-from ..kernels.binding import cpu_bound, parse_cpulist
+from ..kernels.binding import cpu_bound
 from ..record import Record
 from ..results.contract import StoredPhase
 from . import late as late_mod
@@ -31,6 +31,7 @@ from .slot_figures import own_rate, slot_seconds
 from .stats import median
 
 LATENESS, SLOT_S, OWN_BYTES, OWN_OPS = "lateness", "slot_s", "own_bytes", "own_ops"
+SEP = "\t"     # between a task's name and a cpu list in a node's kinds of slots
 
 
 def _number(v: Any) -> bool:
@@ -56,10 +57,11 @@ class PartAgg:
     units: dict[str, list[str]] = field(default_factory=dict)
     facts: list[list] = field(default_factory=list)   # [kernel, i, fact, value, n, nodes]
     kernels: list[str] = field(default_factory=list)  # the records' kernels, first seen first
+    said: int = 0                          # records saying they missed a metric (any status)
     allowed: dict[str, int] = field(default_factory=dict)      # cpus_allowed -> ok records
     cpu_bound: int = 0
     codes: dict[str, dict[int, int]] = field(default_factory=dict)
-    # node -> [records, ok bytes, {cpus allowed per ok slot: slots}]
+    # node -> [records, ok bytes, {task SEP cpus allowed ("": not read back): [records, ok]}]
     nodes: dict[str, list] = field(default_factory=dict)
 
 
@@ -101,6 +103,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     a.clock_error = max(clock) if clock else None
     a.facts = _part_facts(recs)
     a.kernels = list(dict.fromkeys(r.kernel for r in recs))
+    a.said = sum(bool((r.extra or {}).get("missing_metrics")) for r in recs)
     allowed = Counter(str(r.metrics[F.CPUS_ALLOWED.name]) for r in ok
                       if r.metrics.get(F.CPUS_ALLOWED.name))
     a.allowed = dict(allowed)
@@ -115,12 +118,13 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     for r in recs:
         n = a.nodes.setdefault(r.node, [0, 0, {}])
         n[0] += 1
+        allowed_ = r.metrics.get(F.CPUS_ALLOWED.name)
+        kind = n[2].setdefault(f"{r.task}{SEP}{allowed_ if isinstance(allowed_, str) else ''}",
+                               [0, 0])
+        kind[0] += 1
         if r.status == "ok":
             n[1] += r.bytes
-            allowed_ = r.metrics.get(F.CPUS_ALLOWED.name)
-            k = str(len(parse_cpulist(allowed_)) if isinstance(allowed_, str) and allowed_
-                    else 1)
-            n[2][k] = n[2].get(k, 0) + 1
+            kind[1] += 1
     return a
 
 
@@ -169,7 +173,7 @@ def to_json(a: PartAgg) -> dict[str, Any]:
             "medians": a.medians, "sums": a.sums,
             "hist": None if a.hist is None else {str(k): c for k, c in a.hist.items()},
             "clock_error": a.clock_error, "texts": a.texts, "units": a.units,
-            "facts": a.facts, "kernels": a.kernels, "allowed": a.allowed, "cpu_bound": a.cpu_bound,
+            "facts": a.facts, "kernels": a.kernels, "said": a.said, "allowed": a.allowed, "cpu_bound": a.cpu_bound,
             "codes": {k: {str(c): n for c, n in v.items()} for k, v in a.codes.items()},
             "nodes": a.nodes}
 
@@ -189,7 +193,7 @@ def from_json(phase: StoredPhase, d: dict[str, Any]) -> PartAgg:
         present=d["present"], medians=d["medians"], sums=d["sums"],
         hist=None if d["hist"] is None else {int(k): c for k, c in d["hist"].items()},
         clock_error=d["clock_error"], texts=d["texts"], units=d["units"], facts=d["facts"],
-        kernels=d["kernels"],
+        kernels=d["kernels"], said=d["said"],
         allowed=d["allowed"], cpu_bound=d["cpu_bound"],
         codes={k: {int(c): n for c, n in v.items()} for k, v in d["codes"].items()},
         nodes=d["nodes"])
@@ -200,6 +204,7 @@ def phase_aggregates(info: StoredPhase, records: Sequence[Record]) -> list[PartA
     (points._group_parts), each over its records ordered by node and slot."""
     from ..model import GROUP_KERNEL   # noqa: PLC0415
     from .points import _figures, _group_parts   # noqa: PLC0415 (points reads these back)
-    recs = sorted(records, key=lambda r: (r.node, r.slot))
+    # as SQLite orders them (a record with no node fails its insert after this)
+    recs = sorted(records, key=lambda r: (r.node is not None, r.node or "", r.slot))
     parts = [(info, recs)] + (_group_parts(info, recs) if info.kernel == GROUP_KERNEL else [])
     return [part_aggregate(p, rs, _figures(p, rs)) for p, rs in parts]

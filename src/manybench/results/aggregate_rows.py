@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 
 from ..record import Record
 from .contract import StoredPhase
+from .schema import DamagedError
 
 INSERT = "INSERT OR REPLACE INTO aggregates (run, phase, data) VALUES (?,?,?)"
 
@@ -20,10 +21,16 @@ def phase_text(phase: StoredPhase, records: Sequence[Record]) -> str:
                       separators=(",", ":"))
 
 
-def decode(phase: StoredPhase, text: str) -> list:
-    """The stored text of a phase back into its parts' aggregates."""
+def decode(phase: StoredPhase, text: str, path: str = "") -> list:
+    """The stored text of a phase back into its parts' aggregates; DamagedError naming the
+    file, the column and the phase when it does not read as one (a reader must not print
+    figures from a row it cannot read)."""
     from ..analysis.aggregates import from_json   # noqa: PLC0415
-    return [from_json(phase, d) for d in json.loads(text)]
+    try:
+        return [from_json(phase, d) for d in json.loads(text)]
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise DamagedError(f"{path} is damaged: bad JSON in aggregates.data of phase "
+                           f"{phase.index} ({type(e).__name__}: {e})") from None
 
 
 def aggregate_stored(db: sqlite3.Connection, path: str = "") -> None:
@@ -50,7 +57,8 @@ def aggregate_stored(db: sqlite3.Connection, path: str = "") -> None:
             db.execute(INSERT, (run, idx, phase_text(infos[idx], [])))
 
 
-def rows(db_rows: Iterable[tuple[int, str]], phases: Iterable[StoredPhase]) -> dict[int, list]:
+def rows(db_rows: Iterable[tuple[int, str]], phases: Iterable[StoredPhase], path: str = ""
+         ) -> dict[int, list]:
     """Per phase index, its parts' aggregates (phases the table lacks are left out)."""
     infos = {p.index: p for p in phases}
-    return {idx: decode(infos[idx], text) for idx, text in db_rows if idx in infos}
+    return {idx: decode(infos[idx], text, path) for idx, text in db_rows if idx in infos}

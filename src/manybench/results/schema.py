@@ -29,6 +29,7 @@ from typing import Callable
 from ..record import FIELDS
 
 SCHEMA_VERSION = 9
+AGGREGATED = 9      # the first version that stores each phase's aggregates
 
 
 class SchemaError(Exception):

@@ -82,6 +82,7 @@ class Store:
         self.readonly = readonly
         self._lock = threading.Lock()
         self._seq: dict[str, int] = {}     # run -> next warning number
+        self.migrated_from: int | None = None   # an older file's schema, migrated in memory
         if readonly:
             if not os.path.isfile(self.path):
                 raise FileNotFoundError(f"no {DB_NAME} in {self.directory}")
@@ -96,6 +97,7 @@ class Store:
                 integrity(self._db, self.path)
                 if v < SCHEMA_VERSION:
                     self._db = _migrated_copy(self._db, self.path)
+                    self.migrated_from = v
             self._db.execute("PRAGMA query_only=ON")
         else:
             os.makedirs(self.directory, exist_ok=True)
@@ -346,7 +348,7 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT phase, data FROM aggregates WHERE run=? ORDER BY "
                                     "phase", (run_id,)).fetchall()
-        return aggregate_rows.rows(rows, phases)
+        return aggregate_rows.rows(rows, phases, self.path)
 
     def failed_records(self, run_id: str) -> list[Record]:
         """The run's records whose status is not ok, by phase, node and slot (what views
@@ -428,6 +430,52 @@ class Store:
             rows = self._db.execute(sql, (run_id,) if run_id is not None else ()).fetchall()
         read = record_read.RecordReader(self.path).record
         return [read(row) for row in rows]
+
+    def phase_records_of(self, run_id: str, index: int) -> list[Record]:
+        """One phase's records by node and slot (a view that shows records: a Gantt, a
+        phase's throughput), the run's others never read."""
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
+               "rec.phase=? ORDER BY rec.node, rec.slot")
+        with self._lock:
+            rows = self._db.execute(sql, (run_id, index)).fetchall()
+        read = record_read.RecordReader(self.path).record
+        return [read(row) for row in rows]
+
+    def said_missing(self, run_id: str) -> list[Record]:
+        """The run's records whose extra says they missed a metric (kernels/command.py), by
+        phase, node and slot: found by SQLite, the others never read."""
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
+               "rec.extra LIKE '%\"missing_metrics\"%' ORDER BY rec.phase, rec.node, rec.slot")
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,)).fetchall()
+        read = record_read.RecordReader(self.path).record
+        return [r for r in map(read, rows) if (r.extra or {}).get("missing_metrics")]
+
+    def ok_slot_times(self, run_id: str, skip: Sequence[str] = ()
+                      ) -> Iterator[tuple[str, str, int, str, str, int, float]]:
+        """Each ok record's (task, variant, workers, params as sorted JSON, node, slot, its
+        per-slot time: elapsed_s, else end - start) by phase, node and slot, but those of
+        the kernels in skip: a row's few columns, no Record made (the stragglers' hint)."""
+        marks = ",".join("?" * len(skip))
+        sql = ("SELECT task, variant, workers, params, node, slot, elapsed_s, start_ns, end_ns "
+               "FROM records WHERE run=? AND status='ok'"
+               + (f" AND kernel NOT IN ({marks})" if skip else "")
+               + " ORDER BY phase, node, slot")
+        keys: dict[str, str] = {}
+        with self._lock:
+            cur = self._db.execute(sql, (run_id, *skip))
+        while True:
+            with self._lock:      # a chunk at a time: the run's rows are never all held
+                rows = cur.fetchmany(record_read.CHUNK_ROWS)
+            if not rows:
+                return
+            for task, variant, workers, params, node, slot, el, start, end in rows:
+                key = keys.get(params)
+                if key is None:
+                    key = keys[params] = json.dumps(json.loads(params), sort_keys=True,
+                                                    default=str)
+                yield (task, variant, workers, key, node, slot,
+                       el if el > 0 else (end - start) / 1e9)
 
     def not_ok(self, run_id: str) -> dict[int, int]:
         """How many records of each phase of the run are not ok (phases with none left out),

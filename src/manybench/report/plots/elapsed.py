@@ -16,7 +16,7 @@ def plot(d: TaskData):
     phase = d.shown_phase()
     if phase is None:
         return None
-    recs = sorted((r for r in d.ok() if r.phase == phase), key=lambda r: (r.node, r.slot))
+    recs = sorted(d.phase_ok(phase), key=lambda r: (r.node, r.slot))
     secs = [slot_seconds(r) for r in recs]
     unit, f = time_unit(max(secs))
     fig, (ax,) = figure(f"{d.task}: {F.ELAPSED.title}, phase {phase}")

@@ -13,7 +13,7 @@ def plot(d: TaskData):
     phase = d.shown_phase()
     if phase is None:
         return None
-    recs = sorted((r for r in d.ok() if r.phase == phase), key=lambda r: (r.node, r.slot))
+    recs = sorted(d.phase_ok(phase), key=lambda r: (r.node, r.slot))
     spans = [(float(r.start_ns - r.t0_ns), float(r.end_ns - r.t0_ns)) for r in recs]
     f, unit = _scale(spans)
     fig, (ax,) = figure(f"{d.task}: each slot's start..end, phase {phase}")
