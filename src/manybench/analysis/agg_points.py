@@ -15,7 +15,7 @@ from ..record import Record
 from ..results.contract import StoredPhase, TelemetryRow
 from . import late as late_mod
 from .aggregates import LATENESS, OWN_BYTES, OWN_OPS, SLOT_S, PartAgg
-from .facts import FactValue
+from .facts import merged as merged_facts
 from .points import (LATENCY_QUANTILES, PointSummary, _extracted, _point_of, _qname, _qorder,
                      fill_phases)
 from .rates import summed
@@ -104,7 +104,7 @@ def _fill(s: PointSummary, members: list[tuple[PartAgg, list[Record]]]) -> None:
                  if _extracted(s.kernel, name)}
     s.texts = _texts(s.kernel, parts)
     s.units = _units(parts)
-    s.facts = _facts(parts)
+    s.facts = merged_facts((a.kernels, a.facts) for a in parts)
     s.metric_stats = _per_phase(parts, "medians", s.kernel, lambda k, n: True)
     s.metric_sums = _per_phase(parts, "sums", s.kernel, summed)
     util, wrap = values.get(F.CPU_UTIL.name), values.get(F.WRAP_STARTUP.name)
@@ -182,25 +182,6 @@ def _units(parts: Sequence[PartAgg]) -> dict[str, str]:
         for name, us in a.units.items():
             seen.setdefault(name, {}).update(dict.fromkeys(us))
     return {name: next(iter(us)) for name, us in seen.items() if len(us) == 1}
-
-
-def _facts(parts: Sequence[PartAgg]) -> tuple[FactValue, ...]:
-    """facts.point_facts over the parts' tallies."""
-    from .facts import _key   # noqa: PLC0415
-    kernels: dict[str, int] = {}
-    seen: dict[tuple, list] = {}
-    for a in parts:
-        for k in a.kernels:
-            kernels.setdefault(k, len(kernels))
-        for kname, i, name, v, n, nodes in a.facts:
-            got = seen.get((name, _key(v)))
-            if got is None:
-                f = kernel(kname).facts[i]
-                got = seen[(name, _key(v))] = [f, v, 0, {}, (kernels[kname], i)]
-            got[2] += n
-            got[3].update(dict.fromkeys(nodes))
-    rows = sorted(seen.values(), key=lambda g: g[4])
-    return tuple(FactValue(f.name, f.label, v, n, tuple(nodes)) for f, v, n, nodes, _ in rows)
 
 
 def _per_phase(parts: Sequence[PartAgg], what: str, kernel_name: str, keep) -> dict[str, Stats]:

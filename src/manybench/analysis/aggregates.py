@@ -24,7 +24,7 @@ from ..kernels.binding import cpu_bound
 from ..record import Record
 from ..results.contract import StoredPhase
 from . import late as late_mod
-from .facts import _facts, _key
+from .facts import tally
 from .phase_figures import PhaseFigures
 from .sketch import Sketch
 from .slot_figures import own_rate, slot_seconds
@@ -101,8 +101,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     clock = [r.metrics[F.CLOCK_ERROR.name] for r in recs
              if _number(r.metrics.get(F.CLOCK_ERROR.name))]
     a.clock_error = max(clock) if clock else None
-    a.facts = _part_facts(recs)
-    a.kernels = list(dict.fromkeys(r.kernel for r in recs))
+    a.kernels, a.facts = tally(recs)
     a.said = sum(bool((r.extra or {}).get("missing_metrics")) for r in recs)
     allowed = Counter(str(r.metrics[F.CPUS_ALLOWED.name]) for r in ok
                       if r.metrics.get(F.CPUS_ALLOWED.name))
@@ -140,23 +139,6 @@ def _add(d: dict[str, list[str]], name: str, v: str) -> None:
     seen = d.setdefault(name, [])
     if v not in seen:
         seen.append(v)
-
-
-def _part_facts(recs: Sequence[Record]) -> list[list]:
-    """facts.point_facts' tally of one part: [kernel, fact index, fact, value, records,
-    nodes], values in the order first seen."""
-    seen: dict[tuple[str, Any], list] = {}
-    for r in recs:
-        for i, f in enumerate(_facts(r.kernel)):
-            v = f.of(r.extra or {}, r.metrics or {})
-            if v is None or v == "":
-                continue
-            got = seen.get((f.name, _key(v)))
-            if got is None:
-                got = seen[(f.name, _key(v))] = [r.kernel, i, f.name, v, 0, {}]
-            got[4] += 1
-            got[5][r.node] = None
-    return [[k, i, name, v, n, list(nodes)] for k, i, name, v, n, nodes in seen.values()]
 
 
 # -- stored as JSON ------------------------------------------------------------------------------
