@@ -123,3 +123,47 @@ def test_a_sketch_is_exact_while_few():
     s = merged([Sketch.of(xs[:10]), Sketch.of(xs[10:])])
     assert s.exact and s.quantile(50) == nearest_rank(xs, 50) and s.spread().n == EXACT_MAX
     assert not merged([s, Sketch.of([1])]).exact
+
+
+def test_a_point_of_many_records_reads_within_the_stated_accuracy(tmp_path):
+    """4 phases x 3,000 records: the figures over records (lateness, per-slot time, own
+    bandwidth, a metric) from the stored aggregates are within RELATIVE of the full read's,
+    n, min and max exactly; the figures over phases exactly."""
+    from builders import T0, phase, plan
+    from manybench.analysis import summarize
+    from manybench.analysis.agg_points import points_of, spreads_of
+    from manybench.analysis.values import metric_spreads
+    from manybench.record import Record
+    rng = random.Random(7)
+    with Store(tmp_path) as st:
+        st.begin_run("w", plan(), [], {})
+        for i in range(4):
+            recs = []
+            for n in range(30):
+                for s in range(100):
+                    start = T0 + int(rng.lognormvariate(9, 1.5))
+                    secs = rng.lognormvariate(0, 0.3)
+                    recs.append(Record(run="w", phase=i, task="w", kernel="io.write",
+                                       variant="", rep=i, workers=3000, node=f"n{n:02d}",
+                                       slot=s, cpu=s, t0_ns=T0, start_ns=start,
+                                       end_ns=start + int(secs * 1e9), elapsed_s=secs,
+                                       ops=16, bytes=1 << 20, params={"size": 1048576},
+                                       metrics={"mb_s": rng.uniform(100, 900)}))
+            st.write_phase("w", phase(i, 3000), T0, recs)
+        phases, records = st.phases("w"), st.records("w")
+        (full,) = summarize(records, phases)
+        (got,) = points_of(phases, st.aggregates("w", phases))
+        spread = spreads_of(phases, st.aggregates("w", phases))[full.point]["mb_s"]
+    want = metric_spreads(records, phases)[full.point]["mb_s"]
+    for a, b in ((got.lateness.median, full.lateness.median),
+                 (got.lateness.p99, full.lateness.p99),
+                 (got.slot_elapsed.median, full.slot_elapsed.median),
+                 (got.own_bandwidth.median, full.own_bandwidth.median),
+                 (got.metrics["mb_s"], full.metrics["mb_s"]), (spread.median, want.median)):
+        assert _within(a, b), (a, b)
+    assert full.lateness.n == 12_000
+    assert (got.lateness.n, got.lateness.max, got.lateness.min) == \
+        (full.lateness.n, full.lateness.max, full.lateness.min)
+    assert (spread.min, spread.max, spread.n) == (want.min, want.max, want.n)
+    assert got.bandwidth == full.bandwidth and got.skew == full.skew     # over phases: exact
+    assert got.metric_stats == full.metric_stats

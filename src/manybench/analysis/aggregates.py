@@ -155,7 +155,8 @@ def to_json(a: PartAgg) -> dict[str, Any]:
             "medians": a.medians, "sums": a.sums,
             "hist": None if a.hist is None else {str(k): c for k, c in a.hist.items()},
             "clock_error": a.clock_error, "texts": a.texts, "units": a.units,
-            "facts": a.facts, "kernels": a.kernels, "said": a.said, "allowed": a.allowed, "cpu_bound": a.cpu_bound,
+            "facts": a.facts, "kernels": a.kernels, "said": a.said, "allowed": a.allowed,
+            "cpu_bound": a.cpu_bound,
             "codes": {k: {str(c): n for c, n in v.items()} for k, v in a.codes.items()},
             "nodes": a.nodes}
 

@@ -2,9 +2,10 @@
 
 A stored run's figures are drawn from its phases' aggregates (analysis/run_read.py); a figure
 that shows records (a Gantt, each slot's time, a phase's throughput) reads one phase's, the
-one it shows. Samples and telemetry come from `Store.samples` / `Store.telemetry` (the store migrates an
-older results.db, whose tables are then empty): lists of results.contract.Sample /
-TelemetryRow; the figures that need them are left out where they are empty.
+one it shows. Samples and telemetry come from `Store.samples` / `Store.telemetry` (the
+store migrates an older results.db, whose tables are then empty): lists of
+results.contract.Sample / TelemetryRow; the figures that need them are left out where they
+are empty.
 """
 from __future__ import annotations
 
