@@ -48,13 +48,28 @@ class Sketch:
         s = cls()
         if not values:
             return s
-        s.n, s.sum, s.lo, s.hi = len(values), float(sum(values)), min(values), max(values)
+        s.n, s.lo, s.hi = len(values), min(values), max(values)
+        if s.n > EXACT_MAX:      # a phase of 64,000 slots: bucketed in numpy
+            s.values = None
+            s._bucket_array(values)
+            return s
+        s.sum = float(sum(values))
         mean = s.sum / s.n
         s.m2 = float(sum((v - mean) ** 2 for v in values))
         s.values = list(values)
-        if s.n > EXACT_MAX:
-            s._bucket_all()
         return s
+
+    def _bucket_array(self, values: Sequence[float]) -> None:
+        import numpy as np   # noqa: PLC0415 (only a large phase needs it)
+        arr = np.asarray(values, dtype=np.float64)
+        self.sum = float(arr.sum())
+        self.m2 = float(np.square(arr - self.sum / self.n).sum())
+        for mine, part in ((self.pos, arr[arr > 0]), (self.neg, -arr[arr < 0])):
+            if part.size:
+                ks, counts = np.unique(np.ceil(np.log(part) / _LOG_G).astype(np.int64),
+                                       return_counts=True)
+                mine.update(zip(ks.tolist(), counts.tolist()))
+        self.zero = int(np.count_nonzero(arr == 0))
 
     def _bucket_all(self) -> None:
         for v in self.values or ():

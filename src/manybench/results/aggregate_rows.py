@@ -17,7 +17,9 @@ INSERT = "INSERT OR REPLACE INTO aggregates (run, phase, data) VALUES (?,?,?)"
 def phase_text(phase: StoredPhase, records: Sequence[Record]) -> str:
     """A phase's aggregates as stored: a JSON list, the phase's own part first."""
     from ..analysis.aggregates import phase_aggregates, to_json   # noqa: PLC0415
-    return json.dumps([to_json(a) for a in phase_aggregates(phase, records)],
+    passing = getattr(records, "passing", None)     # record_columns.RecordColumns
+    recs = passing() if passing is not None else records
+    return json.dumps([to_json(a) for a in phase_aggregates(phase, recs)],
                       separators=(",", ":"))
 
 
