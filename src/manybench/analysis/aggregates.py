@@ -14,6 +14,7 @@ its records, ok bytes and the cpus its slots were allowed (the hints' and the en
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -168,7 +169,9 @@ def to_json(a: PartAgg) -> dict[str, Any]:
             "nodes": a.nodes}
 
 
-def from_json(phase: StoredPhase, d: dict[str, Any]) -> PartAgg:
+def from_json(phase: StoredPhase, d: dict[str, Any], shared: dict | None = None) -> PartAgg:
+    """A stored part read back; shared: what the parts of one read share (a run's phases'
+    nodes mostly hold the same: 1,000 nodes x 64 slots, each phase alike), kept once."""
     info = dataclasses.replace(phase, **d["info"])
     fig = dict(d["figures"])
     if fig.get("stonewall_blocks") is not None:
@@ -186,7 +189,20 @@ def from_json(phase: StoredPhase, d: dict[str, Any]) -> PartAgg:
         kernels=d["kernels"], said=d["said"],
         allowed=d["allowed"], cpu_bound=d["cpu_bound"],
         codes={k: {int(c): n for c, n in v.items()} for k, v in d["codes"].items()},
-        nodes=d["nodes"])
+        nodes=_shared_nodes(d["nodes"], {} if shared is None else shared))
+
+
+def _shared_nodes(nodes: dict[str, list], shared: dict) -> dict[str, list]:
+    """A part's nodes with their names and their entries each held once per read (read-only
+    from then on): what a reader holds grows with the phases by a dict of pointers each."""
+    out = {}
+    for name, (n, b, kinds) in nodes.items():
+        key = (n, b, tuple((k, tuple(v)) for k, v in kinds.items()))
+        entry = shared.get(key)
+        if entry is None:
+            entry = shared[key] = [n, b, kinds]
+        out[sys.intern(name)] = entry
+    return out
 
 
 def phase_aggregates(info: StoredPhase, records: Sequence[Record]) -> list[PartAgg]:

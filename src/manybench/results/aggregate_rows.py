@@ -23,13 +23,13 @@ def phase_text(phase: StoredPhase, records: Sequence[Record]) -> str:
                       separators=(",", ":"))
 
 
-def decode(phase: StoredPhase, text: str, path: str = "") -> list:
+def decode(phase: StoredPhase, text: str, path: str = "", shared: dict | None = None) -> list:
     """The stored text of a phase back into its parts' aggregates; DamagedError naming the
     file, the column and the phase when it does not read as one (a reader must not print
     figures from a row it cannot read)."""
     from ..analysis.aggregates import from_json   # noqa: PLC0415
     try:
-        return [from_json(phase, d) for d in json.loads(text)]
+        return [from_json(phase, d, shared) for d in json.loads(text)]
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise DamagedError(f"{path} is damaged: bad JSON in aggregates.data of phase "
                            f"{phase.index} ({type(e).__name__}: {e})") from None
@@ -62,5 +62,6 @@ def aggregate_stored(db: sqlite3.Connection, path: str = "") -> None:
 def rows(db_rows: Iterable[tuple[int, str]], phases: Iterable[StoredPhase], path: str = ""
          ) -> dict[int, list]:
     """Per phase index, its parts' aggregates (phases the table lacks are left out)."""
-    infos = {p.index: p for p in phases}
-    return {idx: decode(infos[idx], text, path) for idx, text in db_rows if idx in infos}
+    infos, shared = {p.index: p for p in phases}, {}
+    return {idx: decode(infos[idx], text, path, shared) for idx, text in db_rows
+            if idx in infos}
