@@ -345,10 +345,10 @@ class Store:
         """Per stored phase, its parts' aggregates (analysis/aggregates.PartAgg), own part
         first; phases: the run's (Store.phases), when already read."""
         phases = self.phases(run_id) if phases is None else phases
-        with self._lock:
-            rows = self._db.execute("SELECT phase, data FROM aggregates WHERE run=? ORDER BY "
-                                    "phase", (run_id,)).fetchall()
-        return aggregate_rows.rows(rows, phases, self.path)
+        with self._lock:      # decoded as fetched: the run's texts are never all held
+            cur = self._db.execute("SELECT phase, data FROM aggregates WHERE run=? ORDER BY "
+                                   "phase", (run_id,))
+            return aggregate_rows.rows(iter(cur), phases, self.path)
 
     def failed_records(self, run_id: str) -> list[Record]:
         """The run's records whose status is not ok, by phase, node and slot (what views
