@@ -7,7 +7,8 @@ import os
 from typing import TYPE_CHECKING
 
 from manybench.analysis.compare import Comparison, Figure, RunData, Side
-from manybench.analysis.points import PointSummary, summarize
+from manybench.analysis.points import PointSummary
+from manybench.analysis.run_read import of_records as read_records
 from manybench.analysis.significance import paired, welch
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.plan.expand import point_key
@@ -189,7 +190,7 @@ def compare_run(points: list[tuple[str, int, dict, float]], plan_raw: dict,
                                   variant=variant, rep=rep, workers=1, point=key,
                                   params=params, t0_ns=t0))
     info = RunInfo("r", "p", "", plan_raw, [], 0, None, "finished", {}, RunNotes())
-    return RunData("r", info, summarize(records, phases), records, phases)
+    return RunData.of("r", info, read_records(records, phases))
 
 
 # ---- stores: a command task with six metrics; a run with samples and telemetry -------------

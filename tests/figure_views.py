@@ -10,6 +10,8 @@ Views:
   history, compare (against itself): their --json, each Value field for field
            `report --json`'s (the unit each writes it in is its own: history picks one
            per column over its runs)
+and the points the phases' stored aggregates give are those every record gives
+(tests/aggregate_check.py).
 A test module imports this (not another test module)."""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from aggregate_check import assert_aggregates_agree
 from conftest import run_cli
 from manybench.report.build import build
 from manybench.report.colunits import num
@@ -174,4 +177,6 @@ def assert_views_agree(out: str) -> dict[str, int]:
             assert key in report, (name, key, "not in report --json")
             assert value == report[key], (name, key, value, report[key])
         checked[name] = len(seen)
+    # the views read the phases' aggregates (issue 30): they give what every record gives
+    checked["aggregates"] = assert_aggregates_agree(out)
     return checked

@@ -81,6 +81,8 @@ DAMAGE = {
     "dropped table": (lambda db: _sql(db, "DROP TABLE records"), "records"),
     "bad JSON in a record": (lambda db: _sql(db, "UPDATE records SET metrics='{bad'"),
                              "records.metrics"),
+    "bad JSON in an aggregate": (lambda db: _sql(db, "UPDATE aggregates SET data='[{bad'"),
+                                 "aggregates.data"),
     "bad JSON in a run": (lambda db: _sql(db, "UPDATE runs SET environment='[1,'"),
                           "runs.environment"),
     "truncated": (lambda db: os.truncate(db, os.path.getsize(db) // 2), "damaged"),
@@ -90,9 +92,14 @@ DAMAGE = {
 
 # a reader that never reads the damaged column prints nothing wrong: diff compares the runs'
 # environments, not their records; export writes records, not the run's environment
-# run -o adds a run beside the stored ones and reads none of their rows
+# run -o adds a run beside the stored ones and reads none of their rows; report, compare,
+# history and a resume's end read the phases' aggregates (issue 30), export and diff do not
 UNREAD = {("diff", "bad JSON in a record"), ("export", "bad JSON in a run"),
-          ("run -o", "bad JSON in a record"), ("run -o", "bad JSON in a run")}
+          ("run -o", "bad JSON in a record"), ("run -o", "bad JSON in a run"),
+          ("report", "bad JSON in a record"), ("compare", "bad JSON in a record"),
+          ("history", "bad JSON in a record"), ("resume", "bad JSON in a record"),
+          ("export", "bad JSON in an aggregate"), ("diff", "bad JSON in an aggregate"),
+          ("run -o", "bad JSON in an aggregate")}
 
 
 @pytest.mark.parametrize("cmd, damage", [(c, d) for c in READERS for d in DAMAGE

@@ -13,6 +13,7 @@ import re
 from builders import T, rate_curve, rec
 from manybench.analysis import hints as H
 from manybench.analysis.points import summarize
+from manybench.analysis.run_read import of_records
 from manybench.report.findings import column_writer, run_hints
 from manybench.results.contract import RunInfo, RunNotes
 from manybench.results.store import Store
@@ -125,7 +126,7 @@ def _run() -> RunInfo:
 def test_a_metric_every_ok_record_matched_is_not_empty(tmp_path):
     records = _dd([True] * 6, failed=6)
     store = Store(tmp_path)
-    hints = [h for h in run_hints(store, _run(), summarize(records), records, [], {})
+    hints = [h for h in run_hints(store, _run(), summarize(records), of_records(records), [], {})
              if h.kind == "metric"]
     store.close()
     assert not any("empty" in h.text or "matched nothing" in h.text for h in hints)

@@ -196,3 +196,15 @@ def test_each_figure_is_in_the_unit_of_its_tables_column(tmp_path):
     heads = view.tables[0].columns
     assert "bandwidth\naggregate, MiB/s" in heads and "bandwidth\nper slot, MiB/s" in heads
     assert "own bandwidth\nper slot, GiB/s" in heads, heads
+
+
+def test_a_phase_of_many_slots_draws_a_few_of_them_and_every_outlier():
+    """report/plots/few.py: a Gantt of 64,000 slots took a minute and 2 GB to draw; beyond
+    MAX_BARS the figure draws evenly spaced slots and the ones that stand out, and says so."""
+    from manybench.report.plots.few import MAX_BARS, OUTLIERS, few
+    xs = list(range(10_000))
+    drawn, said = few(xs, lambda x: -abs(x - 5_001.5))     # 5,001 and 5,002 stand out
+    assert len(drawn) <= MAX_BARS and drawn == sorted(drawn)
+    assert {5_001, 5_002} <= set(drawn) and said.startswith(f"{len(drawn)} of 10,000 slots")
+    assert len(set(drawn) & set(range(5_001 - OUTLIERS, 5_003 + OUTLIERS))) >= OUTLIERS
+    assert few(xs[:MAX_BARS], float) == (xs[:MAX_BARS], "")

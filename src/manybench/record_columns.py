@@ -115,6 +115,12 @@ class RecordColumns(Sequence[Record]):
             self.made = [self.record(i) for i in range(len(self.node))]
         return self.made
 
+    def passing(self) -> list[Record]:
+        """The records for one pass (a phase's aggregates), not kept when they were not made
+        yet: the phase's insert then reads the columns (_column_rows), not 64,000 Records."""
+        return self.made if self.made is not None else [self.record(i)
+                                                         for i in range(len(self.node))]
+
     def __len__(self) -> int:
         return len(self.node)
 

@@ -34,18 +34,21 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from ..kernels import figures as F
 from ..model import GROUP_KERNEL
-from ..record import Record
 from ..results.contract import RunInfo, StoredPhase
 from ..results.store import Store
 from . import headfigure
 from .joins import Identity, Unpaired, field_names, identity, split_key, unpaired
-from .points import PointSummary, summarize
+from .aggregates import PartAgg
+from .points import PointSummary
+from .run_read import RunRead
+from .run_read import read as read_run
 from .significance import Estimate, paired, welch
-from .values import Value, metric_spreads, point_values
+from .stats import Spread
+from .values import Value, point_values
 
 NOT_SIGNIFICANT = "not significant"
 N_TOO_SMALL = "n too small"
@@ -227,25 +230,26 @@ class RunData:
     label: str                          # how tables name the run (A, B, ... or its id)
     info: RunInfo
     summaries: list[PointSummary]
-    records: list[Record]
+    parts: Mapping[int, Sequence[PartAgg]]   # each phase's aggregates (run_read.RunRead)
     phases: list[StoredPhase]
     source: str = ""                    # the argument it was opened from (compare)
+    spreads: dict[str, dict[str, Spread]] | None = None   # metric_spreads (run_read)
 
     def __post_init__(self) -> None:
-        self.by_phase: dict[int, list[Record]] = {}
-        for r in self.records:
-            self.by_phase.setdefault(r.phase, []).append(r)
+        self.parts = self.parts or {}
         self.rep_of = {p.index: p.rep for p in self.phases}
-        for r in self.records:           # phases the phases table does not know
-            self.rep_of.setdefault(r.phase, r.rep)
         self._values: dict[str, headfigure.Values] | None = None
+
+    @classmethod
+    def of(cls, label: str, info: RunInfo, run: RunRead, source: str = "") -> RunData:
+        return cls(label, info, run.summaries, run.parts, run.phases, source, run.spreads)
 
     @property
     def values(self) -> dict[str, headfigure.Values]:
         """Per point key, its figures as the report's tables and `report --json` give them;
         made on first use (a run without variants compares nothing within itself)."""
         if self._values is None:
-            spreads = metric_spreads(self.records, self.phases)
+            spreads = self.spreads or {}
             self._values = {s.point: point_values(s, spreads.get(s.point))
                             for s in self.summaries}
         return self._values
@@ -253,7 +257,7 @@ class RunData:
     def side(self, s: PointSummary, fig: Figure, label: str) -> Side:
         values = {}
         for f in s.phase_figures:
-            v = headfigure.phase_value(s, fig.name, f, self.by_phase.get(f.index, []))
+            v = headfigure.phase_value(s, fig.name, f, self.parts.get(f.index, ()))
             if v is not None and v > 0:
                 values[f.index] = float(v)
         shown = self.values.get(s.point, {}).get(fig.name)
@@ -262,9 +266,8 @@ class RunData:
 
 
 def load(store: Store, run: RunInfo, label: str = "") -> RunData:
-    records = store.records(run.run_id)
-    phases = store.phases(run.run_id)
-    return RunData(label or run.run_id, run, summarize(records, phases), records, phases)
+    """A stored run as compared: from its aggregates (run_read.py), never its records."""
+    return RunData.of(label or run.run_id, run, read_run(store, run.run_id))
 
 
 def _match_id(point: str, leave_out: tuple[str, ...]) -> str:

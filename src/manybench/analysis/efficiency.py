@@ -61,6 +61,9 @@ from ..kernels import figures as F
 from ..kernels.binding import parse_cpulist
 from ..record import Record
 from .phase_figures import PhaseFigures
+from .phase_slots import Kind, PhaseSlots
+from .phase_slots import by_phase as slots_by_phase
+from .phase_slots import of_records as slots_of
 from .points import PointSummary
 from .rates import summed
 from .stats import median
@@ -166,10 +169,11 @@ def threads_per_slot(params: dict, node_cores: float | None, kernel_name: str = 
     return float(spec.default) if spec is not None and _number(spec.default) else None
 
 
-def held_cores(r: Record, pk: Peaks) -> set[int] | None:
+def held_cores(r: Record | str, pk: Peaks) -> set[int] | None:
     """The physical cores of the cpus the slot's work was allowed, read back from /proc
-    (kernels/binding.py); None when its record does not say."""
-    text = r.metrics.get(F.CPUS_ALLOWED.name)
+    (kernels/binding.py); None when its record does not say. r: the record, or its
+    cpus_allowed text."""
+    text = r if isinstance(r, str) else r.metrics.get(F.CPUS_ALLOWED.name)
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -178,34 +182,29 @@ def held_cores(r: Record, pk: Peaks) -> set[int] | None:
         return None
 
 
-def _placed(r: Record) -> float:
+def _placed(params: dict) -> float:
     """The cpus the plan gave a slot (`cpus`) whose record has no read-back; else 1."""
-    c = r.params.get("cpus")
+    c = params.get("cpus")
     return float(c) if _number(c) and c > 0 else 1.0
 
 
 def cores_used(records: Sequence[Record], peaks: Peaks | NodePeaks) -> float:
     """Sum over the phase's nodes of the cores its slots used there (CORES_USED)."""
     peaks = peaks if isinstance(peaks, NodePeaks) else NodePeaks(peaks)
-    return sum(_node_cores_used(recs, peaks.of(node)) for node, recs in _by_node(records))
+    return sum(_node_cores_used(kinds, peaks.of(node))
+               for node, kinds in slots_of(records).nodes.items())
 
 
-def _by_node(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
-    out: dict[str, list[Record]] = {}
-    for r in records:
-        out.setdefault(r.node, []).append(r)
-    return list(out.items())
-
-
-def _node_cores_used(recs: Sequence[Record], pk: Peaks) -> float:
+def _node_cores_used(kinds: Sequence[Kind], pk: Peaks) -> float:
     """Per slot its declared threads, else the cores it was allowed; summed, at most the
     cores the slots hold together (slots sharing cpus share their cores) and the node's."""
     cores = pk.get("cores")
     want, union, known = 0.0, set(), True
-    for r in recs:
-        held = held_cores(r, pk)
-        threads = threads_per_slot(r.params, cores, r.kernel)
-        want += threads if threads is not None else len(held) if held else _placed(r)
+    for k in kinds:
+        held = held_cores(k.allowed, pk)
+        threads = threads_per_slot(k.params, cores, k.kernel)
+        want += k.records * (threads if threads is not None else len(held) if held
+                             else _placed(k.params))
         if held:
             union |= held
         else:
@@ -214,25 +213,25 @@ def _node_cores_used(recs: Sequence[Record], pk: Peaks) -> float:
     return min([want, *caps])
 
 
-def _phase_value(metric: str, fig: PhaseFigures, recs: Sequence[Record]) -> float | None:
+def _phase_value(metric: str, fig: PhaseFigures, ph: PhaseSlots) -> float | None:
     if metric == "bandwidth_mb_s":
         return fig.bandwidth / 1e6 if fig.bandwidth is not None and fig.bytes else None
     if metric == "ops_per_s":
         return fig.ops_rate if fig.ops_rate is not None and fig.ops else None
-    vals = [r.metrics[metric] for r in recs if r.status == "ok" and _number(r.metrics.get(metric))]
-    return float(sum(vals)) if vals else None
+    v = ph.sums.get(metric)
+    return float(v) if v is not None else None
 
 
 class _Point:
-    """One summary with its phases' records, and the figures computed from them."""
+    """One summary with its phases' slots, and the figures computed from them."""
 
-    def __init__(self, s: PointSummary, by_phase: dict[int, list[Record]]):
+    def __init__(self, s: PointSummary, by_phase: dict[int, PhaseSlots]):
         self.s = s
-        self.phases = [(f, by_phase.get(f.index, [])) for f in s.phase_figures]
+        self.phases = [(f, by_phase.get(f.index) or PhaseSlots()) for f in s.phase_figures]
         layouts = []
-        for _, recs in self.phases:
-            if recs:
-                counts = Counter(r.node for r in recs)
+        for _, ph in self.phases:
+            if ph:
+                counts = ph.counts()
                 layouts.append((len(counts), frozenset(counts.values())))
         self.nodes: int | None = None
         self.per_node: int | None = None
@@ -257,19 +256,19 @@ class _Point:
         return metric in self.s.metrics
 
     def values(self, metric: str) -> list[float]:
-        return [v for f, recs in self.phases if (v := _phase_value(metric, f, recs)) is not None]
+        return [v for f, ph in self.phases if (v := _phase_value(metric, f, ph)) is not None]
 
     def figure(self, metric: str) -> float | None:
         vals = self.values(metric)
         return median(vals) if vals else None
 
 
-def _flops_phase_peak(recs: Sequence[Record], peaks: NodePeaks, name: str, scale: float
+def _flops_phase_peak(ph: PhaseSlots, peaks: NodePeaks, name: str, scale: float
                       ) -> tuple[float, float] | None:
     """(peak, cores used): sum over the phase's nodes of the precision's GFLOPS per core x
     the cores used there (x scale)."""
     total = used = 0.0
-    for node, mine in _by_node(recs):
+    for node, mine in ph.nodes.items():
         pk = peaks.of(node)
         gf, cores = pk.get(name), pk.get("cores")
         if gf is None or cores is None:
@@ -297,9 +296,9 @@ def _per_core(pk: Peaks, name: str) -> str:
             f"{gf / cores:,.4g} GFLOPS per core")
 
 
-def _mem_phase_peak(recs: Sequence[Record], peaks: NodePeaks) -> float | None:
+def _mem_phase_peak(ph: PhaseSlots, peaks: NodePeaks) -> float | None:
     """Sum over the phase's nodes of mem_bw_mb_s."""
-    bws = [peaks.of(node).get("mem_bw_mb_s") for node, _ in _by_node(recs)]
+    bws = [peaks.of(node).get("mem_bw_mb_s") for node in ph.nodes]
     return None if not bws or None in bws else float(sum(bws))
 
 
@@ -343,9 +342,9 @@ def _efficiency(p: _Point, metric: str, peaks: NodePeaks) -> Efficiency | None:
         return None
     name, peak_of, text = rule
     values, peaks_, ratios, cores = [], [], [], []
-    for f, recs in p.phases:
-        v = _phase_value(metric, f, recs)
-        got = peak_of(recs) if recs else None
+    for f, ph in p.phases:
+        v = _phase_value(metric, f, ph)
+        got = peak_of(ph) if ph else None
         pk, used = got if got else (None, None)
         if v is None or not pk:
             continue
@@ -410,10 +409,14 @@ def evaluate(summaries: Iterable[PointSummary], records: Iterable[Record],
              peaks: Peaks | NodePeaks) -> dict[str, PointEfficiency]:
     """Efficiency and share of every point, keyed by PointSummary.point (see module doc);
     peaks: each node's (NodePeaks), or one Peaks for every node."""
+    return evaluate_slots(summaries, slots_by_phase(records), peaks)
+
+
+def evaluate_slots(summaries: Iterable[PointSummary], by_phase: dict[int, PhaseSlots],
+                   peaks: Peaks | NodePeaks) -> dict[str, PointEfficiency]:
+    """evaluate() from each phase's slots (phase_slots.py: from its records or its stored
+    aggregates)."""
     peaks = peaks if isinstance(peaks, NodePeaks) else NodePeaks(peaks)
-    by_phase: dict[int, list[Record]] = {}
-    for r in records:
-        by_phase.setdefault(r.phase, []).append(r)
     points = [_Point(s, by_phase) for s in summaries]
     out: dict[str, PointEfficiency] = {}
     for p in points:

@@ -36,18 +36,45 @@ def _key(v: Any) -> Any:
 def point_facts(records: Iterable[Record]) -> tuple[FactValue, ...]:
     """Per declared fact (in its kernel's order), each value the records carry (in the order
     first seen), failed records included: how a phase ran is a fact however it ended."""
-    kernels: dict[str, int] = {}               # kernel -> order first seen
-    seen: dict[tuple[str, Any], list] = {}     # (fact, value) -> [Fact, value, n, nodes, place]
+    return merged([tally(records)])
+
+
+Tally = tuple[list[str], list[list]]
+
+
+def tally(records: Iterable[Record]) -> Tally:
+    """The records' facts counted: their kernels in the order first seen, and per (fact,
+    value) in the order first seen [kernel, the fact's index in it, fact, value, records,
+    nodes] (what a phase's aggregates keep: analysis/aggregates.py)."""
+    kernels: dict[str, None] = {}
+    seen: dict[tuple[str, Any], list] = {}
     for r in records:
-        k = kernels.setdefault(r.kernel, len(kernels))
+        kernels[r.kernel] = None
         for i, f in enumerate(_facts(r.kernel)):
             v = f.of(r.extra or {}, r.metrics or {})
             if v is None or v == "":
                 continue
             got = seen.get((f.name, _key(v)))
             if got is None:
-                got = seen[(f.name, _key(v))] = [f, v, 0, {}, (k, i)]
-            got[2] += 1
-            got[3][r.node] = None
-    rows = sorted(seen.values(), key=lambda g: g[4])    # stable: values as first seen
-    return tuple(FactValue(f.name, f.label, v, n, tuple(nodes)) for f, v, n, nodes, _ in rows)
+                got = seen[(f.name, _key(v))] = [r.kernel, i, f.name, v, 0, {}]
+            got[4] += 1
+            got[5][r.node] = None
+    return list(kernels), [[k, i, name, v, n, list(nodes)] for k, i, name, v, n, nodes
+                           in seen.values()]
+
+
+def merged(tallies: Iterable[Tally]) -> tuple[FactValue, ...]:
+    """point_facts over tallies of the point's records, in their order."""
+    kernels: dict[str, int] = {}               # kernel -> order first seen
+    seen: dict[tuple[str, Any], list] = {}     # (fact, value) -> [Fact, value, n, nodes, place]
+    for ks, rows in tallies:
+        for k in ks:
+            kernels.setdefault(k, len(kernels))
+        for kname, i, name, v, n, nodes in rows:
+            got = seen.get((name, _key(v)))
+            if got is None:
+                got = seen[(name, _key(v))] = [_facts(kname)[i], v, 0, {}, (kernels[kname], i)]
+            got[2] += n
+            got[3].update(dict.fromkeys(nodes))
+    rows_ = sorted(seen.values(), key=lambda g: g[4])    # stable: values as first seen
+    return tuple(FactValue(f.name, f.label, v, n, tuple(nodes)) for f, v, n, nodes, _ in rows_)

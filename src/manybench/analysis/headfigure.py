@@ -12,15 +12,14 @@ slots, else the figure's own scope).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..kernels import figures as F
 from ..kernels import kernel
-from ..record import Record
+from .aggregates import LATENESS, SLOT_S, PartAgg
 from .phase_figures import NS, PhaseFigures
 from .points import PointSummary
 from .rates import summed
-from .stats import median
 from .values import Value, metric_unit
 
 Values = dict[str, list[Value]]     # a point's figures by name (values.point_values)
@@ -83,7 +82,6 @@ _COMPUTED: dict[str, Callable[[PhaseFigures], float | None]] = {
     F.SYNC_OVERHEAD.name: lambda f: _ns(f.sync_overhead_ns),
     F.CYCLE.name: lambda f: _ns(f.cycle_ns),
     F.SKEW.name: lambda f: _ns(f.skew_ns),
-    F.LATENESS.name: lambda f: _ns(median(f.lateness_ns)) if f.lateness_ns else None,
 }
 
 
@@ -92,22 +90,26 @@ def per_phase(name: str) -> bool:
     return name != F.LATENCY.name
 
 
-def phase_value(p: PointSummary, name: str, f: PhaseFigures, recs: list[Record]
+def phase_value(p: PointSummary, name: str, f: PhaseFigures, parts: Sequence[PartAgg]
                 ) -> float | None:
     """The figure in one phase of the point, in its Value's unit: a computed figure as the
-    phase's figures hold it; per-slot time the median over the phase's ok records; a metric
-    summed over them where it sums, else their median. None: no ok record, or no value."""
-    if not f.ok or not per_phase(name):
+    phase's figures hold it; lateness the median over the point's ok records in it;
+    per-slot time the median over the phase's ok records; a metric summed over them where
+    it sums, else their median. None: no ok record, or no value. parts: the phase's
+    aggregates (Store.aggregates), its own part first."""
+    if not f.ok or not per_phase(name) or not parts:
         return None
     if name in _COMPUTED:
         return _COMPUTED[name](f)
-    ok = [r for r in recs if r.status == "ok"]
+    whole = parts[0]
+    if name == F.LATENESS.name:
+        own = next((a for a in parts if a.info.point == p.point), whole).over.get(LATENESS)
+        return _ns(own.median()) if own is not None and own.n else None
     if name == F.ELAPSED.name:
-        times = [r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / NS for r in ok]
-        return median(times) if times else None
-    vals = [r.metrics[name] for r in ok if isinstance(r.metrics.get(name), (int, float))
-            and not isinstance(r.metrics.get(name), bool)]
-    if not vals:
+        times = whole.over.get(SLOT_S)
+        return times.median() if times is not None and times.n else None
+    vals = whole.metrics.get(name)
+    if vals is None or not vals.n:
         return None
     _, factor = metric_unit(p.kernel, name, p.units)
-    return (sum(vals) if summed(p.kernel, name) else median(vals)) * factor
+    return (whole.sums[name] if summed(p.kernel, name) else vals.median()) * factor

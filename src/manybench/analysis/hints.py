@@ -119,6 +119,13 @@ def data_exceeds_memory(records: Iterable[Record], memory: Mapping[str, float]) 
         if r.status == "ok" and r.bytes and kernel(r.kernel).uses_dir:
             key = (r.task, r.phase, r.node)
             per[key] = per.get(key, 0.0) + r.bytes
+    return memory_hints(per, memory)
+
+
+def memory_hints(per: Mapping[tuple[str, int, str], float], memory: Mapping[str, float]
+                 ) -> list[Hint]:
+    """data_exceeds_memory from the bytes of each (task, phase, node)'s ok records of kernels
+    that use a directory."""
     out, told = [], set()
     for (task, phase, node), n in sorted(per.items(), key=lambda kv: kv[0][1]):
         mem = memory.get(node)
@@ -175,15 +182,31 @@ def robust_z(values: Sequence[float]) -> list[float]:
     return [0.6745 * (v - med) / mad for v in values]
 
 
-def stragglers(points: Sequence[PointSummary], records: Iterable[Record]) -> list[Hint]:
-    """Slots (and nodes) of a point whose per-slot time stands out from the others'."""
-    by_point: dict[tuple, dict[tuple[str, int], list[float]]] = {}
+SlotTime = tuple[str, str, int, str, str, int, float]   # point's task .. params, node, slot, s
+
+
+def slot_times(records: Iterable[Record]) -> Iterable[SlotTime]:
+    """Each ok record's per-slot time with its point (task, variant, workers, params as
+    sorted JSON), node and slot, but those of kernels that do no work (skew tells it)."""
     for r in records:
-        if r.status != "ok" or kernel(r.kernel).sync_only:   # no work: skew tells it
+        if r.status != "ok" or kernel(r.kernel).sync_only:
             continue
         secs = r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / 1e9
-        key = (r.task, r.variant, r.workers, json.dumps(r.params, sort_keys=True, default=str))
-        by_point.setdefault(key, {}).setdefault((r.node, r.slot), []).append(secs)
+        yield (r.task, r.variant, r.workers, json.dumps(r.params, sort_keys=True, default=str),
+               r.node, r.slot, secs)
+
+
+def stragglers(points: Sequence[PointSummary], records: Iterable[Record]) -> list[Hint]:
+    """Slots (and nodes) of a point whose per-slot time stands out from the others'."""
+    return straggler_hints(slot_times(records))
+
+
+def straggler_hints(times: Iterable[SlotTime]) -> list[Hint]:
+    """stragglers() from the ok records' per-slot times (slot_times, or the store's)."""
+    by_point: dict[tuple, dict[tuple[str, int], list[float]]] = {}
+    for task, variant, workers, params, node, slot, secs in times:
+        by_point.setdefault((task, variant, workers, params), {}).setdefault(
+            (node, slot), []).append(secs)
     out = []
     for (task, _, workers, _), slots in by_point.items():
         for level, groups in (("slot", {f"{n}/slot {s}": v for (n, s), v in slots.items()}),
@@ -339,26 +362,43 @@ def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Rec
     column. A record missed a metric when it says so (kernels/command.py): a job's other
     ranks, which neither carry the job's figures nor try, are not counted."""
     recs = list(records)
-    names = {task: list(ns) for task, ns in declared.items()}
+    ok: dict[str, int] = {}
+    present: dict[tuple[str, str], int] = {}
     for r in recs:
+        if r.status == "ok":
+            ok[r.task] = ok.get(r.task, 0) + 1
+            for n in r.metrics:
+                present[(r.task, n)] = present.get((r.task, n), 0) + 1
+    said = [r for r in recs if (r.extra or {}).get("missing_metrics")]
+    return missing_metric_hints(declared, said, ok, present)
+
+
+def missing_metric_hints(declared: Mapping[str, Iterable[str]], said: Sequence[Record],
+                         ok: Mapping[str, int], present: Mapping[tuple[str, str], int]
+                         ) -> list[Hint]:
+    """missing_metrics from the records that said they missed a metric (any status), each
+    task's ok records counted and, per (task, metric), those of them that carry it."""
+    names = {task: list(ns) for task, ns in declared.items()}
+    for r in said:
         for n in (r.extra or {}).get("missing_metrics") or ():
             if n not in names.setdefault(r.task, []):
                 names[r.task].append(n)
     out = []
     for task, ns in names.items():
-        mine = [r for r in recs if r.task == task]
-        good = [r for r in mine if r.status == "ok"]
-        if not good:      # every record failed: their errors (and stderr) say why
+        mine = [r for r in said if r.task == task]
+        if not ok.get(task):      # every record failed: their errors (and stderr) say why
             continue
+        good = ok[task]
         for n in ns:
-            hit = sum(n in r.metrics for r in good)
-            missed = [r for r in good if n not in r.metrics and _said_missing(r, n)]
+            hit = present.get((task, n), 0)
+            missed = [r for r in mine if r.status == "ok" and n not in r.metrics
+                      and _said_missing(r, n)]
             failed = [r for r in mine if r.status != "ok" and _said_missing(r, n)]
             also = f"; {_n(len(failed), 'failed record')} missed it too" if failed else ""
             if not hit:
                 out.append(Hint("metric", task, f"metric {n!r} of {task} matched nothing in "
                                 "any ok record: its column is empty",
-                                f"none of its {_n(len(good), 'ok record')} carries {n}{also}"))
+                                f"none of its {_n(good, 'ok record')} carries {n}{also}"))
             elif missed:
                 out.append(Hint("metric", task, f"metric {n!r} of {task} matched in {hit} of "
                                 f"its {_n(hit + len(missed), 'ok record')}: the others' output "

@@ -20,8 +20,9 @@ from ..results.contract import RunInfo, StoredNode
 from ..results.store import Store
 from .headfigure import headline
 from .joins import Identity, identity
-from .points import PointSummary, summarize
-from .values import Value, metric_spreads, point_values
+from .points import PointSummary
+from .run_read import read as read_run
+from .values import Value, point_values
 
 
 @dataclass
@@ -116,17 +117,12 @@ class _Run:
 
 
 def _load(directory: str, store: Store, info: RunInfo) -> _Run:
-    records = store.records(info.run_id)
-    phases = store.phases(info.run_id)
-    points = summarize(records, phases)
-    spreads = metric_spreads(records, phases)
+    run = read_run(store, info.run_id, failed=False)     # its aggregates, not its records
     host = {n.name: _host(n) for n in store.nodes(info.run_id)}
-    nodes_of: dict[int, set[str]] = {}
-    for r in records:
-        nodes_of.setdefault(r.phase, set()).add(r.node)
-    return _Run(directory, info, sum(r.status != "ok" for r in records), points,
-                {s.point: point_values(s, spreads.get(s.point)) for s in points},
-                {s.point: _hosts(s, nodes_of, host) for s in points})
+    nodes_of = run.nodes_of()
+    return _Run(directory, info, run.failed(), run.summaries,
+                {s.point: point_values(s, run.spreads.get(s.point)) for s in run.summaries},
+                {s.point: _hosts(s, nodes_of, host) for s in run.summaries})
 
 
 def history(directories: Iterable[str]) -> History:

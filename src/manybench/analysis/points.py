@@ -199,36 +199,6 @@ def summarize(records: Iterable[Record], phases: Iterable[StoredPhase] = (),
     return list(points.values())
 
 
-def phase_points(phase_records: Iterable[tuple[int, list[Record]]],
-                 phases: Iterable[StoredPhase] = ()) -> list[PointSummary]:
-    """Summaries per point in plan order with only their phase figures filled (fill_phases:
-    counts of phases, ops, bytes, bandwidth, ops/s, stonewall, skew, sync overhead, cycle;
-    nothing taken over records, no lateness per record), from records given a phase at a time
-    (Store.phase_records): what is held is each phase's figures, not its records. Points,
-    warm-up phases and group phases as summarize makes them."""
-    infos: dict[int, StoredPhase] = {p.index: p for p in phases}
-    figs: dict[int, list[tuple[StoredPhase, PhaseFigures]]] = {}
-    warm: Counter = Counter()
-    for idx, recs in phase_records:
-        figs[idx] = [(part, _figures(part, precs))
-                     for part, precs in _parts(infos.get(idx), idx, recs, warm)]
-        for _, f in figs[idx]:
-            f.lateness_ns = []     # one per record: held over the phases, it would grow
-    for idx in set(infos) - set(figs):      # a phase stored without records
-        figs[idx] = [(part, _figures(part, [])) for part, _ in _parts(infos[idx], idx, [], warm)]
-    points: dict[str, PointSummary] = {}
-    of_point: dict[str, list[PhaseFigures]] = {}
-    for idx in sorted(figs):
-        for part, f in figs[idx]:
-            if part.point not in points:
-                points[part.point], of_point[part.point] = _point_of(part), []
-            of_point[part.point].append(f)
-    for key, s in points.items():
-        fill_phases(s, of_point[key])
-        s.warmup = warm[key]
-    return list(points.values())
-
-
 def _parts(info: StoredPhase | None, idx: int, recs: list[Record], warm: Counter
            ) -> list[tuple[StoredPhase, list[Record]]]:
     """A phase as the points it counts for: itself, and for a [[concurrent]] group each task

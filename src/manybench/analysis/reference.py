@@ -29,10 +29,10 @@ count the run did not sweep) is reported as "not run" and fails nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..kernels import kernel
-from ..record import Record
+from .aggregates import PartAgg
 from .compare import RunData, split_key
 from .rates import summed
 from .phase_figures import NS, PhaseFigures
@@ -143,20 +143,24 @@ def matches(s: PointSummary, at: dict[str, Any]) -> bool:
     return True
 
 
-def phase_value(figure: str, f: PhaseFigures, recs: list[Record]) -> float | None:
+def phase_value(figure: str, f: PhaseFigures, parts: Sequence[PartAgg]) -> float | None:
+    """The figure in one phase: an aggregate as its figures hold it, a metric summed over its
+    ok records where it sums, else their median (parts: the phase's aggregates)."""
     figure = ALIASES.get(figure, figure)
     if figure in AGGREGATES:
         return AGGREGATES[figure][1](f) if f.ok else None
-    vals = [r.metrics[figure] for r in recs if r.status == "ok" and _num(r.metrics.get(figure))]
-    if not vals:
+    whole = parts[0] if parts else None
+    vals = whole.metrics.get(figure) if whole is not None else None
+    if vals is None or not vals.n:
         return None
-    return float(sum(vals)) if summed(recs[0].kernel, figure) else float(median(vals))
+    kernel_name = whole.kernels[0] if whole.kernels else whole.info.kernel
+    return float(whole.sums[figure]) if summed(kernel_name, figure) else float(vals.median())
 
 
 def measure(run: RunData, s: PointSummary, figure: str) -> float | None:
     """The point's figure: the median over its phases of the per-phase figure."""
     vals = [v for f in s.phase_figures
-            if (v := phase_value(figure, f, run.by_phase.get(f.index, []))) is not None]
+            if (v := phase_value(figure, f, run.parts.get(f.index, ()))) is not None]
     return float(median(vals)) if vals else None
 
 

@@ -1,4 +1,5 @@
-"""A report's views: each run read and summarised once, then its compact tables
+"""A report's views: each run read and summarised once (from its phases' stored aggregates:
+analysis/run_read.py, never every record), then its compact tables
 (headline.py), full tables (tables.py), comparisons and references (comparison.py),
 hints (findings.py) and its numbers by machine (summary.py) made from that one reading."""
 from __future__ import annotations
@@ -6,12 +7,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..analysis import PointSummary, summarize
-from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate
-from ..analysis.values import metric_spreads
+from ..analysis import PointSummary
+from ..analysis.efficiency import NodePeaks, PointEfficiency, evaluate_slots
+from ..analysis.run_read import RunRead
+from ..analysis.run_read import read as read_aggregates
 from ..inventory.peaks import Peaks
-from ..record import Record
 from ..results.contract import RunInfo, StoredNode, StoredPhase
+from ..results.schema import AGGREGATED
 from ..results.store import Store
 from . import header as head
 from .comparison import run_tables
@@ -27,7 +29,7 @@ from .view import LEGEND, RunView
 class RunData:
     """One run as read from the store and summarised, once per report."""
     info: RunInfo
-    records: list[Record]
+    read: RunRead                 # its phases' aggregates (never its records)
     phases: list[StoredPhase]
     nodes: list[StoredNode]
     summaries: list[PointSummary]
@@ -43,15 +45,14 @@ class RunData:
 
 
 def read_run(store: Store, run: RunInfo) -> RunData:
-    """Read and summarise one run (every figure of every point, efficiencies)."""
-    records = store.records(run.run_id)
-    phases = store.phases(run.run_id)
+    """Read and summarise one run (every figure of every point, efficiencies) from its
+    phases' aggregates."""
+    read = read_aggregates(store, run.run_id)
     nodes = store.nodes(run.run_id)
-    summaries = summarize(records, phases)
     peaks = head.run_peaks(run, nodes)
-    effs = evaluate(summaries, records, peaks or NodePeaks(Peaks()))
-    values = task_values(summaries, metric_spreads(records, phases))
-    return RunData(run, records, phases, nodes, summaries, effs, peaks, values)
+    effs = evaluate_slots(read.summaries, read.slots(), peaks or NodePeaks(Peaks()))
+    values = task_values(read.summaries, read.spreads)
+    return RunData(run, read, read.phases, nodes, read.summaries, effs, peaks, values)
 
 
 def run_view(store: Store, data: RunData, figures: list[str] | None = None,
@@ -68,16 +69,16 @@ def run_view(store: Store, data: RunData, figures: list[str] | None = None,
     warnings = store.warnings(run.run_id)
     view = RunView(title=f"{run.name} - run {run.run_id}",
                    header=run_header(data),
-                   notes=head.notes(run, data.nodes) + _floor_notes(data),
+                   notes=head.notes(run, data.nodes) + _floor_notes(data) + _schema_note(store),
                    warnings=head.warning_lines(warnings),
-                   tables=tables + run_tables(run, data.summaries, data.records, data.phases),
+                   tables=tables + run_tables(run, data.read),
                    run_id=run.run_id, legend=LEGEND if all_columns else f"{LEGEND} {NOTE}.")
-    attach_hints(view, store, run, data.summaries, data.records, data.nodes, data.effs)
+    attach_hints(view, store, run, data.summaries, data.read, data.nodes, data.effs)
     attach_facts(view, by_task)
     if keep:    # the html page: every figure's table and the figures too, from one reading
         view.full = {t: task_table(t, pts, data.values, data.effs)
                      for t, pts in by_task.items()}
-        view.data = (data.summaries, data.records, data.phases, data.effs, data.values)
+        view.data = (data.summaries, data.read, data.phases, data.effs, data.values)
     return view
 
 
@@ -90,9 +91,21 @@ def run_header(data: RunData) -> list[tuple[str, str]]:
 def _floor_notes(data: RunData) -> list[str]:
     """Skew and lateness judged against the nodes' noise floor; late starts counted."""
     figs = [(s, f) for s in data.summaries for f in s.phase_figures]
+    late = data.read.lateness()
     return head.floor_notes(data.info, data.nodes,
                             [f.skew_ns for s, f in figs if f.skew_ns is not None and s.workers > 1],
-                            [x for _, f in figs for x in f.lateness_ns], data.records)
+                            late.quantile(99) if late.n else None, data.read.late())
+
+
+def _schema_note(store: Store) -> list[str]:
+    """An older file is aggregated in a private copy at every read (a reader never changes
+    it): say so, and how to make it once."""
+    v = store.migrated_from
+    if v is None or v >= AGGREGATED:
+        return []
+    return [f"results schema {v}: this file stores no per-phase aggregates, so every record "
+            "was read and aggregated in memory for this report; a writer (a run into this "
+            "directory) migrates it once, after which reports read its aggregates"]
 
 
 def check_figures(runs: list[RunData], figures: list[str]) -> None:

@@ -9,11 +9,11 @@ from typing import Any
 from ..analysis.compare import (Comparison, RunData, Side, TaskComparison, task_verdict,
                                 times_text, unmatched, within_run)
 from ..analysis.joins import Unpaired
-from ..analysis.points import PointSummary, point_of
+from ..analysis.points import point_of
 from ..analysis.reference import FAIL, RefCheck, evaluate
 from ..analysis.values import Value
-from ..record import Record
-from ..results.contract import RunInfo, StoredPhase
+from ..analysis.run_read import RunRead
+from ..results.contract import RunInfo
 from .colunits import column_unit, num
 from .formats import DASH, param_formatter, plural, swept
 from .unpaired import PointWords
@@ -162,10 +162,10 @@ def reference_table(checks: list[RefCheck]) -> Table:
                         "over the point's phases (docs/comparisons.md)"])
 
 
-def run_tables(info: RunInfo, summaries: list[PointSummary], records: list[Record],
-               phases: list[StoredPhase]) -> list[Table]:
-    """The comparison tables of a run's variants, then its references, if it has any."""
-    run = RunData(info.run_id, info, summaries, records, phases)
+def run_tables(info: RunInfo, read: RunRead) -> list[Table]:
+    """The comparison tables of a run's variants, then its references, if it has any (from
+    its phases' aggregates: analysis/run_read.py)."""
+    run = RunData.of(info.run_id, info, read)
     tables = [comparison_table(tc) for tc in within_run(run)]
     if tables:       # the definitions once, below the first
         tables[0].notes.append(DEFINITIONS)

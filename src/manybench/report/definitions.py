@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from ..analysis import sketch as S
 from ..analysis.metric_units import shown_unit
 from ..kernels import KERNELS, SHARED
 from ..kernels import figures as F
@@ -66,6 +67,23 @@ HEAD = ("| figure | scope | unit | shown as | better | formula |\n"
         "|---|---|---|---|---|---|")
 
 
+def _at_any_size() -> str:
+    """How a figure over records is kept at any size (analysis/sketch.py)."""
+    return ("Over records, at any size: each phase stores, with its records, a summary of "
+            "every figure taken over records (a slot's own value, per-slot time, lateness, "
+            "each metric; analysis/aggregates.py), and every view reads those, not the "
+            "records. A point's summary of a figure holds its n, sum, min and max exactly, "
+            f"and its values themselves while there are at most {S.EXACT_MAX:,} of them: "
+            "every median, percentile and range over records is then exact. Beyond, the "
+            f"values go into log buckets of relative width {S.RELATIVE:g} (a bucket k holds "
+            "(g^(k-1), g^k], g = (1 + a) / (1 - a)), and a percentile is the bucket's "
+            f"2 g^k / (g + 1): within {S.RELATIVE:.1%} of the nearest-rank value (min and "
+            "max stay exact; the mean's interval is computed from n, the sum and the "
+            "merged sum of squared deviations). Figures over phases (aggregate bandwidth, "
+            "skew, sync overhead, cycle, each metric's median and sum per phase) are stored "
+            "per phase and always exact.")
+
+
 def markdown() -> str:
     """The generated section (without its markers)."""
     out = ["## Every figure, as declared", "",
@@ -82,7 +100,8 @@ def markdown() -> str:
                f"{F.SCOPE_LABEL[s]} = {what}" for s, what in F.SHARES) +
            ". A unit shown as a range is scaled per column from the values it shows (one "
            "unit per column, the same in every view); a name that says its unit is shown "
-           "in it.", "", "### Computed from any kernel's records", "", HEAD]
+           "in it.", "", _at_any_size(), "", "### Computed from any kernel's records", "",
+           HEAD]
     for f in F.COMPUTED:
         by = sorted(k.name for k in KERNELS.values() if any(g.name == f.name for g in k.figures))
         out.append(_row(f, "", shown_by=f" Shown by {', '.join(by)}." if by else ""))

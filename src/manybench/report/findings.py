@@ -7,8 +7,9 @@ from typing import Callable, Sequence
 from ..analysis import hints as H
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.points import PointSummary
+from ..analysis.run_read import RunRead
 from ..analysis.values import Value
-from ..record import Record
+from ..kernels import kernel
 from ..results.contract import RunInfo, StoredNode
 from ..results.store import Store
 from .colunits import column_unit, num
@@ -39,26 +40,41 @@ def _memory(nodes: list[StoredNode]) -> dict[str, float]:
     return out
 
 
-def run_hints(store: Store, run: RunInfo, points: list[PointSummary], records: list[Record],
+def run_hints(store: Store, run: RunInfo, points: list[PointSummary], read: RunRead,
               nodes: list[StoredNode], effs: dict[str, PointEfficiency]) -> list[H.Hint]:
-    """Every finding of one run, in the order a reader should see them. Metrics that matched
-    nothing are judged on the records, which say which missed (the run's missing-metric
-    warnings count failed records too, whose output holds no result)."""
-    found = (H.missing_metrics(_declared_metrics(run), records)
-             + H.stderr_failures(records) + H.flags(points)
-             + H.data_exceeds_memory(records, _memory(nodes)) + H.at_peak(points, effs)
-             + H.scaling(points, column_writer) + H.stragglers(points, records)
-             + H.cpu_bound(points))
+    """Every finding of one run, in the order a reader should see them, from its phases'
+    aggregates (analysis/run_read.py): records are read only where a hint names them (those
+    that missed a metric, failed ones, each ok slot's time for the stragglers). Metrics that
+    matched nothing are judged on the records, which say which missed (the run's
+    missing-metric warnings count failed records too, whose output holds no result)."""
+    ok: dict[str, int] = {}
+    present: dict[tuple[str, str], int] = {}
+    per_node: dict[tuple[str, int, str], float] = {}
+    for a in read.task_parts():
+        task = a.info.task
+        ok[task] = ok.get(task, 0) + a.status.get("ok", 0)
+        for n, c in a.present.items():
+            present[(task, n)] = present.get((task, n), 0) + c
+        if kernel(a.info.kernel).uses_dir:
+            for node, (_, b, _) in a.nodes.items():
+                if b:
+                    per_node[(task, a.info.index, node)] = float(b)
+    found = (H.missing_metric_hints(_declared_metrics(run), read.said_missing(store, run.run_id),
+                                    ok, present)
+             + H.stderr_failures(read.failed_records) + H.flags(points)
+             + H.memory_hints(per_node, _memory(nodes)) + H.at_peak(points, effs)
+             + H.scaling(points, column_writer)
+             + H.straggler_hints(read.slot_times(store, run.run_id)) + H.cpu_bound(points))
     # an older results.db is migrated when opened (results/schema.py): its telemetry is empty
-    phase_task = {r.phase: r.task for r in records}
+    phase_task = {idx: ps[-1].info.task for idx, ps in read.parts.items() if ps and ps[0].records}
     return found + H.system_cpu(phase_task, store.telemetry(run.run_id))
 
 
 def attach_hints(view: RunView, store: Store, run: RunInfo, points: list[PointSummary],
-                 records: list[Record], nodes: list[StoredNode],
+                 read: RunRead, nodes: list[StoredNode],
                  effs: dict[str, PointEfficiency]) -> None:
     """Put each hint's line under its task's table; hints of no shown task go to the run."""
     tables = {t.task: t for t in view.tables if t.task}
-    for h in run_hints(store, run, points, records, nodes, effs):
+    for h in run_hints(store, run, points, read, nodes, effs):
         t = tables.get(h.task)
         (t.hints if t is not None else view.hints).append(h.line())

@@ -8,7 +8,6 @@ from ..analysis.efficiency import NodePeaks
 from ..analysis.stats import nearest_rank
 from ..inventory import noise as noise_mod
 from ..inventory import peaks as peaks_mod
-from ..record import Record
 from ..results.contract import RunInfo, StoredNode, Warning, warning_text
 from ..units import format_duration, format_size
 from .formats import DASH, count, ns, plural
@@ -181,21 +180,17 @@ def _many_nodes(nodes: list[StoredNode], floors: list[tuple[StoredNode, dict]]) 
 
 
 def floor_notes(run: RunInfo, nodes: list[StoredNode], skews_ns: list[float],
-                lateness_ns: list[float], records: list[Record]) -> list[str]:
+                lateness_p99_ns: float | None, c: late_mod.LateCount) -> list[str]:
     """The run's start skew judged against its nodes' noise floor, and its late starts
     counted against the plan's late_target (analysis/late.py)."""
     lines = []
     floors = [f["stall_ns"] for n in nodes if isinstance(f := (n.inventory or {}).get("noise"),
                                                          dict) and f.get("stall_ns")]
     judged = noise_mod.judge(nearest_rank(skews_ns, 99) if skews_ns else None,
-                             nearest_rank(lateness_ns, 99) if lateness_ns else None,
+                             lateness_p99_ns,
                              max(floors) if floors else None)
     if judged:
         lines.append(judged)
-    by_phase: dict[int, list[Record]] = {}
-    for r in records:
-        by_phase.setdefault(r.phase, []).append(r)
-    c = late_mod.count(by_phase.values())
     target = (run.plan_raw or {}).get("late_target", late_mod.DEFAULT_TARGET)
     verdict = late_mod.verdict(c, target, max(floors) if floors else None)
     if verdict:

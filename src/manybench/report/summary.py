@@ -47,15 +47,16 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _series(data: RunData, point: str, task: str, samples: list) -> list[dict]:
-    """The aggregate throughput over time of each of the point's phases that was sampled."""
+def _series(store: Store, data: RunData, point: str, task: str, samples: list) -> list[dict]:
+    """The aggregate throughput over time of each of the point's phases that was sampled
+    (the records of those phases read, one at a time, for their slots' starts)."""
     phases = [p.index for p in data.phases if p.point == point]
     interval = planned_interval(data.info.plan_raw, task)
     out = []
     for i in phases:
         mine = [s for s in samples if s.phase_id == i]
-        recs = [r for r in data.records if r.phase == i]
-        series = phase_series(i, mine, interval, slot_starts(recs)) if mine else None
+        series = phase_series(i, mine, interval, slot_starts(
+            store.phase_records_of(data.info.run_id, i))) if mine else None
         if series is not None:
             out.append(asdict(series))
     return out
@@ -91,10 +92,10 @@ def run_summary(store: Store, data: RunData) -> dict:
                 "flags": flags, "facts": [asdict(f) for f in p.facts],
                 "efficiency": asdict(e.efficiency) if e and e.efficiency else None,
                 "share": asdict(e.share) if e and e.share else None,
-                "throughput": _series(data, p.point, task, samples)})
+                "throughput": _series(store, data, p.point, task, samples)})
         tasks.append({"task": task, "kernel": pts[0].kernel, "points": points})
     warnings = store.warnings(info.run_id)
-    hints = run_hints(store, info, data.summaries, data.records, data.nodes, data.effs)
+    hints = run_hints(store, info, data.summaries, data.read, data.nodes, data.effs)
     return _clean({"run": info.run_id, "name": info.name, "status": info.status,
                    "started_ns": info.started_ns, "ended_ns": info.ended_ns,
                    "header": dict(run_header(data)),

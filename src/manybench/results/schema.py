@@ -28,7 +28,8 @@ from typing import Callable
 
 from ..record import FIELDS
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+AGGREGATED = 9      # the first version that stores each phase's aggregates
 
 
 class SchemaError(Exception):
@@ -42,7 +43,8 @@ class DamagedError(SchemaError):
 
 # the tables each version has (a file of that version missing one is damaged)
 TABLES = {1: ("runs", "phases", "records"), 2: ("nodes", "warnings"),
-          3: ("snapshots", "node_commands"), 4: ("samples", "telemetry"), 5: ("series",)}
+          3: ("snapshots", "node_commands"), 4: ("samples", "telemetry"), 5: ("series",),
+          9: ("aggregates",)}
 
 
 # No key since version 7: its index was a quarter of a phase's insert (64,000 rows at 1,000
@@ -193,6 +195,16 @@ _V8_TIMES = ("ALTER TABLE phases ADD COLUMN prepare_s REAL;\n"
              "ALTER TABLE phases ADD COLUMN window_s REAL;\n"
              "ALTER TABLE phases ADD COLUMN cleanup_s REAL")
 
+# one row per stored phase: the JSON list of its parts' aggregates (analysis/aggregates.py)
+_V9 = """
+CREATE TABLE IF NOT EXISTS aggregates (
+    run    TEXT NOT NULL REFERENCES runs(id),
+    phase  INTEGER NOT NULL,
+    data   TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS aggregates_phase ON aggregates (run, phase);
+"""
+
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
     # statement by statement: executescript would commit the migration's transaction early
@@ -262,10 +274,18 @@ def _v7_to_v8(db: sqlite3.Connection) -> None:
     _script(db, _V8_TIMES)
 
 
+def _v8_to_v9(db: sqlite3.Connection) -> None:
+    """Add aggregates and aggregate every stored phase from its records, a phase at a time
+    (results/aggregate_rows.py)."""
+    _script(db, _V9)
+    from .aggregate_rows import aggregate_stored   # noqa: PLC0415 (it reads records)
+    aggregate_stored(db)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                               3: _v3_to_v4, 4: _v4_to_v5,
                                                               5: _v5_to_v6, 6: _v6_to_v7,
-                                                              7: _v7_to_v8}
+                                                              7: _v7_to_v8, 8: _v8_to_v9}
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -320,6 +340,7 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
             _v4_to_v5(db)
             _v5_to_v6(db)
             _v7_to_v8(db)
+            _script(db, _V9)
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)

@@ -32,7 +32,7 @@ from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, PhaseTimes, RunInfo, RunNotes,
                        Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow,
                        Warning, step_label)
-from . import record_read
+from . import aggregate_rows, record_read
 from .record_rows import dumps as _dumps, phase_rows
 from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity, upgrade
 
@@ -82,6 +82,7 @@ class Store:
         self.readonly = readonly
         self._lock = threading.Lock()
         self._seq: dict[str, int] = {}     # run -> next warning number
+        self.migrated_from: int | None = None   # an older file's schema, migrated in memory
         if readonly:
             if not os.path.isfile(self.path):
                 raise FileNotFoundError(f"no {DB_NAME} in {self.directory}")
@@ -96,6 +97,7 @@ class Store:
                 integrity(self._db, self.path)
                 if v < SCHEMA_VERSION:
                     self._db = _migrated_copy(self._db, self.path)
+                    self.migrated_from = v
             self._db.execute("PRAGMA query_only=ON")
         else:
             os.makedirs(self.directory, exist_ok=True)
@@ -231,13 +233,16 @@ class Store:
 
         Writing the same phase index again replaces it (and its records, samples) as a whole.
         """
-        p = StoredPhase.of(run_id, phase, t0_ns, status)
+        p = StoredPhase.of(run_id, phase, t0_ns, status, go_ns)
         prow = (run_id, p.index, p.task, p.kernel, p.variant, p.rep, p.workers, p.point,
                 _dumps(p.params), int(t0_ns), status, p.label, int(p.warmup),
                 None if go_ns is None else int(go_ns), times.prepare_s, times.prepare_node,
                 times.window_s, times.cleanup_s)
         srows = [(run_id, phase.index, s.rank, s.node, float(s.t_s), float(s.done), s.unit)
                  for s in samples]
+        # the readers' summaries of the records (schema 9), made before the rows: those of
+        # a phase's columns are made as they are inserted
+        agg = (run_id, phase.index, aggregate_rows.phase_text(p, records))
         isql, rrows, xrows = phase_rows(run_id, phase.index, records)
         # a phase stored again (run --resume) replaces what it stored: deleted first, only
         # then (the records have no index since schema 7: a delete reads the table)
@@ -254,6 +259,7 @@ class Store:
             ("INSERT INTO samples (run, phase, rank, node, t_s, done, unit) "
              "VALUES (?,?,?,?,?,?,?)", srows),
             (f"INSERT INTO series VALUES ({','.join('?' * 10)})", xrows),
+            (aggregate_rows.INSERT, agg),
         ])
 
     def _stored(self, run_id: str, index: int) -> bool:
@@ -331,16 +337,28 @@ class Store:
 
     def phases(self, run_id: str) -> list[StoredPhase]:
         """The run's stored phases in index order."""
-        rows = self._query("SELECT * FROM phases WHERE run=? ORDER BY idx", (run_id,))
-        return [StoredPhase(run=r["run"], index=r["idx"], task=r["task"], kernel=r["kernel"],
-                            variant=r["variant"], rep=r["rep"], workers=r["workers"],
-                            point=r["point"], t0_ns=r["t0_ns"],
-                            params=_column(self.path, "phases", "params", f"phase {r['idx']}",
-                                           json.loads, r["params"]),
-                            status=r["status"], label=r["label"],
-                            warmup=bool(r["warmup"]), go_ns=r["go_ns"],
-                            times=PhaseTimes(r["prepare_s"], r["prepare_node"], r["window_s"],
-                                             r["cleanup_s"])) for r in rows]
+        with self._lock:
+            return phases_of(self._db, self.path, run_id)
+
+    def aggregates(self, run_id: str, phases: list[StoredPhase] | None = None
+                   ) -> dict[int, list]:
+        """Per stored phase, its parts' aggregates (analysis/aggregates.PartAgg), own part
+        first; phases: the run's (Store.phases), when already read."""
+        phases = self.phases(run_id) if phases is None else phases
+        with self._lock:      # decoded as fetched: the run's texts are never all held
+            cur = self._db.execute("SELECT phase, data FROM aggregates WHERE run=? ORDER BY "
+                                   "phase", (run_id,))
+            return aggregate_rows.rows(iter(cur), phases, self.path)
+
+    def failed_records(self, run_id: str) -> list[Record]:
+        """The run's records whose status is not ok, by phase, node and slot (what views
+        list of a run: its failed records, never all of them)."""
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
+               "rec.status != 'ok' ORDER BY rec.phase, rec.node, rec.slot")
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,)).fetchall()
+        read = record_read.RecordReader(self.path).record
+        return [read(row) for row in rows]
 
     def samples(self, run_id: str, phase_id: int | None = None) -> list[Sample]:
         """The run's progress samples (of one phase if given), by phase, rank and time."""
@@ -413,6 +431,52 @@ class Store:
         read = record_read.RecordReader(self.path).record
         return [read(row) for row in rows]
 
+    def phase_records_of(self, run_id: str, index: int) -> list[Record]:
+        """One phase's records by node and slot (a view that shows records: a Gantt, a
+        phase's throughput), the run's others never read."""
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
+               "rec.phase=? ORDER BY rec.node, rec.slot")
+        with self._lock:
+            rows = self._db.execute(sql, (run_id, index)).fetchall()
+        read = record_read.RecordReader(self.path).record
+        return [read(row) for row in rows]
+
+    def said_missing(self, run_id: str) -> list[Record]:
+        """The run's records whose extra says they missed a metric (kernels/command.py), by
+        phase, node and slot: found by SQLite, the others never read."""
+        sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
+               "rec.extra LIKE '%\"missing_metrics\"%' ORDER BY rec.phase, rec.node, rec.slot")
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,)).fetchall()
+        read = record_read.RecordReader(self.path).record
+        return [r for r in map(read, rows) if (r.extra or {}).get("missing_metrics")]
+
+    def ok_slot_times(self, run_id: str, skip: Sequence[str] = ()
+                      ) -> Iterator[tuple[str, str, int, str, str, int, float]]:
+        """Each ok record's (task, variant, workers, params as sorted JSON, node, slot, its
+        per-slot time: elapsed_s, else end - start) by phase, node and slot, but those of
+        the kernels in skip: a row's few columns, no Record made (the stragglers' hint)."""
+        marks = ",".join("?" * len(skip))
+        sql = ("SELECT task, variant, workers, params, node, slot, elapsed_s, start_ns, end_ns "
+               "FROM records WHERE run=? AND status='ok'"
+               + (f" AND kernel NOT IN ({marks})" if skip else "")
+               + " ORDER BY phase, node, slot")
+        keys: dict[str, str] = {}
+        with self._lock:
+            cur = self._db.execute(sql, (run_id, *skip))
+        while True:
+            with self._lock:      # a chunk at a time: the run's rows are never all held
+                rows = cur.fetchmany(record_read.CHUNK_ROWS)
+            if not rows:
+                return
+            for task, variant, workers, params, node, slot, el, start, end in rows:
+                key = keys.get(params)
+                if key is None:
+                    key = keys[params] = json.dumps(json.loads(params), sort_keys=True,
+                                                    default=str)
+                yield (task, variant, workers, key, node, slot,
+                       el if el > 0 else (end - start) / 1e9)
+
     def not_ok(self, run_id: str) -> dict[int, int]:
         """How many records of each phase of the run are not ok (phases with none left out),
         counted by SQLite: a resume of a run of millions of records reads no Record."""
@@ -426,13 +490,37 @@ class Store:
         index, its records ordered by node and slot). A pass over a large run holds one
         phase's records (run/quality.py). record_read.Scattered: the file's rows of a phase
         are not together (use records())."""
-        sql = (f"SELECT {record_read.COLUMNS}, rec.rowid FROM records rec WHERE rec.run=? "
-               f"AND rec.rowid > ? ORDER BY rec.rowid LIMIT {record_read.CHUNK_ROWS}")
+        return records_by_phase(self._db, self.path, run_id, self._lock)
 
-        def fetch(after: int) -> list[tuple]:
-            with self._lock:
-                return self._db.execute(sql, (run_id, after)).fetchall()
-        return record_read.phases(fetch, record_read.RecordReader(self.path))
+
+def phases_of(db: sqlite3.Connection, path: str, run_id: str) -> list[StoredPhase]:
+    """A run's stored phases in index order (Store.phases; the migration's too)."""
+    cur = db.execute("SELECT * FROM phases WHERE run=? ORDER BY idx", (run_id,))
+    names = [c[0] for c in cur.description]
+    rows = [dict(zip(names, row)) for row in cur.fetchall()]
+    return [StoredPhase(run=r["run"], index=r["idx"], task=r["task"], kernel=r["kernel"],
+                        variant=r["variant"], rep=r["rep"], workers=r["workers"],
+                        point=r["point"], t0_ns=r["t0_ns"],
+                        params=_column(path, "phases", "params", f"phase {r['idx']}",
+                                       json.loads, r["params"]),
+                        status=r["status"], label=r["label"],
+                        warmup=bool(r["warmup"]), go_ns=r.get("go_ns"),
+                        times=PhaseTimes(r.get("prepare_s"), r.get("prepare_node"),
+                                         r.get("window_s"), r.get("cleanup_s")))
+            for r in rows]
+
+
+def records_by_phase(db: sqlite3.Connection, path: str, run_id: str,
+                     lock: Any = None) -> Iterator[tuple[int, list[Record]]]:
+    """Store.phase_records on a connection (lock: the Store's, held per query); a file
+    whose phases' rows are stored apart (record_read.Scattered) is read in one sorted query."""
+    sql = (f"SELECT {record_read.COLUMNS}, rec.rowid FROM records rec WHERE rec.run=? "
+           f"AND rec.rowid > ? ORDER BY rec.rowid LIMIT {record_read.CHUNK_ROWS}")
+
+    def fetch(after: int) -> list[tuple]:
+        with lock or contextlib.nullcontext():
+            return db.execute(sql, (run_id, after)).fetchall()
+    return record_read.phases(fetch, record_read.RecordReader(path))
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

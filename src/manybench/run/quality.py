@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Iterable, Iterator
+from typing import Iterable
 
+from ..analysis.aggregates import PartAgg
+from ..analysis.phase_slots import PhaseSlots
+from ..analysis.phase_slots import of_records as slots_of
 from ..analysis.points import PointSummary
+from ..analysis.run_read import read as read_run
 from ..analysis.stats import HIGH_CV, Stats, median
 from ..kernels import figures as F
-from ..kernels.figures import CPUS_ALLOWED, UNIT_SUFFIX
+from ..kernels.figures import UNIT_SUFFIX
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
 from ..record import Record
-from ..results.contract import StoredPhase, TelemetryRow
-from ..results.record_read import Scattered
+from ..results.contract import TelemetryRow
 from ..results.store import Store
 # a warning writes a value as the report's tables do (times, sizes, counts)
 from ..report.formats import ns, param_formatter, plural
@@ -120,15 +123,21 @@ def machine(start: dict[str, dict]) -> list[Found]:
 
 
 def slot_shares(records: Iterable[Record], cpus: dict[str, int]) -> dict[str, float]:
-    """Per node, percent of its cpus one phase's ok slots there were allowed to keep busy."""
+    """Per node, percent of its cpus one phase's slots there were allowed to keep busy."""
+    return phase_shares(slots_of(list(records)), cpus)
+
+
+def phase_shares(slots: PhaseSlots, cpus: dict[str, int]) -> dict[str, float]:
+    """slot_shares from a phase's slots (analysis/phase_slots.py): each slot counts the cpus
+    it was allowed (1 when its record does not say), at most its node's."""
     used: dict[str, int] = defaultdict(int)
-    for r in records:
-        n = cpus.get(r.node)
+    for node, kinds in slots.nodes.items():
+        n = cpus.get(node)
         if n is None:
             continue
-        allowed = r.metrics.get(CPUS_ALLOWED.name)
-        k = len(parse_cpulist(allowed)) if isinstance(allowed, str) and allowed else 1
-        used[r.node] += min(k, n)
+        for k in kinds:
+            held = len(parse_cpulist(k.allowed)) if k.allowed else 1
+            used[node] += k.records * min(held, n)
     return {node: min(100.0, 100.0 * u / max(cpus[node], 1)) for node, u in used.items()}
 
 
@@ -167,6 +176,13 @@ class Units:
         self.seen: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.named: dict[tuple[str, str], bool] = defaultdict(bool)   # some record names one
 
+    def add_parts(self, parts: Iterable[PartAgg]) -> None:
+        """The units of each part's ok records (analysis/aggregates.py: by task)."""
+        for a in parts:
+            for name, us in a.units.items():
+                self.seen[(a.info.task, name)].update(us)
+                self.named[(a.info.task, name)] |= any(us)
+
     def add(self, records: Iterable[Record]) -> None:
         for r in records:
             if r.status != "ok":
@@ -199,34 +215,18 @@ def units(records: Iterable[Record]) -> list[Found]:
 
 
 def run_checks(store: Store, run_id: str, cpus: dict[str, int]) -> list[Found]:
-    """Every check above on a run as stored (cpus: each node's cpu count). The records are
-    read a phase at a time, each phase's figures, slot shares and units taken and its
-    records let go: a 100-phase run at 1,000 nodes x 64 slots held them all (~15 GB)."""
+    """Every check above on a run as stored (cpus: each node's cpu count), from its phases'
+    aggregates (analysis/run_read.py): no record is read, so the end of a run of millions
+    of records costs what its phases and nodes do (docs/scale.md)."""
     from ..results.contract import START      # noqa: PLC0415
-    phases = store.phases(run_id)
-    try:
-        points, shares, seen = _one_pass(store.phase_records(run_id), phases, cpus)
-    except Scattered:     # a phase's rows stored apart (no writer does that): all at once
-        points, shares, seen = _one_pass(_by_phase(store.records(run_id)), phases, cpus)
-    start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
-    return (unstable(points) + short(points, clock_resolution_ns()) + machine(start)
-            + other_load_of(store.telemetry(run_id), shares, cpus) + seen.found())
-
-
-def _one_pass(source: Iterable[tuple[int, list[Record]]], phases: list[StoredPhase],
-              cpus: dict[str, int]
-              ) -> tuple[list[PointSummary], dict[int, dict[str, float]], Units]:
-    """The points' phase figures, each phase's slot shares and the units, in one pass."""
-    from ..analysis.points import phase_points   # noqa: PLC0415
-    shares: dict[int, dict[str, float]] = {}
+    read = read_run(store, run_id, failed=False)
+    shares = {idx: phase_shares(slots, cpus) for idx, slots in read.slots().items() if slots}
     seen = Units()
-
-    def taken() -> Iterator[tuple[int, list[Record]]]:
-        for idx, recs in source:
-            shares[idx] = slot_shares(recs, cpus)
-            seen.add(recs)
-            yield idx, recs
-    return phase_points(taken(), phases), shares, seen
+    seen.add_parts(read.task_parts())
+    start = {s.node: s.data for s in store.snapshots(run_id, label=START)}
+    return (unstable(read.summaries) + short(read.summaries, clock_resolution_ns())
+            + machine(start) + other_load_of(store.telemetry(run_id), shares, cpus)
+            + seen.found())
 
 
 def _by_phase(records: Iterable[Record]) -> list[tuple[int, list[Record]]]:

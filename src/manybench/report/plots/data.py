@@ -1,8 +1,11 @@
 """What the figures of one task are drawn from, gathered once per run from the store.
 
-Samples and telemetry come from `Store.samples` / `Store.telemetry` (the store migrates an
-older results.db, whose tables are then empty): lists of results.contract.Sample /
-TelemetryRow; the figures that need them are left out where they are empty.
+A stored run's figures are drawn from its phases' aggregates (analysis/run_read.py); a figure
+that shows records (a Gantt, each slot's time, a phase's throughput) reads one phase's, the
+one it shows. Samples and telemetry come from `Store.samples` / `Store.telemetry` (the
+store migrates an older results.db, whose tables are then empty): lists of
+results.contract.Sample / TelemetryRow; the figures that need them are left out where they
+are empty.
 """
 from __future__ import annotations
 
@@ -10,9 +13,13 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ...analysis import PointSummary, summarize
-from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate
+from ...analysis import PointSummary
+from ...analysis.aggregates import PartAgg
+from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate_slots
+from ...analysis.run_read import RunRead
+from ...analysis.run_read import read as read_aggregates
 from ...analysis.values import Value, metric_spreads, point_values
+from ...model import GROUP_KERNEL
 from ...inventory.peaks import Peaks
 from ...analysis.throughput import planned_interval
 from ...record import Record
@@ -35,37 +42,111 @@ class TaskData:
     interval_s: float | None = None       # the plan's sampling interval for the task
     # every figure of each point (analysis/values.py): what the figures draw, as the tables
     values: dict[str, dict[str, list[Value]]] = field(default_factory=dict)
+    # phase index -> the task's part of it (its records' aggregates), and one phase's records
+    parts: dict[int, PartAgg] = field(default_factory=dict)
+    loader: Callable[[int], list[Record]] | None = None
 
     def ok(self) -> list[Record]:
-        return [r for r in self.records if r.status == "ok"]
+        """Every ok record of the task: the records given (tests), else read from the store,
+        a phase at a time (a figure draws every slot only when they are few: per_slot)."""
+        if self.records or self.loader is None:
+            return [r for r in self.records if r.status == "ok"]
+        return [r for i in sorted(self.parts) for r in self.phase_ok(i)]
+
+    def ok_records(self) -> int:
+        """How many ok records the task has (without reading them)."""
+        if self.records or self.loader is None:
+            return sum(r.status == "ok" for r in self.records)
+        return sum(a.status.get("ok", 0) for a in self.parts.values())
+
+    def phase_ok(self, phase: int) -> list[Record]:
+        """The task's ok records of one phase, by node and slot."""
+        if self.records or self.loader is None:
+            return [r for r in self.records if r.phase == phase and r.status == "ok"]
+        return [r for r in self.loader(phase) if r.task == self.task and r.status == "ok"]
+
+    def phase_records(self, phase: int) -> list[Record]:
+        """Every record of one of the task's phases."""
+        if self.records or self.loader is None:
+            return [r for r in self.records if r.phase == phase]
+        return self.loader(phase)
+
+    def windows(self) -> list[tuple[int, int]]:
+        """Each phase's (first start, last end) of its ok records."""
+        if self.records or self.loader is None:
+            from ...analysis.phase_figures import ok_window   # noqa: PLC0415
+            by_phase: dict[int, list[Record]] = {}
+            for r in self.records:
+                by_phase.setdefault(r.phase, []).append(r)
+            got = [ok_window([r.start_ns for r in rs], [r.end_ns for r in rs],
+                             [r.status for r in rs]) for rs in by_phase.values()]
+            return [w for w in got if w is not None]
+        return [(a.figures.first_start_ns, a.figures.last_end_ns) for a in self.parts.values()
+                if a.figures.ok]
 
     def shown_phase(self) -> int | None:
         """The phase the per-phase figures show: most workers, then the median window."""
-        by_phase: dict[int, list[Record]] = {}
-        for r in self.ok():
-            by_phase.setdefault(r.phase, []).append(r)
-        if not by_phase:
+        if self.records or self.loader is None:
+            by_phase: dict[int, list[Record]] = {}
+            for r in self.ok():
+                by_phase.setdefault(r.phase, []).append(r)
+            sizes = {i: (len(rs), max(r.end_ns for r in rs) - min(r.start_ns for r in rs))
+                     for i, rs in by_phase.items()}
+        else:
+            sizes = {i: (a.figures.ok, a.figures.window_ns) for i, a in self.parts.items()
+                     if a.figures.ok}
+        if not sizes:
             return None
-        most = max(len(rs) for rs in by_phase.values())
-        cands = sorted((max(r.end_ns for r in rs) - min(r.start_ns for r in rs), i)
-                       for i, rs in by_phase.items() if len(rs) == most)
+        most = max(n for n, _ in sizes.values())
+        cands = sorted((w, i) for i, (n, w) in sizes.items() if n == most)
         return cands[(len(cands) - 1) // 2][1]
 
 
 def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
-    """One TaskData per task of the run, in plan order; `data`: (summaries, records, phases,
+    """One TaskData per task of the run, in plan order; `data`: (summaries, RunRead, phases,
     effs, values) already read and summarised (report/build.py), else read here."""
     if not data:
-        records = store.records(run.run_id)
-        phases = store.phases(run.run_id)
+        read = read_aggregates(store, run.run_id)
         nodes = store.nodes(run.run_id)
-        summaries = summarize(records, phases)
-        effs = evaluate(summaries, records, head.run_peaks(run, nodes) or NodePeaks(Peaks()))
-        data = (summaries, records, phases, effs)
-    summaries, records, phases, effs, *rest = data
-    return split(summaries, records, phases, effs, store.samples(run.run_id),
-                 store.telemetry(run.run_id), store.series(run.run_id), plan_raw=run.plan_raw,
-                 values=rest[0] if rest else None)
+        effs = evaluate_slots(read.summaries, read.slots(),
+                              head.run_peaks(run, nodes) or NodePeaks(Peaks()))
+        data = (read.summaries, read, read.phases, effs)
+    summaries, read, phases, effs, *rest = data
+    values = rest[0] if rest else {s.point: point_values(s, read.spreads.get(s.point))
+                                   for s in summaries}
+    out = split(summaries, [], phases, effs, store.samples(run.run_id),
+                store.telemetry(run.run_id), store.series(run.run_id), plan_raw=run.plan_raw,
+                values=values)
+    _attach(out, read, _PhaseCache(store, run.run_id))
+    return out
+
+
+class _PhaseCache:
+    """One phase's records read from the store, the last one kept (the figures of a task
+    show one phase: each asks for it in turn)."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.last: tuple[int, list[Record]] | None = None
+
+    def __call__(self, phase: int) -> list[Record]:
+        if self.last is None or self.last[0] != phase:
+            self.last = (phase, self.store.phase_records_of(self.run_id, phase))
+        return self.last[1]
+
+
+def _attach(tasks_: list[TaskData], read: RunRead, loader: Callable[[int], list[Record]]
+            ) -> None:
+    """Each task's parts of the run's phases (a group's own part is no task's: its tasks'
+    parts are), and the reader of a phase's records."""
+    by_task = {d.task: d for d in tasks_}
+    for idx, ps in read.parts.items():
+        for a in ps:
+            d = by_task.get(a.info.task)
+            if d is not None and a.info.kernel != GROUP_KERNEL:
+                d.parts[idx] = a
+    for d in tasks_:
+        d.loader = loader
 
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],

@@ -7,6 +7,7 @@ from ...analysis.stats import median
 from ...kernels import figures as F
 from ..colunits import time_unit
 from .data import TaskData
+from .few import few
 from .style import figure
 
 TITLE = "per-slot elapsed"
@@ -16,12 +17,15 @@ def plot(d: TaskData):
     phase = d.shown_phase()
     if phase is None:
         return None
-    recs = sorted((r for r in d.ok() if r.phase == phase), key=lambda r: (r.node, r.slot))
+    every = sorted(d.phase_ok(phase), key=lambda r: (r.node, r.slot))
+    mid = median([slot_seconds(r) for r in every])     # over every slot, drawn or not
+    recs, shown = few(every, slot_seconds)
     secs = [slot_seconds(r) for r in recs]
     unit, f = time_unit(max(secs))
-    fig, (ax,) = figure(f"{d.task}: {F.ELAPSED.title}, phase {phase}")
+    fig, (ax,) = figure(f"{d.task}: {F.ELAPSED.title}, phase {phase}"
+                        + (f" ({shown}longest)" if shown else ""))
     ax.bar(range(len(recs)), [s / f for s in secs])
-    ax.axhline(median(secs) / f, color="#b00020", ls="--", lw=0.8, label="the phase's median")
+    ax.axhline(mid / f, color="#b00020", ls="--", lw=0.8, label="the phase's median")
     ax.set_xticks(range(len(recs)), [f"{r.node}/{r.slot}" for r in recs] if len(recs) <= 24
                   else [""] * len(recs), rotation=90, fontsize=6)
     ax.set_ylabel(f"{F.ELAPSED.title} ({unit})")

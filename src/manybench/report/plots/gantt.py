@@ -3,6 +3,7 @@ timebase (every node's stamps converted there): late starters and stragglers sta
 from __future__ import annotations
 
 from .data import TaskData
+from .few import few
 from .style import figure
 from .timeline import _scale
 
@@ -13,10 +14,12 @@ def plot(d: TaskData):
     phase = d.shown_phase()
     if phase is None:
         return None
-    recs = sorted((r for r in d.ok() if r.phase == phase), key=lambda r: (r.node, r.slot))
+    recs, shown = few(sorted(d.phase_ok(phase), key=lambda r: (r.node, r.slot)),
+                      lambda r: r.end_ns - r.t0_ns)
     spans = [(float(r.start_ns - r.t0_ns), float(r.end_ns - r.t0_ns)) for r in recs]
     f, unit = _scale(spans)
-    fig, (ax,) = figure(f"{d.task}: each slot's start..end, phase {phase}")
+    fig, (ax,) = figure(f"{d.task}: each slot's start..end, phase {phase}"
+                        + (f" ({shown}latest ends)" if shown else ""))
     labels = [f"{r.node}/{r.slot}" for r in recs]
     ax.barh(range(len(recs)), [(b - a) / f for a, b in spans], left=[a / f for a, _ in spans],
             height=0.7)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-from ...analysis.phase_figures import ok_window
 from ...results.contract import TelemetryRow
 from ..colunits import rate_unit
 from .data import TaskData
@@ -27,15 +26,7 @@ def origin(d: TaskData) -> int | None:
 
 def windows(d: TaskData, t0: int) -> list[tuple[float, float]]:
     """The task's phases' timed windows, in seconds since t0, in time order."""
-    by_phase: dict[int, list] = {}
-    for r in d.records:
-        by_phase.setdefault(r.phase, []).append(r)
-    out = []
-    for rs in by_phase.values():
-        w = ok_window([r.start_ns for r in rs], [r.end_ns for r in rs], [r.status for r in rs])
-        if w is not None:
-            out.append(((w[0] - t0) / 1e9, (w[1] - t0) / 1e9))
-    return sorted(out)
+    return sorted(((a - t0) / 1e9, (b - t0) / 1e9) for a, b in d.windows())
 
 
 def steps(rows: list[TelemetryRow], t0: int, value) -> tuple[list[float], list[float]]:

@@ -26,7 +26,7 @@ def plot(d: TaskData):
     if phase not in counts:
         phase = max(counts, key=lambda k: counts[k])
     samples = [s for s in d.samples if s.phase_id == phase]
-    records = [r for r in d.records if r.phase == phase]
+    records = d.phase_records(phase)
     starts = slot_starts(records)
     series = phase_series(phase, samples, d.interval_s, starts)
     if series is None:

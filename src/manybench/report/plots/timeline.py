@@ -32,7 +32,7 @@ def plot(d: TaskData):
     phase = d.shown_phase()
     if phase is None:
         return None
-    recs = [r for r in d.ok() if r.phase == phase]
+    recs = d.phase_ok(phase)
     spans = [(float(r.start_ns - r.t0_ns), float(r.end_ns - r.t0_ns)) for r in recs]
     f, unit = _scale(spans)
     ts, ns = busy_steps([(a / f, b / f) for a, b in spans])
