@@ -492,6 +492,18 @@ class Store:
         are not together (use records())."""
         return records_by_phase(self._db, self.path, run_id, self._lock)
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The file's connection in one read transaction, for a reader's own queries that
+        must all see the same rows while a run may be writing the file (export's passes over
+        the records: results/record_stream.py). Other calls on this Store wait until it ends."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("ROLLBACK")     # nothing was written: read-only
+
 
 def phases_of(db: sqlite3.Connection, path: str, run_id: str) -> list[StoredPhase]:
     """A run's stored phases in index order (Store.phases; the migration's too)."""
@@ -521,19 +533,6 @@ def records_by_phase(db: sqlite3.Connection, path: str, run_id: str,
         with lock or contextlib.nullcontext():
             return db.execute(sql, (run_id, after)).fetchall()
     return record_read.phases(fetch, record_read.RecordReader(path))
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """The file's connection in one read transaction, for a reader's own queries that
-        must all see the same rows while a run may be writing the file (export's passes over
-        the records: results/record_stream.py). Other calls on this Store wait until it ends."""
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                yield self._db
-            finally:
-                self._db.execute("ROLLBACK")     # nothing was written: read-only
-
 
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:
     """The insert of one snapshot per node, numbered after the run's last (seq)."""
