@@ -49,6 +49,16 @@ def test_late_slots_are_counted_with_the_cause_the_records_show():
     assert point.late.late_phases == 3
 
 
+def test_a_slot_that_slept_because_its_cpu_was_busy_is_late_for_that_not_a_stall():
+    """Issue 30: a slot with a cpu of its own sleeps to T0 when other work keeps the cpu
+    busy (metrics.cpu_busy, node/spin_choice.py); its late wake-up is that work's, said so."""
+    slept = _phase(0, [1 * US, 500 * US])
+    slept[1].metrics["cpu_busy"] = 0.6
+    got = late.count([slept])
+    assert dict(got.by_cause) == {"other work": 1}
+    assert "other work kept busy slept to T0" in late.verdict(got, 0.01)
+
+
 def _rt_spinner(cpu: int, on_s: float, off_s: float) -> subprocess.Popen | None:
     """A real-time (SCHED_FIFO) process pinned to `cpu`, busy `on_s` out of every
     `on_s + off_s`: while it runs nothing else runs on that cpu. None without the privilege."""

@@ -8,6 +8,8 @@ Each late slot gets the cause the records can show:
              slot took (run/schedule.py lengthens the lead when this happens)
   busy core  it shares its cpu with another slot of the phase: slots on a shared cpu sleep
              until T0 without spinning and wake one after another
+  other work it had a cpu of its own but other work kept it busy, so it slept to T0 instead
+             of spinning (metrics.cpu_busy: node/spin_choice.py) and woke late
   stall      it was waiting in time and on a cpu of its own, yet woke late: the machine took
              the cpu away (an interrupt, another task, the hypervisor): the node's noise
              floor (inventory/noise.py) says how long such stalls last there
@@ -29,7 +31,8 @@ from ..units import plural
 
 LATE_NS = 100_000          # a first operation this long after T0 is a late start
 DEFAULT_TARGET = 0.01      # the plan's late_target when it gives none (plan/observe.py)
-CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core", "stall": "a stall"}
+CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core",
+              "other work": "its cpu busy with other work", "stall": "a stall"}
 
 
 def armed_late_ns(r: Record) -> int:
@@ -57,6 +60,8 @@ def causes(phase_records: Sequence[Record]) -> list[tuple[Record, str]]:
             out.append((r, "lead"))
         elif on_cpu[(r.node, r.cpu)] > 1:
             out.append((r, "busy core"))
+        elif F.CPU_BUSY.name in r.metrics:
+            out.append((r, "other work"))
         else:
             out.append((r, "stall"))
     return out
@@ -117,6 +122,9 @@ def verdict(c: LateCount, target: float, floor_ns: int | None = None) -> str | N
                  + ", no lead prevents them")
     if c.by_cause.get("busy core"):
         text += "; slots sharing a cpu wake one after another: give each slot a cpu"
+    if c.by_cause.get("other work"):
+        text += ("; slots whose cpu other work kept busy slept to T0 and woke late: "
+                 "free their cpus")
     return text
 
 
@@ -137,8 +145,9 @@ def _lead_verdict(k: int, n: int, target: float) -> str:
     lo, hi = share_interval(k, n)
     shown = f"{k} of {plural(n, 'phase')}, {k / n:.1%} [{lo:.1%}, {hi:.1%}]"
     if lo > target:
-        return (f"the lead, grown to cover the dispatch times seen, could not keep late "
-                f"armings under the target ({shown})")
+        return (f"the lead, which covers the dispatch times seen beyond the nodes' noise "
+                f"floor (stalls within it are not chased: the run's warnings count them), "
+                f"could not keep late armings under the target ({shown})")
     if hi < target:
         return f"the lead kept late armings under the target ({shown})"
     return f"late armings from a short lead were within chance of the target ({shown})"
