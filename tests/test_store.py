@@ -72,11 +72,11 @@ def test_values_read_back_as_json_reads_them(tmp_path):
              '{"n":NaN,"i":Infinity,"m":-Infinity}', '{"x":[1,{"y":2.5}],"z":null}',
              '{"f":%r,"g":%r}' % (2 / 3, 1e22)]
     for text in texts:
-        got, want = record_read._loads(text), json.loads(text)
+        got, want = record_read.loads(text), json.loads(text)
         assert json.dumps(got) == json.dumps(want), text       # NaN compares unequal
         assert [type(v) for v in got.values()] == [type(v) for v in want.values()], text
-    assert record_read._loads(texts[2])["big"] == 123456789012345678901234567890
-    assert math.isnan(record_read._loads(texts[3])["n"])
+    assert record_read.loads(texts[2])["big"] == 123456789012345678901234567890
+    assert math.isnan(record_read.loads(texts[3])["n"])
     st = Store(tmp_path)
     st.begin_run("r1", plan(), [], {}, RunNotes())
     rs = recs("r1", 0)

@@ -21,6 +21,9 @@ WRAP_ONLY = {"wrap_startup_s", "wrap_exit_s"}
 # a slot's cpu figures, given for windows of MIN_CPU_NS or more only: a 4 MiB write's window
 # falls either side of it from run to run, wrapped or plain
 CPU_FIGURES = {"cpu_time_s", "cpu_util", "cpus_used_share"}
+# how busy other work kept a slot's cpu, on the records of a slot that slept for it (issue 30:
+# node/spin_choice.py): the machine's load, not the wrap's
+LOAD_FIGURES = {"cpu_busy"}
 
 
 def _figures(rec: dict, wrapped: bool) -> set[str]:
@@ -30,7 +33,7 @@ def _figures(rec: dict, wrapped: bool) -> set[str]:
     names = set(rec["metrics"])
     if rec["elapsed_s"] * 1e9 < MIN_CPU_NS:
         assert not names & CPU_FIGURES, rec
-    return names - CPU_FIGURES - (WRAP_ONLY if wrapped else set())
+    return names - CPU_FIGURES - LOAD_FIGURES - (WRAP_ONLY if wrapped else set())
 BUSYBOX = "/bin/busybox"   # Debian busybox-static
 CH_RUN = shutil.which("ch-run")
 

@@ -174,8 +174,9 @@ def from_json(phase: StoredPhase, d: dict[str, Any], shared: dict | None = None)
     nodes mostly hold the same: 1,000 nodes x 64 slots, each phase alike), kept once."""
     info = dataclasses.replace(phase, **d["info"])
     fig = dict(d["figures"])
-    if fig.get("stonewall_blocks") is not None:
-        fig["stonewall_blocks"] = tuple(fig["stonewall_blocks"])
+    blocks = F.STONEWALL_BLOCKS.name      # PhaseFigures' field of that figure: a pair
+    if fig.get(blocks) is not None:
+        fig[blocks] = tuple(fig[blocks])
     late = dict(d["late"])
     late["by_cause"] = Counter(late["by_cause"])
     return PartAgg(

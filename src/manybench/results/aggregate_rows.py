@@ -4,7 +4,6 @@ aggregates every phase a file of schema 8 or older stored, a phase at a time."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Iterable, Sequence
 
 from ..record import Record
@@ -33,30 +32,6 @@ def decode(phase: StoredPhase, text: str, path: str = "", shared: dict | None = 
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise DamagedError(f"{path} is damaged: bad JSON in aggregates.data of phase "
                            f"{phase.index} ({type(e).__name__}: {e})") from None
-
-
-def aggregate_stored(db: sqlite3.Connection, path: str = "") -> None:
-    """Aggregate every stored phase of every run from its records (schema 8 -> 9)."""
-    from .record_read import COLUMNS, RecordReader, Scattered   # noqa: PLC0415
-    from .store import phases_of, records_by_phase   # noqa: PLC0415
-    for (run,) in db.execute("SELECT id FROM runs").fetchall():
-        infos = {p.index: p for p in phases_of(db, path, run)}
-        done: set[int] = set()
-        try:
-            for idx, recs in records_by_phase(db, path, run):
-                if idx in infos:
-                    db.execute(INSERT, (run, idx, phase_text(infos[idx], recs)))
-                    done.add(idx)
-        except Scattered:      # no writer stores a phase's rows apart: one phase at a time
-            read = RecordReader(path).record
-            for idx in set(infos) - done:
-                recs = [read(row) for row in db.execute(
-                    f"SELECT {COLUMNS} FROM records rec WHERE rec.run=? AND rec.phase=? "
-                    "ORDER BY rec.node, rec.slot", (run, idx))]
-                db.execute(INSERT, (run, idx, phase_text(infos[idx], recs)))
-                done.add(idx)
-        for idx in set(infos) - done:      # phases stored without records
-            db.execute(INSERT, (run, idx, phase_text(infos[idx], [])))
 
 
 def rows(db_rows: Iterable[tuple[int, str]], phases: Iterable[StoredPhase], path: str = ""

@@ -275,11 +275,9 @@ def _v7_to_v8(db: sqlite3.Connection) -> None:
 
 
 def _v8_to_v9(db: sqlite3.Connection) -> None:
-    """Add aggregates and aggregate every stored phase from its records, a phase at a time
-    (results/aggregate_rows.py)."""
+    """Add aggregates; upgrade's `fill` aggregates every stored phase from its records (the
+    store's: reading records is not this module's)."""
     _script(db, _V9)
-    from .aggregate_rows import aggregate_stored   # noqa: PLC0415 (it reads records)
-    aggregate_stored(db)
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
@@ -327,8 +325,11 @@ def integrity(db: sqlite3.Connection, path: str) -> None:
         raise DamagedError(f"{path} is damaged: {'; '.join(problems)} (SQLite's quick_check)")
 
 
-def upgrade(db: sqlite3.Connection, path: str) -> None:
-    """Create the tables of a new file, or migrate an older one, in one transaction."""
+def upgrade(db: sqlite3.Connection, path: str,
+            fill: Callable[[sqlite3.Connection], None] | None = None) -> None:
+    """Create the tables of a new file, or migrate an older one, in one transaction;
+    fill(db): what a file from before schema 9 needs of its records once migrated (the
+    phases' aggregates: results/store.py)."""
     v = check(db, path)
     if v == SCHEMA_VERSION:
         return
@@ -344,6 +345,8 @@ def upgrade(db: sqlite3.Connection, path: str) -> None:
         else:
             for old in range(v, SCHEMA_VERSION):
                 MIGRATIONS[old](db)
+            if v < 9 and fill is not None:
+                fill(db)
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")

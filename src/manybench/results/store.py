@@ -114,7 +114,7 @@ class Store:
                 # the writer appends: a small page cache keeps its memory flat over a long
                 # run (SQLite's default, 2 MiB, filled as the file grew)
                 self._db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-                upgrade(self._db, self.path)
+                upgrade(self._db, self.path, lambda db: aggregate_stored(db, self.path))
 
     def _busy(self) -> None:
         # A checkpoint by the writer may briefly hold a lock a reader wants, and vice versa;
@@ -534,6 +534,29 @@ def records_by_phase(db: sqlite3.Connection, path: str, run_id: str,
             return db.execute(sql, (run_id, after)).fetchall()
     return record_read.phases(fetch, record_read.RecordReader(path))
 
+def aggregate_stored(db: sqlite3.Connection, path: str = "") -> None:
+    """Aggregate every stored phase of every run from its records (schema 8 -> 9)."""
+    from .record_read import COLUMNS, RecordReader, Scattered   # noqa: PLC0415
+    for (run,) in db.execute("SELECT id FROM runs").fetchall():
+        infos = {p.index: p for p in phases_of(db, path, run)}
+        done: set[int] = set()
+        try:
+            for idx, recs in records_by_phase(db, path, run):
+                if idx in infos:
+                    db.execute(aggregate_rows.INSERT, (run, idx, aggregate_rows.phase_text(infos[idx], recs)))
+                    done.add(idx)
+        except Scattered:      # no writer stores a phase's rows apart: one phase at a time
+            read = RecordReader(path).record
+            for idx in set(infos) - done:
+                recs = [read(row) for row in db.execute(
+                    f"SELECT {COLUMNS} FROM records rec WHERE rec.run=? AND rec.phase=? "
+                    "ORDER BY rec.node, rec.slot", (run, idx))]
+                db.execute(aggregate_rows.INSERT, (run, idx, aggregate_rows.phase_text(infos[idx], recs)))
+                done.add(idx)
+        for idx in set(infos) - done:      # phases stored without records
+            db.execute(aggregate_rows.INSERT, (run, idx, aggregate_rows.phase_text(infos[idx], [])))
+
+
 def _snapshot_rows(run_id: str, label: str, by_node: Mapping[str, dict]) -> tuple[str, list]:
     """The insert of one snapshot per node, numbered after the run's last (seq)."""
     rows = []
@@ -563,7 +586,7 @@ def _migrated_copy(db: sqlite3.Connection, path: str) -> sqlite3.Connection:
     mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.backup(mem)
     db.close()
-    upgrade(mem, path)
+    upgrade(mem, path, lambda db: aggregate_stored(db, path))
     return mem
 
 
