@@ -14,9 +14,12 @@ its records, ok bytes and the cpus its slots were allowed (the hints' and the en
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Sequence
 
 from ..kernels import figures as F
@@ -28,7 +31,7 @@ from . import late as late_mod
 from .facts import tally
 from .phase_figures import PhaseFigures
 from .sketch import Sketch
-from .slot_figures import own_rate, slot_seconds
+from .slot_figures import slot_seconds
 from .stats import median
 
 LATENESS, SLOT_S, OWN_BYTES, OWN_OPS = "lateness", "slot_s", "own_bytes", "own_ops"
@@ -68,22 +71,115 @@ class PartAgg:
 
 def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigures
                    ) -> PartAgg:
-    """A part's aggregate from its records (ordered by node and slot, as Store.records)."""
+    """A part's aggregate from its records (ordered by node and slot, as Store.records).
+
+    Made with every phase stored (64,000 records at 1,000 x 64): a column at a time, each a
+    list taken from the records once, counted in C (Counter, map, zip) where it can be, so the
+    phase loop pays a few passes per field, not a dozen passes of Python per record."""
     a = PartAgg(info, dataclasses.replace(figures, lateness_ns=[]), records=len(recs))
-    ok = [r for r in recs if r.status == "ok"]
-    a.status = dict(Counter(r.status for r in recs))
-    a.late = late_mod.count([recs])
+    col = _Columns(recs)
+    status, metrics = col["status"], col["metrics"]
+    is_ok = [s == "ok" for s in status]
+    every_ok = all(is_ok)
+
+    def ok_only(values: list) -> list:
+        return values if every_ok else list(compress(values, is_ok))
+
+    ok, ok_metrics = ok_only(list(recs)), ok_only(metrics)
+    a.status = dict(Counter(status))
+    a.late = late_mod.count_phase(status, metrics, col["extra"], col["t0_ns"], col["start_ns"],
+                                  col["node"], col["cpu"])
     a.over[LATENESS] = Sketch.of(figures.lateness_ns)
-    secs = [slot_seconds(r) for r in ok]
+    elapsed = ok_only(col["elapsed_s"])
+    secs = elapsed if not elapsed or min(elapsed) > 0 else [slot_seconds(r) for r in ok]
     a.over[SLOT_S] = Sketch.of(secs)
     for key, what in ((OWN_BYTES, "bytes"), (OWN_OPS, "ops")):
-        if any(getattr(r, what) for r in ok):
-            a.over[key] = Sketch.of([x for r, t in zip(ok, secs)
-                                     if (x := own_rate(r, what, t)) is not None])
+        done = ok_only(col[what])
+        if any(done):
+            a.over[key] = Sketch.of([x / t for x, t in zip(done, secs) if t > 0])
+    shapes = set(map(tuple, metrics))       # the records' metrics' names, by record
+    names = set().union(*shapes)
+    values = _metric_columns(a, ok_metrics, shapes if every_ok else None)
+    for name, vs in values.items():
+        a.metrics[name] = Sketch.of(vs)
+        a.medians[name] = median(vs)
+        # in record order, as points._metric_sums adds them (one float add after another)
+        a.sums[name] = functools.reduce(operator.add, vs, 0.0)
+    hists = [h for h, k in zip(col["hist"], is_ok) if k and h]
+    a.hist = H.merge(hists) if hists else None
+    clock = _numbers(metrics, F.CLOCK_ERROR.name)[1] if F.CLOCK_ERROR.name in names else []
+    a.clock_error = max(clock) if clock else None
+    a.kernels, a.facts = tally(recs)
+    a.said = sum(1 for x in col["extra"] if x and x.get("missing_metrics"))
+    allowed_ = [m.get(F.CPUS_ALLOWED.name) for m in metrics] \
+        if F.CPUS_ALLOWED.name in names else [None] * len(recs)
+    a.allowed = dict(Counter(map(str, filter(None, ok_only(allowed_)))))
+    a.cpu_bound = sum(map(cpu_bound, ok_metrics)) if F.CPUS_USED.name in names else 0
+    counted = [(*_numbers(metrics, f.name), f.name) for f in _kernel_counts(info.kernel)
+               if f.name in names]
+    # each counted metric in the order a record first gave it, then its codes in theirs
+    for _, codes, name in sorted(counted, key=lambda c: c[0]):
+        if codes:
+            a.codes[name] = dict(Counter(map(int, codes)))
+    _node_counts(a, col["node"], col["task"], allowed_, is_ok, col["bytes"])
+    return a
+
+
+class _Columns(dict):
+    """A part's records a field at a time: each field's values taken once, on first use."""
+
+    def __init__(self, recs: Sequence[Record]) -> None:
+        super().__init__()
+        self.recs = recs
+
+    def __missing__(self, name: str) -> list:
+        got = self[name] = list(map(operator.attrgetter(name), self.recs))
+        return got
+
+
+def _metric_columns(a: PartAgg, ok_metrics: list[dict], shapes: set | None = None
+                    ) -> dict[str, list]:
+    """Per numeric metric its ok records' values in record order; a.present, a.texts and
+    a.units filled, as the per-record rule (_metric_values) does, in its order: a metric at a
+    time when every ok record names the same metrics, each of one kind throughout. shapes:
+    the records' tuples of names, when known."""
+    if shapes is None:
+        shapes = set(map(tuple, ok_metrics))
+    if len(shapes) != 1:
+        return _metric_values(a, ok_metrics)
+    (names,) = shapes
+    values: dict[str, list] = {}
+    texts: dict[str, list] = {}
+    for name in names:
+        vs = list(map(operator.itemgetter(name), ok_metrics))
+        kinds = set(map(type, vs))
+        if kinds <= _NUMBERS:
+            values[name] = vs
+        elif kinds == {str}:
+            texts[name] = vs
+        elif not kinds <= _IGNORED:     # of mixed kinds: first seen decides an order
+            return _metric_values(a, ok_metrics)
+    for name in names:
+        a.present[name] = len(ok_metrics)
+        vs = texts.get(name)
+        if vs is not None:
+            seen = list(dict.fromkeys(vs))
+            if isinstance(name, str) and name.endswith(F.UNIT_SUFFIX):
+                a.units[name[:-len(F.UNIT_SUFFIX)]] = seen
+            a.texts[name] = list(seen)
+    return values
+
+
+_NUMBERS = {int, float}
+_IGNORED = {bool, type(None)}     # neither a number nor a text (_metric_values skips them)
+
+
+def _metric_values(a: PartAgg, ok_metrics: list[dict]) -> dict[str, list]:
+    """_metric_columns a record at a time (records naming different metrics)."""
     values: dict[str, list] = {}
     present = a.present
-    for r in ok:
-        for name, v in r.metrics.items():
+    for metrics in ok_metrics:
+        for name, v in metrics.items():
             present[name] = present.get(name, 0) + 1
             kind = type(v)       # not _number: asked of every metric of 64,000 records
             if kind is int or kind is float or (kind is not bool and kind is not str
@@ -97,42 +193,39 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
                 if isinstance(name, str) and name.endswith(F.UNIT_SUFFIX):
                     _add(a.units, name[:-len(F.UNIT_SUFFIX)], v)
                 _add(a.texts, name, v)
-    for name, vs in values.items():
-        a.metrics[name] = Sketch.of(vs)
-        a.medians[name] = median(vs)
-        total = 0.0
-        for v in vs:     # in record order, as points._metric_sums adds them
-            total += v
-        a.sums[name] = total
-    hists = [r.hist for r in ok if r.hist]
-    a.hist = H.merge(hists) if hists else None
-    clock = [r.metrics[F.CLOCK_ERROR.name] for r in recs
-             if _number(r.metrics.get(F.CLOCK_ERROR.name))]
-    a.clock_error = max(clock) if clock else None
-    a.kernels, a.facts = tally(recs)
-    a.said = sum(bool((r.extra or {}).get("missing_metrics")) for r in recs)
-    allowed = Counter(str(r.metrics[F.CPUS_ALLOWED.name]) for r in ok
-                      if r.metrics.get(F.CPUS_ALLOWED.name))
-    a.allowed = dict(allowed)
-    a.cpu_bound = sum(cpu_bound(r.metrics) for r in ok)
-    counted = [f.name for f in _kernel_counts(info.kernel)]
-    for r in recs:
-        for name in counted:
-            code = r.metrics.get(name)
-            if _number(code):
-                per = a.codes.setdefault(name, {})
-                per[int(code)] = per.get(int(code), 0) + 1
-    for r in recs:
-        n = a.nodes.setdefault(r.node, [0, 0, {}])
-        n[0] += 1
-        allowed_ = r.metrics.get(F.CPUS_ALLOWED.name)
-        kind = n[2].setdefault(f"{r.task}{SEP}{allowed_ if isinstance(allowed_, str) else ''}",
-                               [0, 0])
-        kind[0] += 1
-        if r.status == "ok":
-            n[1] += r.bytes
-            kind[1] += 1
-    return a
+    return values
+
+
+def _numbers(metrics: list[dict], name: str) -> tuple[int, list]:
+    """The records' numeric values of one metric in record order, and the place of the first
+    record with one (len(metrics) when none has)."""
+    vs = list(map(operator.methodcaller("get", name), metrics))
+    if set(map(type, vs)) <= _NUMBERS:
+        return 0, vs
+    at = [(i, v) for i, v in enumerate(vs) if v is not None and _number(v)]
+    return (at[0][0] if at else len(metrics)), [v for _, v in at]
+
+
+def _node_counts(a: PartAgg, node: list, task: list, allowed: list, is_ok: list[bool],
+                 nbytes: list) -> None:
+    """a.nodes: per node (first seen first) its records, its ok records' bytes and per kind
+    of slot (task SEP cpus allowed) [records, ok], kinds first seen first."""
+    if any(issubclass(k, str) for k in set(map(type, allowed))):
+        kinds = [f"{t}{SEP}{c if isinstance(c, str) else ''}" for t, c in zip(task, allowed)]
+    else:       # no slot read its cpus back (a simulated node's): a kind per task
+        kinds = list(map({t: f"{t}{SEP}" for t in set(task)}.__getitem__, task))
+    every = Counter(zip(node, kinds))
+    ok = every if all(is_ok) else Counter(compress(zip(node, kinds), is_ok))
+    for (n, kind), c in every.items():
+        entry = a.nodes.get(n)
+        if entry is None:
+            entry = a.nodes[n] = [0, 0, {}]
+        entry[0] += c
+        entry[2][kind] = [c, ok.get((n, kind), 0)]
+    if any(nbytes):
+        for n, b, k in zip(node, nbytes, is_ok):
+            if k:
+                a.nodes[n][1] += b
 
 
 def _kernel_counts(kernel_name: str) -> list:
@@ -206,12 +299,22 @@ def _shared_nodes(nodes: dict[str, list], shared: dict) -> dict[str, list]:
     return out
 
 
+def _ordered(records: Sequence[Record]) -> list[Record]:
+    """The records by (node, slot), those with no node first: the order of a sort on keys
+    made in C (zip of two columns), not a key function called per record."""
+    nodes = list(map(operator.attrgetter("node"), records))
+    if None in nodes:
+        return sorted(records, key=lambda r: (r.node is not None, r.node or "", r.slot))
+    keys = list(zip(nodes, map(operator.attrgetter("slot"), records)))
+    return [records[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+
+
 def phase_aggregates(info: StoredPhase, records: Sequence[Record]) -> list[PartAgg]:
     """A stored phase's aggregates: its own part, then for a [[concurrent]] group each task's
     (points._group_parts), each over its records ordered by node and slot."""
     from ..model import GROUP_KERNEL   # noqa: PLC0415
     from .points import _figures, _group_parts   # noqa: PLC0415 (points reads these back)
     # as SQLite orders them (a record with no node fails its insert after this)
-    recs = sorted(records, key=lambda r: (r.node is not None, r.node or "", r.slot))
+    recs = _ordered(records)
     parts = [(info, recs)] + (_group_parts(info, recs) if info.kernel == GROUP_KERNEL else [])
     return [part_aggregate(p, rs, _figures(p, rs)) for p, rs in parts]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from collections import Counter
+from itertools import compress
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -37,11 +38,15 @@ CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core",
 
 def armed_late_ns(r: Record) -> int:
     """How long after T0 the slot armed (0: in time or unknown)."""
-    v = r.metrics.get(F.ARMED_LATE.name)
+    return _armed_late(r.metrics, r.extra, r.t0_ns)
+
+
+def _armed_late(metrics: dict, extra: dict, t0_ns: int) -> int:
+    v = metrics.get(F.ARMED_LATE.name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return max(0, int(v))
-    armed = r.extra.get("armed_ns")
-    return max(0, int(armed) - r.t0_ns) if isinstance(armed, int) and armed else 0
+    armed = extra.get("armed_ns")
+    return max(0, int(armed) - t0_ns) if isinstance(armed, int) and armed else 0
 
 
 def is_late(r: Record) -> bool:
@@ -103,6 +108,36 @@ def count(phases: Iterable[Sequence[Record]]) -> LateCount:
             c.worst_ns = max(c.worst_ns, max(r.start_ns - r.t0_ns for r, _ in late))
             c.by_cause.update(cause for _, cause in late)
             c.lead_phases += any(cause == "lead" for _, cause in late)
+    return c
+
+
+def count_phase(status: Sequence[str], metrics: Sequence[dict], extra: Sequence[dict],
+                t0_ns: Sequence[int], start_ns: Sequence[int], node: Sequence[str],
+                cpu: Sequence[int]) -> LateCount:
+    """count() of one phase's records given as columns, one per field, in record order: the
+    same rules (is_late, causes) a column at a time, for a phase's aggregates of 64,000
+    records (analysis/aggregates.py), not a function call per record."""
+    c = LateCount()
+    ok = [s == "ok" for s in status]
+    if not any(ok):
+        return c
+    c.phases = 1
+    got = [m.get(F.ARMED_LATE.name) for m in metrics]
+    if set(map(type, got)) == {int}:     # every slot said it (a node's own records do)
+        armed = got
+    else:
+        armed = [_armed_late(m, x, t) for m, x, t in zip(metrics, extra, t0_ns)]
+    late = [i for i, (k, a, s, t) in enumerate(zip(ok, armed, start_ns, t0_ns))
+            if k and (a > 0 or s - t > LATE_NS)]
+    if not late:
+        return c
+    on_cpu = Counter(compress(zip(node, cpu), ok))
+    why = ["lead" if armed[i] > 0 else "busy core" if on_cpu[(node[i], cpu[i])] > 1
+           else "stall" for i in late]
+    c.late_phases, c.late_slots = 1, len(late)
+    c.worst_ns = max(0, max(start_ns[i] - t0_ns[i] for i in late))
+    c.by_cause.update(why)
+    c.lead_phases = int("lead" in why)
     return c
 
 

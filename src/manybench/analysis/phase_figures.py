@@ -77,8 +77,8 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
     f.window_ns = f.last_end_ns - f.first_start_ns
     f.skew_ns = max(starts) - min(starts)
     f.lateness_ns = [r.start_ns - r.t0_ns for r in ok]
-    f.ops = sum(r.ops for r in ok)
-    f.bytes = sum(r.bytes for r in ok)
+    f.ops = sum([r.ops for r in ok])        # lists: a generator resumes once per record
+    f.bytes = sum([r.bytes for r in ok])
     if f.window_ns > 0:
         f.bandwidth = f.bytes * NS / f.window_ns
         f.ops_rate = f.ops * NS / f.window_ns
