@@ -56,19 +56,26 @@ def _simulated(nodes: int, odd: int = 0) -> list[Record]:
 
 
 def _mixed() -> list[Record]:
-    """Records naming different metrics, of mixed kinds, bound cpus, a group's two tasks."""
+    """Records naming different metrics, of mixed kinds, bound cpus, a group's two tasks,
+    late ones of every cause."""
     out = []
     for n in range(40):
         for s in range(30):
             m = {"x": n * 1.5 + s, "cpus_allowed": f"{s % 4}", "cpus_used_share": s / 29,
-                 "unit_ns": "ns" if s % 3 else "us", "flag": bool(s % 2)}
+                 "rate.unit": "MB/s" if s % 3 else "GB/s", "flag": bool(s % 2)}
+            if s % 4 == n % 4:                       # a count, not every record's
+                m["exit_status"] = s % 3
             if s % 5 == 0:
                 m["y"] = "text" if n % 2 else 7         # a metric of mixed kinds
             if s % 7 == 0:
                 m.pop("x")
+            if s == 29 and n % 3 == 0:               # late, its cpu busy with other work
+                m["cpu_busy"] = 1
+            if s == 28:                               # armed late
+                m["armed_late_ns"] = 1000 + n
             task, kernel = ("a", "null") if s % 2 else ("b", "io.write")
-            out.append(Record("r", 3, task, kernel, "", 0, 1200, f"n{n:02d}", s, s % 4, T0,
-                              T0 + 10 * s + (200_000 if s == 29 else 0), T0 + 10_000 + s,
+            out.append(Record("r", 3, task, kernel, "", 0, 1200, f"n{n:02d}", s, 9 if s == 29 else s % 4, T0,
+                              T0 + 10 * s + (200_000 if s in (27, 29) else 0), T0 + 10_000 + s,
                               0.0 if s % 9 == 0 else 1e-5 * (s + 1), s, 1024 * s,
                               "ok" if (n + s) % 11 else "failed", "", {"size": 1}, m,
                               {5: s} if s % 2 else None,
@@ -94,10 +101,10 @@ def test_a_64000_record_phase_aggregates_as_a_record_at_a_time_did():
     assert part["status"] == {"ok": 63_997, "failed": 3}
 
 
-@pytest.mark.parametrize("kernel", ["null", "group"])
+@pytest.mark.parametrize("kernel", ["null", "command", "group"])
 def test_mixed_records_aggregate_as_a_record_at_a_time_did(kernel):
     from manybench.model import GROUP_KERNEL
-    info = _phase(GROUP_KERNEL if kernel == "group" else "null", "g")
+    info = _phase(GROUP_KERNEL if kernel == "group" else kernel, "g")
     recs = _mixed()
     assert aggregate_rows.phase_text(info, recs) == _reference(info, recs)
 

@@ -57,19 +57,20 @@ def causes(phase_records: Sequence[Record]) -> list[tuple[Record, str]]:
     """The late slots of one phase, each with its cause."""
     ok = [r for r in phase_records if r.status == "ok"]
     on_cpu = Counter((r.node, r.cpu) for r in ok)
-    out = []
-    for r in ok:
-        if not is_late(r):
-            continue
-        if armed_late_ns(r) > 0:
-            out.append((r, "lead"))
-        elif on_cpu[(r.node, r.cpu)] > 1:
-            out.append((r, "busy core"))
-        elif F.CPU_BUSY.name in r.metrics:
-            out.append((r, "other work"))
-        else:
-            out.append((r, "stall"))
-    return out
+    return [(r, _cause(armed_late_ns(r), on_cpu[(r.node, r.cpu)], r.metrics))
+            for r in ok if is_late(r)]
+
+
+def _cause(armed_late: int, on_its_cpu: int, metrics: dict) -> str:
+    """A late slot's cause (the module doc), from how late it armed, the ok slots of its
+    phase on its cpu and its metrics."""
+    if armed_late > 0:
+        return "lead"
+    if on_its_cpu > 1:
+        return "busy core"
+    if F.CPU_BUSY.name in metrics:
+        return "other work"
+    return "stall"
 
 
 @dataclass
@@ -132,8 +133,7 @@ def count_phase(status: Sequence[str], metrics: Sequence[dict], extra: Sequence[
     if not late:
         return c
     on_cpu = Counter(compress(zip(node, cpu), ok))
-    why = ["lead" if armed[i] > 0 else "busy core" if on_cpu[(node[i], cpu[i])] > 1
-           else "stall" for i in late]
+    why = [_cause(armed[i], on_cpu[(node[i], cpu[i])], metrics[i]) for i in late]
     c.late_phases, c.late_slots = 1, len(late)
     c.worst_ns = max(0, max(start_ns[i] - t0_ns[i] for i in late))
     c.by_cause.update(why)
