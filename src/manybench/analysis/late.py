@@ -128,6 +128,9 @@ def count_phase(status: Sequence[str], metrics: Sequence[dict], extra: Sequence[
         armed = got
     else:
         armed = [_armed_late(m, x, t) for m, x, t in zip(metrics, extra, t0_ns)]
+    # is_late's rule; looked for slot by slot only when the phase's bounds allow one
+    if max(armed) <= 0 and max(start_ns) - min(t0_ns) <= LATE_NS:
+        return c
     late = [i for i, (k, a, s, t) in enumerate(zip(ok, armed, start_ns, t0_ns))
             if k and (a > 0 or s - t > LATE_NS)]
     if not late:
