@@ -63,6 +63,11 @@ WARNING_KINDS = {
     "clock-step": "the coordinator's wall clock stepped during the run: times are kept on the "
                   "run's clock (monotonic from its start), stored times differ from the wall "
                   "clock by the step",
+    # issue 30: where the run chose not to pay for a precise start
+    "late-go": "phases whose slots armed late because their go stalled within the nodes' noise "
+               "floor: the lead did not grow for every phase to cover them (run/schedule.py)",
+    "busy-cpu": "a slot with a cpu of its own slept until T0 instead of spinning: other work "
+                "kept that cpu busy (node/spin_choice.py)",
 }
 
 

@@ -239,7 +239,7 @@ class Coordinator:
         self._quality()
         unchased = self.scheduler.unchased()   # why the lead let those slots arm late
         if unchased:
-            self.warnings.add("stalls", unchased)
+            self.warnings.add("late-go", unchased)
         return "finished" if self.failed == 0 else "failed"
 
     def _phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
