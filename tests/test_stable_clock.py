@@ -78,7 +78,9 @@ def _keep_one(args: tuple[str, float]) -> float:
 def test_concurrent_keepers_keep_the_highest(tmp_path):
     """The agents of one machine (namespaced nodes) measure at once: none loses another's."""
     values = [3.1, 4.4, 3.3, 3.9, 3.0, 4.1, 3.5, 3.2]
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    # spawned, not forked: a fork copies whatever lock another thread of this worker held
+    # (a Dask loop left by an earlier test), and the pool's children hung on it in CI
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         pool.map(_keep_one, [(str(tmp_path), v) for v in values])
     last = clock_keep.keep(2.0, str(tmp_path), BOOT)
     assert (last.ghz, last.count) == (4.4, len(values) + 1)
