@@ -112,13 +112,18 @@ def test_a_competing_spinner_makes_late_starts_counted_and_the_lead_grow(plan_fi
     assert all("armed_late_ns" in r.metrics and r.metrics["lead_ns"] > 0 for r in records)
     counted = late.count([[r] for r in records])
     assert counted.late_phases >= 1      # T0 inside a burst: the slot starts late
-    # a go that landed in a burst took milliseconds to arm the slot: the lead grows to cover
-    # such dispatch times, and after any late arming the next lead is longer
+    # a go that landed in a burst took milliseconds to arm the slot: after a late arming the
+    # next lead is longer, unless the lead left that stall to the node's noise floor (issue
+    # 30: run/schedule.py), which the run's late-go warning counts
     leads = [r.metrics["lead_ns"] for r in records]
-    assert max(leads) > leads[0]
-    for i, r in enumerate(records[:-1]):
-        if r.metrics["armed_late_ns"] > 0:
-            assert leads[i + 1] > leads[i]
+    unchased = [i for i, r in enumerate(records[:-1])
+                if r.metrics["armed_late_ns"] > 0 and leads[i + 1] <= leads[i]]
+    if unchased:
+        with Store(out, readonly=True) as st:
+            told = [w.message for w in st.warnings(st.runs()[-1].run_id) if w.kind == "late-go"]
+        assert told and int(told[0].split(" of ")[0]) >= len(unchased), (told, unchased)
+    else:
+        assert max(leads) > leads[0]
     # the report counts them per point, names the causes, and judges them
     assert "late starts" in res.stdout and f"{counted.late_phases}/40" in res.stdout
     assert any(c in res.stdout for c in ("a stall", "lead too short"))
