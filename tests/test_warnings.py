@@ -12,6 +12,12 @@ from manybench.results.store import Store
 pytestmark = pytest.mark.e2e
 
 
+
+# what the machine's load may add to any run (run/quality.py's checks of the figures, the
+# noise floor, stalls the lead left to it, a slot that slept because its cpu was busy)
+MACHINE_KINDS = ("unstable", "short", "not-quiet", "stalls", "late-go", "busy-cpu")
+
+
 def _run(plan_file, tmp_path, text: str):
     out = str(tmp_path / "res")
     res = run_cli("run", plan_file(text), "-o", out, "-q")
@@ -38,8 +44,7 @@ def test_placement_and_metric_warnings_are_stored_shown_and_told_once(plan_file,
     """)
     assert res.returncode == 0, res.stderr
     # run/quality.py's checks of the figures (tests/test_quality.py) may add theirs, after
-    warnings = [w for w in warnings if w.kind not in ("unstable", "short", "not-quiet",
-                                                      "stalls")]
+    warnings = [w for w in warnings if w.kind not in MACHINE_KINDS]
     kinds = [(w.kind, w.node, w.task) for w in warnings]
     host = nodes[0].name
     assert kinds == [("oversubscribed", host, ""), ("pin", host, ""),
@@ -67,7 +72,7 @@ def test_pin_numa_warns_only_where_there_is_one_numa_node(plan_file, tmp_path):
     """)
     assert res.returncode == 0, res.stderr
     if len({c.numa for c in topology()}) == 1:
-        assert [w.kind for w in warnings] == ["pin"]
+        assert [w.kind for w in warnings if w.kind not in MACHINE_KINDS] == ["pin"]
         assert "one NUMA node" in warnings[0].message
     else:    # several NUMA nodes: pin = numa pins for real
         assert warnings == []
