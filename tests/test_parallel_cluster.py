@@ -249,13 +249,15 @@ def test_a_node_lost_mid_job_is_told_and_the_next_phase_runs(mpi, plan_file, tmp
 
 
 def _running(path: str, n: int) -> bool:
-    """Whether at least n processes run the program at `path`."""
+    """Whether at least n processes run the program at `path`. Read from /proc each time, not
+    psutil's exe(): that caches the first answer, and a rank first seen between its launcher's
+    fork and its exec keeps the launcher's exe for as long as it lives (CI's ranks ran 40 s
+    uncounted)."""
     count = 0
-    for p in psutil.process_iter(["exe"]):
+    for pid in psutil.pids():
         try:
-            if p.info["exe"] == path:
-                count += 1
-        except psutil.Error:
+            count += os.readlink(f"/proc/{pid}/exe") == path
+        except OSError:
             pass
     return count >= n
 

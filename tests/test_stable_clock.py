@@ -3,8 +3,9 @@ highest measured on one busy core since the machine booted, kept in a file of th
 (inventory/clock_keep.py); never one measurement that moves with the load."""
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 
 from manybench.inventory import clock_keep, environment
 from manybench.inventory import cpu_peak as C
@@ -71,16 +72,36 @@ def test_kept_clock_file_is_written_safely(tmp_path):
     assert clock_keep.keep(float("nan"), str(tmp_path / "c2"), BOOT).path is None
 
 
-def _keep_one(args: tuple[str, float]) -> float:
-    return clock_keep.keep(args[1], args[0], BOOT).ghz
+KEEPER = """
+import os, sys, time
+from manybench.inventory import clock_keep
+go, where, boot, ghz = sys.argv[1:]
+print("ready", flush=True)
+while not os.path.exists(go):        # all imported first: then they keep at once
+    time.sleep(0.001)
+print(clock_keep.keep(float(ghz), where, boot).ghz)
+"""
 
 
 def test_concurrent_keepers_keep_the_highest(tmp_path):
     """The agents of one machine (namespaced nodes) measure at once: none loses another's."""
     values = [3.1, 4.4, 3.3, 3.9, 3.0, 4.1, 3.5, 3.2]
-    # spawned, not forked: a fork copies whatever lock another thread of this worker held
-    # (a Dask loop left by an earlier test), and the pool's children hung on it in CI
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        pool.map(_keep_one, [(str(tmp_path), v) for v in values])
-    last = clock_keep.keep(2.0, str(tmp_path), BOOT)
+    # plain processes, not a multiprocessing pool: a forked pool's children hung on a lock copied
+    # from another test's thread, and a spawned pool's exit hung in CI (timeout, 120 s)
+    go = tmp_path / "go"
+    keepers = [subprocess.Popen([sys.executable, "-c", KEEPER, str(go), str(tmp_path / "c"),
+                                 BOOT, str(v)], stdout=subprocess.PIPE, text=True)
+               for v in values]
+    try:
+        assert all(k.stdout.readline() == "ready\n" for k in keepers)
+        go.touch()
+        for k in keepers:
+            out, _ = k.communicate(timeout=90)
+            assert k.returncode == 0 and float(out) >= 3.0
+    finally:
+        for k in keepers:
+            if k.poll() is None:
+                k.kill()
+                k.wait()
+    last = clock_keep.keep(2.0, str(tmp_path / "c"), BOOT)
     assert (last.ghz, last.count) == (4.4, len(values) + 1)
