@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from .. import this_program
 from ..templates import render
 from ..units import parse_unit, printed_unit
 from .base import Kernel, KernelError, Result, SlotContext
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
 
 TAIL_BYTES = 4096              # stdout/stderr kept with the record
 SCAN_BYTES = 4 * 2**20         # metric regexes read at most this much of each stream's end
-# Names every command template may use besides the task's own parameters: SlotContext fields.
-BUILTIN_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
-                 "task")
+# Names every command template may use besides the task's own parameters: SlotContext fields,
+# then the running manybench's program (this_program.py: a plan's calls reach the same one)
+SLOT_NAMES = ("node", "slot", "rank", "scratch", "run", "workers", "rep", "phase", "variant",
+              "task")
+BUILTIN_NAMES = SLOT_NAMES + ("manybench",)
 
 # a command's figure of its own; what it extracts from its output is named by the plan
 EXIT_STATUS = Figure("exit_status", "", "exit statuses", "", role=COUNT,
@@ -51,10 +54,15 @@ class Prepared:
     reaped: bool = False
 
 
+def builtin_values(ctx: SlotContext) -> dict:
+    """What BUILTIN_NAMES stand for in this slot."""
+    return {**{name: getattr(ctx, name) for name in SLOT_NAMES}, "manybench": this_program.path()}
+
+
 def template_values(ctx: SlotContext, params: dict) -> dict:
     """The task's params, the slot's builtins, then the slot's resources and the variant's
     vars ({gpu}, {image} ...)."""
-    return {**params, **{name: getattr(ctx, name) for name in BUILTIN_NAMES}, **ctx.vars}
+    return {**params, **builtin_values(ctx), **ctx.vars}
 
 
 def build_argv(spec: TaskSpec, values: dict) -> list[str]:

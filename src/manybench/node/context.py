@@ -18,7 +18,7 @@ import os
 
 from ..inventory.topology import topology
 from ..kernels import KERNELS, SlotContext
-from ..kernels.command import BUILTIN_NAMES
+from ..kernels.command import builtin_values
 from ..templates import render
 from .protocol import SlotPlace, WirePhase
 from .scratch import Scratch, ScratchError
@@ -91,7 +91,7 @@ def slot_context(phase: WirePhase, place: SlotPlace, rank: int, node: str, run: 
     except ScratchError as e:     # something planted where the run's scratch goes
         raise ContextError(str(e)) from None
     if wrapped:
-        fill = {**phase.params, **{n: getattr(ctx, n) for n in BUILTIN_NAMES},
+        fill = {**phase.params, **builtin_values(ctx),
                 # one wrap for a whole job's ranks: binding the run's directory gives each
                 # rank its own below it (and what the job installs there)
                 **({"scratch": ctx.root} if kernel.job_wrap else {}),
