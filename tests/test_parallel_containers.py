@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -140,3 +141,33 @@ def test_a_wrap_that_hides_the_runs_directory_is_told_what_to_bind(image, plan_f
     first = min(recs, key=lambda r: r["slot"])      # the job's rank 0: its launcher's account
     assert first["status"] == "error"
     assert "bind {scratch}" in first["error"], first["error"]
+
+
+CXX_PROGRAM = """
+#include <iostream>
+#include <string>
+int main() { std::string s = "from C++"; std::cout << s << std::endl; return 0; }
+"""
+
+
+def test_a_program_added_to_the_image_brings_what_it_loads(tmp_path):
+    """`mpi-build --image DIR --add PROGRAM` puts a C++ program in the image with libstdc++
+    (issue 31, defect 7: IMB copied in by hand failed with "libstdc++.so.6: cannot open
+    shared object file"); ch-run runs it inside."""
+    if CH_RUN is None:
+        pytest.skip("charliecloud not installed (ch-run: Debian charliecloud-runtime)")
+    if not shutil.which("mpicc.openmpi") or not shutil.which("g++"):
+        pytest.skip("openmpi or g++ not installed (Debian openmpi-bin libopenmpi-dev g++)")
+    src, prog, img = tmp_path / "hello.cc", str(tmp_path / "hello"), str(tmp_path / "img")
+    src.write_text(CXX_PROGRAM)
+    subprocess.run(["g++", "-O1", "-o", prog, str(src)], check=True, capture_output=True)
+    assert "libstdc++" in subprocess.run(["ldd", prog], capture_output=True, text=True).stdout
+    done = run_cli("mpi-build", "--family", "openmpi", "--image", img, "--add", prog)
+    assert done.returncode == 0, done.stderr
+    ran = subprocess.run([CH_RUN, img, "--", "/usr/local/bin/hello"], capture_output=True,
+                         text=True, env={**os.environ, "USER": os.environ.get("USER", "root")},
+                         timeout=60)
+    assert ran.returncode == 0 and ran.stdout == "from C++\n", ran.stderr
+    # --add without an image is a usage error naming both options
+    alone = run_cli("mpi-build", "--family", "openmpi", "--add", prog)
+    assert alone.returncode == 2 and "--add" in alone.stderr and "--image" in alone.stderr

@@ -572,16 +572,22 @@ def info(plan_path: str | None, as_json: bool) -> None:
               help="Also make this directory a container image (ch-run, Apptainer sandbox) "
                    "holding the program and a copy of this machine's MPI; print the "
                    "program's path inside it.")
+@click.option("--add", "add", multiple=True, metavar="PROGRAM",
+              type=click.Path(exists=True, dir_okay=False),
+              help="Put this program in the image too (/usr/local/bin), with every library "
+                   "it loads (a C++ program's libstdc++ ...); may be given again.")
 def mpi_build(family: str, mpicc: str | None, force: bool, program: str,
-              image: str | None) -> None:
+              image: str | None, add: tuple[str, ...]) -> None:
     """Build mbmpi, the project's MPI test program (ping-pong, bandwidth, collectives over
     message sizes; `parse = "osu"` reads its output), or mbhimeno, and print its path
     (docs/mpi.md)."""
     from .kernels.mpi_image import ImageError, build_image
     from .kernels.mpi_program import MpiBuildError, build
+    if add and not image:
+        raise click.UsageError("--add puts programs in an image: give --image DIR with it")
     try:
         exe = build(family, mpicc, force, program)
-        echo(build_image(image, exe, family) if image else exe)
+        echo(build_image(image, exe, family, add) if image else exe)
     except (MpiBuildError, ImageError) as e:
         raise _fail(str(e))
     except OSError as e:
