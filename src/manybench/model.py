@@ -24,6 +24,7 @@ class TaskSpec:
     env: dict[str, str] = field(default_factory=dict)
     dir: str | None = None            # scratch base for this task (None: plan default)
     workers: list[int] | None = None  # overrides placement.workers for this task
+    order: list[str] | None = None    # overrides placement.order for this task (spread, pack)
     nodes: list[str] | None = None    # only these nodes, in this order (data locality)
     line: int | None = None           # line of its [[task]] header, for messages
     warmup: int | None = None         # warm-up repetitions per point (None: the plan's)

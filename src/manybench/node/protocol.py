@@ -95,8 +95,9 @@ from .codec import Codec
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
 # 4: a request on the direct channel counts as a renewal; 5: channels open on a challenge
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
-# mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links)
-PROTOCOL_VERSION = 5
+# mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
+# 6: TaskSpec.order (a task's own placement order)
+PROTOCOL_VERSION = 6
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size

@@ -54,8 +54,8 @@ def task_points(plan: Plan, task: TaskSpec) -> list[Point]:
         # a command's parameters are its template values, as the plan gives them
         params = dict(values) if kernel.from_command else kernel_params(kernel, values)
         params["dir"] = tdir
-        for order, pin, cpus, bind, w in itertools.product(plan.order, plan.pin, plan.cpus,
-                                                           plan.bind, workers):
+        for order, pin, cpus, bind, w in itertools.product(task.order or plan.order, plan.pin,
+                                                           plan.cpus, plan.bind, workers):
             # ranks = "workers": one job of them all, however many
             out.append(Point({**params, "ranks": w} if params.get("ranks") == RANKS_ALL
                              else params, order, pin, cpus, bind, w))

@@ -66,6 +66,10 @@ def _check_members(loc: tuple, name: str, members: list[TaskSpec], plan_workers:
         probs.append((loc + ("tasks",), "members must run on the same nodes (their `nodes` "
                                         "differ)"))
     for m in members:
+        if m.order is not None:     # one phase, placed once: its members share the order
+            probs.append((loc + ("tasks",), f"task {m.name!r} sets its own order, which a "
+                                            "group's members cannot: the group's slots are "
+                                            "placed together by placement.order"))
         k = KERNELS.get(m.kernel)
         if k is not None and k.connects and k.from_command:   # a parallel task (ranks)
             probs.append((loc + ("tasks",), f"task {m.name!r} runs as MPI jobs (ranks), whose "

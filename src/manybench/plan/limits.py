@@ -26,12 +26,12 @@ def task_phases(task: dict, place: dict, workers: Any) -> int:
     """Phases one raw [[task]] expands to per repeat and variant, from list lengths alone."""
     kernel = KERNELS.get(task.get("kernel")) if isinstance(task.get("kernel"), str) else None
     fixed = ("name", "kernel", "command", "shell", "dir", "timeout", "env", "metrics", "nodes",
-             "parse", "workers")
+             "parse", "workers", "order")
     n = math.prod(_n(v) for k, v in task.items()
                   if k not in fixed and (kernel is None or k in kernel.params))
     n *= _n(task.get("workers", workers))
     for axis in ("order", "pin", "cpus", "bind"):
-        n *= _n(place.get(axis))
+        n *= _n(task.get(axis, place.get(axis)))      # a task may set its own order
     return n
 
 

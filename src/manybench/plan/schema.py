@@ -152,6 +152,7 @@ _SCHEMA = {
                 "shell": {"type": "boolean"},
                 "parse": {"type": "string"},
                 "workers": _workers_schema(),
+                "order": _choice_schema(ORDERS),
                 "ranks": _ranks_schema(),
                 "launcher": {"type": "string", "minLength": 1,
                              "x-message": 'expected "auto", "mpirun", "mpiexec", "srun" or a '

@@ -18,8 +18,9 @@ from .observe import observe_fields
 from .schema import did_you_mean, known_names
 
 
-TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "dir", "timeout", "env", "metrics",
-               "nodes", "parse", "warmup", "sample", "ranks", "launcher", "launcher_args")
+TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "order", "dir", "timeout", "env",
+               "metrics", "nodes", "parse", "warmup", "sample", "ranks", "launcher",
+               "launcher_args")
 PARALLEL_KERNEL = "mpi"   # kernels/mpi_job.py: what a command task with `ranks` runs as
 # fields of a parallel task: `ranks` is a sweep axis (in the points' params), the others not
 MPI_FIELDS = ("launcher", "launcher_args")
@@ -106,7 +107,9 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
         params["ranks"] = t["ranks"]     # a sweep axis like a parameter; {ranks} in templates
     spec = TaskSpec(name=str(t.get("name", f"task{i}")), kernel="command", params=params,
                     timeout=timeout, env=env_of(t.get("env")), dir=tdir, workers=workers,
-                    nodes=t.get("nodes"), parse=t.get("parse"))
+                    nodes=t.get("nodes"), parse=t.get("parse"),
+                    order=None if t.get("order") is None else
+                    list(t["order"]) if isinstance(t["order"], list) else [t["order"]])
     spec.warmup, spec.sample = observe_fields(t, loc, probs)
     if "kernel" in t:
         spec.kernel = str(kname)
