@@ -92,6 +92,8 @@ def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi
             lines = _probes(first["stdout"])
             assert sorted(int(p["rank"]) for p in lines) == list(range(n))
             assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)
+    # n1 and n2 are namespaces of this machine: the jobs across them are told (issue 31)
+    assert "a job's ranks are on nodes n1, n2, which run on one machine" in done.stderr
 
 
 def test_a_layout_the_launcher_cannot_say_is_refused_before_anything_runs(two_nodes, plan_file,

@@ -34,3 +34,33 @@ def test_the_header_counts_a_shared_machines_cpus_once_and_names_its_nodes():
     lines = notes(run, nodes)
     assert lines[0].startswith("placement: 4 slots on 2 cpus"), lines
     assert any("n1, n2 run on one machine" in ln and "share its 2 cpus" in ln for ln in lines)
+
+
+def test_a_job_across_nodes_of_one_machine_is_told(plan_file):
+    """Its ranks on two nodes of one machine may talk through shared memory (issue 31, item
+    5: MPICH's "cross-node" 0.13 us between namespace nodes): said for that task only."""
+    from manybench.plan import load_plan
+    from manybench.plan.expand import expand
+    plan = load_plan(plan_file("""
+        name = "jobs"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "across"
+        command = ["true"]
+        ranks = 2
+        [[task]]
+        name = "packed"
+        command = ["true"]
+        ranks = 2
+        order = "pack"
+        [[task]]
+        name = "solo"
+        command = ["true"]
+        """), check_dirs=False)
+    same = [Node("n1", 2, CPUS, machine="boot-a"), Node("n2", 2, CPUS, machine="boot-a")]
+    found = [w for w in start_warnings(expand(plan), same) if w[0] == "job-one-machine"]
+    assert "job-one-machine" in WARNING_KINDS
+    assert len(found) == 1 and "task across" in found[0][2] and "n1, n2" in found[0][2], found
+    apart = [Node("n1", 2, CPUS, machine="boot-a"), Node("n2", 2, CPUS, machine="boot-b")]
+    assert [w for w in start_warnings(expand(plan), apart) if w[0] == "job-one-machine"] == []

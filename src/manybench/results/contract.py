@@ -42,6 +42,8 @@ WARNING_KINDS = {
     # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
     "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
     "shared-machine": "several nodes run on one machine (namespaces, containers): they share its cpus",
+    "job-one-machine": "a parallel job's ranks on different nodes of one machine: its MPI may "
+                       "carry their messages through shared memory, not the network",
     "units": "a command's metric in different units in different records (or none)",
     "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
     # issue 16: a failure that used to vanish

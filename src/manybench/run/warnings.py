@@ -12,6 +12,7 @@ from ..inventory import noise
 from ..model import Phase
 from ..printable import printable
 from ..plan.expand import distinct
+from ..plan.tasks import PARALLEL_KERNEL
 from ..results.contract import Warning, warning_text
 from ..results.store import Store
 from ..timebase import now_ns
@@ -103,7 +104,35 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
             continue     # more workers than slots: check_nodes reports it
         for name, assigned in work.items():
             out += _phase_warnings(p, name, cpus[name], [a.place for a in assigned])
+        out += _one_machine_jobs(p, work, {n.name: n.machine for n in nodes})
     return list(dict.fromkeys(out))
+
+
+def _one_machine_jobs(p: Phase, work: dict, machine: dict[str, str | None]
+                      ) -> list[tuple[str, str, str]]:
+    """A parallel job spanning nodes of one machine: its "cross-node" figures may be shared
+    memory's (MPICH's 0.13 us ping-pong between namespace nodes), which nothing else says."""
+    ranks = p.params.get("ranks")
+    if p.kernel != PARALLEL_KERNEL or not isinstance(ranks, int) or ranks < 2:
+        return []
+    jobs: dict[int, set[str]] = {}
+    for name, assigned in work.items():
+        for a in assigned:
+            jobs.setdefault(a.rank // ranks, set()).add(name)
+    out = []
+    for names in jobs.values():
+        by: dict[str, list[str]] = {}
+        for n in sorted(names):
+            if machine.get(n):
+                by.setdefault(machine[n], []).append(n)
+        for m, same in by.items():
+            if len(same) > 1:
+                out.append(("job-one-machine", "", f"task {p.task.name}: a job's ranks are on "
+                            f"nodes {', '.join(same)}, which run on one machine (boot id "
+                            f"{m[:8]}): its MPI may carry their messages through shared "
+                            "memory, not the network, so its figures between those nodes "
+                            "are not the network's"))
+    return out
 
 
 def _phase_warnings(p: Phase, name: str, cpus: tuple, places: list) -> list[tuple[str, str, str]]:
