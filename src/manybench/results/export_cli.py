@@ -11,6 +11,7 @@ from typing import IO
 from ..outfile import replacing
 from ..record import COLUMNS
 from .export import KEEPS_OBJECTS, ExportError, Table, check, exporter, write, write_partitioned
+from .flat_stream import FLAT, flat_table
 from .frames import PHASE_COLUMNS, table_rows
 from .record_stream import RecordTable
 from .store import Store
@@ -46,7 +47,11 @@ def export_table(store: Store, table: str, fmt: str, out: str | None, run: str |
 def _write(store: Store, table: str, fmt: str, f: IO, run: str | None, nested: bool) -> None:
     # JSON keeps objects as objects: flattening is for columnar formats
     objects = fmt in KEEPS_OBJECTS
-    if table != "records":       # O(phases x nodes) rows, or a run's samples: as before
+    if table in FLAT:            # as many rows as records, or more: streamed too
+        with store.snapshot() as con:
+            exporter(fmt)(flat_table(con, table, run), f)
+        return
+    if table != "records":       # phases, nodes: O(phases x nodes) rows, held
         write(table_rows(store, table, run, nested or objects), fmt, f, _FIRST.get(table, ()))
         return
     with store.snapshot() as con:
