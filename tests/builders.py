@@ -234,8 +234,15 @@ class StoreWithSamples(Store):
     samples_by_run: list[Sample] = []
     telemetry_by_run: list[TelemetryRow] = []
 
-    def samples(self, run_id):
-        return [s for s in self.samples_by_run if s.run == run_id]
+    def samples(self, run_id, phase_id=None):
+        return [s for s in self.samples_by_run if s.run == run_id
+                and phase_id in (None, s.phase_id)]
+
+    def sample_counts(self, run_id):
+        counts: dict[int, int] = {}
+        for s in self.samples(run_id):
+            counts[s.phase_id] = counts.get(s.phase_id, 0) + 1
+        return counts
 
     def telemetry(self, run_id):
         return [t for t in self.telemetry_by_run if t.run == run_id]

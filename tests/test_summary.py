@@ -4,6 +4,7 @@ and unit, and the throughput series; the numbers are the ones the terminal shows
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -12,7 +13,9 @@ from builders import StoreWithSamples, cmd_store, make_store
 from conftest import run_cli
 from manybench.report import render_text
 from manybench.report.colunits import column_unit, value_spread
+from manybench.report.html import html_page
 from manybench.report.summary import summary
+from manybench.results.store import Store
 
 FIELDS = {"figure", "label", "unit", "scope", "over", "n", "median", "min", "max", "p99",
           "ci_low", "ci_high", "interval_note", "direction", "shape", "fixed", "quantiles",
@@ -86,3 +89,37 @@ def test_throughput_series_and_intervals_from_three_repetitions(tmp_path):
     sync = tasks["sync"]["points"][0]
     so = next(v for v in sync["figures"] if v["figure"] == "sync_overhead")
     assert so["unit"] == "s" and so["n"] == 2 and so["interval_note"] == "n too small"
+
+
+class _Counting(Store):
+    """A store that notes which phase each read of samples asked for (None: the whole run)."""
+    asked: list = []
+
+    def samples(self, run_id, phase_id=None):
+        _Counting.asked.append(phase_id)
+        return super().samples(run_id, phase_id)
+
+
+def test_samples_are_read_a_phase_at_a_time(tmp_path):
+    """A run's progress samples outnumber its records (issue 30): report --json and the
+    HTML figures read them a sampled phase at a time, never the whole run's at once, and
+    give the same series as from the samples held."""
+    samples, _ = make_store(tmp_path)
+    db = sqlite3.connect(tmp_path / "results.db")     # stored, as a run stores them
+    db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?)",
+                   [(s.run, s.phase_id, s.rank, s.node, s.t_s, s.done, s.unit) for s in samples])
+    db.commit()
+    db.close()
+    _Counting.asked = []
+    with _Counting(tmp_path, readonly=True) as st:
+        got = summary(st)
+        page = html_page(st)
+    assert _Counting.asked and None not in _Counting.asked
+    assert set(_Counting.asked) == {s.phase_id for s in samples}
+    assert 'data-plot="throughput"' in page
+    StoreWithSamples.samples_by_run, StoreWithSamples.telemetry_by_run = samples, []
+    with StoreWithSamples(tmp_path, readonly=True) as st:
+        held = summary(st)
+    series = [p["throughput"] for t in got["runs"][0]["tasks"] for p in t["points"]]
+    assert any(series) and series == [p["throughput"] for t in held["runs"][0]["tasks"]
+                                      for p in t["points"]]

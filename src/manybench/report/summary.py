@@ -47,14 +47,15 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _series(store: Store, data: RunData, point: str, task: str, samples: list) -> list[dict]:
+def _series(store: Store, data: RunData, point: str, task: str, sampled: dict[int, int]
+            ) -> list[dict]:
     """The aggregate throughput over time of each of the point's phases that was sampled
-    (the records of those phases read, one at a time, for their slots' starts)."""
+    (its samples and records read, a phase at a time: a run's samples are never all held)."""
     phases = [p.index for p in data.phases if p.point == point]
     interval = planned_interval(data.info.plan_raw, task)
     out = []
     for i in phases:
-        mine = [s for s in samples if s.phase_id == i]
+        mine = store.samples(data.info.run_id, i) if i in sampled else []
         series = phase_series(i, mine, interval, slot_starts(
             store.phase_records_of(data.info.run_id, i))) if mine else None
         if series is not None:
@@ -71,7 +72,7 @@ def _shown_units(pts: list, data: RunData) -> dict[str, dict[str, tuple[str, flo
 def run_summary(store: Store, data: RunData) -> dict:
     """One run's summary (see the module docstring)."""
     info = data.info
-    samples = store.samples(info.run_id)
+    sampled = store.sample_counts(info.run_id)
     tasks: list[dict] = []
     for task, pts in data.by_task().items():
         points = []
@@ -92,7 +93,7 @@ def run_summary(store: Store, data: RunData) -> dict:
                 "flags": flags, "facts": [asdict(f) for f in p.facts],
                 "efficiency": asdict(e.efficiency) if e and e.efficiency else None,
                 "share": asdict(e.share) if e and e.share else None,
-                "throughput": _series(store, data, p.point, task, samples)})
+                "throughput": _series(store, data, p.point, task, sampled)})
         tasks.append({"task": task, "kernel": pts[0].kernel, "points": points})
     warnings = store.warnings(info.run_id)
     hints = run_hints(store, info, data.summaries, data.read, data.nodes, data.effs)

@@ -353,6 +353,13 @@ class Store:
         return [Sample(run=r["run"], phase_id=r["phase"], rank=r["rank"], node=r["node"],
                        t_s=r["t_s"], done=r["done"], unit=r["unit"]) for r in rows]
 
+    def sample_counts(self, run_id: str) -> dict[int, int]:
+        """phase -> how many progress samples it has (phases with none left out), counted by
+        SQLite from its index: none of them read."""
+        rows = self._query("SELECT phase, COUNT(*) AS n FROM samples WHERE run=? GROUP BY phase",
+                           (run_id,))
+        return {r["phase"]: r["n"] for r in rows}
+
     def series(self, run_id: str, phase_id: int | None = None) -> list[SeriesPoint]:
         """The run's size-indexed tables (of one phase if given), by phase, node, slot, name
         and x."""

@@ -45,6 +45,25 @@ class TaskData:
     # phase index -> the task's part of it (its records' aggregates), and one phase's records
     parts: dict[int, PartAgg] = field(default_factory=dict)
     loader: Callable[[int], list[Record]] | None = None
+    # the store's samples of a phase, read when a figure shows it (a run's samples outnumber
+    # its records: never all held), and how many each of the task's phases has
+    sample_loader: Callable[[int], list[Sample]] | None = None
+    sampled: dict[int, int] = field(default_factory=dict)
+
+    def sample_counts(self) -> dict[int, int]:
+        """phase -> how many progress samples it has, for the phases that have some."""
+        if self.sample_loader is None:
+            counts: dict[int, int] = {}
+            for s in self.samples:
+                counts[s.phase_id] = counts.get(s.phase_id, 0) + 1
+            return counts
+        return self.sampled
+
+    def phase_samples(self, phase: int) -> list[Sample]:
+        """One phase's samples, by rank and time."""
+        if self.sample_loader is None:
+            return [s for s in self.samples if s.phase_id == phase]
+        return self.sample_loader(phase)
 
     def ok(self) -> list[Record]:
         """Every ok record of the task: the records given (tests), else read from the store,
@@ -114,10 +133,13 @@ def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
     summaries, read, phases, effs, *rest = data
     values = rest[0] if rest else {s.point: point_values(s, read.spreads.get(s.point))
                                    for s in summaries}
-    out = split(summaries, [], phases, effs, store.samples(run.run_id),
-                store.telemetry(run.run_id), store.series(run.run_id), plan_raw=run.plan_raw,
-                values=values)
+    out = split(summaries, [], phases, effs, None, store.telemetry(run.run_id),
+                store.series(run.run_id), plan_raw=run.plan_raw, values=values)
     _attach(out, read, _PhaseCache(store, run.run_id))
+    counts = store.sample_counts(run.run_id)
+    for d in out:
+        d.sample_loader = lambda i, run_id=run.run_id: store.samples(run_id, i)
+        d.sampled = {p.index: counts[p.index] for p in d.phases if p.index in counts}
     return out
 
 

@@ -17,15 +17,13 @@ TITLE = "throughput over time"
 
 
 def plot(d: TaskData):
-    if not d.samples:
+    counts = d.sample_counts()
+    if not counts:
         return None
-    counts: dict[int, int] = {}
-    for s in d.samples:
-        counts[s.phase_id] = counts.get(s.phase_id, 0) + 1
     phase = d.shown_phase()
     if phase not in counts:
         phase = max(counts, key=lambda k: counts[k])
-    samples = [s for s in d.samples if s.phase_id == phase]
+    samples = d.phase_samples(phase)
     records = d.phase_records(phase)
     starts = slot_starts(records)
     series = phase_series(phase, samples, d.interval_s, starts)
