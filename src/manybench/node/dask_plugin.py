@@ -111,7 +111,7 @@ class AgentPlugin(WorkerPlugin):
 
     async def noise(self, req: MeasureNoise) -> NoiseFloor:
         """This node's noise floor (inventory/noise.py), measured now on its cpus: the
-        coordinator asks nodes that share a machine one after another."""
+        coordinator asks one node per machine and cpus (engines/floors.py)."""
         return NoiseFloor(await asyncio.to_thread(noise.measure, [c.id for c in topology()],
                                                   req.seconds))
 
