@@ -107,6 +107,10 @@ def test_concurrent_keepers_keep_the_highest(tmp_path):
                 k.wait()
     last = clock_keep.keep(2.0, str(tmp_path / "c"), BOOT)
     assert (last.ghz, last.count) == (4.4, len(values) + 1)
+    # a measurement kept before is read, not added again; the file gone, it is kept anew
+    assert clock_keep.keep(2.0, str(tmp_path / "c"), BOOT, again=True) == last
+    (tmp_path / "c" / f"{BOOT}.json").unlink()
+    assert clock_keep.keep(2.0, str(tmp_path / "c"), BOOT, again=True).count == 1
 
 
 def test_a_process_started_ahead_takes_its_probe_before_the_run(monkeypatch, tmp_path):
@@ -125,6 +129,10 @@ def test_a_process_started_ahead_takes_its_probe_before_the_run(monkeypatch, tmp
         assert len(probes) == 1
         cpu, _ = environment._cpu_and_peaks({"physical_cores": 2})
         assert len(probes) == 1 and cpu["probe"]["ghz"] == 4.4     # the one warm() took
+        # kept once: a second collect() (the run's snapshot) reads the file, counts no more
+        again, _ = environment._cpu_and_peaks({"physical_cores": 2})
+        assert (again["probe"]["measurements"], cpu["probe"]["measurements"]) == (1, 1)
+        assert "the first since boot" in again["base_source"]
     finally:
         environment._probe.cache_clear()     # no test double left in the process's cache
     monkeypatch.setattr(environment, "_cpufreq", lambda: {"base_khz": 2_600_000})

@@ -154,6 +154,20 @@ def _probe(fma: bool) -> Measured | None:
     return Measured(ghz, dict(zip((64, 128, 256, 512), g))) if ghz > 0 else None
 
 
+_KEPT: list[Measured] = []     # the measurement this process added to the kept clock
+
+
+def _kept(measured: Measured) -> clock_keep.Kept:
+    """The kept clock with this measurement in it: added once (under the file's machine-wide
+    lock, synced: 64 nodes' collects queued up to 0.5 s behind it at a run's start, twice),
+    read after, so the count is of measurements, not of collect() calls."""
+    again = bool(_KEPT) and _KEPT[0] is measured
+    kept = clock_keep.keep(round(measured.ghz, 3), again=again)
+    if kept.path is not None:
+        _KEPT[:] = [measured]
+    return kept
+
+
 def _cpu_facts() -> tuple[dict, int | None, CoreFlops, dict, bool, bool]:
     """/proc/cpuinfo's facts, SVE bits, the flops table's entry, cpufreq's clocks, and
     whether the probe must measure the FMA pipes (the table does not know the CPU) or the
@@ -187,7 +201,7 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
         flops = core_flops(info, sve_bits, measured)
     # one measurement moves with the load: the highest since boot (clock_keep.py) stands,
     # to 0.1 GHz as clocks are rated, so runs on one machine keep the same peaks
-    kept = clock_keep.keep(round(measured.ghz, 3)) if measured and weak_clock else None
+    kept = _kept(measured) if measured and weak_clock else None
     base, bsrc, mx, msrc = frequencies(
         info["model_name"], info["mhz"], **freq,
         measured_ghz=round(kept.ghz, 1) if kept else None,
