@@ -127,6 +127,8 @@ def test_a_process_started_ahead_takes_its_probe_before_the_run(monkeypatch, tmp
     try:
         environment.warm()
         assert len(probes) == 1
+        kept = tmp_path / "clock"
+        assert [p.name for p in kept.iterdir() if p.suffix == ".json"]     # kept by warm()
         cpu, _ = environment._cpu_and_peaks({"physical_cores": 2})
         assert len(probes) == 1 and cpu["probe"]["ghz"] == 4.4     # the one warm() took
         # kept once: a second collect() (the run's snapshot) reads the file, counts no more

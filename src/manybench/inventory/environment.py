@@ -182,13 +182,14 @@ def _cpu_facts() -> tuple[dict, int | None, CoreFlops, dict, bool, bool]:
 
 
 def warm() -> None:
-    """Take this process's one probe (_probe) now if collect() will want it: a process
-    started ahead of a run (a Dask worker, the idle agent) pays it while it waits, not at
-    the run's start, where 64 nodes' probes on 2 cpus took ~1.3 s of the Info round and
-    again of the start's snapshot (2.4 cpu-s each)."""
+    """Take this process's one probe (_probe) now if collect() will want it, and keep its
+    clock: a process started ahead of a run (a Dask worker, the idle agent) pays them while
+    it waits, not at the run's start, where 64 nodes' probes on 2 cpus took ~1.3 s of the
+    Info round and again of the start's snapshot (2.4 cpu-s each)."""
     unknown_fma, weak_clock = _cpu_facts()[4:]
-    if unknown_fma or weak_clock:
-        _safe(lambda: _probe(unknown_fma))
+    measured = _safe(lambda: _probe(unknown_fma)) if unknown_fma or weak_clock else None
+    if measured and weak_clock:
+        _kept(measured)
 
 
 def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
