@@ -9,6 +9,7 @@ import asyncio
 from manybench.engines import floors
 from manybench.engines.base import Node
 from manybench.engines.dask import DaskEngine
+from manybench.engines.direct import NodeLost
 from manybench.inventory.topology import Cpu
 from manybench.node.protocol import MeasureNoise, NoiseFloor
 from manybench.report.header import notes
@@ -49,15 +50,18 @@ def test_disjoint_cpus_of_one_machine_go_at_once_and_overlapping_ones_in_turn():
 
 class _Probes:
     """MeasureNoise answered by node name; `together` of them must be under way at once
-    before any answers (the test hangs into its timeout if they are asked in turn)."""
+    before any answers (the test hangs into its timeout if they are asked in turn); the
+    nodes in `lost` fail as a lost node does."""
 
-    def __init__(self, together: int = 1) -> None:
+    def __init__(self, together: int = 1, lost: tuple[str, ...] = ()) -> None:
         self.asked: list[str] = []
-        self.together = together
+        self.together, self.lost = together, lost
 
     async def call(self, node: str, req: object) -> NoiseFloor:
         assert isinstance(req, MeasureNoise)
         self.asked.append(node)
+        if node in self.lost:
+            raise NodeLost(f"node {node} lost")
         while len(self.asked) < self.together:
             await asyncio.sleep(0.001)
         return NoiseFloor({**FLOOR, "stall_ns": FLOOR["stall_ns"] + len(self.asked)})
@@ -78,6 +82,11 @@ def test_four_nodes_of_one_machine_spend_one_measurement_named_as_the_machines()
     assert all(f == got[0] for f in got)
     assert got[0]["measured_by"] == "n1" and got[0]["machine"] == "boot-a"
     assert got[0]["nodes"] == 4 and got[0]["stall_ns"] == FLOOR["stall_ns"] + 1
+    # the node that measures is lost: the next one measures for the machine
+    probes = _Probes(lost=("n1",))
+    asyncio.run(asyncio.wait_for(_engine(nodes, probes)._noise(), 10))
+    assert probes.asked == ["n1", "n2"]
+    assert all(n.inventory["noise"]["measured_by"] == "n2" for n in nodes)
 
 
 def test_separate_machines_and_disjoint_cpus_measure_at_once_each_its_own():
@@ -91,7 +100,8 @@ def test_separate_machines_and_disjoint_cpus_measure_at_once_each_its_own():
 
 def test_a_shared_floor_is_one_stalls_warning_and_one_header_line_naming_who_measured():
     names = ("n1", "n2", "n3")
-    floor = floors.shared(FLOOR, [Node(n, 1, _cpus(0, 1), machine="bootabcdef") for n in names])
+    group = [Node(n, 1, _cpus(0, 1), machine="bootabcdef") for n in names]
+    floor = floors.shared(FLOOR, group, group[0])
     nodes = [Node(n, 1, _cpus(0, 1), machine="bootabcdef", inventory={"noise": floor})
              for n in names]
     stalls = [w for w in start_warnings([], nodes) if w[0] == "stalls"]

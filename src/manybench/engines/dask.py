@@ -202,11 +202,14 @@ class DaskEngine(ChannelEngine):
         once, groups of one machine whose cpus overlap one after another (floors.py)."""
         async def one_chain(groups: list[floors.Group]) -> None:
             for group in groups:
-                try:
-                    got = await self._call(group[0].name, MeasureNoise(self.noise_s))
-                except (NodeLost, RuntimeError):   # the probe failed there: no floor
-                    got = NoiseFloor(None)
-                floor = floors.shared(got.floor, group)
+                floor = None
+                for by in group:     # the probe failed there (node lost): the next measures
+                    try:
+                        got = await self._call(by.name, MeasureNoise(self.noise_s))
+                    except (NodeLost, RuntimeError):
+                        continue
+                    floor = floors.shared(got.floor, group, by)
+                    break
                 for n in group:
                     n.inventory["noise"] = floor
         await asyncio.gather(*(one_chain(c) for c in floors.chains(self.nodes)))

@@ -1,8 +1,9 @@
 """Which nodes measure their noise floor (inventory/noise.py) at a run's start, and when.
 
 Nodes of one machine (one boot id: namespaces, containers) that may use the same cpus would
-measure the same thing: the first of them measures, the others take its floor, which says so
-(`measured_by`, `machine`, `nodes`): a reader never takes it for a measurement of their own.
+measure the same thing: one of them measures (the first; the next if that one fails), the
+others take its floor, which says so (`measured_by`, `machine`, `nodes`): a reader never
+takes it for a measurement of their own.
 64 namespace nodes of one machine spent 64 x 0.4 s measuring the same two cpus.
 
 Groups of one machine whose cpus overlap measure one after another: the probe pins a thread
@@ -19,7 +20,7 @@ from typing import Any
 
 from .base import Node
 
-Group = list[Node]        # one machine, the same cpus: the first node measures for all
+Group = list[Node]        # one machine, the same cpus: one node measures for all
 
 
 def _cpus(n: Node) -> frozenset[int]:
@@ -46,10 +47,9 @@ def chains(nodes: list[Node]) -> list[list[Group]]:
     return [[g for _, g in chain] for mine in by_machine.values() for chain in mine]
 
 
-def shared(floor: dict[str, Any] | None, group: Group) -> dict[str, Any] | None:
-    """The floor as each node of the group stores it: one measurement, by its first node,
-    named as its machine's when others take it too."""
+def shared(floor: dict[str, Any] | None, group: Group, by: Node) -> dict[str, Any] | None:
+    """The floor as each node of the group stores it: one measurement, by `by` (one of
+    them), named as its machine's when others take it too."""
     if floor is None or len(group) == 1:
         return floor
-    by = group[0]
     return {**floor, "measured_by": by.name, "machine": by.machine, "nodes": len(group)}
