@@ -212,7 +212,7 @@ if os.environ.get("PYTHONPATH"):
 
 
 # Every run first measures each node's noise floor (the plan's `noise`, default 0.4 s on all
-# cpus at once, the nodes of one machine one after another): ~0.35 s and 0.3 cpu-s of each of
+# cpus at once, once per machine and cpus): ~0.35 s and 0.3 cpu-s of each of
 # the suite's hundreds of runs, most of them about something else. The suite's runs measure
 # it for its minimum, 10 ms: the measurement, its record, its report line and its warning
 # are still made on every run. A plan that sets `noise`, or a --set of it, is left alone, and

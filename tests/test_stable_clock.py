@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from manybench.inventory import clock_keep, environment
 from manybench.inventory import cpu_peak as C
 from manybench.inventory import peaks as P
@@ -105,3 +107,37 @@ def test_concurrent_keepers_keep_the_highest(tmp_path):
                 k.wait()
     last = clock_keep.keep(2.0, str(tmp_path / "c"), BOOT)
     assert (last.ghz, last.count) == (4.4, len(values) + 1)
+    # a measurement kept before is read, not added again; the file gone, it is kept anew
+    assert clock_keep.keep(2.0, str(tmp_path / "c"), BOOT, again=True) == last
+    (tmp_path / "c" / f"{BOOT}.json").unlink()
+    assert clock_keep.keep(2.0, str(tmp_path / "c"), BOOT, again=True).count == 1
+
+
+def test_a_process_started_ahead_takes_its_probe_before_the_run(monkeypatch, tmp_path):
+    """warm() (a Dask worker's setup, the idle agent's start) takes the one probe collect()
+    would take at the run's Info or snapshot: 64 nodes' probes on 2 cpus were ~1.3 s of each
+    of those rounds. collect() after it probes no more."""
+    native = pytest.importorskip("manybench._native")
+    monkeypatch.setenv("MANYBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(environment, "parse_cpuinfo", lambda _text: C.parse_cpuinfo(EPYC_VM))
+    monkeypatch.setattr(environment, "_cpufreq", lambda: {})      # a VM: the clock is probed
+    probes = []
+    monkeypatch.setattr(native, "probe_clock", lambda *a: probes.append(a) or 4.4)
+    environment._probe.cache_clear()
+    try:
+        environment.warm()
+        assert len(probes) == 1
+        kept = tmp_path / "clock"
+        assert [p.name for p in kept.iterdir() if p.suffix == ".json"]     # kept by warm()
+        cpu, _ = environment._cpu_and_peaks({"physical_cores": 2})
+        assert len(probes) == 1 and cpu["probe"]["ghz"] == 4.4     # the one warm() took
+        # kept once: a second collect() (the run's snapshot) reads the file, counts no more
+        again, _ = environment._cpu_and_peaks({"physical_cores": 2})
+        assert (again["probe"]["measurements"], cpu["probe"]["measurements"]) == (1, 1)
+        assert "the first since boot" in again["base_source"]
+    finally:
+        environment._probe.cache_clear()     # no test double left in the process's cache
+    monkeypatch.setattr(environment, "_cpufreq", lambda: {"base_khz": 2_600_000})
+    environment.warm()              # a rated clock and a known CPU: nothing to probe
+    assert len(probes) == 1
+    environment._probe.cache_clear()

@@ -24,6 +24,7 @@ from ..security import auth
 from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, NodeInfo,
                              NoiseFloor, Ping, ProtocolMismatch, Request, Start, Started,
                              decode, encode)
+from . import floors
 from .access import INSECURE_TEXT, Access
 from .base import EngineError, Node
 from .channels import ChannelEngine
@@ -196,20 +197,22 @@ class DaskEngine(ChannelEngine):
                       f"relay, not directly: {why}; each of its phases costs more there")
 
     async def _noise(self) -> None:
-        """Each node's noise floor (inventory/noise.py) into its inventory: machines at once,
-        nodes sharing a machine one after another (they would measure each other)."""
-        by_machine: dict[str, list[Node]] = {}
-        for n in self.nodes:
-            by_machine.setdefault(n.machine or n.name, []).append(n)
-
-        async def one_machine(nodes: list[Node]) -> None:
-            for n in nodes:
-                try:
-                    got = await self._call(n.name, MeasureNoise(self.noise_s))
-                except (NodeLost, RuntimeError):   # the probe failed there: no floor
-                    got = NoiseFloor(None)
-                n.inventory["noise"] = got.floor
-        await asyncio.gather(*(one_machine(ns) for ns in by_machine.values()))
+        """Each node's noise floor (inventory/noise.py) into its inventory: one measurement
+        per machine and cpus, taken by the other nodes there, which it names; machines at
+        once, groups of one machine whose cpus overlap one after another (floors.py)."""
+        async def one_chain(groups: list[floors.Group]) -> None:
+            for group in groups:
+                floor = None
+                for by in group:     # the probe failed there (node lost): the next measures
+                    try:
+                        got = await self._call(by.name, MeasureNoise(self.noise_s))
+                    except (NodeLost, RuntimeError):
+                        continue
+                    floor = floors.shared(got.floor, group, by)
+                    break
+                for n in group:
+                    n.inventory["noise"] = floor
+        await asyncio.gather(*(one_chain(c) for c in floors.chains(self.nodes)))
 
     async def _infos(self, addrs: list[str]) -> dict[str, NodeInfo | Exception]:
         async def one(a: str) -> NodeInfo | Exception:

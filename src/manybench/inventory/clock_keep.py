@@ -69,8 +69,11 @@ def boot_id() -> str | None:
     return text if _UUID.match(text) else None
 
 
-def keep(ghz: float, directory: str | None = None, boot: str | None = None) -> Kept:
-    """Add one measurement (GHz) to this boot's and return the highest kept so far."""
+def keep(ghz: float, directory: str | None = None, boot: str | None = None,
+         again: bool = False) -> Kept:
+    """Add one measurement (GHz) to this boot's and return the highest kept so far. again:
+    this measurement was added before; the file is only read (no lock: it is replaced whole),
+    and added to again if it is gone or damaged."""
     boot = boot or boot_id()
     if boot is None or not _UUID.match(boot):
         return Kept(ghz, 1, None, "no boot id")
@@ -84,6 +87,9 @@ def keep(ghz: float, directory: str | None = None, boot: str | None = None) -> K
         return Kept(ghz, 1, None, str(e))
     except OSError as e:
         return Kept(ghz, 1, None, f"{where}: {e.strerror or e}")
+    if again and (old := _read(dfd, name)) is not None:
+        os.close(dfd)
+        return Kept(max(old[0], ghz), old[1], os.path.join(where, name))
     try:
         with _locked(dfd):
             old = _read(dfd, name)

@@ -1,6 +1,7 @@
 """A node's noise floor: what this machine does to a pinned, waiting or spinning slot.
 
-Measured by each node's agent at the start of a run (and by `manybench info`), on every cpu the
+Measured by each node's agent at the start of a run (once per machine and cpus: nodes that
+share both take one measurement, engines/floors.py; and by `manybench info`), on every cpu the
 slots may use at once, one pinned thread each (kernels/native/probe.c), in two halves of the
 plan's `noise` duration (default 0.4 s):
 
@@ -74,11 +75,25 @@ def describe(noise: dict[str, Any]) -> str:
             f", max {_t(noise['wake_max_ns'])}")
 
 
+def whose(noise: dict[str, Any]) -> str:
+    """Where a floor shared by the nodes of one machine and cpus came from (engines/floors.py),
+    in words; "" for a node's own."""
+    by = noise.get("measured_by")
+    if not by:
+        return ""
+    return (f"one machine's floor, boot id {str(noise.get('machine', ''))[:8]}, measured once by "
+            f"node {by} for its {noise.get('nodes', '?')} nodes on the same cpus")
+
+
 def stalls(node: str, noise: dict[str, Any] | None) -> str | None:
-    """The `stalls` warning's text for a node whose floor reaches STALL_NS, else None."""
+    """The `stalls` warning's text for a node whose floor reaches STALL_NS, else None: one
+    per measurement, on the node that took it (a shared floor is warned of once)."""
     if not noise or noise.get("stall_ns", 0) < STALL_NS:
         return None
-    return (f"node {node} {describe(noise)}: start skew and lateness below "
+    if noise.get("measured_by", node) != node:
+        return None
+    shared = f" ({whose(noise)})" if whose(noise) else ""
+    return (f"node {node}{shared} {describe(noise)}: start skew and lateness below "
             f"{_t(noise['stall_ns'])} cannot be promised here")
 
 

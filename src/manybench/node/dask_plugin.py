@@ -33,12 +33,13 @@ import socket
 import subprocess
 import sys
 import struct
+import threading
 from typing import Any
 
 from distributed import WorkerPlugin
 
 from ..inventory import noise
-from ..inventory.environment import collect
+from ..inventory.environment import collect, warm
 from ..inventory.topology import topology
 from ..security import auth
 from .clock import EchoServer
@@ -81,6 +82,9 @@ class AgentPlugin(WorkerPlugin):
         worker.handlers["mb_call"] = self.call
         self.direct = direct_config(worker)
         self.spare = _popen_agent(self.direct)
+        # Info's inventory probes one core once per process: now, off the loop, not in
+        # the run's first round
+        threading.Thread(target=warm, name="mb-warm", daemon=True).start()
 
     def teardown(self, worker: Any) -> None:
         self.lease.stop()
@@ -111,7 +115,7 @@ class AgentPlugin(WorkerPlugin):
 
     async def noise(self, req: MeasureNoise) -> NoiseFloor:
         """This node's noise floor (inventory/noise.py), measured now on its cpus: the
-        coordinator asks nodes that share a machine one after another."""
+        coordinator asks one node per machine and cpus (engines/floors.py)."""
         return NoiseFloor(await asyncio.to_thread(noise.measure, [c.id for c in topology()],
                                                   req.seconds))
 

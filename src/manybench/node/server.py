@@ -249,6 +249,8 @@ def main() -> None:
     die_with_parent()
     direct = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
     heard = Heard(int(sys.argv[3])) if len(sys.argv) > 3 else None
+    from ..inventory.environment import warm   # noqa: PLC0415
+    warm()     # started ahead of the run: its snapshot's probe is paid here, idle
     AgentServer(Connection(int(sys.argv[1])), direct, heard).serve()
     os._exit(0)
 

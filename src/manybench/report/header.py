@@ -158,9 +158,19 @@ def notes(run: RunInfo, nodes: list[StoredNode]) -> list[str]:
         return lines + _many_nodes(nodes, floors)
     for node in nodes:
         lines.append(f"clock {node.name}: offset {ns(node.offset_ns)} (± {ns(node.error_ns)})")
-    for node, floor in floors:
-        lines.append(f"noise floor {node.name}: {noise_mod.describe(floor)}")
+    for names, floor in _measurements(floors):
+        shared = f"{noise_mod.whose(floor)}: " if noise_mod.whose(floor) else ""
+        lines.append(f"noise floor {', '.join(names)}: {shared}{noise_mod.describe(floor)}")
     return lines
+
+
+def _measurements(floors: list[tuple[StoredNode, dict]]) -> list[tuple[list[str], dict]]:
+    """The floors as measured: the nodes that share one (engines/floors.py) in one entry."""
+    out: dict[str, tuple[list[str], dict]] = {}
+    for node, floor in floors:
+        by = floor.get("measured_by") or node.name
+        out.setdefault(f"{floor.get('machine', '')} {by}", ([], floor))[0].append(node.name)
+    return list(out.values())
 
 
 def _many_nodes(nodes: list[StoredNode], floors: list[tuple[StoredNode, dict]]) -> list[str]:
@@ -174,8 +184,11 @@ def _many_nodes(nodes: list[StoredNode], floors: list[tuple[StoredNode, dict]]) 
              f"({worst.name})"]
     if floors:
         node, floor = max(floors, key=lambda nf: nf[1]["stall_ns"] or 0)
-        lines.append(f"noise floor of {len(floors)} nodes, the worst {node.name}: "
-                     f"{noise_mod.describe(floor)}")
+        taken = len(_measurements(floors))
+        shared = f" ({plural(taken, 'measurement')})" if taken < len(floors) else ""
+        whose = f" ({noise_mod.whose(floor)})" if noise_mod.whose(floor) else ""
+        lines.append(f"noise floor of {len(floors)} nodes{shared}, the worst {node.name}"
+                     f"{whose}: {noise_mod.describe(floor)}")
     return lines
 
 
