@@ -3,8 +3,10 @@ the start of a run and by `manybench info`, stored with the node, shown and judg
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -71,6 +73,48 @@ def test_a_competing_pinned_spinner_is_seen_in_the_floor():
     assert got["wakes"] >= 1
     floor = noise.summarize([got], 0.3)
     assert noise.stalls("n", floor) is not None
+
+
+PROBE_STOPPED = """
+import sys
+from manybench import _native
+print("ready", flush=True)
+[got] = _native.noise_floor([-1], int(sys.argv[1]), 0, 1_000_000)
+print(got["lost_ns"], got["gap_max_ns"])
+"""
+
+
+def _spinning(pid: int) -> None:
+    """Until the process has run 20 ms more cpu than now (the probe's spin has begun)."""
+    def cpu() -> int:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])       # utime + stime, in clock ticks
+    start, ticks = cpu(), os.sysconf("SC_CLK_TCK")
+    while cpu() - start < 0.02 * ticks:
+        time.sleep(0.001)
+
+
+def test_a_stall_past_the_spins_end_counts_to_its_end_only():
+    """The lost share is of the spin's window: a probe stopped across the window's end lost
+    the rest of the window, not the whole stop ("worst cpu lost 176.9%" under load)."""
+    spin = 300 * MS
+    probe = subprocess.Popen([sys.executable, "-c", PROBE_STOPPED, str(spin)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert probe.stdout.readline() == "ready\n"
+        _spinning(probe.pid)
+        probe.send_signal(19)              # SIGSTOP: our own child, by its pid
+        subprocess.run(["sleep", "1"])     # a stop longer than the whole window
+        probe.send_signal(18)              # SIGCONT
+        lost, gap_max = map(int, probe.communicate(timeout=60)[0].split())
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait()
+    assert lost <= spin
+    if gap_max >= spin:                    # the stop fell inside the spin: it lost the rest
+        assert lost >= 0.5 * spin
 
 
 @pytest.mark.e2e

@@ -20,7 +20,8 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Spin reading the clock: every gap between two reads is time the core spent elsewhere
- * (sysjitter, hwlatdetect). */
+ * (sysjitter, hwlatdetect). lost_ns counts what of a gap falls inside the spin's window,
+ * so it is a share of spin_ns: a stall across the window's end counts to the end. */
 static void spin_part(nb_noise *n)
 {
     int64_t start = nb_mono(), prev = start, end = start + n->spin_ns;
@@ -29,7 +30,7 @@ static void spin_part(nb_noise *n)
         int64_t gap = now - prev;
         n->reads++;
         if (gap >= nb_noise_gap_ns[0]) {
-            n->lost_ns += gap;
+            n->lost_ns += (now < end ? now : end) - prev;
             for (int k = 0; k < NB_NOISE_GAPS; k++)
                 if (gap >= nb_noise_gap_ns[k])
                     n->gaps[k]++;
