@@ -6,12 +6,13 @@ competing spinner, each run by this tree and by the tree before (`--before`, a g
   python benchmarks/bench_spin.py                         # 1,000 phases, 3 rounds
   python benchmarks/bench_spin.py --phases 400 --rounds 2 --spinner pinned
 
-The spinner: `one` (default) an unpinned busy loop, a busy node's other work; `pinned` one
-busy loop pinned to each cpu; `none`. It runs through every run. Per run: the slots' cpu time
-per slot-phase (user + system of the slot processes from /proc, psutil, between a fifth and
-nine tenths of the phases stored: the slots' own work, what the spin costs; load stretches
-wall time, not this much) with their context switches per slot-phase (voluntary: the
-wake-ups), the coordinator's per phase beside it, phases per second (first T0 to last), the
+The spinner: `one` (default) an unpinned busy loop, a busy node's other work; `first` one
+pinned to the first cpu (on a quiet machine one slot's cpu busy, its sibling's idle: the
+sibling's spin is held, node/spin_hold.py); `pinned` one busy loop pinned to each cpu;
+`none`. It runs through every run. Per run: the slots' cpu time per slot-phase (user +
+system of the slot processes from /proc, psutil, between a fifth and nine tenths of the
+phases stored: the slots' own work, what the spin costs; load stretches wall time, not this
+much) with their context switches per slot-phase (voluntary: the wake-ups), the coordinator's per phase beside it, phases per second (first T0 to last), the
 skew (max start - min start) p50 / p99, and how the slots waited (the records'
 `metrics.spun`: spun / slept, and of those slept how many for a sibling's busy cpus,
 `metrics.spin_held`; none before issue 30).
@@ -137,15 +138,17 @@ def spinners(kind: str) -> list[subprocess.Popen]:
         return []
     if kind == "one":
         return [subprocess.Popen([sys.executable, "-c", loop])]
+    cpus = sorted(os.sched_getaffinity(0))
     return [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, "
-                              f"[{c}])\n{loop}"]) for c in sorted(os.sched_getaffinity(0))]
+                              f"[{c}])\n{loop}"])
+            for c in (cpus[:1] if kind == "first" else cpus)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--phases", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="counted pairs")
-    ap.add_argument("--spinner", choices=["one", "pinned", "none"], default="one")
+    ap.add_argument("--spinner", choices=["one", "first", "pinned", "none"], default="one")
     ap.add_argument("--before", default=BEFORE, help="git ref of the peer tree ('' = none)")
     a = ap.parse_args()
     trees, made = trees_with_before(a.before)
