@@ -12,10 +12,11 @@ sibling's spin is held, node/spin_hold.py); `pinned` one busy loop pinned to eac
 `none`. It runs through every run. Per run: the slots' cpu time per slot-phase (user +
 system of the slot processes from /proc, psutil, between a fifth and nine tenths of the
 phases stored: the slots' own work, what the spin costs; load stretches wall time, not this
-much) with their context switches per slot-phase (voluntary: the wake-ups), the coordinator's per phase beside it, phases per second (first T0 to last), the
-skew (max start - min start) p50 / p99, and how the slots waited (the records'
-`metrics.spun`: spun / slept, and of those slept how many for a sibling's busy cpus,
-`metrics.spin_held`; none before issue 30).
+much) with their context switches per slot-phase (voluntary: the wake-ups), the
+coordinator's per phase beside it, phases per second (first T0 to last), the skew (max
+start - min start) p50 / p99, and how the slots waited (the records' `metrics.spun`: spun /
+slept, and of those slept how many for a sibling's busy cpus, `metrics.spin_held`; none
+before issue 30).
 
 Goal (issue 30): this tree's 2-slot slot cpu per slot-phase <= its 8-slot one (median of the
 paired ratios); the ratio 2 slots this tree / before is printed beside it, with the skew.
