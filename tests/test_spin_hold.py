@@ -96,3 +96,16 @@ def test_a_slot_does_not_spin_while_another_of_its_phase_sleeps(tmp_path, monkey
         assert SPIN_HELD.name not in phases[-1][1].metrics
     finally:
         agent.close()
+
+
+def test_a_held_slot_late_for_its_sleep_is_late_for_that_not_a_stall():
+    from builders import T, rec
+    from manybench.analysis import late
+    t0 = T
+    slots = [rec(0, s, t0, t0 + st, t0 + st + 1_000, workers=2) for s, st in
+             enumerate([1_000, 500_000])]
+    slots[0].metrics[CPU_BUSY.name] = 0.9          # on time, asleep for its busy cpu
+    slots[1].metrics[SPIN_HELD.name] = 0.9         # held by it, woke 0.5 ms late
+    got = late.count([slots])
+    assert dict(got.by_cause) == {"held": 1}
+    assert "slept to T0 with it" in late.verdict(got, 0.01)
