@@ -4,7 +4,7 @@ sleeps.
 Each slot chooses for its own cpus (spin_choice.py). But a phase starts when its last slot
 does: while one slot sleeps to T0 (its cpus busy), the others' spin buys the phase's skew
 nothing and costs up to SPIN_NS of cpu each, every phase (issue 30: one busy loop sitting on
-one of two cpus, the other slot spinning: ~2x the slot cpu per phase of 8 sleeping slots).
+one of two cpus, the other slot spun every phase, 290-330 us of its cpu each: docs/scale.md).
 So the agent, which sees every slot's result, holds the spin of the phase's other slots
 while one of the last phase's slept for busy cpus: they get no spin right (each keeps its
 own choice, untouched, for when the hold ends), and their records carry `spin_held`, the
@@ -14,7 +14,7 @@ sleeper spins again the hold ends with the next phase.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..kernels import Result
 from ..kernels.binding import cpulist
@@ -46,9 +46,9 @@ def held_result(res: Result, share: float, asleep: dict[int, float], first: bool
     extra = res.extra
     if first:
         who = max(asleep, key=asleep.__getitem__)
-        extra = {**extra, "warnings": [*extra.get("warnings", ()), [
-            "busy-cpu", f"slot {place.slot} (cpus {cpulist(place.affinity)}) sleeps until T0 "
-            f"instead of spinning from phase {phase}: slot {who} of the phase on this node "
-            f"sleeps (other work took {share:.0%} of its cpus), and a spin buys the phase's "
-            "skew nothing while one of its slots wakes from a sleep"]]}
+        told = (f"slot {place.slot} (cpus {cpulist(place.affinity)}) sleeps until T0 instead "
+                f"of spinning from phase {phase}: slot {who} of the phase on this node sleeps "
+                f"(other work took {share:.0%} of its cpus), and a spin buys the phase's skew "
+                "nothing while one of its slots wakes from a sleep")
+        extra = {**extra, "warnings": [*extra.get("warnings", ()), ["busy-cpu", told]]}
     return replace(res, metrics=metrics, extra=extra)
