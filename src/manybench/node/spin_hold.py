@@ -13,8 +13,8 @@ sleeper spins again the hold ends with the next phase.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..kernels import Result
 from ..kernels.binding import cpulist
