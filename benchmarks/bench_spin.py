@@ -6,13 +6,17 @@ competing spinner, each run by this tree and by the tree before (`--before`, a g
   python benchmarks/bench_spin.py                         # 1,000 phases, 3 rounds
   python benchmarks/bench_spin.py --phases 400 --rounds 2 --spinner pinned
 
-The spinner: `one` (default) an unpinned busy loop, a busy node's other work; `pinned` one
-busy loop pinned to each cpu; `none`. It runs through every run. Per run: the slots' cpu time
-per slot-phase (user + system of the slot processes from /proc, psutil, between a fifth and
-nine tenths of the phases stored: the slots' own work, what the spin costs; load stretches
-wall time, not this much), the coordinator's per phase beside it, phases per second (first
-T0 to last), the skew (max start - min start) p50 / p99, and how the slots waited (the
-records' `metrics.spun`: spun / slept; none before this tree).
+The spinner: `one` (default) an unpinned busy loop, a busy node's other work; `first` one
+pinned to the first cpu (on a quiet machine one slot's cpu busy, its sibling's idle: the
+sibling's spin is held, node/spin_hold.py); `pinned` one busy loop pinned to each cpu;
+`none`. It runs through every run. Per run: the slots' cpu time per slot-phase (user +
+system of the slot processes from /proc, psutil, between a fifth and nine tenths of the
+phases stored: the slots' own work, what the spin costs; load stretches wall time, not this
+much) with their context switches per slot-phase (voluntary: the wake-ups), the
+coordinator's per phase beside it, phases per second (first T0 to last), the skew (max
+start - min start) p50 / p99, and how the slots waited (the records' `metrics.spun`: spun /
+slept, and of those slept how many for a sibling's busy cpus, `metrics.spin_held`; none
+before issue 30).
 
 Goal (issue 30): this tree's 2-slot slot cpu per slot-phase <= its 8-slot one (median of the
 paired ratios); the ratio 2 slots this tree / before is printed beside it, with the skew.
@@ -52,6 +56,18 @@ def cpu_of(procs: list[psutil.Process]) -> float:
     return total
 
 
+def switches_of(procs: list[psutil.Process]) -> tuple[int, int]:
+    """Voluntary (wake-ups) and involuntary context switches of the processes, summed."""
+    vol = inv = 0
+    for p in procs:
+        try:
+            c = p.num_ctx_switches()
+            vol, inv = vol + c.voluntary, inv + c.involuntary
+        except psutil.Error:
+            pass
+    return vol, inv
+
+
 def one_run(tree: str, workers: int, phases: int) -> dict:
     """A run of `phases` null phases with `workers` slots by `tree`'s manybench: its cpu per
     slot-phase (slots) and per phase (coordinator) over the middle phases, rate, skew."""
@@ -72,29 +88,33 @@ def one_run(tree: str, workers: int, phases: int) -> dict:
                 slots = coord.children()
             except psutil.Error:
                 slots = []
-            marks.append((stored.count(), cpu_of([coord]), cpu_of(slots), len(slots)))
+            marks.append((stored.count(), cpu_of([coord]), cpu_of(slots), len(slots),
+                          switches_of(slots)))
         stored.close()
         err = p.communicate()[1]
         if p.returncode != 0:
             sys.exit(f"manybench run failed (exit {p.returncode}):\n{err[-2000:]}")
-        (n1, c1, s1, _), (n2, c2, s2, k) = marks
+        (n1, c1, s1, _, w1), (n2, c2, s2, k, w2) = marks
         if n2 <= n1 or k != workers:
             sys.exit(f"the run ended before its middle phases could be measured "
                      f"({n1} -> {n2} phases, {k} slot processes seen)")
         db = sqlite3.connect(os.path.join(d, "results.db"))
         starts: dict[int, list[int]] = {}
-        ways = {"spun": 0, "slept": 0}
+        ways = {"spun": 0, "slept": 0, "held": 0}
         for ph, s, m in db.execute("SELECT phase, start_ns, metrics FROM records"):
             starts.setdefault(ph, []).append(s)
-            spun = json.loads(m or "{}").get("spun")
-            if spun is not None:
-                ways["spun" if spun else "slept"] += 1
+            m = json.loads(m or "{}")
+            if m.get("spun") is not None:
+                ways["spun" if m["spun"] else "slept"] += 1
+            ways["held"] += "spin_held" in m
         t0s = [t for (t,) in db.execute("SELECT t0_ns FROM phases ORDER BY idx")]
         db.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
     skews = [(max(v) - min(v)) / 1e3 for v in starts.values()]
-    return {"slot": (s2 - s1) / (n2 - n1) / workers * 1e6, "coord": (c2 - c1) / (n2 - n1) * 1e6,
+    per = (n2 - n1) * workers      # slot-phases between the marks
+    return {"slot": (s2 - s1) / per * 1e6, "coord": (c2 - c1) / (n2 - n1) * 1e6,
+            "vol": (w2[0] - w1[0]) / per, "inv": (w2[1] - w1[1]) / per,
             "rate": (len(t0s) - 1) / ((t0s[-1] - t0s[0]) / 1e9),
             "skew50": statistics.median(skews), "skew99": harness.pct(skews, 99),
             "ways": ways if any(ways.values()) else None, "load": os.getloadavg()[0]}
@@ -104,9 +124,10 @@ def show(rnd: int, got: dict[str, dict]) -> None:
     what = "warm-up (not counted)" if rnd < 0 else f"round {rnd + 1}"
     print(f"  {what}:", flush=True)
     for name, g in got.items():
-        ways = (f"spun {g['ways']['spun']}, slept {g['ways']['slept']}" if g["ways"]
-                else "not recorded")
-        print(f"    {name}: slot cpu {g['slot']:.0f} us per slot-phase, coordinator "
+        ways = (f"spun {g['ways']['spun']}, slept {g['ways']['slept']} (held "
+                f"{g['ways'].get('held', 0)})" if g["ways"] else "not recorded")
+        print(f"    {name}: slot cpu {g['slot']:.0f} us per slot-phase (switches "
+              f"{g['vol']:.2f} voluntary, {g['inv']:.2f} involuntary), coordinator "
               f"{g['coord']:.0f} us per phase, {g['rate']:.0f} phases/s, skew p50 "
               f"{g['skew50']:.1f} us, p99 {g['skew99']:.0f} us; records {ways}; load "
               f"{g['load']:.1f}", flush=True)
@@ -118,15 +139,17 @@ def spinners(kind: str) -> list[subprocess.Popen]:
         return []
     if kind == "one":
         return [subprocess.Popen([sys.executable, "-c", loop])]
+    cpus = sorted(os.sched_getaffinity(0))
     return [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, "
-                              f"[{c}])\n{loop}"]) for c in sorted(os.sched_getaffinity(0))]
+                              f"[{c}])\n{loop}"])
+            for c in (cpus[:1] if kind == "first" else cpus)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--phases", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="counted pairs")
-    ap.add_argument("--spinner", choices=["one", "pinned", "none"], default="one")
+    ap.add_argument("--spinner", choices=["one", "first", "pinned", "none"], default="one")
     ap.add_argument("--before", default=BEFORE, help="git ref of the peer tree ('' = none)")
     a = ap.parse_args()
     trees, made = trees_with_before(a.before)

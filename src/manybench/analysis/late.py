@@ -10,6 +10,9 @@ Each late slot gets the cause the records can show:
              until T0 without spinning and wake one after another
   other work it had a cpu of its own but other work kept it busy, so it slept to T0 instead
              of spinning (metrics.cpu_busy: node/spin_choice.py) and woke late
+  held       its cpus were idle, but another slot of the phase on its node slept for busy
+             cpus, so its spin was held and it slept too (metrics.spin_held:
+             node/spin_hold.py) and woke late
   stall      it was waiting in time and on a cpu of its own, yet woke late: the machine took
              the cpu away (an interrupt, another task, the hypervisor): the node's noise
              floor (inventory/noise.py) says how long such stalls last there
@@ -33,7 +36,8 @@ from ..units import plural
 LATE_NS = 100_000          # a first operation this long after T0 is a late start
 DEFAULT_TARGET = 0.01      # the plan's late_target when it gives none (plan/observe.py)
 CAUSE_TEXT = {"lead": "lead too short", "busy core": "a busy core",
-              "other work": "its cpu busy with other work", "stall": "a stall"}
+              "other work": "its cpu busy with other work",
+              "held": "its spin held for another slot's busy cpu", "stall": "a stall"}
 
 
 def armed_late_ns(r: Record) -> int:
@@ -70,6 +74,8 @@ def _cause(armed_late: int, on_its_cpu: int, metrics: dict) -> str:
         return "busy core"
     if F.CPU_BUSY.name in metrics:
         return "other work"
+    if F.SPIN_HELD.name in metrics:
+        return "held"
     return "stall"
 
 
@@ -163,6 +169,9 @@ def verdict(c: LateCount, target: float, floor_ns: int | None = None) -> str | N
     if c.by_cause.get("other work"):
         text += ("; slots whose cpu other work kept busy slept to T0 and woke late: "
                  "free their cpus")
+    if c.by_cause.get("held"):
+        text += ("; slots beside one whose cpu other work kept busy slept to T0 with it and "
+                 "woke late: free that cpu")
     return text
 
 

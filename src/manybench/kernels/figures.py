@@ -150,8 +150,13 @@ CPU_BUSY = Figure("cpu_busy", "share", "its cpus busy", "", role=CONTEXT,
                   note="its cpus busy = the share of the slot's cpus other work took (from "
                   "/proc/stat, the run's own processes left out) when that made a slot with "
                   "cpus of its own sleep to T0 instead of spinning; absent otherwise")
+SPIN_HELD = Figure("spin_held", "share", "spin held", "", role=CONTEXT,
+                   note="spin held = a slot on idle cpus of its own slept to T0 because "
+                   "another slot of the phase on its node slept (its cpus busy by this "
+                   "share, its cpu_busy): a spin buys no skew while one slot of the phase "
+                   "wakes from a sleep (node/spin_hold.py); absent otherwise")
 EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
-              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD, SPUN, CPU_BUSY)
+              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD, SPUN, CPU_BUSY, SPIN_HELD)
 
 # a command's metric `x` captured with a unit: metrics["x.unit"] names the unit x is stored in
 UNIT_SUFFIX = ".unit"

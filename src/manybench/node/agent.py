@@ -28,6 +28,7 @@ from .protocol import (CODEC, Assignment, CommandsDone, Connect, Connected, Fini
                        WireTask, check_version)
 from .context import ContextError, slot_context
 from .scratch import Scratch
+from .spin_hold import held_place, held_result, sleepers
 from .telemetry import Telemetry
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
@@ -62,6 +63,7 @@ class Running:
     waiting: bool = False       # a connect was sent and not yet answered
     child: int = 0              # its command's process group (SlotReady.child)
     prepare: SlotPrepare | None = None   # a light phase's prepare, sent with the go
+    held: float | None = None   # its spin held: another slot slept (spin_hold.py)
 
 
 class Agent:
@@ -90,6 +92,8 @@ class Agent:
         self.went_ns = 0    # when its go came (this node's clock)
         self._poller = select.poll()     # _receive's, for the fds in _polled
         self._polled: set[int] = set()
+        self.asleep: dict[int, float] = {}   # the phase's slots that slept for busy cpus
+        self.held_told: set[int] = set()     # slots whose held spin was told (once each)
 
     @classmethod
     def of(cls, req: Start) -> Agent:
@@ -172,6 +176,8 @@ class Agent:
         phase = self.phase = req.phase
         if not self.keep:
             self.scratch.drop_phase_dirs()
+        # who slept for busy cpus in the last phase holds the others' spin in this one
+        self.asleep = sleepers((i, r.result) for i, r in self.running.items())
         self.running = {a.place.slot: Running(a.place) for a in req.work}
         out = {}
         for a in req.work:
@@ -183,7 +189,8 @@ class Agent:
             except ContextError as e:
                 self.running[a.place.slot].result = Result(status="error", error=str(e))
                 continue
-            out[a.place.slot] = SlotPrepare(mine, ctx, a.place)
+            place, self.running[a.place.slot].held = held_place(a.place, self.asleep)
+            out[a.place.slot] = SlotPrepare(mine, ctx, place)
         return out
 
     def prepare(self, req: Prepare, tick: Callable[[], None] | None = None) -> Prepared:
@@ -347,7 +354,13 @@ class Agent:
                 case SlotConnected():
                     self.running[i].waiting = False
                 case SlotDone(result):
-                    self.running[i].result = result
+                    r = self.running[i]
+                    if r.held is not None and result.status == "ok":
+                        result = held_result(result, r.held, self.asleep,
+                                             i not in self.held_told, r.place,
+                                             self.phase.index if self.phase else -1)
+                        self.held_told.add(i)
+                    r.result = result
 
     def results(self) -> dict[int, Result]:
         return {i: r.result for i, r in self.running.items() if r.result is not None}

@@ -69,7 +69,8 @@ WARNING_KINDS = {
     "late-go": "phases whose slots armed late because their go stalled within the nodes' noise "
                "floor: the lead did not grow for every phase to cover them (run/schedule.py)",
     "busy-cpu": "a slot with a cpu of its own slept until T0 instead of spinning: other work "
-                "kept that cpu busy (node/spin_choice.py)",
+                "kept that cpu busy (node/spin_choice.py), or another slot's of the phase on "
+                "its node (node/spin_hold.py)",
 }
 
 
