@@ -146,7 +146,7 @@ def _launcher(st: Any, res: Result) -> Result:
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
-        why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        why = launch.launcher.family.status(code, stdout + "\n" + stderr)
         status = "error"
         error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
                  + (f" ({said})" if said else "") + (f"; {error}" if error else ""))
