@@ -106,3 +106,29 @@ def test_a_rank_killed_by_a_signal_is_told_as_a_signal(mpi, how, plan_file, tmp_
     for r in told:
         assert sig in r["error"] or how == "sh" and "signal 9 (SIGKILL: Killed)" in r["error"], \
             r["error"]
+
+
+def test_a_daemon_a_rank_leaves_holding_the_output_is_named_and_killed(mpi, plan_file,
+                                                                       tmp_path):
+    """Rank 1 leaves a daemon that holds its stdout (the pipe its launcher reads) and every
+    rank finalizes: the job ends when its ranks did, not at the task's timeout; the daemon
+    is named in a warning and killed."""
+    fam, launcher, probe = mpi
+    recs, stderr = _run(plan_file, f"""
+        name = "daemon"
+        [placement]
+        workers = 2
+        [[task]]
+        name = "probe"
+        command = ["{probe}", "daemon"]
+        ranks = 2
+        timeout = "30s"
+        launcher = "{launcher}"
+        """, tmp_path, expect=0)
+    assert all(r["status"] == "ok" for r in recs), [(r["status"], r["error"]) for r in recs]
+    first = _first(recs)
+    pid = int(re.search(r"probe daemon pid (\d+)", first["stdout"])[1])
+    said = [ln for ln in stderr.splitlines() if f"pid {pid} " in ln]
+    assert said and "held the launcher's output" in said[0] and "killed" in said[0], stderr
+    assert not os.path.exists(f"/proc/{pid}") or \
+        open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z")

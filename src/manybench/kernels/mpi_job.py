@@ -29,13 +29,14 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import IO
 
 from ..launchers import Job, Launcher, LauncherError, resolve
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
+from . import job_leftovers
 from .figures import JOB
 from .mpi_phase import finish_jobs
 from .mpi_record import FACTS, FIGURES, job_result
@@ -48,6 +49,9 @@ from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abor
 START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task gives no
                            # startup_timeout (thousands of ranks over ssh take minutes)
 LAUNCHER_SAID_S = 5.0      # a rank gone before it was ready: how long its launcher may take to exit
+LEFTOVER_S = 1.0           # a launcher running this long after its rank ended: what holds it?
+LEFTOVER_POLL_S = 0.25     # ... looked for again after a kill
+LEFTOVER_MAX_S = 8.0       # ... and at most this far apart while ranks still run
 LIBRARY = "libmbrank.so"
 # programs that exec or start the real program: let through, so that one is the rank
 PASS = ("env", "numactl", "taskset", "nice", "chrt", "time", "sh", "bash", "dash", "ch-run",
@@ -76,6 +80,7 @@ class Launch:
     exited_mono: int = 0
     timed_out: bool = False     # ended by the task's timeout ...
     killed: bool = False        # ... by this slot (else it ended once a rank was killed)
+    leftovers: list[str] = field(default_factory=list)   # killed for holding its output
 
     def poll(self) -> int | None:
         if self.status is None:
@@ -389,16 +394,40 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
     if how in ("exited", "unfinalized") and _past(deadline):
         how = "stopped"
     if st.launch is not None:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            st.launch.proc.wait(left)
-        except subprocess.TimeoutExpired:
-            st.launch.timed_out = True
-            st.launch.kill()
-            st.launch.proc.wait()
+        _wait_launcher(st.launch, deadline)
         if st.launch.poll() != 0 and _past(deadline):
             st.launch.timed_out = True
     return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+def _wait_launcher(launch: Launch, deadline: float | None) -> None:
+    """Wait for the job's launcher until the deadline (then kill it). Still running
+    LEFTOVER_S after this slot's rank ended, and no rank left in its tree here: what a rank
+    left holding its output (job_leftovers.py) is killed and named on the record, so the job
+    ends when its ranks did rather than at the timeout. Looked for less often as it goes on
+    (ranks on other nodes may still run)."""
+    step = LEFTOVER_S
+    while True:
+        until = time.monotonic() + step
+        if deadline is not None:
+            until = min(until, deadline)
+        try:
+            launch.proc.wait(max(0.0, until - time.monotonic()))
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        if _past(deadline):
+            launch.timed_out = True
+            launch.kill()
+            launch.proc.wait()
+            return
+        found = job_leftovers.holders(launch.proc.pid, LIBRARY)
+        if found:
+            launch.leftovers += [job_leftovers.describe(p) for p in found]
+            job_leftovers.kill(found)
+            step = LEFTOVER_POLL_S
+        else:
+            step = min(step * 2, LEFTOVER_MAX_S)
 
 
 PAIR_NS = 50_000     # two clock reads this close are one instant, for a deadline

@@ -116,6 +116,10 @@ def _launcher(st: Any, res: Result) -> Result:
     failures = launch.launcher.family.failures(stdout + "\n" + stderr)
     if failures:
         extra["rank_failures"] = failures
+    if launch.leftovers:
+        extra["warnings"] = [["leftover", f"task {st.ctx.spec.name}, job {st.job}: "
+                              + "; ".join(launch.leftovers) + ", left by its ranks, held "
+                              "the launcher's output after they had ended: killed"]]
     spec = st.ctx.spec
     m.update(extract_metrics(spec.metrics, [stdout, stderr])[0])
     ok = launch.status == 0 and not launch.timed_out
