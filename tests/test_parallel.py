@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+from mpi_helpers import FAMILIES, _alive, _by_phase, _probes, build_probe
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -23,13 +23,7 @@ HERE = os.path.dirname(__file__)
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def mpi(request, tmp_path_factory):
     """(family, launcher, probe executable) built with that family's mpicc."""
-    fam = request.param
-    cc, launcher, pkgs = FAMILIES[fam]
-    if not shutil.which(cc) or not shutil.which(launcher):
-        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
-    out = str(tmp_path_factory.mktemp(fam) / "probe")
-    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
-    return fam, launcher, out
+    return build_probe(request.param, tmp_path_factory)
 
 
 def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
