@@ -88,8 +88,8 @@ def test_a_rank_killed_by_a_signal_is_told_as_a_signal(mpi, how, plan_file, tmp_
     first, second = _first(recs), next(r for r in recs if r["slot"] == 1)
     assert first["status"] == "error" and second["status"] == "error"
     for r in (first, second):
-        # a status that is a signal says so: "exit status 11 (a rank's signal 11 ...)"
-        assert not re.search(r"exit (?:code|status) (?:9|11|139)\b(?! \((?:a rank's )?signal)",
+        # a status that is a signal says so: "exited with status 11 (a rank's signal 11 ...)"
+        assert not re.search(r"(?:exit code|status) (?:9|11|139)\b(?! \((?:a rank's )?signal)",
                              r["error"]), r["error"]
     told = [first] if how == "sh" and fam == "mpich" else [first, second]
     sig = "signal 11 (SIGSEGV: Segmentation fault)"

@@ -34,6 +34,7 @@ from importlib import resources
 from typing import IO
 
 from ..launchers import Job, Launcher, LauncherError, resolve
+from ..launchers.base import how_ended
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
 from . import job_leftovers
@@ -276,12 +277,8 @@ def _launcher_gone(st: JobSlot) -> str | None:
 
 
 def _ended(st: JobSlot) -> str:
-    """How the launcher ended, its status as its family reads it (a signal named as one):
-    "exited with status 4", "was killed by signal 9 (SIGKILL: Killed)"."""
-    code = st.launch.status
-    text = st.launch.launcher.family.status(code, "\n".join(st.launch.text())) if code \
-        else "exit status 0"
-    return f"exited with {text[5:]}" if text.startswith("exit ") else f"was {text}"
+    """How the launcher ended (launchers/base.how_ended)."""
+    return how_ended(st.launch.launcher.family, st.launch.status, "\n".join(st.launch.text()))
 
 
 def _tail_of(out: str, err: str) -> str:

@@ -12,6 +12,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from ..launchers.base import how_ended
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
@@ -150,8 +151,8 @@ def _launcher(st: Any, res: Result) -> Result:
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
-        why = launch.launcher.family.status(code, stdout + "\n" + stderr)
+        how = how_ended(launch.launcher.family, code, stdout + "\n" + stderr)
         status = "error"
-        error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
+        error = (f"the launcher {os.path.basename(launch.argv[0])} {how}"
                  + (f" ({said})" if said else "") + (f"; {error}" if error else ""))
     return replace(res, status=status, error=error, metrics=m, extra=extra)

@@ -80,6 +80,14 @@ def exit_text(code: int) -> str:
     return f"exit status {code}"
 
 
+def how_ended(family: Family, code: int, output: str) -> str:
+    """How a launcher ended, its status as its family reads it: "exited with status 4",
+    "exited with status 11 (a rank's signal 11 (SIGSEGV: ...))", "was killed by signal 9
+    (SIGKILL: Killed)"."""
+    text = family.status(code, output) if code else "exit status 0"
+    return f"exited with {text[5:]}" if text.startswith("exit ") else f"was {text}"
+
+
 def first_line(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
