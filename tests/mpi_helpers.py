@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
 
 import psutil
+import pytest
 
 HERE = os.path.dirname(__file__)
 PROBE = os.path.join(HERE, "fixtures", "mpi", "probe.c")
@@ -15,6 +17,17 @@ IP = shutil.which("ip") or "/usr/sbin/ip"
 # family -> (compiler wrapper, launcher, Debian packages)
 FAMILIES = {"openmpi": ("mpicc.openmpi", "mpirun.openmpi", "openmpi-bin libopenmpi-dev"),
             "mpich": ("mpicc.mpich", "mpiexec.mpich", "mpich libmpich-dev")}
+
+
+def build_probe(fam: str, tmp_path_factory) -> tuple[str, str, str]:
+    """(family, launcher, probe executable) built with that family's mpicc; skips the test
+    where the family is not installed."""
+    cc, launcher, pkgs = FAMILIES[fam]
+    if not shutil.which(cc) or not shutil.which(launcher):
+        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
+    out = str(tmp_path_factory.mktemp(fam) / "probe")
+    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
+    return fam, launcher, out
 
 
 def _probes(stdout: str) -> list[dict]:

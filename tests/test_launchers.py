@@ -108,7 +108,7 @@ def test_private_variables_are_named_on_the_command_line_never_valued(tmp_path, 
 
 
 @pytest.mark.parametrize("name, expect", [
-    ("openmpi-4.1.4-rank1-kill.txt", {"rank 1": "killed by signal 9 (Killed) on vm"}),
+    ("openmpi-4.1.4-rank1-kill.txt", {"rank 1": "killed by signal 9 (SIGKILL: Killed) on vm"}),
     ("openmpi-4.1.4-rank1-exit.txt", {"rank 1": "exit status 3"}),
     ("openmpi-4.1.4-rank1-abort.txt", {"rank 1": "called MPI_Abort (error code 2)"}),
     ("mpich-4.0.2-rank1-abort.txt", {"rank 1": "called MPI_Abort (error code 2)"}),
@@ -120,8 +120,32 @@ def test_failures_name_the_rank(name, expect):
 
 def test_mpich_names_the_failed_process_by_pid():
     got = FAMILIES["mpich"].failures(_fixture("mpich-4.0.2-rank1-kill.txt"))
-    assert list(got.values()) == ["exit code 9 on vm"]
+    assert list(got.values()) == ["killed by signal 9 (SIGKILL: Killed) on vm"]
     assert next(iter(got)).startswith("pid ")
+
+
+def test_a_signal_reads_as_a_signal_in_every_familys_report():
+    """Hydra 4.0's "EXIT CODE: 11" is signal 11 when its exit string says so (the record
+    said "exit code 11"), and mpiexec's own exit status 11 is that signal; 4.1's "KILLED BY
+    SIGNAL"; a shell's 139 in Open MPI's "Exit code"; a launcher killed itself."""
+    segv = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 29797 RUNNING AT "
+            "vm\n=   EXIT CODE: 11\n=   CLEANING UP REMAINING PROCESSES\n"
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n")
+    mpich = FAMILIES["mpich"]
+    sig11 = "signal 11 (SIGSEGV: Segmentation fault)"
+    assert mpich.failures(segv) == {"pid 29797": f"killed by {sig11} on vm"}
+    assert mpich.status(11, segv) == f"exit status 11 (a rank's {sig11})"
+    assert mpich.status(11, "") == "exit status 11"        # an exit(11): no exit string
+    exited = segv.replace("Segmentation fault (signal 11)", "").replace("CODE: 11", "CODE: 3")
+    assert mpich.failures(exited) == {"pid 29797": "exit status 3 on vm"}
+    newer = segv.replace("EXIT CODE: 11", "KILLED BY SIGNAL: 11").split("YOUR APPLICATION TERM")[0]
+    assert mpich.failures(newer) == {"pid 29797": f"killed by {sig11} on vm"}
+    ompi = FAMILIES["openmpi"]
+    shell = "Process name: [[4242,1],1]\n  Exit code:    139\n"
+    assert ompi.failures(shell) == {"rank 1": f"exit status 139 ({sig11}, as a shell "
+                                              "reports it)"}
+    assert ompi.status(-9, "") == "killed by signal 9 (SIGKILL: Killed)"
+    assert ompi.status(3, "") == "exit status 3"
 
 
 def test_family_detected_from_version_output(tmp_path):
@@ -228,6 +252,20 @@ def test_plan_fields_of_parallel_tasks_are_checked(plan_file):
         ranks = 1
         launcher_args = "-x"
         [[task]]
+        name = "s"
+        command = ["hostname"]
+        ranks = 1
+        startup_timeout = "soon"
+        [[task]]
+        name = "s0"
+        command = ["hostname"]
+        ranks = 1
+        startup_timeout = "0s"
+        [[task]]
+        name = "sc"
+        command = ["hostname"]
+        startup_timeout = "1m"
+        [[task]]
         name = "g"
         command = ["hostname"]
         ranks = 1
@@ -245,6 +283,9 @@ def test_plan_fields_of_parallel_tasks_are_checked(plan_file):
     assert "task.c.launcher: only for a parallel task" in err
     assert "task.zero.ranks:" in err
     assert "task.m.launcher_args: expected a list of strings" in err
+    assert "task.s.startup_timeout:" in err and "'soon'" in err
+    assert "task.s0.startup_timeout: must be greater than zero" in err
+    assert "task.sc.startup_timeout: only for a parallel task" in err
     assert "concurrent.tasks: task 'g' runs as MPI jobs" in err
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, PROBE, _alive, _by_phase, _probes
+from mpi_helpers import FAMILIES, _alive, _by_phase, _probes, build_probe
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -23,13 +23,7 @@ HERE = os.path.dirname(__file__)
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def mpi(request, tmp_path_factory):
     """(family, launcher, probe executable) built with that family's mpicc."""
-    fam = request.param
-    cc, launcher, pkgs = FAMILIES[fam]
-    if not shutil.which(cc) or not shutil.which(launcher):
-        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
-    out = str(tmp_path_factory.mktemp(fam) / "probe")
-    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
-    return fam, launcher, out
+    return build_probe(request.param, tmp_path_factory)
 
 
 def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
@@ -299,11 +293,15 @@ def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, ranks, pla
     assert _alive(str(hang)) == [] and _alive(str(tmp_path / "res")) == []
 
 
-def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tmp_path):
-    """No MPI needed: a launcher that says it is Open MPI and never starts anything."""
+def test_a_launcher_that_hangs_at_start_up_is_ended_by_its_start_up_bound(plan_file,
+                                                                         tmp_path):
+    """No MPI needed: a launcher that says it is Open MPI, says why it is stuck and never
+    starts anything. Its start-up bound is the task's `startup_timeout`, not its `timeout`
+    (2 h here), and what it said is kept."""
     fake = tmp_path / "fake-mpirun"
     fake.write_text('#!/bin/sh\ncase "$1" in --version) echo "mpirun (Open MPI) 4.1.4";; '
-                    '*) exec sleep 1000;; esac\n')
+                    '*) echo "fake: waiting for a daemon that never calls" >&2; '
+                    'exec sleep 1000;; esac\n')
     fake.chmod(0o755)
     recs = _run(plan_file, f"""
         name = "stuck"
@@ -313,7 +311,8 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tm
         name = "stuck"
         command = ["hostname"]
         ranks = 2
-        timeout = "2s"
+        timeout = "2h"
+        startup_timeout = "2s"
         launcher = "{fake}"
         [[task]]
         name = "after"
@@ -322,6 +321,8 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_the_timeout(plan_file, tm
     tasks = _by_task(recs)
     first, second = sorted(tasks["stuck"], key=lambda r: r["slot"])
     assert first["status"] == "error" and "not ready within 2s" in first["error"]
+    assert "fake: waiting for a daemon that never calls" in first["error"], first["error"]
+    assert "fake: waiting for a daemon" in first["stderr"]
     assert second["status"] == "error" and ("not ready" in second["error"]
                                             or "did not start" in second["error"])
     assert all(r["status"] == "ok" for r in tasks["after"])

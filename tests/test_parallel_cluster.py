@@ -20,7 +20,7 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json, run_cli
-from mpi_helpers import (FAMILIES, PROBE, _alive, _by_phase, _probes, abort_ports,
+from mpi_helpers import (FAMILIES, _alive, _by_phase, _probes, abort_ports, build_probe,
                          rsh_agent, tree)
 from manybench.kernels.binding import parse_cpulist
 
@@ -45,13 +45,7 @@ def two_nodes():
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def mpi(request, tmp_path_factory):
-    fam = request.param
-    cc, launcher, pkgs = FAMILIES[fam]
-    if not shutil.which(cc) or not shutil.which(launcher):
-        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
-    out = str(tmp_path_factory.mktemp(fam) / "probe")
-    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
-    return fam, launcher, out
+    return build_probe(request.param, tmp_path_factory)
 
 
 def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi, plan_file,

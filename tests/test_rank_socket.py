@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +16,8 @@ import time
 import pytest
 
 from conftest import export_json
-from mpi_helpers import FAMILIES, PROBE, _probes, abort_ports, cmdline, rank_sockets, tree
+from mpi_helpers import (FAMILIES, _probes, abort_ports, build_probe, cmdline, rank_sockets,
+                         tree)
 from second_user import answer, other_user, run_as
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
@@ -52,13 +52,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def mpi(request, tmp_path_factory):
-    fam = request.param
-    cc, launcher, pkgs = FAMILIES[fam]
-    if not shutil.which(cc) or not shutil.which(launcher):
-        pytest.skip(f"{fam} not installed ({cc}, {launcher}: Debian {pkgs})")
-    out = str(tmp_path_factory.mktemp(fam) / "probe")
-    subprocess.run([cc, "-O1", "-fopenmp", "-o", out, PROBE], check=True, capture_output=True)
-    return fam, launcher, out
+    return build_probe(request.param, tmp_path_factory)
 
 
 def _start(plan: str, out: str, tmp_path) -> subprocess.Popen:

@@ -54,7 +54,8 @@ def _plain(value: object, path: str = "phase") -> list[str]:
 def test_a_phase_crosses_as_frozen_plain_data_with_what_nodes_read():
     cmd = _phase("command", wrap=["env", "--"], command=["echo", "{size}"], shell=True,
                  timeout=5.0, metrics={"rate": "(?P<value>\\d+)"}, parse="fio",
-                 env={"B": "2"}, launcher="mpirun", launcher_args=["-x"])
+                 env={"B": "2"}, launcher="mpirun", launcher_args=["-x"],
+                 startup_timeout=7.0)
     group = _phase("group")
     group.members = [_phase(), cmd]
     for model in (cmd, group):
@@ -66,8 +67,9 @@ def test_a_phase_crosses_as_frozen_plain_data_with_what_nodes_read():
     wire = wire_phase(cmd)
     t = wire.task
     assert (t.command, t.shell, t.timeout, t.metrics, t.parse, t.env, t.launcher,
-            t.launcher_args) == (("echo", "{size}"), True, 5.0, {"rate": "(?P<value>\\d+)"},
-                                 "fio", {"B": "2"}, "mpirun", ("-x",))
+            t.launcher_args, t.startup_timeout) == (
+        ("echo", "{size}"), True, 5.0, {"rate": "(?P<value>\\d+)"}, "fio", {"B": "2"}, "mpirun",
+        ("-x",), 7.0)
     assert (wire.index, wire.kernel, wire.params, wire.workers, wire.rep, wire.variant,
             wire.env, wire.vars, wire.wrap, wire.sample) == (
         3, "command", {"size": 4096}, 2, 1, "v", {"A": "1"}, {"image": "x"}, ("env", "--"), 0.1)

@@ -32,6 +32,7 @@ class TaskSpec:
     # a parallel task (`ranks` in params): its MPI launcher and the plan's extra arguments
     launcher: str | None = None       # "auto" | "mpirun" | "mpiexec" | "srun" | a program
     launcher_args: list[str] = field(default_factory=list)
+    startup_timeout: float | None = None   # s, launch to every rank held (None: the default)
 
 
 Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/binding.py)

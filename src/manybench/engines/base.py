@@ -60,7 +60,7 @@ def wire_phase(phase: Phase) -> WirePhase:
     t = phase.task
     task = WireTask(t.name, None if t.command is None else tuple(t.command), t.shell,
                     t.timeout, dict(t.metrics), t.parse, dict(t.env), t.launcher,
-                    tuple(t.launcher_args))
+                    tuple(t.launcher_args), t.startup_timeout)
     return WirePhase(phase.index, phase.kernel, task, dict(phase.params), phase.workers,
                      phase.rep, phase.variant, dict(phase.env), dict(phase.vars),
                      None if phase.wrap is None else tuple(phase.wrap), dict(phase.resources),

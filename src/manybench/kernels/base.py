@@ -89,8 +89,13 @@ REQUIRED = object()  # sentinel default: the plan must give this parameter
 class KernelError(Exception):
     """A failure the user caused or can fix (no O_DIRECT, no space, no permission, ...).
 
-    prepare() raises it with one clear line; the slot records it as the task's error.
+    prepare() raises it with one clear line; the slot records it as the task's error, with
+    `extra` as the record's (a launcher's output that says why, for one).
     """
+
+    def __init__(self, message: str = "", extra: dict | None = None) -> None:
+        super().__init__(message)
+        self.extra = extra or {}
 
 
 @dataclass

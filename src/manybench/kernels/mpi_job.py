@@ -11,7 +11,9 @@ its rank, native/mbrank.c the rank's side):
            (launchers/: the family's host list) and starts it; every slot waits until its
            rank is held: in MPI_Init after the real one returned, or before main() for a
            program that is not MPI-linked. Launcher start-up, wire-up and MPI_Init happen
-           here, outside the window, bounded by the task's timeout (else START_TIMEOUT_S).
+           here, outside the window, bounded by the task's startup_timeout (else
+           START_TIMEOUT_S), not its timeout: a launcher that hangs on a bad host is ended
+           soon, and its output and status are kept on the job's first record.
   run      every slot sends its rank T0 in its node's clock; the rank waits for T0, stamps
            its start and returns from MPI_Init; its MPI_Finalize (or exit) stamps its end.
            The job's first slot also waits for the launcher: its exit status and output are
@@ -27,13 +29,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import IO
 
 from ..launchers import Job, Launcher, LauncherError, resolve
+from ..launchers.base import how_ended
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .binding import cpulist
+from . import job_leftovers
 from .figures import JOB
 from .mpi_phase import finish_jobs
 from .mpi_record import FACTS, FIGURES, job_result
@@ -43,8 +47,12 @@ from .rank_keys import JobKeys
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
-START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task has no timeout
+START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task gives no
+                           # startup_timeout (thousands of ranks over ssh take minutes)
 LAUNCHER_SAID_S = 5.0      # a rank gone before it was ready: how long its launcher may take to exit
+LEFTOVER_S = 1.0           # a launcher running this long after its rank ended: what holds it?
+LEFTOVER_POLL_S = 0.25     # ... looked for again after a kill
+LEFTOVER_MAX_S = 8.0       # ... and at most this far apart while ranks still run
 LIBRARY = "libmbrank.so"
 # programs that exec or start the real program: let through, so that one is the rank
 PASS = ("env", "numactl", "taskset", "nice", "chrt", "time", "sh", "bash", "dash", "ch-run",
@@ -73,6 +81,7 @@ class Launch:
     exited_mono: int = 0
     timed_out: bool = False     # ended by the task's timeout ...
     killed: bool = False        # ... by this slot (else it ended once a rank was killed)
+    leftovers: list[str] = field(default_factory=list)   # killed for holding its output
 
     def poll(self) -> int | None:
         if self.status is None:
@@ -251,7 +260,8 @@ def _launcher_gone(st: JobSlot) -> str | None:
                  if st.ctx.wrap else ": is manybench installed at the same path on every "
                  "node?") + ")")
     name = os.path.basename(st.launch.argv[0])
-    if st.launch.status == 0 and not hint:
+    code = st.launch.status
+    if code == 0 and not hint:
         # the job ran to its end and no rank was ever held: a wrapper (sh -c ...) whose
         # programs are all helpers (not MPI-linked), or a program that exits before
         # MPI_Init. Say so: "exited before ready" alone reads as a launcher failure.
@@ -262,9 +272,13 @@ def _launcher_gone(st: JobSlot) -> str | None:
                 "before main() when it is the command itself or what the wrapper execs: "
                 "`exec` it as the shell's last command, or drop the shell"
                 + (f": {tail}" if tail else ""))
-    return (f"the launcher {name} exited with status "
-            f"{st.launch.status} before rank {st.jrank} of job {st.job} was ready{hint}"
-            + (f": {tail}" if tail else ""))
+    return (f"the launcher {name} {_ended(st)} before rank {st.jrank} of job {st.job} was "
+            f"ready{hint}" + (f": {tail}" if tail else ""))
+
+
+def _ended(st: JobSlot) -> str:
+    """How the launcher ended (launchers/base.how_ended)."""
+    return how_ended(st.launch.launcher.family, st.launch.status, "\n".join(st.launch.text()))
 
 
 def _tail_of(out: str, err: str) -> str:
@@ -272,21 +286,34 @@ def _tail_of(out: str, err: str) -> str:
     return (err.strip() or out.strip())[-TAIL_BYTES:]
 
 
-def _launcher_said(st: JobSlot) -> str:
-    """What the job's launcher said once a rank ended before it was ready (the first slot's
-    record): its exit status and the tail of its output, waited for a few seconds. The
-    record said only that the rank had ended, which hid why (an MPICH job under load)."""
+def _launcher_said(st: JobSlot, wait_s: float) -> str:
+    """What the job's launcher said once the job did not start (the first slot's record):
+    its exit status and the tail of its output, waited for `wait_s` (0: killed now, at the
+    start-up bound). The record said only that the rank had ended, or that it was not ready
+    in time, which hid why (ssh's "Could not resolve hostname" under a Hydra that hangs)."""
     if st.launch is None:
         return ""
     name = os.path.basename(st.launch.argv[0])
     try:
-        st.launch.proc.wait(LAUNCHER_SAID_S)
+        st.launch.proc.wait(wait_s)
+        st.launch.poll()
+        how = _ended(st)
     except subprocess.TimeoutExpired:
-        return f"; the launcher {name} still ran {LAUNCHER_SAID_S:g} s later"
-    st.launch.poll()
+        st.launch.kill()
+        st.launch.proc.wait()
+        st.launch.poll()
+        how = "still ran" + (f" {wait_s:g} s later" if wait_s else "") + ": killed"
     tail = _tail_of(*st.launch.text())
-    return f"; the launcher {name} exited with status {st.launch.status}" + (
-        f": {tail}" if tail else "")
+    return f"; the launcher {name} {how}" + (f": {tail}" if tail else "")
+
+
+def _launcher_output(st: JobSlot) -> dict:
+    """The launcher's output tails and command line, for the record of a job that did not
+    start (as a finished job's first record holds them)."""
+    if st.launch is None:
+        return {}
+    out, err = st.launch.text()
+    return {"stdout": out[-TAIL_BYTES:], "stderr": err[-TAIL_BYTES:], "argv": st.launch.argv}
 
 
 def _told(st: JobSlot) -> str | None:
@@ -299,8 +326,10 @@ def _told(st: JobSlot) -> str | None:
 
 def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
     st.connect_mono = time.monotonic_ns()
-    timeout = st.ctx.spec.timeout or START_TIMEOUT_S
-    deadline = time.monotonic() + timeout
+    bound = st.ctx.spec.startup_timeout or START_TIMEOUT_S
+    # the job's other slots wait a little longer: its first slot, which holds the launcher's
+    # account of why, ends the start-up at the bound and tells them
+    deadline = time.monotonic() + bound + (0 if st.jrank == 0 else LAUNCHER_SAID_S)
     try:
         if st.jrank == 0:
             _start(st, peers)
@@ -311,10 +340,12 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
             pass
     except (KernelError, RankGone, TimeoutError) as e:
         if isinstance(e, TimeoutError):
-            msg = (f"rank {st.jrank} of job {st.job} was not ready within {timeout:g}s of the "
-                   "launch (launcher start-up, wire-up and MPI_Init)")
+            given = "" if st.ctx.spec.startup_timeout else ", its default"
+            msg = (f"rank {st.jrank} of job {st.job} was not ready within {bound:g}s of the "
+                   f"launch (launcher start-up, wire-up and MPI_Init: the task's "
+                   f"startup_timeout{given})" + _launcher_said(st, 0))
         elif isinstance(e, RankGone):
-            msg = f"rank {st.jrank} of job {st.job} {e}" + _launcher_said(st)
+            msg = f"rank {st.jrank} of job {st.job} {e}" + _launcher_said(st, LAUNCHER_SAID_S)
         else:
             msg = str(e)
         if st.jrank == 0:   # the job's other slots stop waiting
@@ -323,7 +354,7 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
             tell_abort_remote(st.keys, [p for r in range(1, st.ranks)
                                if (p := peers.get(st.job * st.ranks + r)) is not None
                                and p.get("node") != st.ctx.node], why)
-        raise KernelError(msg) from None
+        raise KernelError(msg, _launcher_output(st)) from None
 
 
 def statically_linked(path: str) -> bool:
@@ -360,16 +391,40 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
     if how in ("exited", "unfinalized") and _past(deadline):
         how = "stopped"
     if st.launch is not None:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            st.launch.proc.wait(left)
-        except subprocess.TimeoutExpired:
-            st.launch.timed_out = True
-            st.launch.kill()
-            st.launch.proc.wait()
+        _wait_launcher(st.launch, deadline)
         if st.launch.poll() != 0 and _past(deadline):
             st.launch.timed_out = True
     return job_result(st, t0_ns, armed_ns, how, gone_ns)
+
+
+def _wait_launcher(launch: Launch, deadline: float | None) -> None:
+    """Wait for the job's launcher until the deadline (then kill it). Still running
+    LEFTOVER_S after this slot's rank ended, and no rank left in its tree here: what a rank
+    left holding its output (job_leftovers.py) is killed and named on the record, so the job
+    ends when its ranks did rather than at the timeout. Looked for less often as it goes on
+    (ranks on other nodes may still run)."""
+    step = LEFTOVER_S
+    while True:
+        until = time.monotonic() + step
+        if deadline is not None:
+            until = min(until, deadline)
+        try:
+            launch.proc.wait(max(0.0, until - time.monotonic()))
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        if _past(deadline):
+            launch.timed_out = True
+            launch.kill()
+            launch.proc.wait()
+            return
+        found = job_leftovers.holders(launch.proc.pid, LIBRARY)
+        if found:
+            launch.leftovers += [job_leftovers.describe(p) for p in found]
+            job_leftovers.kill(found)
+            step = LEFTOVER_POLL_S
+        else:
+            step = min(step * 2, LEFTOVER_MAX_S)
 
 
 PAIR_NS = 50_000     # two clock reads this close are one instant, for a deadline

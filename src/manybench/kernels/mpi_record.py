@@ -12,6 +12,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from ..launchers.base import how_ended
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
@@ -116,6 +117,10 @@ def _launcher(st: Any, res: Result) -> Result:
     failures = launch.launcher.family.failures(stdout + "\n" + stderr)
     if failures:
         extra["rank_failures"] = failures
+    if launch.leftovers:
+        extra["warnings"] = [["leftover", f"task {st.ctx.spec.name}, job {st.job}: "
+                              + "; ".join(launch.leftovers) + ", left by its ranks, held "
+                              "the launcher's output after they had ended: killed"]]
     spec = st.ctx.spec
     m.update(extract_metrics(spec.metrics, [stdout, stderr])[0])
     ok = launch.status == 0 and not launch.timed_out
@@ -146,8 +151,8 @@ def _launcher(st: Any, res: Result) -> Result:
     elif launch.status != 0:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
-        why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        how = how_ended(launch.launcher.family, code, stdout + "\n" + stderr)
         status = "error"
-        error = (f"the launcher {os.path.basename(launch.argv[0])} ended with {why}"
+        error = (f"the launcher {os.path.basename(launch.argv[0])} {how}"
                  + (f" ({said})" if said else "") + (f"; {error}" if error else ""))
     return replace(res, status=status, error=error, metrics=m, extra=extra)

@@ -119,7 +119,10 @@ class RankLink:
                 return None
             if not self._wait([sock], deadline, watch):
                 continue
-            chunk = sock.recv(65536)
+            try:
+                chunk = sock.recv(65536)
+            except OSError:          # reset: the rank died with our line unread
+                chunk = b""
             if not chunk:
                 self.eof = True
                 if self.buf:
@@ -222,7 +225,10 @@ class RankLink:
                 return "timeout"
             ready = select.select(watched, [], [], left)[0]
             if conn in ready:
-                chunk = conn.recv(65536)
+                try:
+                    chunk = conn.recv(65536)
+                except OSError:      # reset: the rank died with our line unread in its
+                    chunk = b""      # socket (a signal); gone like any other end
                 self.buf += chunk
                 self.eof = not chunk
             elif ready:      # the process is gone; what it sent last is already readable

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -49,8 +50,42 @@ class Family:
     check: Callable[[list[str]], str] = lambda layout: ""
     # the launcher's output -> {"rank N" or "pid N": why that process failed}
     failures: Callable[[str], dict[str, str]] = lambda text: {}
+    # (the launcher's non-zero exit status, its output) -> how that status reads
+    status: Callable[[int, str], str] = lambda code, text: exit_text(code)
     # the version line worth recording, from the `--version` output
     version: Callable[[str], str] = lambda text: first_line(text)
+
+
+def signal_text(sig: int) -> str:
+    """"signal 11 (SIGSEGV: Segmentation fault)": a process killed by a signal, as every
+    family's report of one reads in the records (MPICH's Hydra says "EXIT CODE: 11", Open
+    MPI "signal 11 (Segmentation fault)", a shell 139)."""
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = ""
+    desc = signal.strsignal(sig) if 0 < sig < signal.NSIG else None
+    inner = ": ".join(x for x in (name, desc) if x)
+    return f"signal {sig}" + (f" ({inner})" if inner else "")
+
+
+def exit_text(code: int) -> str:
+    """An exit status as the records tell it: a negative one (Popen's: killed by a signal)
+    and one above 128 (a shell's report of a child killed by signal code - 128, which a
+    launcher passes on) name the signal."""
+    if code < 0:
+        return f"killed by {signal_text(-code)}"
+    if 128 < code < 128 + signal.NSIG:
+        return f"exit status {code} ({signal_text(code - 128)}, as a shell reports it)"
+    return f"exit status {code}"
+
+
+def how_ended(family: Family, code: int, output: str) -> str:
+    """How a launcher ended, its status as its family reads it: "exited with status 4",
+    "exited with status 11 (a rank's signal 11 (SIGSEGV: ...))", "was killed by signal 9
+    (SIGKILL: Killed)"."""
+    text = family.status(code, output) if code else "exit status 0"
+    return f"exited with {text[5:]}" if text.startswith("exit ") else f"was {text}"
 
 
 def first_line(text: str) -> str:

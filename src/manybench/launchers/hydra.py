@@ -12,10 +12,14 @@ passes mpiexec's whole environment to the ranks by default, where they are; a pl
 launcher_args that narrow it (-genvnone, -genvlist) get their names added.
 Failures: MPICH prints "BAD TERMINATION ... PID 123 RUNNING AT host / EXIT CODE: 9" (a pid,
 which the records map to its rank) and "application called MPI_Abort(..., 2) - process 1".
+Hydra 4.0's "EXIT CODE: 11" is a signal when its "EXIT STRING: Segmentation fault (signal
+11)" says so (4.1 and later say "KILLED BY SIGNAL: 11"), and mpiexec then exits with 11.
 """
 from __future__ import annotations
 
-from .base import Family, Job, found, runs
+import re
+
+from .base import Family, Job, exit_text, found, runs, signal_text
 
 
 def _env(job: Job) -> list[str]:
@@ -76,14 +80,32 @@ def _intel_argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
     return argv + _env(job) + _args(job) + list(job.program), dict(job.private)
 
 
+def _signals(text: str) -> set[int]:
+    """The signals Hydra's exit string names ("... EXIT STRING: Killed (signal 9)")."""
+    return {int(s) for s in re.findall(r"EXIT STRING: .*\(signal (\d+)\)", text)}
+
+
 def _failures(text: str) -> dict[str, str]:
+    signals = _signals(text)
+
+    def why(m: re.Match) -> tuple[str, str]:
+        code = int(m[4])
+        if m[3] == "KILLED BY SIGNAL" or code in signals:
+            return f"pid {m[1]}", f"killed by {signal_text(code)} on {m[2]}"
+        return f"pid {m[1]}", f"{exit_text(code)} on {m[2]}"
     out = found(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s*\n=\s*(?:RANK \d+ )?"
                 r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*(EXIT (?:CODE|STATUS)|KILLED BY SIGNAL):"
-                r"\s*(-?\d+)", text,
-                lambda m: (f"pid {m[1]}", f"{m[3].lower()} {m[4]} on {m[2]}"))
+                r"\s*(-?\d+)", text, why)
     out.update(found(r"application called MPI_Abort\([^,]*, (-?\d+)\) - process (\d+)", text,
                      lambda m: (f"rank {m[2]}", f"called MPI_Abort (error code {m[1]})")))
     return out
+
+
+def _status(code: int, text: str) -> str:
+    """mpiexec's exit status: a rank's signal number when its exit string names it."""
+    if code in _signals(text):
+        return f"exit status {code} (a rank's {signal_text(code)})"
+    return exit_text(code)
 
 
 def _mpich_version(text: str) -> str:
@@ -93,8 +115,8 @@ def _mpich_version(text: str) -> str:
 FAMILIES = [
     Family(name="intel", title="Intel MPI (-ppn)",
            matches=lambda text: "Intel(R) MPI" in text, argv=_intel_argv, check=_intel_check,
-           failures=_failures),
+           failures=_failures, status=_status),
     Family(name="mpich", title="MPICH (Hydra)",
            matches=lambda text: "HYDRA" in text or "MPICH" in text, argv=_mpich_argv,
-           failures=_failures, version=_mpich_version),
+           failures=_failures, status=_status, version=_mpich_version),
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import socket
 
-from .base import Family, Job, found, write_hostfile
+from .base import Family, Job, exit_text, found, signal_text, write_hostfile
 
 
 def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
@@ -43,12 +43,10 @@ def _argv(path: str, job: Job) -> tuple[list[str], dict[str, str]]:
 
 
 def _failures(text: str) -> dict[str, str]:
-    out = found(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)"
-                r"(?: \(([^)]*)\))?", text,
-                lambda m: (f"rank {m[1]}", f"killed by signal {m[3]}"
-                           + (f" ({m[4]})" if m[4] else "") + f" on {m[2]}"))
+    out = found(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)",
+                text, lambda m: (f"rank {m[1]}", f"killed by {signal_text(int(m[3]))} on {m[2]}"))
     out.update(found(r"Process name: \[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(\d+)", text,
-                     lambda m: (f"rank {m[1]}", f"exit status {m[2]}")))
+                     lambda m: (f"rank {m[1]}", exit_text(int(m[2])))))
     out.update(found(r"MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with "
                      r"errorcode (-?\d+)", text,
                      lambda m: (f"rank {m[1]}", f"called MPI_Abort (error code {m[2]})")))

@@ -96,8 +96,8 @@ from .codec import Codec
 # 4: a request on the direct channel counts as a renewal; 5: channels open on a challenge
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
 # mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
-# 6: TaskSpec.order (a task's own placement order)
-PROTOCOL_VERSION = 6
+# 6: TaskSpec.order (a task's own placement order); 7: WireTask.startup_timeout
+PROTOCOL_VERSION = 7
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size
@@ -193,6 +193,7 @@ class WireTask:
     env: dict[str, str] = field(default_factory=dict)
     launcher: str | None = None              # a parallel task's MPI launcher
     launcher_args: tuple[str, ...] = ()
+    startup_timeout: float | None = None     # seconds: launch to every rank held
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ class SlotLoop:
             kernel.connect(state, peers)
             return None
         except KernelError as e:
-            failed = _error(str(e))
+            failed = _with(_error(str(e)), extra=dict(e.extra))
         except Exception as e:
             failed = _error(f"connect failed: {e!r}")
         self.cancel()

@@ -160,6 +160,7 @@ _SCHEMA = {
                 "launcher_args": {"type": "array", "items": {"type": "string"},
                                   "x-message": 'expected a list of strings, e.g. ["--mca", '
                                                '"btl", "self,tcp"]'},
+                "startup_timeout": {"type": ["string", "number"], "format": "duration"},
                 "nodes": {"type": "array", "minItems": 1, "items": {"type": "string"},
                           "x-message": 'expected a list of node names, e.g. ["node01"]'},
                 "dir": {"type": "string", "minLength": 1},

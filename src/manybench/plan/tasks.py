@@ -20,10 +20,10 @@ from .schema import did_you_mean, known_names
 
 TASK_FIELDS = ("name", "kernel", "command", "shell", "workers", "order", "dir", "timeout", "env",
                "metrics", "nodes", "parse", "warmup", "sample", "ranks", "launcher",
-               "launcher_args")
+               "launcher_args", "startup_timeout")
 PARALLEL_KERNEL = "mpi"   # kernels/mpi_job.py: what a command task with `ranks` runs as
 # fields of a parallel task: `ranks` is a sweep axis (in the points' params), the others not
-MPI_FIELDS = ("launcher", "launcher_args")
+MPI_FIELDS = ("launcher", "launcher_args", "startup_timeout")
 
 
 def as_workers(value: Any) -> list[int] | None:
@@ -82,6 +82,20 @@ def env_of(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
+def _positive_duration(loc: Loc, t: dict, name: str, probs: list) -> float | None:
+    """A task's duration field in seconds (None when absent or malformed: the schema's
+    duration format reports that)."""
+    if name not in t or isinstance(t[name], bool):
+        return None
+    try:
+        value = parse_duration(t[name])
+    except ValueError:
+        return None
+    if value <= 0:
+        probs.append((loc + (name,), "must be greater than zero"))
+    return value
+
+
 def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     if not isinstance(t, dict):
         return None
@@ -94,14 +108,7 @@ def build_task(i: int, t: Any, ctx: dict, probs: list) -> TaskSpec | None:
     workers = as_workers(t["workers"]) if "workers" in t else None
     slot_check(loc + ("workers",), workers, ctx["slots"], probs)
     tdir = check_dir(loc + ("dir",), t.get("dir"), ctx["check_dirs"], probs)
-    timeout = None
-    try:
-        if "timeout" in t and not isinstance(t["timeout"], bool):
-            timeout = parse_duration(t["timeout"])
-            if timeout <= 0:
-                probs.append((loc + ("timeout",), "must be greater than zero"))
-    except ValueError:
-        pass  # reported by the schema's duration format
+    timeout = _positive_duration(loc, t, "timeout", probs)
     params = {k: v for k, v in t.items() if k not in TASK_FIELDS}
     if "ranks" in t and "kernel" not in t and t["ranks"] != []:   # [] : the schema says
         params["ranks"] = t["ranks"]     # a sweep axis like a parameter; {ranks} in templates
@@ -143,6 +150,7 @@ def _parallel(loc: Loc, t: dict, spec: TaskSpec, probs: list) -> None:
     args = t.get("launcher_args")
     if isinstance(args, list) and all(isinstance(a, str) for a in args):
         spec.launcher_args = list(args)
+    spec.startup_timeout = _positive_duration(loc, t, "startup_timeout", probs)
 
 
 def _check_parse(loc: Loc, t: dict, probs: list) -> None:

@@ -71,6 +71,9 @@ WARNING_KINDS = {
     "busy-cpu": "a slot with a cpu of its own slept until T0 instead of spinning: other work "
                 "kept that cpu busy (node/spin_choice.py), or another slot's of the phase on "
                 "its node (node/spin_hold.py)",
+    # issue 31: a parallel job's end is its ranks'
+    "leftover": "a process a parallel job's rank left (a daemon it forked) held the launcher's "
+                "output after the ranks had ended: it was killed, and named",
 }
 
 
