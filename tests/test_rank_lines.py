@@ -80,3 +80,38 @@ def test_a_go_before_the_epoch_ends_the_rank_with_the_reason():
     finally:
         link.close()
     assert code == 126 and "the slot's go was not understood" in err, (code, err)
+
+
+def test_a_go_without_its_start_page_ends_the_rank_with_the_reason():
+    """The rank stamps its start into the page that comes with the go line: a go alone is
+    not one it can start on."""
+    keys = _job()
+    link = RankLink(socket_name(keys.name, 0), keys)
+    rank = _rank(keys)
+    try:
+        link.wait_ready("- - /", time.monotonic() + WAIT_S)
+        link.conn.sendall(f"go {time.time_ns()} 0\n".encode())
+        code, err = _ended(rank)
+    finally:
+        link.close()
+    assert code == 126 and "the slot's go came without its start page" in err, (code, err)
+
+
+def test_the_start_comes_back_in_the_page_the_slot_sent():
+    """The rank says nothing at its start: the slot reads the stamp from the page once the
+    rank is gone, T0 or after, on the cpu it ran on."""
+    keys = _job()
+    link = RankLink(socket_name(keys.name, 0), keys)
+    rank = _rank(keys)
+    try:
+        link.wait_ready("- - /", time.monotonic() + WAIT_S)
+        t0 = time.time_ns() + 1_000_000
+        assert link.go(t0, 100_000)
+        assert link.wait_end(time.monotonic() + WAIT_S) == "ended"
+        code, err = _ended(rank)
+    finally:
+        link.close()
+    assert code == 0, err
+    st = link.st
+    assert t0 <= st.start_ns <= st.end_ns and 0 < st.start_mono <= st.end_mono
+    assert st.start_cpu in os.sched_getaffinity(0)
