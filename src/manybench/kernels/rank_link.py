@@ -223,7 +223,8 @@ class RankLink:
         line = f"go {t0_ns} {spin_ns}\n".encode()
         try:   # the page rides with the line's first byte; the rest as sendall would
             sent = socket.send_fds(self.conn, [line], [self.page])
-            self.conn.sendall(line[sent:])
+            if sent < len(line):    # (an empty send to a rank gone already fails: EPIPE)
+                self.conn.sendall(line[sent:])
             return True
         except OSError:
             return False
