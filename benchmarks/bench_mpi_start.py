@@ -37,16 +37,17 @@ import harness
 from harness import absolute, alternate, fmt
 from peer_tree import ROOT, before_tree, drop_tree, env_of, load_text
 
-PROBE = os.path.join(ROOT, "tests", "fixtures", "mpi", "probe.c")
-FAMILIES = {"openmpi": ("mpicc.openmpi", "mpirun.openmpi"),
-            "mpich": ("mpicc.mpich", "mpiexec.mpich")}
+# tests/, which peer_tree puts on the path
+from mpi_helpers import FAMILIES, PROBE, _probes  # noqa: I001
+
 DISTANCE_GOAL_US, EXCESS_GOAL_US = 3.0, 5.0
 
 
 def build_probe(family: str, directory: str) -> str | None:
-    cc, _ = FAMILIES[family]
+    cc = FAMILIES[family][0]
     exe = os.path.join(directory, f"probe-{family}")
-    p = subprocess.run([cc, "-O1", "-fopenmp", "-o", exe, PROBE], capture_output=True, text=True)
+    p = subprocess.run([cc, "-O1", "-fopenmp", "-o", exe, PROBE], capture_output=True, text=True,
+                       check=False)
     return exe if p.returncode == 0 else None
 
 
@@ -64,16 +65,6 @@ timeout = 120
 """
 
 
-def probes(stdout: str) -> dict[int, int]:
-    """rank -> init_ns from the probe's lines."""
-    out = {}
-    for line in stdout.splitlines():
-        w = line.split()
-        if w[:2] == ["probe", "rank"] and "init_ns" in w:
-            out[int(w[2])] = int(w[w.index("init_ns") + 1])
-    return out
-
-
 def one_round(tree: str, exe: str, launcher: str, phases: int) -> dict[str, list[float]]:
     """The round's figures in us: every rank's distance, every phase's spread, skew, excess."""
     d = tempfile.mkdtemp(prefix="mb-start-")
@@ -83,12 +74,15 @@ def one_round(tree: str, exe: str, launcher: str, phases: int) -> dict[str, list
             f.write(plan(exe, launcher, phases))
         env = env_of(tree)
         p = subprocess.run([sys.executable, "-m", "manybench", "run", path, "-o", d, "-q"],
-                           env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit(f"manybench run failed (exit {p.returncode}): {p.stderr[-2000:]}")
+                           env=env, capture_output=True, text=True, check=False)
         rows = json.loads(subprocess.run([sys.executable, "-m", "manybench", "export", d,
                                           "--format", "json"], env=env, check=True,
                                          capture_output=True, text=True).stdout)
+        failed = [f"phase {r['phase']} rank {r['metrics'].get('job_rank')}: {r['error']}"
+                  for r in rows if r["status"] != "ok"]
+        if p.returncode != 0:
+            sys.exit(f"manybench run of {tree} failed (exit {p.returncode}): "
+                     + ("\n".join(failed) or p.stderr[-2000:]))
     finally:
         shutil.rmtree(d, ignore_errors=True)
     out: dict[str, list[float]] = {"distance": [], "spread": [], "skew": [], "excess": []}
@@ -96,7 +90,7 @@ def one_round(tree: str, exe: str, launcher: str, phases: int) -> dict[str, list
         if any(r["status"] != "ok" for r in recs) or len(recs) != 2:
             sys.exit(f"a job failed: {[r['error'] for r in recs]}")
         first = next(r for r in recs if r["metrics"]["job_rank"] == 0)
-        init = probes(first["stdout"])
+        init = {int(p["rank"]): int(p["init_ns"]) for p in _probes(first["stdout"])}
         starts = {r["metrics"]["job_rank"]: r["start_ns"] for r in recs}
         if sorted(init) != [0, 1]:
             sys.exit(f"the probe's lines are missing: {first['stdout'][-500:]}")
@@ -137,7 +131,8 @@ def main() -> int:
     exes = {f: build_probe(f, work) for f in (a.family or FAMILIES)}
     for f, exe in exes.items():
         if exe is None:
-            print(f"{f}: not installed ({FAMILIES[f][0]} cannot build the probe): skipped")
+            print(f"{f}: not installed ({FAMILIES[f][0]} cannot build the probe; Debian "
+                  f"{FAMILIES[f][2]}): skipped")
     made = before_tree(a.before) if a.before else None
     trees = {"this tree": ROOT, **({"before": made} if made else {})}
     ok = True
@@ -146,7 +141,7 @@ def main() -> int:
             if exe is None:
                 continue
             launcher = FAMILIES[family][1]
-            runs = alternate({n: (lambda t=t: one_round(t, exe, launcher, a.phases))
+            runs = alternate({n: (lambda t=t, e=exe, ln=launcher: one_round(t, e, ln, a.phases))
                               for n, t in trees.items()}, a.rounds, a.warmup, show(family))
             figs = {n: merged(rs) for n, rs in runs.items()}
             beside = {k: "; ".join(f"{n} {fmt(statistics.median(g[k]))} us (p90 "

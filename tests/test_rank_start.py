@@ -13,7 +13,6 @@ import re
 import shutil
 
 import pytest
-
 from mpi_helpers import _probes
 from test_parallel import _run, mpi  # noqa: F401  (mpi: the families' probe, a fixture)
 
@@ -39,7 +38,8 @@ def _calls_after_go(trace: str) -> list[str]:
 
 
 @pytest.mark.skipif(not STRACE, reason="needs strace (Debian strace)")
-def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_file, tmp_path):
+def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_file,  # noqa: F811
+                                                                    tmp_path):
     """Each rank of a 2-rank job, traced: after its wait for T0 its program runs at once.
     Before the fix the rank wrote `start ...` to its slot there (a sendto)."""
     fam, launcher, probe = mpi
@@ -69,13 +69,13 @@ def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_fil
         assert not after if waits else set(after) <= SET_UP, (fam, p["rank"], calls)
 
 
-def test_every_rank_starts_before_its_program_sees_mpi_init_return(mpi, plan_file,
+def test_every_rank_starts_before_its_program_sees_mpi_init_return(mpi, plan_file,  # noqa: F811
                                                                     tmp_path):
     """The recorded start of every rank, on the record, is at or before the program's own
     clock read right after MPI_Init returned, and at or after T0; a rank that kills itself
     right after MPI_Init (before MPI_Finalize, nothing more said to its slot) still has its
     start recorded."""
-    fam, launcher, probe = mpi
+    _, launcher, probe = mpi
     recs = _run(plan_file, f"""
         name = "starts"
         [placement]
