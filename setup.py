@@ -124,12 +124,14 @@ def build_mbkernel(out: str) -> None:
 # with MPI_Init behind them (kernels/mpi_job.py). It needs no MPI to build: the calls it
 # interposes have no MPI types, and it finds the real ones (PMPI_*) at run time, so one
 # build serves every MPI. Portable flags: it runs inside other programs, on every node.
+# Bound now (-z now): a call's first resolution through the PLT (a symbol lookup across the
+# program's libraries, microseconds) must not fall between the start stamp and the return.
 MBRANK_SOURCES = ["mbrank.c", "timing.c", "numa.c"]
 
 
 def build_mbrank(out: str) -> None:
     cmd = [*shlex.split(CC), "-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared",
-           "-fvisibility=hidden", *(SANITIZE_FLAGS if SANITIZE else []), "-o", out,
+           "-fvisibility=hidden", "-Wl,-z,now", *(SANITIZE_FLAGS if SANITIZE else []), "-o", out,
            *[NATIVE + s for s in MBRANK_SOURCES], "-ldl"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:

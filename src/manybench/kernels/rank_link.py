@@ -16,14 +16,22 @@ nothing.
 
 The slot learns the rank's pid from the socket (SO_PEERCRED, not from what the rank says),
 watches it with a pidfd (it is the launcher's child, not ours: its exit is seen, its status
-is the launcher's to tell) and reads its binding from /proc while it runs.
+is the launcher's to tell) and reads its binding from /proc once it is held.
+
+The rank's start comes back in a page, not in a line: a memfd this slot makes (sealed: the
+rank can neither shrink it under the slot's reads nor grow it) and sends with the go line;
+the rank stamps into it as the last thing before its program runs, no syscall after, and
+the slot reads it once the rank is gone, killed or not. A line sent there woke this slot on
+the rank's own cpu at the program's first instants (issue 31).
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,6 +43,9 @@ from .rank_keys import JobKeys
 
 POLL_S = 0.1   # how often a wait looks at what else may have gone wrong (the launcher)
 REFUSED = b"refused: not a rank of this job (no job token, not its launcher's child)\n"
+# the start page (native/mbrank.c): realtime ns, monotonic ns, cpu, written (1 once stamped)
+START_PAGE = struct.Struct("=qqii")
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
 
 
 def socket_name(prefix: str, rank: int) -> str:
@@ -105,6 +116,7 @@ class RankLink:
         self.door = Doorway(self.server, same_user)
         self.conn: socket.socket | None = None
         self.pidfd = -1
+        self.page = -1          # the start page's memfd, made once the rank is held
         self.buf = b""
         self.eof = False
         self.st = Stamps()
@@ -168,6 +180,19 @@ class RankLink:
             raise KernelError(f"the rank's synchronizer said {line!r}")
         self.st.init_enter_ns, self.st.init_return_ns = int(parts[1]), int(parts[2])
         self.st.ready_mono = time.monotonic_ns()
+        self._held()
+
+    def _held(self) -> None:
+        """The rank is held: where it is bound, and its cpu time so far, read now rather than
+        at T0 (its start page tells no slot at T0, and until T0 it only waits: blocked, then
+        at most spin_ns spun); its start page made."""
+        st = self.st
+        st.binding = proc_binding(st.pid)
+        st.ns = proc_namespaces(st.pid)
+        st.cpu_start_s = proc_cpu_s(st.pid)
+        self.page = os.memfd_create("manybench-start", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.page, START_PAGE.size)
+        fcntl.fcntl(self.page, fcntl.F_ADD_SEALS, SEALS)
 
     def _first(self, peer: Peer, line: bytes, launcher: Callable[[], int]) -> None:
         """A peer's first line: the job's first slot saying it failed ("abort", signed with
@@ -198,8 +223,11 @@ class RankLink:
     # -- T0 and after -------------------------------------------------------------------
     def go(self, t0_ns: int, spin_ns: int) -> bool:
         """Release the rank at T0 (this node's clock); False when it is gone."""
-        try:
-            self.conn.sendall(f"go {t0_ns} {spin_ns}\n".encode())
+        line = f"go {t0_ns} {spin_ns}\n".encode()
+        try:   # the page rides with the line's first byte; the rest as sendall would
+            sent = socket.send_fds(self.conn, [line], [self.page])
+            if sent < len(line):    # (an empty send to a rank gone already fails: EPIPE)
+                self.conn.sendall(line[sent:])
             return True
         except OSError:
             return False
@@ -222,6 +250,7 @@ class RankLink:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 self.kill()
+                self._read_page()
                 return "timeout"
             ready = select.select(watched, [], [], left)[0]
             if conn in ready:
@@ -238,21 +267,29 @@ class RankLink:
                 except OSError:
                     pass
                 self.eof = True
+        self._read_page()
         if self.st.finalized_ns:
             return "finalized"
         if self.st.unfinalized_ns:
             return "unfinalized"
         return "ended" if self.st.end_ns else "exited"
 
+    def _read_page(self) -> None:
+        """The start the rank stamped into its page, if it did (the rank is gone: nothing
+        writes the page any more). Unstamped: it ended before T0."""
+        if self.page < 0:
+            return
+        data = os.pread(self.page, START_PAGE.size, 0)
+        if len(data) != START_PAGE.size:
+            return
+        rt, mono, cpu, written = START_PAGE.unpack(data)
+        if written == 1 and rt > 0:
+            self.st.start_ns, self.st.start_mono, self.st.start_cpu = rt, mono, cpu
+
     def _stamp(self, parts: list[str]) -> None:
         st = self.st
         try:
-            if parts[0] == "start":
-                st.start_ns, st.start_mono, st.start_cpu = map(int, parts[1:4])
-                st.binding = proc_binding(st.pid)
-                st.ns = proc_namespaces(st.pid)
-                st.cpu_start_s = proc_cpu_s(st.pid)
-            elif parts[0] == "end":
+            if parts[0] == "end":
                 st.end_ns, st.end_mono, st.end_cpu = map(int, parts[1:4])
                 st.cpu_end_s = proc_cpu_s(st.pid)
             elif parts[0] == "finalized":
@@ -283,9 +320,10 @@ class RankLink:
                     s.close()
                 except OSError:
                     pass
-        if self.pidfd >= 0:
-            os.close(self.pidfd)
-            self.pidfd = -1
+        for fd in (self.pidfd, self.page):
+            if fd >= 0:
+                os.close(fd)
+        self.pidfd = self.page = -1
 
 
 def tell_abort(keys: JobKeys, ranks: range, why: str) -> None:
