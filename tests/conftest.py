@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 import tomllib
 
 import pytest
@@ -260,13 +263,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SCHEDULER_UP_S = 180.0     # a bound on a scheduler's start (20 s seen at a load of 60 on 2 cpus)
+
+
 def loopback_scheduler(*args: str) -> tuple[str, subprocess.Popen]:
-    """`manybench scheduler` on a free loopback port, secured with the session's credentials
-    (args: --insecure, or --credentials DIR, say): (its address, its process)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "manybench", "scheduler", "--host",
-                             "127.0.0.1", "--port", str(port), *args], stderr=subprocess.DEVNULL)
-    return f"{'tcp' if '--insecure' in args else 'tls'}://127.0.0.1:{port}", proc
+    """`manybench scheduler` on a loopback port of its own choosing, secured with the session's
+    credentials (args: --insecure, or --credentials DIR, say), listening: (its address, its
+    process). Its log is the file named by the process's `log` (stop() removes it).
+
+    Not on a port found free first (free_port): the scheduler binds it a second or more later,
+    and meanwhile any process that binds a port may get it (a 1,000-node simulated cluster in
+    another test binds ~2,000: such a burst took the port found free in 26 of 200 tries here);
+    the scheduler then failed unseen and its worker reached the port's new owner ("Worker
+    failed to start" 2 s after its start, test_worker_log in the parallel pass)."""
+    fd, log = tempfile.mkstemp(prefix="mb-scheduler-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "manybench", "scheduler", "--host",
+                                 "127.0.0.1", "--port", "0", *args], stderr=f)
+    proc.log = log
+    end = time.monotonic() + SCHEDULER_UP_S
+    while True:
+        with open(log) as f:
+            text = f.read()
+        up = re.search(r"^Scheduler at: (\S+)$", text, re.M)    # said once it listens
+        if up:
+            return up[1], proc
+        if proc.poll() is not None or time.monotonic() > end:
+            stop([proc])
+            raise AssertionError(f"the scheduler did not start:\n{text[-4000:]}")
+        time.sleep(0.1)
 
 
 def client_security():
@@ -288,7 +313,8 @@ def cluster_credentials(tmp_path_factory) -> str:
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
-    """End processes this test started (by pid): SIGTERM, 15 s, then SIGKILL."""
+    """End processes this test started (by pid): SIGTERM, 15 s, then SIGKILL; a
+    loopback_scheduler's log goes with it."""
     for p in procs:
         p.terminate()
     for p in procs:
@@ -297,6 +323,9 @@ def stop(procs: list[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+        if getattr(p, "log", None):
+            os.unlink(p.log)
+            p.log = None
 
 
 def export_json(directory: str) -> list[dict]:

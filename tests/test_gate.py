@@ -217,3 +217,43 @@ def test_a_node_out_of_descriptors_neither_spins_nor_shuts_the_run_out():
         child.kill()
         child.wait()
     assert cpu < 1.0, cpu       # a spinning accept loop takes a cpu for the 5 s
+
+
+def test_a_stranger_dropped_for_a_newer_one_in_the_same_batch_does_not_stop_the_gate():
+    """At the pending limit, a new connection drops the oldest handshake. When that one's
+    own event came in the same batch after the accept (a flood on a loaded machine), it was
+    stepped after being dropped (KeyError): the gate's thread ended, and no connection,
+    the run's own included, was ever opened again on any of its doors."""
+    from held_select import WAIT_S, HeldSelect
+    gate = Gate(pending_max=2)
+    held = gate.sel.select = HeldSelect(gate.sel)
+    listener = Listener(SECRET, host="127.0.0.1", gate=gate)
+    strangers = []
+
+    def stranger() -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", listener.port))
+        recv_frame(s)            # its challenge: the gate holds it pending
+        strangers.append(s)
+        return s
+    try:
+        stranger()
+        second = stranger()
+        held.arm()
+        stranger()               # the limit: the first is dropped; the next select is held
+        assert held.waiting.wait(WAIT_S)
+        late = socket.create_connection(("127.0.0.1", listener.port))   # drops the second
+        strangers.append(late)
+        second.sendall(b"\0")    # ... whose own event comes after the accept
+        held.go.set()
+        ours = connect("127.0.0.1", listener.port, False, SECRET, None, "node n1")
+        with ours:
+            assert listener.accept(timeout=WAIT_S) is not None
+        # the case made: the accept, then the dropped one's event, in one batch
+        kinds = [type(d).__name__ for d in held.batch]
+        assert "_Pending" in kinds[kinds.index("Door"):], kinds
+    finally:
+        held.go.set()
+        for s in strangers:
+            s.close()
+        listener.close()
+        gate.close()

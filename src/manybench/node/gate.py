@@ -206,7 +206,7 @@ class Gate:
                         drain(self.wake_r)
                     elif isinstance(k.data, Door):
                         self._accept(k.data)
-                    else:
+                    elif k.data in self.pending:   # not dropped by an accept before it
                         self._step(k.data)
                 self._apply()
                 self._expire()

@@ -177,13 +177,18 @@ class SimServer:
                 timeout = max(0.0, (self.due[0][0] - time.time_ns()) / 1e9)
             for key, _ in self.sel.select(timeout):
                 what, node = key.data
+                # an event may be stale: one before it in the batch replaced or closed its
+                # socket (a relay's channel taken as the coordinator closes its own, both
+                # ready at once on a loaded machine); reading node.conn then blocked on the
+                # relay's new channel, and every node and echo of this process with it
                 if what == "listen":
-                    self._accept(node)
+                    if node.alive:
+                        self._accept(node)
                 elif what == "echo-opened":
                     self._take_echoes()
                 elif what == "echo":
                     self._echo(key.fileobj, *node)
-                else:
+                elif key.fileobj is node.conn:
                     self._read(node)
             now = time.time_ns()
             while self.due and self.due[0][0] <= now:
@@ -223,7 +228,10 @@ class SimServer:
         except OSError:
             chunk = b""
         if not chunk:
-            self._end(node)
+            if node.listener.opened:   # closed as its relay's came: the relay's is its channel now
+                self._accept(node)
+            else:
+                self._end(node)
             return
         buf = node.buf
         buf += chunk
