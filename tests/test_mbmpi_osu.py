@@ -28,44 +28,55 @@ def osu() -> dict:
         return json.load(f)
 
 
+LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpiexec.mpich"}
+PACKAGES = {"openmpi": "openmpi-bin libopenmpi-dev", "mpich": "mpich libmpich-dev"}
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> tuple[str, str]:
-    """(mbmpi, the counters' library), both built with Open MPI's wrapper."""
-    for tool in ("mpicc.openmpi", "mpirun.openmpi"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not installed (Debian openmpi-bin libopenmpi-dev)")
-    d = tmp_path_factory.mktemp("mbmpi-osu")
-    os.environ["MANYBENCH_CACHE_DIR"] = str(d / "cache")
-    try:
-        exe = mpi_program.build("openmpi")
-    finally:
-        del os.environ["MANYBENCH_CACHE_DIR"]
-    return exe, mpicount.build("mpicc.openmpi", str(d))
+def builds(tmp_path_factory):
+    """family -> (mbmpi, the counters' library), both built with the family's wrapper."""
+    made: dict[str, tuple[str, str]] = {}
+
+    def get(family: str) -> tuple[str, str]:
+        if family not in made:
+            for tool in (mpi_program.COMPILERS[family], LAUNCHERS[family]):
+                if shutil.which(tool) is None:
+                    pytest.skip(f"{tool} not installed (Debian {PACKAGES[family]})")
+            d = tmp_path_factory.mktemp(f"mbmpi-osu-{family}")
+            os.environ["MANYBENCH_CACHE_DIR"] = str(d / "cache")
+            try:
+                exe = mpi_program.build(family)
+            finally:
+                del os.environ["MANYBENCH_CACHE_DIR"]
+            made[family] = (exe, mpicount.build(mpi_program.COMPILERS[family], str(d)))
+        return made[family]
+    return get
 
 
-def _counts(built, test: str, sizes: str) -> mpicount.Counts:
-    exe, lib = built
-    return mpicount.run([exe, test, "-m", sizes], lib)[1]
+def _counts(builds, test: str, sizes: str, family: str = "openmpi") -> mpicount.Counts:
+    exe, lib = builds(family)
+    return mpicount.run([exe, test, "-m", sizes], lib, family)[1]
 
 
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
 @pytest.mark.parametrize("test", list(mpicount.OSU_PAIRS))
-def test_mbmpi_makes_the_calls_osu_7_makes(built, osu, test):
-    got = _counts(built, test, osu["sizes"])
+def test_mbmpi_makes_the_calls_osu_7_makes(builds, osu, test, family):
+    got = _counts(builds, test, osu["sizes"], family)
     want = mpicount.from_json(osu["tests"][test]["counts"])
     assert mpicount.differences(got, want) == [], mpicount.table(got, want)
 
 
-def test_bw_sends_a_window_from_one_buffer_as_often_as_osu(built):
+def test_bw_sends_a_window_from_one_buffer_as_often_as_osu(builds):
     """osu_bw: 64 sends a window from one buffer, 100 timed windows + 10 warm-up at 8 KiB,
     20 + 2 above: not 64 buffers (64 MiB a side at 1 MiB) nor 10 + 1 windows."""
-    rank0 = _counts(built, "bw", "8192:16384")[0]
+    rank0 = _counts(builds, "bw", "8192:16384")[0]
     assert rank0[("isend", 8192)] == mpicount.Count(WINDOW * 110, WINDOW * 100, 1)
     assert rank0[("isend", 16384)] == mpicount.Count(WINDOW * 22, WINDOW * 20, 1)
 
 
 @pytest.mark.parametrize("test", ["bcast", "allreduce", "alltoall"])
-def test_every_collective_call_is_timed_alone_with_a_barrier_after_it(built, test):
-    for rank, got in _counts(built, test, "8192:16384").items():
+def test_every_collective_call_is_timed_alone_with_a_barrier_after_it(builds, test):
+    for rank, got in _counts(builds, test, "8192:16384").items():
         calls = {k[1]: c for k, c in got.items() if k[0] == test}
         assert {s: c.calls for s, c in calls.items()} == {8192: 1100, 16384: 110}
         assert all(c.timed == c.calls for c in calls.values())     # each inside a timer
