@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -95,7 +96,6 @@ def commands(osu: str, exe: str, sizes: str) -> dict[str, tuple[list[str], list[
 
 def record(path: str, cmds: dict, lib: str, version: str, sizes: str) -> None:
     """OSU's outputs and counts at `sizes`, as the fixture the tests compare mbmpi with."""
-    import json   # noqa: PLC0415
     data = {"osu": version, "mpi": mpi_version(), "sizes": sizes, "tests": {}}
     for test, (_, peer) in cmds.items():
         out, counts = mpicount.run(peer, lib)
@@ -108,12 +108,21 @@ def record(path: str, cmds: dict, lib: str, version: str, sizes: str) -> None:
 
 
 def mpi_version() -> str:
-    done = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True)
+    done = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True, check=False)
     return (done.stdout.splitlines() or ["?"])[0]
 
 
 def load() -> str:
     return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus"
+
+
+def show(rnd: int, got: dict[str, dict[int, float]]) -> None:
+    """A pair's line: mbmpi / OSU at the smallest and the largest size, and the load."""
+    lo, hi = min(got["OSU"]), max(got["OSU"])
+    ratios = "   ".join(f"{s} B {harness.rfmt(got['mbmpi'][s] / got['OSU'][s])}"
+                        for s in (lo, hi) if got["OSU"][s])
+    print(f"  {'warm-up (not counted)' if rnd < 0 else f'round {rnd + 1}'}: mbmpi / OSU "
+          f"{ratios}; {load()}", flush=True)
 
 
 def main() -> int:
@@ -130,6 +139,10 @@ def main() -> int:
                     help="write OSU's outputs and counts at --sizes (a test fixture), then stop")
     args = ap.parse_args()
     tests = args.tests.split(",")
+    if not re.fullmatch(r"[1-9]\d*:[1-9]\d*", args.sizes) or \
+            int(args.sizes.split(":")[0]) > int(args.sizes.split(":")[1]):
+        print(f"--sizes: MIN:MAX in bytes, 1 <= MIN <= MAX, not {args.sizes!r}", file=sys.stderr)
+        return 2
     if unknown := [t for t in tests if t not in mpicount.OSU_PAIRS]:
         print(f"--tests: unknown {', '.join(unknown)} (known: {', '.join(mpicount.OSU_PAIRS)})",
               file=sys.stderr)
@@ -175,13 +188,14 @@ def main() -> int:
 
         def side(cmd: list[str]) -> dict[int, float]:
             done = subprocess.run([*launch, *cmd], capture_output=True, text=True,
-                                  timeout=3600)
+                                  timeout=3600, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)}: {done.stderr.strip()[-2000:]}")
             return rows(done.stdout)
 
-        rounds = alternate({"mbmpi": lambda: side(ours), "OSU": lambda: side(peer)},
-                           args.rounds, args.warmup)
+        rounds = alternate({"mbmpi": lambda ours=ours: side(ours),
+                            "OSU": lambda peer=peer: side(peer)},
+                           args.rounds, args.warmup, show)
         for size in sorted(rounds["OSU"][0]):
             ok &= agreement(f"{test} {size} B mbmpi / OSU", [r[size] for r in rounds["mbmpi"]],
                             [r[size] for r in rounds["OSU"]], unit, work[test],

@@ -87,7 +87,7 @@ def test_differences_name_the_call_and_ignore_the_barriers_between_sizes():
     a = {0: {("isend", 8): mpicount.Count(64, 64, 1), ("barrier", 0): mpicount.Count(3, 0, 0)}}
     b = {0: {("isend", 8): mpicount.Count(64, 64, 64), ("barrier", 0): mpicount.Count(6, 0, 0)}}
     assert mpicount.differences(a, b) == [
-        "rank 0 isend 8 B: 64 calls (64 timed) on 1 buffers vs 64 calls (64 timed) on 64 "
-        "buffers"]
+        ("rank 0 isend 8 B: 64 calls (64 timed) on 1 buffers vs 64 calls (64 timed) on 64 "
+         "buffers")]
     assert mpicount.differences(a, a) == []
     assert mpicount.from_json(mpicount.to_json(b)) == b
