@@ -48,7 +48,8 @@ from manybench.kernels.mpi_program import MpiBuildError, build
 
 FAMILY, MPIRUN, MPICC, MPICXX = "openmpi", "mpirun.openmpi", "mpicc.openmpi", "mpicxx.openmpi"
 UNITS = {"bw": "MB/s", "bibw": "MB/s"}     # the others: us
-BUILT = ("c/util", "c/mpi/pt2pt/standard", "c/mpi/collective/blocking")
+# the directories holding the programs compared (their Makefiles build c/util's objects)
+BUILT = ("c/mpi/pt2pt/standard", "c/mpi/collective/blocking")
 _ROW = re.compile(r"^(\d+)\s+([\d.]+)")
 
 
@@ -161,7 +162,13 @@ def main() -> int:
     except MpiBuildError as e:
         print(f"skipped: {e}", file=sys.stderr)
         return 2
-    osu = osu_build(args.osu)
+    try:
+        osu = osu_build(args.osu)
+    except subprocess.CalledProcessError as e:
+        said = ((e.stderr or b"") + (e.stdout or b"")).decode(errors="replace").strip()
+        print(f"skipped: OSU in {args.osu} did not build ({' '.join(e.cmd)}):\n"
+              f"{said[-2000:]}", file=sys.stderr)
+        return 2
     work_dir = tempfile.mkdtemp(prefix="manybench-bench-osu-")
     lib = mpicount.build(MPICC, work_dir)
     cmds = {t: c for t, c in commands(osu, exe, args.sizes).items() if t in tests}
