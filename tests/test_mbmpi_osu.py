@@ -67,7 +67,7 @@ def test_mbmpi_makes_the_calls_osu_7_makes(builds, osu, test, family):
 
 
 def test_bw_sends_a_window_from_one_buffer_as_often_as_osu(builds):
-    """osu_bw: 64 sends a window from one buffer, 100 timed windows + 10 warm-up at 8 KiB,
+    """As osu_bw: windows of 64 sends from one buffer, 100 timed + 10 warm-up at 8 KiB,
     20 + 2 above: not 64 buffers (64 MiB a side at 1 MiB) nor 10 + 1 windows."""
     rank0 = _counts(builds, "bw", "8192:16384")[0]
     assert rank0[("isend", 8192)] == mpicount.Count(WINDOW * 110, WINDOW * 100, 1)

@@ -2,7 +2,7 @@
  * Built on demand with an MPI family's mpicc (`manybench mpi-build`, kernels/mpi_program.py),
  * never by the package's own build. Prints OSU-like tables that `parse = "osu"` reads:
  *
- *   # manybench MPI Latency Test v1
+ *   # manybench MPI Latency Test v2
  *   # Size       Avg Latency(us)
  *   1                       0.18
  *
@@ -71,10 +71,11 @@ static void *xmalloc(size_t n, int fill)
     return p;
 }
 
+/* v2: the calls OSU 7.x makes (v1 sent from 64 buffers and timed collectives back to back) */
 static void title(const char *name, const char *columns)
 {
     if (rank == 0) {
-        printf("\n# manybench MPI %s Test v1\n# Size%s\n", name, columns);
+        printf("\n# manybench MPI %s Test v2\n# Size%s\n", name, columns);
         fflush(stdout);
     }
 }
@@ -228,7 +229,7 @@ static void release(void)
     /* per trial: every rank stamps right after leaving the barrier; max - min over ranks */
     long n = iters_opt > 0 ? iters_opt : 100;
     if (rank == 0)
-        printf("\n# manybench MPI Barrier Release Test v1\n# Trial      Skew(us)\n");
+        printf("\n# manybench MPI Barrier Release Test v2\n# Trial      Skew(us)\n");
     for (long i = 0; i < warm_for(&COLL, 0); i++)
         MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < n; i++) {
