@@ -2,22 +2,30 @@
  * Built on demand with an MPI family's mpicc (`manybench mpi-build`, kernels/mpi_program.py),
  * never by the package's own build. Prints OSU-like tables that `parse = "osu"` reads:
  *
- *   # manybench MPI Latency Test v1
+ *   # manybench MPI Latency Test v2
  *   # Size       Avg Latency(us)
  *   1                       0.18
  *
  *   mbmpi TEST [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f]
  *   TEST: latency bw bibw bcast allgather allreduce alltoall barrier release all
  *
- * latency: ranks 0 and 1 ping-pong (half the round trip, as OSU); bw/bibw: a window of 64
- * non-blocking sends (one way / both ways) then an ack, MB = 10^6 B; collectives: the time of
- * one call, averaged over iterations, then avg (min, max with -f) over ranks. Reductions use
- * MPI_FLOAT and MPI_SUM, so their sizes start at 4 bytes. `release` times how far apart the
- * ranks leave an MPI_Barrier (max - min of CLOCK_REALTIME stamps taken right after it, per
- * trial): the peer of a start released at T0 (benchmarks/bench_mpi_sync.py).
+ * Each test makes the MPI calls OSU 7.x's does (osu_latency, osu_bw, osu_bibw, osu_bcast ...),
+ * in the same order, on one page-aligned buffer each way, so their figures can be compared
+ * (benchmarks/bench_osu.py counts both sides' calls):
+ * latency: ranks 0 and 1 ping-pong, each round trip timed, half the mean round trip;
+ * bw: rank 0 sends a window of 64 non-blocking sends from one buffer, rank 1 receives them
+ * into one buffer and acks with 1 byte; bibw: both send and receive a window, no ack; each
+ * window timed on rank 0, MB = 10^6 B; collectives: each call timed on its own, then an
+ * MPI_Barrier outside the timer (barrier: the barrier itself, timed), the mean over the
+ * iterations, then avg (min, max with -f) over ranks. Reductions use MPI_FLOAT and MPI_SUM,
+ * so their sizes start at 4 bytes (OSU 7's default is MPI_CHAR: run it with `-T mpi_float`).
+ * `release` times how far apart the ranks leave an MPI_Barrier (max - min of CLOCK_REALTIME
+ * stamps taken right after it, per trial): the peer of a start released at T0
+ * (benchmarks/bench_mpi_sync.py).
  * Latencies print with 3 decimals (OSU prints 2): a 0.15 us ping-pong needs them to show 1%.
- * Sizes: powers of 2 from MIN (default 1) to MAX (default 1 MiB). Iterations: -i (default
- * 1000, 100 above 8 KiB), warm-up -x (default 100, 10 above 8 KiB), as OSU.
+ * Sizes: powers of 2 from MIN (default 1) to MAX (default 1 MiB). Iterations and warm-up
+ * (untimed iterations first) are OSU's per test, fewer above 8 KiB (see LOOPS); -i and -x
+ * set them for every size, as OSU's do.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -26,31 +34,48 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WINDOW 64
 #define LARGE 8192
 
+/* OSU 7.x's loop counts (c/util/osu_util.h): iterations and warm-up at and below 8 KiB,
+ * then above */
+struct loops { long iters, warm, iters_large, warm_large; };
+static const struct loops LAT = {10000, 100, 1000, 10}, BW = {100, 10, 20, 2},
+                          COLL = {1000, 100, 100, 10};
+
 static int rank, nranks, full;
 static long min_size = 1, max_size = 1 << 20, iters_opt = -1, warm_opt = -1;
 
-static long iters_for(long size) { return iters_opt > 0 ? iters_opt : size > LARGE ? 100 : 1000; }
-static long warm_for(long size) { return warm_opt >= 0 ? warm_opt : size > LARGE ? 10 : 100; }
-
-static void *xmalloc(size_t n)
+static long iters_for(const struct loops *l, long size)
 {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
+    return iters_opt > 0 ? iters_opt : size > LARGE ? l->iters_large : l->iters;
+}
+
+static long warm_for(const struct loops *l, long size)
+{
+    return warm_opt >= 0 ? warm_opt : size > LARGE ? l->warm_large : l->warm;
+}
+
+/* page-aligned and touched, as OSU's buffers (a first touch inside the timer would count
+ * page faults) */
+static void *xmalloc(size_t n, int fill)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), n ? n : 1)) {
         fprintf(stderr, "mbmpi: out of memory (%zu bytes)\n", n);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    memset(p, 'a', n ? n : 1);
+    memset(p, fill, n ? n : 1);
     return p;
 }
 
+/* v2: the calls OSU 7.x makes (v1 sent from 64 buffers and timed collectives back to back) */
 static void title(const char *name, const char *columns)
 {
     if (rank == 0) {
-        printf("\n# manybench MPI %s Test v1\n# Size%s\n", name, columns);
+        printf("\n# manybench MPI %s Test v2\n# Size%s\n", name, columns);
         fflush(stdout);
     }
 }
@@ -58,62 +83,76 @@ static void title(const char *name, const char *columns)
 static void latency(void)
 {
     title("Latency", "       Avg Latency(us)");
-    char *buf = xmalloc(max_size);
+    char *sbuf = xmalloc(max_size, 'a'), *rbuf = xmalloc(max_size, 'b');
     for (long size = min_size; size <= max_size; size = size ? size * 2 : 1) {
-        long n = iters_for(size), w = warm_for(size);
-        double t0 = 0;
+        long n = iters_for(&LAT, size), w = warm_for(&LAT, size);
+        double total = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         for (long i = 0; i < n + w; i++) {
-            if (i == w)
-                t0 = MPI_Wtime();
             if (rank == 0) {
-                MPI_Send(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t0 = i >= w ? MPI_Wtime() : 0;
+                MPI_Send(sbuf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (i >= w)
+                    total += MPI_Wtime() - t0;
             } else if (rank == 1) {
-                MPI_Recv(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
             }
         }
         if (rank == 0)
-            printf("%-10ld%18.3f\n", size, (MPI_Wtime() - t0) * 1e6 / (2.0 * n));
+            printf("%-10ld%18.3f\n", size, total * 1e6 / (2.0 * n));
     }
-    free(buf);
+    free(sbuf);
+    free(rbuf);
+}
+
+/* one window each way: bw, rank 0 sends (tag 100) and rank 1 acks (tag 101); bibw, both
+ * send and receive (rank 0 sends with tag 100, rank 1 with tag 10), rank 0 waiting for its
+ * sends first, rank 1 for its receives, as osu_bibw */
+static void window(int both, char *sbuf, char *rbuf, long size, MPI_Request *sreq,
+                   MPI_Request *rreq, MPI_Status *st)
+{
+    int peer = 1 - rank, stag = rank == 0 ? 100 : 10, rtag = rank == 0 ? 10 : 100;
+    if (both || rank == 1)
+        for (int j = 0; j < WINDOW; j++)
+            MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, rtag, MPI_COMM_WORLD, &rreq[j]);
+    if (both || rank == 0)
+        for (int j = 0; j < WINDOW; j++)
+            MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, stag, MPI_COMM_WORLD, &sreq[j]);
+    if (both && rank == 0) {
+        MPI_Waitall(WINDOW, sreq, st);
+        MPI_Waitall(WINDOW, rreq, st);
+    } else if (both) {
+        MPI_Waitall(WINDOW, rreq, st);
+        MPI_Waitall(WINDOW, sreq, st);
+    } else if (rank == 0) {
+        MPI_Waitall(WINDOW, sreq, st);
+        MPI_Recv(rbuf, 1, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Waitall(WINDOW, rreq, st);
+        MPI_Send(sbuf, 1, MPI_CHAR, 0, 101, MPI_COMM_WORLD);
+    }
 }
 
 static void bandwidth(int both)
 {
     title(both ? "Bi-Directional Bandwidth" : "Bandwidth", "      Bandwidth (MB/s)");
-    char *sbuf = xmalloc(max_size * WINDOW), *rbuf = xmalloc(max_size * WINDOW), ack = 0;
-    MPI_Request req[2 * WINDOW];
-    MPI_Status st[2 * WINDOW];      /* not MPI_STATUSES_IGNORE: gcc misreads its size */
+    char *sbuf = xmalloc(max_size, 'a'), *rbuf = xmalloc(max_size, 'b');
+    MPI_Request sreq[WINDOW], rreq[WINDOW];
+    MPI_Status st[WINDOW];      /* not MPI_STATUSES_IGNORE: gcc misreads its size */
     for (long size = min_size ? min_size : 1; size <= max_size; size *= 2) {
-        long n = iters_for(size) / 10 + 1, w = warm_for(size) / 10 + 1;
-        double t0 = 0;
+        long n = iters_for(&BW, size), w = warm_for(&BW, size);
+        double total = 0;
         MPI_Barrier(MPI_COMM_WORLD);
-        for (long i = 0; i < n + w; i++) {
-            if (i == w)
-                t0 = MPI_Wtime();
-            if (rank > 1)
-                continue;
-            int peer = 1 - rank, k = 0;
-            if (rank == 1 || both)
-                for (int j = 0; j < WINDOW; j++)
-                    MPI_Irecv(rbuf + j * size, (int)size, MPI_CHAR, peer, 2, MPI_COMM_WORLD,
-                              &req[k++]);
-            if (rank == 0 || both)
-                for (int j = 0; j < WINDOW; j++)
-                    MPI_Isend(sbuf + j * size, (int)size, MPI_CHAR, peer, 2, MPI_COMM_WORLD,
-                              &req[k++]);
-            MPI_Waitall(k, req, st);
-            if (rank == 0)
-                MPI_Recv(&ack, 1, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            else
-                MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+        for (long i = 0; i < n + w && rank <= 1; i++) {
+            double t0 = rank == 0 && i >= w ? MPI_Wtime() : 0;
+            window(both, sbuf, rbuf, size, sreq, rreq, st);
+            if (rank == 0 && i >= w)
+                total += MPI_Wtime() - t0;
         }
-        if (rank == 0) {
-            double s = MPI_Wtime() - t0;
-            printf("%-10ld%18.2f\n", size, size / 1e6 * WINDOW * n * (both ? 2 : 1) / s);
-        }
+        if (rank == 0)
+            printf("%-10ld%18.2f\n", size, size / 1e6 * WINDOW * n * (both ? 2 : 1) / total);
     }
     free(sbuf);
     free(rbuf);
@@ -129,15 +168,17 @@ static void collective(enum coll c)
                            "Iterations"
                          : "       Avg Latency(us)");
     long per = c == ALLGATHER || c == ALLTOALL ? nranks : 1;
-    char *sbuf = xmalloc(max_size * per), *rbuf = xmalloc(max_size * per);
+    char *sbuf = xmalloc(max_size * per, 1), *rbuf = xmalloc(max_size * per, 0);
     long lo = c == ALLREDUCE && min_size < 4 ? 4 : min_size;
     for (long size = c == BARRIER ? 0 : lo; size <= max_size; size = size ? size * 2 : 1) {
-        long n = iters_for(size), w = warm_for(size);
-        double t0 = 0;
+        long n = iters_for(&COLL, size), w = warm_for(&COLL, size);
+        double total = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         for (long i = 0; i < n + w; i++) {
-            if (i == w)
-                t0 = MPI_Wtime();
+            /* every call timed on its own (warm-up ones too, as OSU), the barrier after it
+             * outside the timer: calls back to back would overlap one rank's exit with the
+             * next call's entry and time less than a call */
+            double t0 = MPI_Wtime();
             switch (c) {
             case BCAST: MPI_Bcast(sbuf, (int)size, MPI_CHAR, 0, MPI_COMM_WORLD); break;
             case ALLGATHER:
@@ -153,8 +194,13 @@ static void collective(enum coll c)
                 break;
             case BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
             }
+            double t1 = MPI_Wtime();
+            if (c != BARRIER)
+                MPI_Barrier(MPI_COMM_WORLD);
+            if (i >= w)
+                total += t1 - t0;
         }
-        double mine = (MPI_Wtime() - t0) * 1e6 / n, sum = 0, lo_t = 0, hi_t = 0;
+        double mine = total * 1e6 / n, sum = 0, lo_t = 0, hi_t = 0;
         MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         MPI_Reduce(&mine, &lo_t, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&mine, &hi_t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -183,8 +229,8 @@ static void release(void)
     /* per trial: every rank stamps right after leaving the barrier; max - min over ranks */
     long n = iters_opt > 0 ? iters_opt : 100;
     if (rank == 0)
-        printf("\n# manybench MPI Barrier Release Test v1\n# Trial      Skew(us)\n");
-    for (long i = 0; i < warm_for(0); i++)
+        printf("\n# manybench MPI Barrier Release Test v2\n# Trial      Skew(us)\n");
+    for (long i = 0; i < warm_for(&COLL, 0); i++)
         MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < n; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
