@@ -210,7 +210,8 @@ def main() -> int:
         for size in sorted(rounds["OSU"][0]):
             ours_s, peer_s = [r[size] for r in rounds["mbmpi"]], [r[size] for r in rounds["OSU"]]
             ok &= agreement(f"{test} {size} B mbmpi / OSU", ours_s, peer_s, unit, work[test],
-                            "calls, bytes, timed calls, buffers per rank")
+                            "calls, bytes, timed calls, buffers per rank",
+                            "lower" if unit == "us" else "higher")
             if GOAL.met(statistics.median(harness.paired(ours_s, peer_s))):
                 within.append(size)
         sizes = len(rounds["OSU"][0])

@@ -178,25 +178,32 @@ AGREE = 0.05      # the agreement rule's tolerance around 1.0
 
 
 def agreement(name: str, ours: list[float], peer: list[float], unit: str = "",
-              work: list[str] | None = None, matched: str = "") -> bool:
+              work: list[str] | None = None, matched: str = "", direction: str = "higher"
+              ) -> bool:
     """Print the agreement line and return whether the two sides agree by the rule: the same
     work per item (work: the differences found, [] for none, None when not measured) and
-    the 95% interval of the median paired ratio reaching into 1.0 +- AGREE."""
+    the 95% interval of the median paired ratio inside 1.0 +- AGREE (an equivalence test:
+    an interval that only reaches into the band is as wide as the noise, and says nothing,
+    "can't tell"; one wholly outside it, "differ"). direction: which runs are best, for
+    best-of-N ("lower" for times)."""
     ratios = paired(ours, peer)
     med = statistics.median(ratios)
     lo, hi, cov = median_interval(ratios)
-    in_time = lo <= 1 + AGREE and hi >= 1 - AGREE
     same = work is not None and not work
-    ok = in_time and same
+    ok = lo >= 1 - AGREE and hi <= 1 + AGREE and same
+    apart = hi < 1 - AGREE or lo > 1 + AGREE or (work is not None and bool(work))
+    said = "PASS" if ok else "FAIL" if apart else \
+        "CAN'T TELL (the interval is wider than the band: more pairs, or a quieter machine)"
     n = len(ratios)
     interval = (f"{cov * 100:.0f}% interval {rfmt(lo)}-{rfmt(hi)}" if cov >= 0.95 else
                 f"{cov * 100:.1f}% interval {rfmt(lo)}-{rfmt(hi)} (n {n} too small for 95%)")
     work_text = ("work not measured" if work is None else
                  f"same work ({matched})" if not work else "different work: " + "; ".join(work))
-    bo, bp = max(ours), max(peer)
+    best = min if direction == "lower" else max
+    bo, bp = best(ours), best(peer)
     print(f"{name} = {rfmt(med)} median of {n} paired ratios, {interval} "
-          f"(rule: same work and the interval meets {1 - AGREE:g}-{1 + AGREE:g}) "
-          f"{'PASS' if ok else 'FAIL'}; {work_text}; best-of-{n} "
+          f"(rule: same work and the interval inside {1 - AGREE:g}-{1 + AGREE:g}) "
+          f"{said}; {work_text}; best-of-{n} "
           f"{rfmt(bo / bp if bp else float('inf'))} ({fmt(bo)} vs {fmt(bp)}"
           f"{' ' + unit if unit else ''}); pairs " + " ".join(rfmt(r) for r in ratios),
           flush=True)
