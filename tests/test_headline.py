@@ -104,3 +104,27 @@ def test_column_units():
     assert column_unit("ops/s", [12345.0]) == ("kops/s", 1e3)
     assert column_unit("", [5.0]) == ("", 1.0) and column_unit("MB/s", [1e5]) == ("MB/s", 1.0)
     assert num(133.4) == "133" and num(6.1) == "6.10" and num(0.0000123) == "<0.001"
+
+
+def test_a_title_longer_than_its_table_is_one_line(tmp_path):
+    """A compact table narrower than its title (the demo's mkdir under load: one column left)
+    keeps its title whole on one line: rich wrapped it to the table's width, "mkdir
+    (meta.mkdir), 3" over "phases a row", and the title was lost to a reader and to tests."""
+    from dataclasses import replace
+    from builders import T0, phase, plan, recs
+    from manybench.results.contract import RunNotes
+    from manybench.results.store import Store
+    name = "writes-of-one-mebibyte-by-every-slot-of-the-node"
+    st = Store(tmp_path)
+    st.begin_run("r1", plan(), ["manybench"], {}, RunNotes(slots=2))
+    ph = phase(0)
+    st.write_phase("r1", replace(ph, task=replace(ph.task, name=name)), T0,
+                   [replace(r, task=name) for r in recs("r1", 0)])
+    st.end_run("r1", "finished")
+    st.close()
+    text = render_text(tmp_path, width=80)
+    title = f"{name} (io.write), 1 phase a row"
+    table = text.split(title + "\n", 1)
+    assert len(table) == 2, text
+    rule = next(line for line in table[1].splitlines() if "───" in line)
+    assert len(rule.strip()) < len(title)          # the table is narrower than its title

@@ -13,8 +13,9 @@ import re
 import shutil
 
 import pytest
-from mpi_helpers import _probes
-from test_parallel import _run, mpi  # noqa: F401  (mpi: the families' probe, a fixture)
+
+from conftest import export_json, run_cli
+from mpi_helpers import FAMILIES, _probes, build_probe
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -24,6 +25,19 @@ CALL = re.compile(r"^(\w+)\(")
 # MPI_Init: setting up the wait (the slot's start page mapped, its descriptor closed) and
 # the wait for T0 itself; after the wait, nothing
 SET_UP, WAIT = {"mmap", "close"}, {"clock_nanosleep", "restart_syscall"}
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def mpi(request, tmp_path_factory):
+    """(family, launcher, probe executable) built with that family's mpicc."""
+    return build_probe(request.param, tmp_path_factory)
+
+
+def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
+    out = str(tmp_path / "res")
+    done = run_cli("run", plan_file(text), "-o", out, timeout=600)
+    assert done.returncode == expect, done.stdout[-3000:] + done.stderr[-3000:]
+    return export_json(out)
 
 
 def _calls_after_go(trace: str) -> list[str]:
@@ -38,7 +52,7 @@ def _calls_after_go(trace: str) -> list[str]:
 
 
 @pytest.mark.skipif(not STRACE, reason="needs strace (Debian strace)")
-def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_file,  # noqa: F811
+def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_file,
                                                                     tmp_path):
     """Each rank of a 2-rank job, traced: after its wait for T0 its program runs at once.
     Before the fix the rank wrote `start ...` to its slot there (a sendto)."""
@@ -69,7 +83,7 @@ def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_fil
         assert not after if waits else set(after) <= SET_UP, (fam, p["rank"], calls)
 
 
-def test_every_rank_starts_before_its_program_sees_mpi_init_return(mpi, plan_file,  # noqa: F811
+def test_every_rank_starts_before_its_program_sees_mpi_init_return(mpi, plan_file,
                                                                     tmp_path):
     """The recorded start of every rank, on the record, is at or before the program's own
     clock read right after MPI_Init returned, and at or after T0; a rank that kills itself

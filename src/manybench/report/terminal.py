@@ -17,13 +17,13 @@ from .build import build
 from .view import RunView, Table
 
 
-def _rich(t: Table, cols: list[int], title: str, widths: list[int] | None = None
-          ) -> RichTable:
+def _rich(t: Table, cols: list[int], widths: list[int] | None = None) -> RichTable:
     # compact tables draw no vertical rules: two columns' more figures fit in 80 columns
     style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} \
         if t.drop or t.wrap else {}
-    table = RichTable(title=Text(title, style="bold"), title_justify="left", header_style="bold",
-                      **style)
+    # the title on a line of its own above (main's print): as a rich title it was wrapped to
+    # the table's width, "mkdir (meta.mkdir), 3" over "phases a row" above a narrow table
+    table = RichTable(header_style="bold", **style)
     for i, j in enumerate(cols):
         table.add_column(Text(t.columns[j]), overflow="fold",
                          width=widths[i] if widths else None)
@@ -56,7 +56,7 @@ def _wrapped(t: Table, console: Console) -> list[int] | None:
 
 def _width(t: Table, cols: list[int], console: Console) -> int:
     wide = console.options.update_width(1 << 16)   # measure unclamped by the console
-    return Measurement.get(console, wide, _rich(t, cols, "")).maximum
+    return Measurement.get(console, wide, _rich(t, cols)).maximum
 
 
 def _fit(t: Table, console: Console) -> tuple[Table, list[int], list[int]]:
@@ -85,7 +85,7 @@ def _parts(t: Table, console: Console) -> list[list[int]]:
 
     def width(cols: list[int]) -> int:
         wide = console.options.update_width(1 << 16)   # measure unclamped by the console
-        return Measurement.get(console, wide, _rich(t, cols, "")).maximum
+        return Measurement.get(console, wide, _rich(t, cols)).maximum
 
     if width(keys + figures) <= console.width:
         return [keys + figures]
@@ -159,7 +159,8 @@ def _render_run(view: RunView, console: Console) -> None:
         for i, cols in enumerate(parts):
             title = t.title if len(parts) == 1 else f"{t.title} ({i + 1}/{len(parts)})"
             console.print()
-            console.print(_rich(t, cols, title, widths))
+            console.print(Text(title, style="bold"), overflow="fold")
+            console.print(_rich(t, cols, widths))
         # late starts dropped at this width: a line below, each row's count and causes
         late = [j for j in dropped if t.names and t.names[j] == "late"]
         if late:
