@@ -113,8 +113,8 @@ def test_a_shared_floor_is_one_stalls_warning_and_one_header_line_naming_who_mea
     stored = [StoredNode("r", n, "h", 1, 2, machine="bootabcdef", inventory={"noise": floor})
               for n in names]
     lines = [ln for ln in notes(run, stored) if ln.startswith("noise floor")]
-    assert lines == [f"noise floor n1, n2, n3: one machine's floor, boot id bootabcd, measured "
-                     f"once by node n1 for its 3 nodes on the same cpus: stalls up to 3 ms"
+    assert lines == ["noise floor n1, n2, n3: one machine's floor, boot id bootabcd, measured "
+                     "once by node n1 for its 3 nodes on the same cpus: stalls up to 3 ms"
                      + lines[0].split("stalls up to 3 ms", 1)[1]], lines
     twelve = {**floor, "nodes": 12, "measured_by": "n00"}
     many = [StoredNode("r", f"n{i:02d}", "h", 1, 2, machine="bootabcdef",

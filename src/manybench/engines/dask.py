@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ..node.clock import measure_offset
 from ..security import auth
 from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, NodeInfo,
-                             NoiseFloor, Ping, ProtocolMismatch, Request, Start, Started,
+                             Ping, ProtocolMismatch, Request, Start, Started,
                              decode, encode)
 from . import floors
 from .access import INSECURE_TEXT, Access
