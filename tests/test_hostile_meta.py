@@ -14,6 +14,7 @@ import stat
 import pytest
 
 from builders import ctx_for
+from manybench.kernels.scratchfs import root_of
 from conftest import export_json, run_cli
 
 VICTIM = b"a file outside scratch: a planted link points here and it keeps these bytes\n"
@@ -21,7 +22,7 @@ PY = "python3"
 BYTES = 4096      # meta.read lays out files shorter than this: main wrote through the link
 
 # A command phase plants the object at items 0 and 1 of the shared tree (rank 0's); T is
-# the tree's root ({scratch}/{run}/shared/mdtest_tree.0), V the victim directory.
+# the tree's root ({scratch}/{run}/mdtest_tree.0), V the victim directory.
 PLANTS = {
     "symbolic link": ('for i in 0 1; do ln -s "$V/f.$i" "$T/file.mdtest.0.$i"; done',
                       "file.mdtest.0.0 is a symbolic link"),
@@ -44,7 +45,7 @@ def _victim(tmp_path):
 
 
 def _plan(tmp_path, plant: str, kernel: str, cluster: bool) -> str:
-    script = (f'T="{tmp_path}/scr/{{run}}/shared/mdtest_tree.0"; V="{tmp_path}/victim"; '
+    script = (f'T="{tmp_path}/scr/{{run}}/mdtest_tree.0"; V="{tmp_path}/victim"; '
               f'mkdir -p -m 700 "$T"; ' + PLANTS[plant][0])
     plan = tmp_path / "p.toml"
     plan.write_text(f"""
@@ -117,7 +118,7 @@ def test_an_object_at_a_meta_item_on_a_dask_node_is_a_phase_error(lab, tmp_path,
 # ---- driven directly: the preparation's and the timed loop's own checks ----------------------
 
 def _tree(ctx) -> str:
-    return os.path.join(ctx.shared, "mdtest_tree.0")
+    return os.path.join(root_of(ctx), "mdtest_tree.0")
 
 
 def _outcome(kernel: str, ctx, params: dict, plant=None) -> str:

@@ -126,8 +126,8 @@ def test_the_run_root_is_fresh_and_owner_only(tmp_path):
 
 def test_a_node_leaving_a_shared_scratch_removes_only_its_own(tmp_path):
     """On a shared file system every node of the run works under one root: a node that ends
-    (lost, aborted or closed) removes its own slot directories only; the root and shared/ go
-    with the last node out."""
+    (lost, aborted or closed) removes its own slot directories only; the root, shared/ and
+    meta.*'s trees (in the root, as mdtest's in its test-dir) go with the last node out."""
     from manybench.node.scratch import Scratch
     a, b = Scratch("r1", "a"), Scratch("r1", "b")
     root = a.run_dir(str(tmp_path))
@@ -135,9 +135,11 @@ def test_a_node_leaving_a_shared_scratch_removes_only_its_own(tmp_path):
     for d in dirs:
         os.makedirs(d)
         open(os.path.join(d, "io.dat"), "w").close()
+    os.makedirs(os.path.join(root, "mdtest_tree.0", "mdtest_tree.1", "dir.mdtest.0.1"))
     a.cleanup()
     assert os.path.isfile(os.path.join(dirs[1], "io.dat"))
     assert os.path.isdir(os.path.join(root, "shared")) and not os.path.exists(dirs[0])
+    assert os.path.isdir(os.path.join(root, "mdtest_tree.0"))
     b.cleanup()
     assert not os.path.exists(root)
 
@@ -171,10 +173,10 @@ def test_a_link_planted_in_meta_trees_place_is_refused(tmp_path):
     from builders import ctx_for
     from manybench.kernels import KERNELS
     from manybench.kernels.base import KernelError
+    from manybench.kernels.scratchfs import root_of
     ctx = ctx_for(tmp_path)
-    os.makedirs(ctx.shared)
     (tmp_path / "elsewhere").mkdir()
-    os.symlink(tmp_path / "elsewhere", os.path.join(ctx.shared, "mdtest_tree.0"))
+    os.symlink(tmp_path / "elsewhere", os.path.join(root_of(ctx), "mdtest_tree.0"))
     with pytest.raises(KernelError, match="mdtest_tree.0 is a symbolic link"):
         KERNELS["meta.mkdir"].prepare(ctx, {"total": 10})
     assert os.listdir(tmp_path / "elsewhere") == []

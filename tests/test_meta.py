@@ -12,6 +12,7 @@ from manybench import _native  # noqa: E402
 from manybench.kernels import KERNELS  # noqa: E402
 from manybench.kernels.base import KernelError  # noqa: E402
 from manybench.kernels.meta import tree_dirs, tree_size  # noqa: E402
+from manybench.kernels.scratchfs import root_of  # noqa: E402
 from builders import check_latency, ctx_for, run_kernel  # noqa: E402
 
 TREES = os.path.join(os.path.dirname(__file__), "fixtures", "meta", "mdtest_4.1_trees.txt")
@@ -20,19 +21,25 @@ TREES = os.path.join(os.path.dirname(__file__), "fixtures", "meta", "mdtest_4.1_
 def root(ctx, rank: int | None = None) -> str:
     """The tree's root directory: shared, or slot `rank`'s own (unique)."""
     name = "mdtest_tree.0" if rank is None else f"mdtest_tree.{rank}.0"
-    return os.path.join(ctx.shared, name)
+    return os.path.join(root_of(ctx), name)
 
 
 def listing(top: str) -> list[str]:
+    """Every path below top's trees (mdtest_tree.*), relative to top."""
     out = []
     for d, dirs, files in os.walk(top):
         rel = os.path.relpath(d, top)
+        if rel == ".":
+            dirs[:] = [n for n in dirs if n.startswith("mdtest_tree.")]
+            files = []
         out += [os.path.normpath(os.path.join(rel, n)) for n in dirs + files]
     return sorted(out)
 
 
 def test_the_layout_is_mdtests(tmp_path):
-    """Items and tree directories named and nested as real mdtest made them (fixture)."""
+    """Items and tree directories named and nested as real mdtest made them (fixture), at
+    the same depth: mdtest -d D's trees are in D/test-dir.0-0, meta.*'s with dir = D in
+    D/<run> (the run's root), not one directory deeper in its shared/."""
     want: dict[str, list[str]] = {"shared": [], "unique": []}
     for line in open(TREES):
         parts = line.strip().split("/")
@@ -43,13 +50,13 @@ def test_the_layout_is_mdtests(tmp_path):
             r = run_kernel(f"meta.{op}", ctx_for(tmp_path / "s", rank, 2),
                            {"items": 14, "branch": 2, "depth": 2})
             assert r.status == "ok" and r.ops == 14, r.error
-    assert listing(ctx_for(tmp_path / "s").shared) == sorted(want["shared"])
+    assert listing(root_of(ctx_for(tmp_path / "s"))) == sorted(want["shared"])
     for rank in range(2):     # mdtest -u -n 7 -b 2 -z 1: 3 directories, 2 items each
         for op in ("mkdir", "create"):
             r = run_kernel(f"meta.{op}", ctx_for(tmp_path / "u", rank, 2),
                            {"items": 7, "branch": 2, "depth": 1, "unique": True})
             assert r.status == "ok" and r.ops == 6, r.error
-    assert listing(ctx_for(tmp_path / "u").shared) == sorted(want["unique"])
+    assert listing(root_of(ctx_for(tmp_path / "u"))) == sorted(want["unique"])
 
 
 def test_tree_numbering():

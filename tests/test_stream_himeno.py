@@ -74,7 +74,7 @@ def test_stream_metrics_bytes_ops_and_validation(tmp_path, threads):
 
 def test_stream_defaults_fill_in(tmp_path):
     k = KERNELS["mem.stream"]
-    assert k.params["elements"].default >= 10_000_000
+    assert k.params["elements"].default is None   # STREAM's rule (test_stream_sizing)
     assert k.params["threads"].default == 1 and k.params["ntimes"].default == 10
     st = k.prepare(ctx_for(tmp_path), {"elements": 1000})
     try:
@@ -276,12 +276,18 @@ def test_both_kernels_end_to_end(plan_file, tmp_path):
             assert r["params"]["elements"] == 5000 and r["params"]["threads"] == 1
             assert r["ops"] == 12 and r["bytes"] == 3 * 80 * 5000
             assert all(r["metrics"][f"{n}_mb_s"] > 0 for n in NAMES)
+            assert r["extra"]["stream_sizing"] == ("5,000 elements = 0.0 MB per array: "
+                                                   "elements given")
         else:
             assert r["kernel"] == "cpu.himeno"
             assert r["ops"] == r["metrics"]["iterations"] == r["params"]["iterations"]
             assert r["metrics"]["mflops"] > 0 and r["metrics"]["gosa"] > 0
     gosa = {r["params"]["iterations"]: r["metrics"]["gosa"] for r in rows if r["task"] == "hi"}
     assert gosa[4] < gosa[1]
+    # the report says the arrays' size and why, under the task's table (a declared fact)
+    report = run_cli("report", out)
+    assert report.returncode == 0, report.stderr
+    assert "5,000 elements = 0.0 MB per array: elements given" in report.stdout
 
 
 @pytest.mark.e2e

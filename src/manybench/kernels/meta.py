@@ -1,8 +1,10 @@
 """`meta.*`: mdtest's metadata phases, in mdtest's layout, by full path.
 
 The layout is mdtest's: a directory tree `mdtest_tree.0` (one for all slots, mdtest's
-default; with unique = true one per slot, `mdtest_tree.<rank>.0`, as mdtest -u) under the
-run's shared directory, with `branch` children per directory and `depth` levels below the
+default; with unique = true one per slot, `mdtest_tree.<rank>.0`, as mdtest -u) in the run's
+scratch root {dir}/<run>, where mdtest -d {dir} has its {dir}/test-dir.0-0 (so every path
+has as many components as mdtest's for the same directory; the root's shared/ would add
+one to each walk), with `branch` children per directory and `depth` levels below the
 root (mdtest -b, -z). A slot's `items` (mdtest -n) are spread over the tree's directories,
 `items // directories` in each (as mdtest; the rest are dropped, as mdtest does), and named
 `dir.mdtest.<rank>.<i>` and `file.mdtest.<rank>.<i>`. Every operation walks the item's full
@@ -38,7 +40,8 @@ from .scratchfs import below, open_below, root_of
 MAX_DIRS = 100_000   # tree directories a plan may ask for
 
 PARAMS = {
-    "dir": Param("dir", "Directory to work under: the tree is made in {dir}/<run>/shared."),
+    "dir": Param("dir", "Directory to work under (mdtest -d): the tree is made in {dir}/<run>, "
+                        "as mdtest's in {dir}/test-dir.0-0."),
     "items": Param("int", "Items per slot (mdtest -n).", minimum=1),
     "total": Param("int", "Items in all, split over the phase's slots (SMTEF's fixed 20,000 "
                           "directories).", minimum=1),
@@ -162,7 +165,8 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
     unique = bool(params.get("unique"))
     branch, depth = params.get("branch") or 1, params.get("depth") or 0
     base = f"mdtest_tree.{ctx.rank}" if unique else "mdtest_tree"
-    dirs = tree_dirs(ctx.shared, base, branch, depth)
+    root = os.path.abspath(root_of(ctx))
+    dirs = tree_dirs(root, base, branch, depth)
     items = items_for(params, ctx.rank, ctx.workers)
     per_dir = items // len(dirs)
     if items and not per_dir:
@@ -170,7 +174,6 @@ def _prepare(op: str, ctx: SlotContext, params: dict) -> _State:
                           f"{len(dirs)} directories (mdtest -b, -z): give more items or a "
                           "smaller tree")
     label = f"meta.{op}"
-    root = os.path.abspath(root_of(ctx))
     # the tree is made and checked by descriptor before T0 (scratchfs.py: a link or a file
     # planted in its place is refused); the items (native/meta.c: every directory this
     # user's alone first), then leftovers, relative to each directory's descriptor
@@ -224,8 +227,9 @@ _DOCS = {
     "create": "open(path, O_CREAT|O_RDWR, 0664), `bytes` written, close: mdtest's file "
               "creation.",
     "stat": "stat(path) of each file (made before T0 when missing): mdtest's file stat.",
-    "read": "open(path, O_RDONLY), `bytes` read, close (files made before T0 when missing): "
-            "mdtest's file read.",
+    "read": "open(path, O_RDWR), `bytes` read, close (files made before T0 when missing): "
+            "mdtest's file read (mdtest passes O_RDONLY, 0, where its POSIX backend expects "
+            "IOR_RDONLY, so its open is O_RDWR).",
     "unlink": "unlink(path) of each file (made before T0 when missing): mdtest's file "
               "removal.",
 }

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..inventory.caches import Cache, cache_total, describe, node_caches
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from .facts import Fact
 from .figures import LOWER, STREAM_RATES, Figure
 from .native import native, result_from_native
 
@@ -24,6 +26,24 @@ BYTES_PER_ELEMENT = (2 * 8, 2 * 8, 3 * 8, 3 * 8)   # STREAM's bytes[] for 8-byte
 # a grows 15x per iteration from 2.0 (c = a; b = 3c; c = a + b; a = b + 3c) and overflows a
 # double after 261 iterations, where STREAM's own check would fail too
 MAX_NTIMES = 250
+STREAM_DEFAULT = 10_000_000   # stream.c's STREAM_ARRAY_SIZE
+GIVEN = "elements given"
+ROUND = 1_000_000             # the rule's size rounded up to whole millions, as STREAM's examples
+
+
+def sized(caches: tuple[Cache, ...]) -> tuple[int, str]:
+    """The default elements per array and why: STREAM's rule ("each array must be at least 4
+    times the size of the available cache memory") against these caches, at least STREAM's
+    default."""
+    total = cache_total(caches)
+    if not total:
+        return STREAM_DEFAULT, "STREAM's default (the node's caches are not known)"
+    need = 4 * total / 8
+    rule = -(-int(need) // ROUND) * ROUND
+    what = f"4 x {total / 1e6:.1f} MB of data caches ({describe(caches)})"
+    if rule < STREAM_DEFAULT:
+        return STREAM_DEFAULT, f"STREAM's default (its rule, {what}, asks for less)"
+    return rule, f"STREAM's rule: each array at least {what}"
 
 
 def affinity_cpus() -> int:
@@ -78,11 +98,13 @@ def check_memory(kernel: str, need: int, what: str, fix: str) -> None:
 
 PARAMS = {
     "elements": Param("int", "Elements (8-byte doubles) per array; each slot has three arrays "
-                             "(24 bytes per element in all: the default is 480 MB per slot). "
-                             "STREAM's rule: each array at least 4x the size of the last-level "
-                             "cache(s) the slot's threads share, or the figures are cache "
-                             "bandwidth.", default=20_000_000, minimum=1000,
-                     maximum=2**40),
+                             "(24 bytes per element in all). Default: STREAM's rule, each array "
+                             "at least 4x the node's data caches (every level, each shared "
+                             "instance once, from sysfs; the last level's total among them), "
+                             "rounded up to a whole million elements and never below STREAM's "
+                             f"default {STREAM_DEFAULT:,}; the record says the size and why "
+                             "(stream_sizing). Smaller arrays measure cache bandwidth.",
+                     minimum=1000, maximum=2**40),
     "threads": Param("int", "OpenMP threads per slot (STREAM's OMP_NUM_THREADS); they run on "
                             "the slot's cpus, so more than one needs placement pin = \"numa\" "
                             "or \"none\". With 1, no OpenMP at all.", default=1, minimum=1),
@@ -107,6 +129,7 @@ class _State:
     elements: int
     threads: int
     ntimes: int
+    why: str
 
 
 def _value(params: dict, name: str) -> int:
@@ -114,27 +137,44 @@ def _value(params: dict, name: str) -> int:
     return PARAMS[name].parse(PARAMS[name].default if v is None else v)
 
 
-def _checked(params: dict) -> tuple[int, int, int]:
-    """elements, threads, ntimes, checked against the slot's cpus and the node's memory."""
-    elements, threads, ntimes = (_value(params, k) for k in ("elements", "threads", "ntimes"))
+def elements_of(params: dict, caches: tuple[Cache, ...] | None = None) -> tuple[int, str]:
+    """The elements per array and why: `elements` when given, else sized() on the node's
+    caches (or those given)."""
+    if params.get("elements") is not None:
+        return PARAMS["elements"].parse(params["elements"]), GIVEN
+    return sized(node_caches() if caches is None else caches)
+
+
+def sizing(elements: int, why: str) -> dict[str, Any]:
+    """The record's facts of the array size (FACTS)."""
+    return {"stream_elements": elements, "stream_array_bytes": 8 * elements,
+            "stream_sizing": f"{elements:,} elements = {8 * elements / 1e6:.1f} MB per array: "
+                             f"{why}"}
+
+
+def _checked(params: dict) -> tuple[int, int, int, str]:
+    """elements, threads, ntimes and why that many elements, checked against the slot's cpus
+    and the node's memory."""
+    elements, why = elements_of(params)
+    threads, ntimes = (_value(params, k) for k in ("threads", "ntimes"))
     for fld, msg in _check({"ntimes": ntimes}):
         raise KernelError(f"mem.stream: {fld}: {msg}")
     check_threads("mem.stream", threads)
     check_memory("mem.stream", 3 * 8 * elements, f"3 arrays of {elements} doubles",
                  "use fewer elements")
-    return elements, threads, ntimes
+    return elements, threads, ntimes, why
 
 
 def _prepare(ctx: SlotContext, params: dict) -> _State:
     lib = native()
-    elements, threads, ntimes = _checked(params)
+    elements, threads, ntimes, why = _checked(params)
     try:
         handle = lib.stream_new(elements, threads)
     except OSError as e:
         raise KernelError(f"{e.strerror} (3 arrays of {elements} doubles = "
                           f"{3 * 8 * elements / 1e6:.0f} MB for this slot: use fewer "
                           "elements)") from None
-    return _State(lib, handle, elements, threads, ntimes)
+    return _State(lib, handle, elements, threads, ntimes, why)
 
 
 def figures(times_ns: list | tuple, elements: int) -> dict[str, float]:
@@ -157,16 +197,21 @@ def figures(times_ns: list | tuple, elements: int) -> dict[str, float]:
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     d = st.lib.stream_run(st.handle, st.ntimes, t0_ns, spin_ns)
-    return result_from_native(d, metrics=figures(d["times_ns"], st.elements))
+    return result_from_native(d, metrics=figures(d["times_ns"], st.elements),
+                              extra=sizing(st.elements, st.why))
 
 
 def _standalone_args(ctx: SlotContext, params: dict) -> dict:
-    elements, threads, ntimes = _checked(params)
-    return {"elements": elements, "threads": threads, "ntimes": ntimes}
+    elements, threads, ntimes, why = _checked(params)
+    # given: mbkernel ignores it; finish says why from it, as the plain run's record does
+    return {"elements": elements, "threads": threads, "ntimes": ntimes,
+            "given": int(why == GIVEN)}
 
 
 def _standalone_finish(d: dict, args: dict) -> Result:
-    return result_from_native(d, metrics=figures(d["times_ns"], args["elements"]))
+    why = GIVEN if args.get("given") else elements_of({})[1]
+    return result_from_native(d, metrics=figures(d["times_ns"], args["elements"]),
+                              extra=sizing(args["elements"], why))
 
 
 def _cleanup(st: _State) -> None:
@@ -174,6 +219,11 @@ def _cleanup(st: _State) -> None:
         handle, st.handle = st.handle, None
         st.lib.stream_release(handle)
 
+
+FACTS = (Fact("stream_sizing", "STREAM arrays", note="elements and bytes per array, and why: "
+              "given, or STREAM's rule against the node's caches"),
+         Fact("stream_elements", "STREAM elements", note="elements (8-byte doubles) per array"),
+         Fact("stream_array_bytes", "STREAM array bytes", note="bytes per array"))
 
 # triad and copy first (the usual headline), then the rest; each kernel's times per iteration
 FIGURES = tuple(f.first() if f.name.startswith(("triad", "copy")) else f for f in STREAM_RATES) \
@@ -189,9 +239,10 @@ STREAM = Kernel(
         "Metrics as STREAM prints them: copy_mb_s, scale_mb_s, add_mb_s, triad_mb_s (best rate "
         "of iterations 2..ntimes, MB = 10^6 bytes) and <kernel>_avg_s/_min_s/_max_s; results "
         "are checked as checkSTREAMresults does (a wrong array makes the record an error). "
-        "bytes = all bytes the kernels moved, ops = 4 x ntimes.",
+        "bytes = all bytes the kernels moved, ops = 4 x ntimes. Arrays sized by STREAM's rule "
+        "unless `elements` is given; the record says the size and why (stream_sizing).",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, check=_check,
-    check_placement=threads_fit,
+    check_placement=threads_fit, facts=FACTS,
     standalone=Standalone(args=_standalone_args, finish=_standalone_finish),
     progress="bytes",
 )

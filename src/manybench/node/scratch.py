@@ -28,6 +28,7 @@ from ..kernels.scratchfs import open_below, remove_below
 
 MARKER = ".manybench-run"
 PRESENT = ".manybench-node."    # + node name: this node works under the root
+TREES = "mdtest_tree."           # meta.*'s trees (kernels/meta.py), shared by the nodes
 
 
 class ScratchError(Exception):
@@ -180,12 +181,17 @@ class Scratch:
 
     def _leave(self, fd: int) -> bool:
         """Remove this node's entries below the open root; True when it was the last node
-        there (then the marker and shared/ are gone too and the root is empty)."""
+        there (then the marker, shared/ and the meta.* trees are gone too and the root is
+        empty)."""
         for name in os.listdir(fd):
             if name.startswith(f"{self.node}.") or name == PRESENT + self.node:
                 remove_below(fd, name)
-        if any(n.startswith(PRESENT) for n in os.listdir(fd)):
+        names = os.listdir(fd)
+        if any(n.startswith(PRESENT) for n in names):
             return False
+        for name in names:    # meta.*'s trees lie in the root, as mdtest's in its test-dir
+            if name.startswith(TREES):
+                remove_below(fd, name)
         remove_below(fd, "shared")
         os.unlink(MARKER, dir_fd=fd)
         return True

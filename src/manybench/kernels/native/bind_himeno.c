@@ -1,6 +1,8 @@
 /* Python bindings of cpu.himeno (see himeno.h):
  *   himeno_new(mimax, mjmax, mkmax, threads) -> handle   allocate + initmt (before T0)
- *   himeno_rehearse(handle, nn) -> (seconds, gosa)        nn untimed iterations, then p reset
+ *   himeno_rehearse(handle, nn, keep=False) -> (seconds, gosa)
+ *                                                         nn untimed iterations, then p reset
+ *                                                         (kept: himenoBMTxp's rehearsal)
  *   himeno_run(handle, nn, t0_ns, spin_ns) -> dict        API.md's dict plus "gosa", "gosa1"
  *   himeno_release(handle)                                free the grids now
  */
@@ -54,10 +56,10 @@ static PyObject *py_himeno_new(PyObject *self, PyObject *args)
 static PyObject *py_himeno_rehearse(PyObject *self, PyObject *args)
 {
     PyObject *cap;
-    int nn;
+    int nn, keep = 0;
     float gosa;
     int64_t t;
-    if (!PyArg_ParseTuple(args, "Oi", &cap, &nn))
+    if (!PyArg_ParseTuple(args, "Oi|p", &cap, &nn, &keep))
         return NULL;
     nb_himeno *h = handle(cap);
     if (!h)
@@ -70,7 +72,8 @@ static PyObject *py_himeno_rehearse(PyObject *self, PyObject *args)
     t = nb_mono();
     gosa = nb_himeno_jacobi(h, nn);
     t = nb_mono() - t;
-    nb_himeno_reset(h);
+    if (!keep)
+        nb_himeno_reset(h);
     Py_END_ALLOW_THREADS
     return Py_BuildValue("(dd)", (double)t / 1e9, (double)gosa);
 }

@@ -5,6 +5,10 @@
 
 #include "native.h"
 
+/* himenoBMTxp's rehearsal: 3 iterations before the measured ones, whose changes to p it
+ * keeps: its printed Gosa is after 3 + nn iterations, and so is cpu.himeno's gosa */
+#define NB_HIMENO_REHEARSAL 3
+
 typedef struct {
     int mimax, mjmax, mkmax; /* grid points (himeno's MIMAX, MJMAX, MKMAX) */
     int imax, jmax, kmax;    /* MIMAX-1, ...: the interior is 1..imax-2 and so on */
@@ -22,7 +26,7 @@ int nb_himeno_new(int mimax, int mjmax, int mkmax, int threads, nb_himeno **out,
                   size_t msglen);
 /* nn Jacobi iterations, untimed (himeno's rehearsal); returns the last gosa. */
 float nb_himeno_jacobi(nb_himeno *h, int nn);
-/* p back to initmt's values, so a run's gosa depends on its own iterations only. */
+/* p back to initmt's values (after a calibration's longer rehearsals). */
 void nb_himeno_reset(nb_himeno *h);
 /* Waits for T0, runs nn iterations, stamps the end. gosa: the last iteration's residual,
  * gosa1: the first's. r->err = EDOM when gosa is not finite or grew. */

@@ -188,7 +188,7 @@ static void prepare_stream(state *s)
  * target), then as many iterations as fit in `seconds`. */
 static int calibrate(nb_himeno *h, double seconds)
 {
-    int nn = 3;
+    int nn = NB_HIMENO_REHEARSAL;
     double cpu;
     for (;;) {
         int64_t t = nb_mono();
@@ -216,6 +216,7 @@ static void prepare_himeno(state *s)
     s->iterations = (int)num("iterations", 0);
     if (s->iterations == 0)
         s->iterations = calibrate(s->himeno, (double)num("seconds_ns", 1000000000) / 1e9);
+    nb_himeno_jacobi(s->himeno, NB_HIMENO_REHEARSAL); /* kept, as himeno.py's _prepare */
 }
 
 static void run(const char *kernel, state *s, int64_t t0, int64_t spin, nb_result *r)

@@ -8,7 +8,9 @@
  *   mkdir   mkdir(path, 0775)                     (mdtest's DIRMODE)
  *   create  open(path, O_CREAT | O_RDWR [| O_EXCL | O_NOFOLLOW], 0664) [+ write bytes] + close
  *   stat    stat(path) of files [lstat];  statdir: stat(path) of directories [lstat]
- *   read    open(path, O_RDONLY [| O_NOFOLLOW | O_NONBLOCK]) [+ read bytes] + close
+ *   read    open(path, O_RDWR [| O_NOFOLLOW | O_NONBLOCK]) [+ read bytes] + close: mdtest
+ *           hands O_RDONLY (0) to its backend's open, which reads IOR flags (IOR_RDONLY is 1)
+ *           and so opens O_RDWR (aiori-POSIX.c POSIX_Open)
  *   rename  directories, as mdtest's rename phase: item 0 to "<item 0>-XX", item i to the name
  *           item i-1 had, and "<item 0>-XX" to the name of item n-2: n renames, the same set
  *           of names afterwards
@@ -16,13 +18,14 @@
  *
  * Scratch is hostile ground (scratch.c), with no call added to the timed loop: create is
  * O_EXCL (nothing found at an item is ever opened, so never written through), read is
- * O_NOFOLLOW | O_NONBLOCK (a link is refused, a FIFO never waits), stat is lstat and its
- * answer is checked (a regular file with one link, a directory for statdir); mkdir, rmdir,
- * rename and unlink never follow a link at the item. A failed item says what was found there
- * when it is not what the phase made. Before T0 every directory is opened by descriptor
- * from the run's root (each this user's alone: the loop walks full paths through them), and
- * every item is made or checked relative to it. A FIFO or a hard link planted at a read
- * item between that check and the loop is opened without waiting and never written.
+ * O_NOFOLLOW | O_NONBLOCK (a link is refused, a FIFO never waits, nothing is written), stat
+ * is lstat and its answer is checked (a regular file with one link, a directory for
+ * statdir); mkdir, rmdir, rename and unlink never follow a link at the item. A failed item
+ * says what was found there when it is not what the phase made. Before T0 every directory
+ * is opened by descriptor from the run's root (each this user's alone: the loop walks full
+ * paths through them), and every item is made or checked relative to it. A FIFO or a hard
+ * link planted at a read item between that check and the loop is opened without waiting
+ * and never written.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -113,7 +116,7 @@ static int write_all(int fd, const char *buf, uint64_t bytes)
 static int file_io(int dfd, const char *p, int create, uint64_t bytes, char *buf)
 {
     int fd = create ? openat(dfd, p, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, FILEMODE)
-                    : openat(dfd, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                    : openat(dfd, p, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
     uint64_t done = 0;
