@@ -4,8 +4,9 @@
  *       io_uring, aio, threads this kernel allows); OSError(errno, reason) when a named
  *       engine is refused.
  *   run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end,
- *              seed, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns", "engine" and
- *       "submits" (io_uring, aio: system calls that handed I/Os to the kernel; threads: 0).
+ *              seed, randommap, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns",
+ *       "engine", "submits" (io_uring, aio: system calls that handed I/Os to the kernel;
+ *       threads: 0) and "distinct" (the blocks the I/Os fell on, each once; None: unknown).
  */
 #include "bind.h"
 #include "randio.h"
@@ -39,14 +40,15 @@ static PyObject *py_randio_probe(PyObject *self, PyObject *args)
 
 static PyObject *py_run_randio(PyObject *self, PyObject *args)
 {
-    int fd, write, fsync_end, engine;
+    int fd, write, fsync_end, engine, randommap;
     const char *name;
     unsigned int depth, batch;
     unsigned long long block, size, ops, seed;
     long long deadline, t0, spin;
+    uint64_t distinct = UINT64_MAX;
     nb_result r = {0};
-    if (!PyArg_ParseTuple(args, "ipsIIKKKLpKLL", &fd, &write, &name, &depth, &batch, &block,
-                          &size, &ops, &deadline, &fsync_end, &seed, &t0, &spin))
+    if (!PyArg_ParseTuple(args, "ipsIIKKKLpKpLL", &fd, &write, &name, &depth, &batch, &block,
+                          &size, &ops, &deadline, &fsync_end, &seed, &randommap, &t0, &spin))
         return NULL;
     if ((engine = engine_arg(name)) < 0)
         return NULL;
@@ -56,9 +58,10 @@ static PyObject *py_run_randio(PyObject *self, PyObject *args)
     }
     nb_randio_args a = {.fd = fd, .write = write, .fsync_end = fsync_end, .engine = engine,
                         .iodepth = depth, .batch = batch, .block = block, .size = size,
-                        .ops = ops, .deadline_ns = deadline, .seed = seed};
+                        .ops = ops, .deadline_ns = deadline, .seed = seed,
+                        .randommap = randommap};
     Py_BEGIN_ALLOW_THREADS
-    nb_run_randio(&a, t0, spin, &r);
+    nb_run_randio(&a, t0, spin, &r, &distinct);
     Py_END_ALLOW_THREADS
     PyObject *d = nb_result_dict(&r, 1);
     PyObject *en = d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL;
@@ -69,6 +72,11 @@ static PyObject *py_run_randio(PyObject *self, PyObject *args)
     if (d && (!sub || PyDict_SetItemString(d, "submits", sub) < 0))
         Py_CLEAR(d);
     Py_XDECREF(sub);
+    PyObject *dis = !d ? NULL : distinct == UINT64_MAX ? (Py_INCREF(Py_None), Py_None)
+                                                       : PyLong_FromUnsignedLongLong(distinct);
+    if (d && (!dis || PyDict_SetItemString(d, "distinct", dis) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(dis);
     return d;
 }
 
@@ -77,6 +85,6 @@ PyMethodDef nb_randio_methods[] = {
      "randio_probe(engine, iodepth) -> the engine that will run (OSError when refused)"},
     {"run_randio", py_run_randio, METH_VARARGS,
      "run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end, "
-     "seed, t0_ns, spin_ns) -> dict"},
+     "seed, randommap, t0_ns, spin_ns) -> dict"},
     {NULL, NULL, 0, NULL},
 };

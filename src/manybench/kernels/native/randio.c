@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "randio.h"
+#include "randmap.h"
 
 /* New syscalls share one number on every architecture but alpha. */
 #ifndef __NR_io_uring_setup
@@ -79,27 +80,13 @@ typedef struct {
     const nb_randio_args *a;
     nb_result *r;
     uint64_t nblocks, rng, issued;
+    rio_map map; /* randommap: the blocks' order, pass by pass */
     int64_t dl; /* MONOTONIC stop, INT64_MAX = none */
     int stopping;
     rio_io *io;
     unsigned *free_idx, nfree;
     void *bufs;
 } rio;
-
-/* splitmix64: a counter through a mixer; cheap, and the same seed gives the same offsets. */
-static inline uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t next_offset(uint64_t *s, uint64_t nblocks, uint64_t block)
-{
-    /* uniform in [0, nblocks) by multiply-shift, no modulo bias worth the name */
-    return (uint64_t)(((unsigned __int128)next_rand(s) * nblocks) >> 64) * block;
-}
 
 static const char *verb(const nb_randio_args *a) { return a->write ? "write" : "read"; }
 
@@ -110,6 +97,7 @@ static int rio_init(rio *q, const nb_randio_args *a, nb_result *r, unsigned nio)
     q->r = r;
     q->nblocks = a->size / a->block;
     q->rng = a->seed;
+    map_init(&q->map, q->nblocks, a->seed);
     q->dl = INT64_MAX;
     q->io = calloc(nio, sizeof *q->io);
     q->free_idx = calloc(nio, sizeof *q->free_idx);
@@ -144,7 +132,8 @@ static inline unsigned start_io(rio *q, int64_t t)
 {
     unsigned i = q->free_idx[--q->nfree];
     rio_io *io = &q->io[i];
-    io->off = next_offset(&q->rng, q->nblocks, q->a->block);
+    io->off = (q->a->randommap ? map_index(&q->map, q->issued)
+                               : draw_block(&q->rng, q->nblocks)) * q->a->block;
     io->done = 0;
     io->t_sub = t;
     q->issued++;
@@ -478,6 +467,7 @@ typedef struct {
     unsigned idx;
     char *buf;
     uint64_t rng;
+    rio_map map; /* randommap: the blocks of the shared index's passes */
     nb_result r;
     int64_t last;
 } rio_worker;
@@ -498,9 +488,13 @@ static void worker_loop(rio_worker *w, int64_t t)
     rio_shared *sh = w->sh;
     const nb_randio_args *a = sh->a;
     while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-        if (a->ops && atomic_fetch_add(&sh->claimed, 1) >= a->ops)
+        /* the map's index is shared: the threads take the blocks of one pass between them,
+         * as the I/Os in flight of fio's one job do */
+        uint64_t i = a->ops || a->randommap ? atomic_fetch_add(&sh->claimed, 1) : 0;
+        if (a->ops && i >= a->ops)
             break;
-        uint64_t off = next_offset(&w->rng, sh->nblocks, a->block), done = 0;
+        uint64_t blk = a->randommap ? map_index(&w->map, i) : draw_block(&w->rng, sh->nblocks);
+        uint64_t off = blk * a->block, done = 0;
         while (done < a->block) {
             ssize_t k = a->write ? pwrite(a->fd, w->buf + done, a->block - done,
                                           (off_t)(off + done))
@@ -551,7 +545,7 @@ static void *worker_main(void *arg)
 }
 
 static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
-                       int64_t *start, int64_t *last)
+                       int64_t *start, int64_t *last, uint64_t *distinct)
 {
     unsigned n = a->iodepth;
     rio_shared sh = {.a = a, .nblocks = a->size / a->block, .dl = INT64_MAX, .go = 0};
@@ -572,7 +566,9 @@ static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, 
         w[i].sh = &sh;
         w[i].idx = i;
         w[i].buf = bufs + stride * i;
-        w[i].rng = a->seed + 0x632be59bd9b4e019ULL * i; /* a stream of its own per thread */
+        w[i].rng = a->seed + 0x632be59bd9b4e019ULL * i; /* a stream of its own per thread
+                                                          * (distinct_draws below replays it) */
+        map_init(&w[i].map, sh.nblocks, a->seed);        /* one map: the same keys */
         w[i].r.hist = calloc(HIST_BUCKETS, sizeof *w[i].r.hist);
         if (!w[i].r.hist) {
             nb_fail(r, ENOMEM, "allocating latency histograms");
@@ -622,6 +618,15 @@ join:
             r->hist[b] += w[i].r.hist[b];
         if (w[i].last > *last)
             *last = w[i].last;
+    }
+    if (!a->randommap) { /* each thread's draws replayed (its stream, its I/Os) */
+        uint64_t *seeds = calloc(2 * (size_t)n, sizeof *seeds);
+        for (unsigned i = 0; seeds && i < n; i++) {
+            seeds[i] = a->seed + 0x632be59bd9b4e019ULL * i;
+            seeds[n + i] = w[i].r.ops;
+        }
+        *distinct = seeds ? distinct_draws(sh.nblocks, seeds, seeds + n, n) : UINT64_MAX;
+        free(seeds);
     }
 out:
     for (unsigned i = 0; w && i < n; i++)
@@ -703,8 +708,10 @@ static void end_fsync(const nb_randio_args *a, nb_result *r, int64_t *last)
     *last = t2;
 }
 
-int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r)
+int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
+                  uint64_t *distinct)
 {
+    *distinct = UINT64_MAX;
     if (check_args(a, r))
         return r->err;
     r->hist = calloc(HIST_BUCKETS, sizeof *r->hist);
@@ -712,10 +719,12 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
         return nb_fail(r, ENOMEM, "allocating the latency histogram"), r->err;
     int64_t s = 0, last = 0;
     if (a->engine == NB_RIO_THREADS) {
-        if (threads_run(a, t0_ns, spin_ns, r, &s, &last) == 0 || s) {
+        if (threads_run(a, t0_ns, spin_ns, r, &s, &last, distinct) == 0 || s) {
             end_fsync(a, r, &last);
             nb_end(r, s, last);
         }
+        if (a->randommap) /* indices 0..ops-1 of the passes: a pass's blocks are distinct */
+            *distinct = r->ops < a->size / a->block ? r->ops : a->size / a->block;
         return r->err;
     }
     rio q;
@@ -760,6 +769,10 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
     if (a->engine == NB_RIO_AIO)
         nb_set_error(r, ENOSYS, "aio: built without <linux/aio_abi.h>");
 #endif
+    if (a->randommap)
+        *distinct = q.issued < q.nblocks ? q.issued : q.nblocks;
+    else /* the one stream's draws replayed, after the window */
+        *distinct = distinct_draws(q.nblocks, &a->seed, &q.issued, 1);
     if (!busy)
         rio_free(&q);
     return r->err;

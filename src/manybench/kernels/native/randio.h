@@ -19,6 +19,7 @@ typedef struct {
     uint64_t ops;        /* I/Os to do; 0 = until the deadline */
     int64_t deadline_ns; /* absolute REALTIME stop, 0 = none */
     uint64_t seed;       /* offsets: the same seed gives the same sequence (per thread) */
+    int randommap;       /* 1: each block once per pass (fio's default); 0: with replacement */
 } nb_randio_args;
 
 int nb_rio_engine_from_name(const char *name); /* -1 when unknown */
@@ -27,7 +28,9 @@ const char *nb_rio_engine_name(int engine);
  * it, or -errno with the reason in msg (only when a named engine is refused). */
 int nb_randio_probe(int engine, unsigned iodepth, char *msg, size_t msglen);
 /* Buffers, rings and threads are set up before the wait; per-I/O latency is submit ->
- * completion. Returns r->err. */
-int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
+ * completion. *distinct: the blocks the I/Os issued fell on, counted once each (after the
+ * window), UINT64_MAX when unknown. Returns r->err. */
+int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
+                  uint64_t *distinct);
 
 #endif
