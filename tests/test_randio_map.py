@@ -130,6 +130,32 @@ def test_one_pass_reads_every_byte_from_the_device(tmp_path, engine):
     assert mapped.metrics["from_memory"] <= 0.02
     assert 0.25 <= sampled.metrics["repeats"] <= 0.5      # 1/e = 0.37 expected
     assert sampled.metrics["from_memory"] == pytest.approx(sampled.metrics["repeats"], abs=0.05)
+    assert "cache_drops" not in sampled.extra             # no pass ends: nothing to drop
+
+
+@pytest.mark.parametrize("engine,iodepth", [("io_uring", 8), ("threads", 3)])
+def test_each_later_pass_is_dropped_as_fio_does(tmp_path, engine, iodepth):
+    """fio with invalidate=1 (its default) drops the file's cache again when a time-based
+    job's random map is used up (io_u.c loop_cache_invalidate; strace: a DONTNEED per pass),
+    so each pass reads the device. cache = "drop" does the same, inside the window; "keep"
+    never drops and the later passes read memory."""
+    try:
+        _native.randio_probe(engine, iodepth)
+    except OSError as e:
+        pytest.skip(f"this kernel refuses engine {engine}: {e.strerror}")
+    if in_memory(str(tmp_path)):
+        pytest.skip("scratch on tmpfs: every read is memory's")
+    ctx = ctx_for(tmp_path)
+    n = 256
+    params = {"size": n * BLOCK, "ops": 3 * n, "engine": engine, "iodepth": iodepth}
+    dropped = run_kernel("io.randread", ctx, params)
+    kept = run_kernel("io.randread", ctx, {**params, "cache": "keep"})
+    assert dropped.status == "ok" == kept.status, (dropped.error, kept.error)
+    assert dropped.extra["cache_drops"] == 2 and "cache_drops" not in kept.extra
+    assert dropped.metrics["repeats"] == kept.metrics["repeats"] == pytest.approx(2 / 3)
+    # in flight across a pass's end, a few reads of the pass before may land after its drop
+    assert dropped.metrics["from_memory"] <= 0.05
+    assert kept.metrics["from_memory"] >= 0.9
 
 
 def test_randommap_is_a_checked_bool(tmp_path):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
@@ -111,6 +111,7 @@ class _State:
     direct: bool
     seed: int
     randommap: bool
+    drop_each_pass: bool    # reads, cache = "drop", the map: again before each later pass
     metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
     read_bytes0: int | None = None                # read_bytes() once the cache was set
 
@@ -174,7 +175,10 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
                   iodepth=iodepth, batch=min(p["batch"], iodepth), block=block, size=size,
                   ops=p.get("ops") or 0, duration=p.get("duration"),
                   fsync_end=write and p.get("fsync") == "end", direct=bool(p["direct"]),
-                  seed=seed, randommap=p["randommap"], metrics=cache, read_bytes0=read_bytes())
+                  seed=seed, randommap=p["randommap"],
+                  drop_each_pass=(not write and p["randommap"] and not p["direct"]
+                                  and (p.get("cache") or CACHE.default) == "drop"),
+                  metrics=cache, read_bytes0=read_bytes())
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -182,7 +186,7 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     engine = "threads" if st.engine == "psync" else st.engine   # psync: one thread, ours
     d = st.lib.run_randio(st.fd, st.write, engine, st.iodepth, st.batch, st.block,
                           st.size, st.ops, deadline, st.fsync_end, st.seed, st.randommap,
-                          t0_ns, spin_ns)
+                          st.drop_each_pass, t0_ns, spin_ns)
     metrics = dict(st.metrics)
     if d["ops"] > 0 and d.get("distinct") is not None:
         metrics[REPEATS.name] = 1.0 - min(d["distinct"], d["ops"]) / d["ops"]
@@ -195,8 +199,11 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.fsync_end and d.get("fsync_ns"):
         metrics["fsync_us"] = d["fsync_ns"] / 1e3
     # submit_calls: system calls that handed I/Os to the kernel (what `batch` really did)
+    extra = {"engine": st.engine, "submit_calls": d.get("submits", 0)}
+    if st.drop_each_pass:
+        extra["cache_drops"] = d.get("drops", 0)     # inside the window, as fio's
     return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
-                              extra={"engine": st.engine, "submit_calls": d.get("submits", 0)})
+                              extra=extra)
 
 
 def _cleanup(st: _State) -> None:
@@ -247,9 +254,14 @@ RANDREAD = Kernel(
     figures=FIGURES,
     doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)",
                     cache=" The file's cached pages are dropped before T0 unless cache = "
-                          "\"keep\" (fio's invalidate=1); records carry cached_fraction."),
+                          "\"keep\" (fio's invalidate=1), and with the random map again as "
+                          "each later pass begins (inside the window, as fio's); records "
+                          "carry cached_fraction."),
     params={**_PARAMS,
-            "cache": CACHE},
+            "cache": replace(CACHE, doc=CACHE.doc + " With the random map, \"drop\" drops "
+                             "them again as each later pass begins, inside the timed window, "
+                             "as fio's invalidate=1 does when a time-based job's map is used "
+                             "up (the record's extra cache_drops counts them).")},
     prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
     check=_check, uses_dir=True, progress="bytes", facts=FACTS,
 )

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -79,7 +80,7 @@ typedef struct {
 typedef struct {
     const nb_randio_args *a;
     nb_result *r;
-    uint64_t nblocks, rng, issued;
+    uint64_t nblocks, rng, issued, drops;
     rio_map map; /* randommap: the blocks' order, pass by pass */
     int64_t dl; /* MONOTONIC stop, INT64_MAX = none */
     int stopping;
@@ -87,6 +88,19 @@ typedef struct {
     unsigned *free_idx, nfree;
     void *bufs;
 } rio;
+
+/* fio's loop_cache_invalidate (io_u.c): with invalidate=1, a time-based job whose random map
+ * is used up drops the file's cached pages before its next pass, inside its window; so does
+ * I/O number i when it opens a pass after the first. Returns 1 when it dropped. */
+static int pass_drop(const nb_randio_args *a, uint64_t i)
+{
+    uint64_t n = a->size / a->block;
+    if (!a->drop_each_pass || i == 0 || i % n)
+        return 0;
+    /* advice: fio ignores its failure too; the record's from_memory says what it did */
+    posix_fadvise(a->fd, 0, (off_t)a->size, POSIX_FADV_DONTNEED);
+    return 1;
+}
 
 static const char *verb(const nb_randio_args *a) { return a->write ? "write" : "read"; }
 
@@ -132,6 +146,7 @@ static inline unsigned start_io(rio *q, int64_t t)
 {
     unsigned i = q->free_idx[--q->nfree];
     rio_io *io = &q->io[i];
+    q->drops += pass_drop(q->a, q->issued);
     io->off = (q->a->randommap ? map_index(&q->map, q->issued)
                                : draw_block(&q->rng, q->nblocks)) * q->a->block;
     io->done = 0;
@@ -479,7 +494,7 @@ struct rio_shared {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int go; /* 0 wait, 1 run, 2 give up */
-    atomic_uint_fast64_t claimed;
+    atomic_uint_fast64_t claimed, drops;
     atomic_int stop;
 };
 
@@ -493,6 +508,8 @@ static void worker_loop(rio_worker *w, int64_t t)
         uint64_t i = a->ops || a->randommap ? atomic_fetch_add(&sh->claimed, 1) : 0;
         if (a->ops && i >= a->ops)
             break;
+        if (pass_drop(a, i))
+            atomic_fetch_add(&sh->drops, 1);
         uint64_t blk = a->randommap ? map_index(&w->map, i) : draw_block(&w->rng, sh->nblocks);
         uint64_t off = blk * a->block, done = 0;
         while (done < a->block) {
@@ -545,13 +562,14 @@ static void *worker_main(void *arg)
 }
 
 static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
-                       int64_t *start, int64_t *last, uint64_t *distinct)
+                       int64_t *start, int64_t *last, nb_randio_out *out)
 {
     unsigned n = a->iodepth;
     rio_shared sh = {.a = a, .nblocks = a->size / a->block, .dl = INT64_MAX, .go = 0};
     pthread_mutex_init(&sh.lock, NULL);
     pthread_cond_init(&sh.cond, NULL);
     atomic_init(&sh.claimed, 0);
+    atomic_init(&sh.drops, 0);
     atomic_init(&sh.stop, 0);
     uint64_t stride = (a->block + NB_ALIGN - 1) / NB_ALIGN * NB_ALIGN;
     rio_worker *w = calloc(n, sizeof *w);
@@ -625,9 +643,10 @@ join:
             seeds[i] = a->seed + 0x632be59bd9b4e019ULL * i;
             seeds[n + i] = w[i].r.ops;
         }
-        *distinct = seeds ? distinct_draws(sh.nblocks, seeds, seeds + n, n) : UINT64_MAX;
+        out->distinct = seeds ? distinct_draws(sh.nblocks, seeds, seeds + n, n) : UINT64_MAX;
         free(seeds);
     }
+    out->drops = atomic_load(&sh.drops);
 out:
     for (unsigned i = 0; w && i < n; i++)
         free(w[i].r.hist);
@@ -709,9 +728,10 @@ static void end_fsync(const nb_randio_args *a, nb_result *r, int64_t *last)
 }
 
 int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
-                  uint64_t *distinct)
+                  nb_randio_out *out)
 {
-    *distinct = UINT64_MAX;
+    out->distinct = UINT64_MAX;
+    out->drops = 0;
     if (check_args(a, r))
         return r->err;
     r->hist = calloc(HIST_BUCKETS, sizeof *r->hist);
@@ -719,12 +739,12 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
         return nb_fail(r, ENOMEM, "allocating the latency histogram"), r->err;
     int64_t s = 0, last = 0;
     if (a->engine == NB_RIO_THREADS) {
-        if (threads_run(a, t0_ns, spin_ns, r, &s, &last, distinct) == 0 || s) {
+        if (threads_run(a, t0_ns, spin_ns, r, &s, &last, out) == 0 || s) {
             end_fsync(a, r, &last);
             nb_end(r, s, last);
         }
         if (a->randommap) /* indices 0..ops-1 of the passes: a pass's blocks are distinct */
-            *distinct = r->ops < a->size / a->block ? r->ops : a->size / a->block;
+            out->distinct = r->ops < a->size / a->block ? r->ops : a->size / a->block;
         return r->err;
     }
     rio q;
@@ -770,9 +790,10 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
         nb_set_error(r, ENOSYS, "aio: built without <linux/aio_abi.h>");
 #endif
     if (a->randommap)
-        *distinct = q.issued < q.nblocks ? q.issued : q.nblocks;
+        out->distinct = q.issued < q.nblocks ? q.issued : q.nblocks;
     else /* the one stream's draws replayed, after the window */
-        *distinct = distinct_draws(q.nblocks, &a->seed, &q.issued, 1);
+        out->distinct = distinct_draws(q.nblocks, &a->seed, &q.issued, 1);
+    out->drops = q.drops;
     if (!busy)
         rio_free(&q);
     return r->err;
