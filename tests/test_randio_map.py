@@ -108,18 +108,23 @@ def test_the_same_seed_gives_the_same_order(tmp_path):
     assert a == b != c
 
 
+def device_counted(tmp_path, engine: str, iodepth: int):
+    """The slot's context where the engine runs and reads are counted at the device."""
+    try:
+        _native.randio_probe(engine, iodepth)
+    except OSError as e:
+        pytest.skip(f"this kernel refuses engine {engine}: {e.strerror}")
+    if in_memory(str(tmp_path)):
+        pytest.skip("scratch on tmpfs: every read is memory's")
+    return ctx_for(tmp_path)
+
+
 @pytest.mark.parametrize("engine", ["io_uring", "aio"])
 def test_one_pass_reads_every_byte_from_the_device(tmp_path, engine):
     """The device's count (/proc/self/io read_bytes), which load cannot move: one pass of the
     map, cache dropped at T0, fetches every block once; sampling with replacement rereads
     about 1/e of the I/Os from the pages it cached, and `repeats` says how many."""
-    try:
-        _native.randio_probe(engine, 8)
-    except OSError as e:
-        pytest.skip(f"this kernel refuses engine {engine}: {e.strerror}")
-    if in_memory(str(tmp_path)):
-        pytest.skip("scratch on tmpfs: every read is memory's")
-    ctx = ctx_for(tmp_path)
+    ctx = device_counted(tmp_path, engine, 8)
     n = 512
     params = {"size": n * BLOCK, "ops": n, "engine": engine, "iodepth": 8}
     mapped = run_kernel("io.randread", ctx, params)
@@ -139,13 +144,7 @@ def test_each_later_pass_is_dropped_as_fio_does(tmp_path, engine, iodepth):
     job's random map is used up (io_u.c loop_cache_invalidate; strace: a DONTNEED per pass),
     so each pass reads the device. cache = "drop" does the same, inside the window; "keep"
     never drops and the later passes read memory."""
-    try:
-        _native.randio_probe(engine, iodepth)
-    except OSError as e:
-        pytest.skip(f"this kernel refuses engine {engine}: {e.strerror}")
-    if in_memory(str(tmp_path)):
-        pytest.skip("scratch on tmpfs: every read is memory's")
-    ctx = ctx_for(tmp_path)
+    ctx = device_counted(tmp_path, engine, iodepth)
     n = 256
     params = {"size": n * BLOCK, "ops": 3 * n, "engine": engine, "iodepth": iodepth}
     dropped = run_kernel("io.randread", ctx, params)

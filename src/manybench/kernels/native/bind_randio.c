@@ -39,6 +39,15 @@ static PyObject *py_randio_probe(PyObject *self, PyObject *args)
     return PyUnicode_FromString(nb_rio_engine_name(got));
 }
 
+/* d[key] = v (a new reference, stolen); NULL (d released) when either failed. */
+static PyObject *put(PyObject *d, const char *key, PyObject *v)
+{
+    if (d && (!v || PyDict_SetItemString(d, key, v) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(v);
+    return d;
+}
+
 static PyObject *py_run_randio(PyObject *self, PyObject *args)
 {
     int fd, write, fsync_end, engine, randommap, drop_each_pass;
@@ -66,25 +75,12 @@ static PyObject *py_run_randio(PyObject *self, PyObject *args)
     nb_run_randio(&a, t0, spin, &r, &out);
     Py_END_ALLOW_THREADS
     PyObject *d = nb_result_dict(&r, 1);
-    PyObject *en = d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL;
-    if (d && (!en || PyDict_SetItemString(d, "engine", en) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(en);
-    PyObject *sub = d ? PyLong_FromUnsignedLongLong(r.submits) : NULL;
-    if (d && (!sub || PyDict_SetItemString(d, "submits", sub) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(sub);
-    PyObject *dis = !d ? NULL : out.distinct == UINT64_MAX
-                                    ? (Py_INCREF(Py_None), Py_None)
-                                    : PyLong_FromUnsignedLongLong(out.distinct);
-    if (d && (!dis || PyDict_SetItemString(d, "distinct", dis) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(dis);
-    PyObject *drops = d ? PyLong_FromUnsignedLongLong(out.drops) : NULL;
-    if (d && (!drops || PyDict_SetItemString(d, "drops", drops) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(drops);
-    return d;
+    d = put(d, "engine", d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL);
+    d = put(d, "submits", d ? PyLong_FromUnsignedLongLong(r.submits) : NULL);
+    d = put(d, "distinct", !d ? NULL : out.distinct == UINT64_MAX
+                                           ? (Py_INCREF(Py_None), Py_None)
+                                           : PyLong_FromUnsignedLongLong(out.distinct));
+    return put(d, "drops", d ? PyLong_FromUnsignedLongLong(out.drops) : NULL);
 }
 
 PyMethodDef nb_randio_methods[] = {
