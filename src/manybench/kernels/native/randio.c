@@ -498,6 +498,12 @@ struct rio_shared {
     atomic_int stop;
 };
 
+/* Thread i's draws: a stream of its own. */
+static uint64_t thread_seed(const nb_randio_args *a, unsigned i)
+{
+    return a->seed + 0x632be59bd9b4e019ULL * i;
+}
+
 static void worker_loop(rio_worker *w, int64_t t)
 {
     rio_shared *sh = w->sh;
@@ -584,8 +590,7 @@ static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, 
         w[i].sh = &sh;
         w[i].idx = i;
         w[i].buf = bufs + stride * i;
-        w[i].rng = a->seed + 0x632be59bd9b4e019ULL * i; /* a stream of its own per thread
-                                                          * (distinct_draws below replays it) */
+        w[i].rng = thread_seed(a, i); /* distinct_draws below replays it */
         map_init(&w[i].map, sh.nblocks, a->seed);        /* one map: the same keys */
         w[i].r.hist = calloc(HIST_BUCKETS, sizeof *w[i].r.hist);
         if (!w[i].r.hist) {
@@ -640,7 +645,7 @@ join:
     if (!a->randommap) { /* each thread's draws replayed (its stream, its I/Os) */
         uint64_t *seeds = calloc(2 * (size_t)n, sizeof *seeds);
         for (unsigned i = 0; seeds && i < n; i++) {
-            seeds[i] = a->seed + 0x632be59bd9b4e019ULL * i;
+            seeds[i] = thread_seed(a, i);
             seeds[n + i] = w[i].r.ops;
         }
         out->distinct = seeds ? distinct_draws(sh.nblocks, seeds, seeds + n, n) : UINT64_MAX;
