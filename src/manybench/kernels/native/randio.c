@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,8 +496,26 @@ struct rio_shared {
     pthread_cond_t cond;
     int go; /* 0 wait, 1 run, 2 give up */
     atomic_uint_fast64_t claimed, drops;
+    atomic_uint_fast64_t dropped; /* drop_each_pass: the last pass whose drop is done */
     atomic_int stop;
 };
+
+/* A later pass's reads wait for its drop, done by the thread that opens the pass (after the
+ * pass before's): else the other threads read the pass's first blocks from the pages of the
+ * pass before, as no single fio job can. */
+static void pass_gate(rio_shared *sh, uint64_t i)
+{
+    uint64_t pass = i / sh->nblocks;
+    if (i % sh->nblocks == 0) {
+        while (atomic_load(&sh->dropped) < pass - 1)
+            sched_yield();
+        atomic_fetch_add(&sh->drops, (uint64_t)pass_drop(sh->a, i));
+        atomic_store(&sh->dropped, pass);
+        return;
+    }
+    while (atomic_load(&sh->dropped) < pass)
+        sched_yield();
+}
 
 /* Thread i's draws: a stream of its own. */
 static uint64_t thread_seed(const nb_randio_args *a, unsigned i)
@@ -514,8 +533,8 @@ static void worker_loop(rio_worker *w, int64_t t)
         uint64_t i = a->ops || a->randommap ? atomic_fetch_add(&sh->claimed, 1) : 0;
         if (a->ops && i >= a->ops)
             break;
-        if (pass_drop(a, i))
-            atomic_fetch_add(&sh->drops, 1);
+        if (a->drop_each_pass && i >= sh->nblocks)
+            pass_gate(sh, i);
         uint64_t blk = a->randommap ? map_index(&w->map, i) : draw_block(&w->rng, sh->nblocks);
         uint64_t off = blk * a->block, done = 0;
         while (done < a->block) {
@@ -576,6 +595,7 @@ static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, 
     pthread_cond_init(&sh.cond, NULL);
     atomic_init(&sh.claimed, 0);
     atomic_init(&sh.drops, 0);
+    atomic_init(&sh.dropped, 0);
     atomic_init(&sh.stop, 0);
     uint64_t stride = (a->block + NB_ALIGN - 1) / NB_ALIGN * NB_ALIGN;
     rio_worker *w = calloc(n, sizeof *w);
