@@ -6,7 +6,7 @@
 
 Each slot writes then reads its own file of `size` in `block` calls; writes end with an
 fsync inside the timed window. manybench runs the plan through its command line (slots
-pinned as placed) and its figure is the aggregate bandwidth it reports: sum(bytes) / (last
+pinned as placed; its results directory on tmpfs where there is one) and its figure is the aggregate bandwidth it reports: sum(bytes) / (last
 end - first start). Against:
   fio   the same job in the same window: --rw=write|read --bs=block --ioengine=psync (fio's
         sync default) --end_fsync=1 for writes; for reads the file's cached pages are dropped
@@ -84,9 +84,16 @@ block = {block}
 {read}"""
 
 
+def results_under(base: str) -> str:
+    """Where manybench's results go: tmpfs where there is one, so that its store's writes
+    (records, progress samples) are not on the device the tasks measure."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") else base
+
+
 def manybench(d: str, slots: int, size: int, block: int, for_ior: bool) -> dict[str, float]:
     """MiB/s of the write task and the read task of one run."""
-    rows = harness.run_plan(plan_text(d, slots, size, block, for_ior))
+    rows = harness.run_plan(plan_text(d, slots, size, block, for_ior),
+                            under=results_under(os.path.dirname(d)))
     return {k: harness.aggregate_rate(rows, k) / MIB for k in ("write", "read")}
 
 
@@ -153,7 +160,7 @@ def work_pass(base: str, slots: int, size: int, block: int) -> dict[str, list[st
     runs: dict[str, work.Work] = {}
     for name, upto in (("write", '[[task]]\nname = "read"'), ("both", None)):
         d = tempfile.mkdtemp(dir=base)
-        res = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else base)
+        res = tempfile.mkdtemp(dir=results_under(base))
         text = plan_text(d, slots, size, block, False)
         plan = os.path.join(res, "plan.toml")
         with open(plan, "w") as f:
