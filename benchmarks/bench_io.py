@@ -6,8 +6,8 @@
 
 Each slot writes then reads its own file of `size` in `block` calls; writes end with an
 fsync inside the timed window. manybench runs the plan through its command line (slots
-pinned as placed; its results directory on tmpfs where there is one) and its figure is the aggregate bandwidth it reports: sum(bytes) / (last
-end - first start). Against:
+pinned as placed; its results directory on tmpfs where there is one) and its figure is
+the aggregate bandwidth it reports: sum(bytes) / (last end - first start). Against:
   fio   the same job in the same window: --rw=write|read --bs=block --ioengine=psync (fio's
         sync default) --end_fsync=1 for writes; for reads the file's cached pages are dropped
         before fio starts (fsync, posix_fadvise DONTNEED, as io.read's prepare does) and fio
