@@ -24,8 +24,9 @@ the aggregate bandwidth it reports: sum(bytes) / (last end - first start). Again
         just wrote (it drops no cache), so manybench's read here is cache = "keep" with
         reorder = true. IOR's Mean(MiB).
 After an uncounted warm-up round, rounds alternate the sides' order; before each side the
-previous side's files are removed and settle.py syncs and waits until write-back and the
-disk are idle for `quiet` seconds (run back to back, the order swung pairs 0.2-4.7x on a
+previous side's files are removed and settle.py syncs, waits until write-back and the
+disk are idle for `quiet` seconds, then `host-settle` more for the host's write-back that
+the guest cannot see (run back to back, the order swung pairs 0.2-4.7x on a
 discard-mounted virtio disk: the write-back of the side before). A round runs both the write
 and the read of each side. First, per slot count, the work counters (work.py: device bytes
 from the I/O accounting of each side's processes, file system calls by size from strace -f),
@@ -50,7 +51,7 @@ from collections import Counter
 import harness
 import work
 from harness import agreement, alternate, info
-from settle import settle
+from settle import AFTER, settle
 
 from manybench.parsers import PARSERS
 from manybench.units import format_size, parse_size
@@ -233,6 +234,8 @@ def main() -> int:
     ap.add_argument("--warmup", default=1, type=int, help="uncounted rounds first")
     ap.add_argument("--quiet", default=1.0, type=float,
                     help="seconds of idle write-back and disk before each side (settle.py)")
+    ap.add_argument("--host-settle", default=AFTER, type=float,
+                    help="seconds more for the host's write-back, which the guest cannot see")
     ap.add_argument("--no-defaults", dest="defaults", action="store_false",
                     help="skip fio with its defaults (4 KiB calls, its drop inside its window)")
     ap.add_argument("--no-work", dest="work", action="store_false",
@@ -262,7 +265,8 @@ def main() -> int:
                     def run() -> dict[str, float]:
                         # the sides before removed their files: their write-back, their
                         # discards done before this side starts
-                        print(f"    before {who}: {settle(base, args.quiet)}", flush=True)
+                        print(f"    before {who}: "
+                              f"{settle(base, args.quiet, after=args.host_settle)}", flush=True)
                         d = tempfile.mkdtemp(dir=base)
                         if who == "manybench":
                             r = manybench(d, slots, args.size, args.block, peer == "IOR")

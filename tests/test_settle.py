@@ -33,7 +33,7 @@ class Machine:
         self.syncs += 1
 
     def sleep(self, s):
-        self.t += 1.0
+        self.t += 1.0       # a poll, or the host's wait: one step of the script either way
         if len(self.states) > 1:
             self.states.pop(0)
 
@@ -43,9 +43,10 @@ def test_waits_until_every_count_is_idle_for_the_quiet_span(monkeypatch):
     idle = (5 * MIB, 0, 0)
     m = Machine([busy_wb, busy_dev, dirty, idle, idle, busy_dev, idle, idle, idle, idle])
     m.install(monkeypatch)
-    line = settle.settle("/x", quiet=2.0, timeout=100)
-    assert m.syncs == 1
+    line = settle.settle("/x", quiet=2.0, timeout=100, after=3.0)
+    assert m.syncs == 1 and m.t == 9.0      # 8 polls, then the host's 3 s (one sleep here)
     assert line.startswith("settled in 8.0 s") and "Dirty 5 MiB" in line and "vdz" in line
+    assert line.endswith("+ 3 s for the host")
 
 
 def test_says_when_it_gave_up(monkeypatch):
