@@ -378,10 +378,12 @@ class StoredPhases:
             self.con = None
 
 
-def run_plan_timed(text: str, *args: str) -> tuple[list[dict], float]:
+def run_plan_timed(text: str, *args: str, under: str | None = None
+                   ) -> tuple[list[dict], float]:
     """Run a plan through the real command line (this source tree): its exported records
-    and the whole command's wall time in seconds. Exits when the run fails."""
-    d = tempfile.mkdtemp(prefix="mb-bench-")
+    and the whole command's wall time in seconds. Its results directory is made under
+    `under` (default: the temp directory). Exits when the run fails."""
+    d = tempfile.mkdtemp(prefix="mb-bench-", dir=under)
     try:
         plan = os.path.join(d, "plan.toml")
         with open(plan, "w") as f:
@@ -400,9 +402,9 @@ def run_plan_timed(text: str, *args: str) -> tuple[list[dict], float]:
     return json.loads(out), wall
 
 
-def run_plan(text: str, *args: str) -> list[dict]:
+def run_plan(text: str, *args: str, under: str | None = None) -> list[dict]:
     """Run a plan through the real command line; its exported records."""
-    return run_plan_timed(text, *args)[0]
+    return run_plan_timed(text, *args, under=under)[0]
 
 
 def phases(rows: list[dict]) -> dict[int, list[dict]]:

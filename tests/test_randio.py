@@ -221,7 +221,7 @@ def test_kernel_doc_lists_params():
     res = run_cli("kernels", "io.randread")
     assert res.returncode == 0
     for name in ("size", "block", "iodepth", "batch", "direct", "duration", "ops", "engine",
-                 "seed", "io_uring", "psync", "cache"):
+                 "seed", "io_uring", "psync", "cache", "randommap", "repeats"):
         assert name in res.stdout
     res = run_cli("kernels", "io.randwrite")
     assert res.returncode == 0 and "fsync" in res.stdout and "end|never" in res.stdout

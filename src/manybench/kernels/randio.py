@@ -1,9 +1,12 @@
 """`io.randread` / `io.randwrite`: random block I/O at a queue depth on a per-slot file.
 
-Uniform random, block-aligned offsets over the file's first `size` bytes, `iodepth` I/Os in
-flight through io_uring, Linux AIO or threads (native/randio.c), as fio's randread and
-randwrite with ioengine=io_uring, libaio or psync. The file is laid out before T0; for reads
-its cached pages are then dropped unless cache = "keep" (fio's invalidate=1).
+Random, block-aligned offsets over the file's first `size` bytes, `iodepth` I/Os in flight
+through io_uring, Linux AIO or threads (native/randio.c), as fio's randread and randwrite with
+ioengine=io_uring, libaio or psync. By default each block once per pass in a random order (fio's
+default random map, native/randmap.h); randommap = false draws with replacement (fio's
+norandommap), which rereads about a third of one file's worth of I/Os from the pages it cached.
+The file is laid out before T0; for reads its cached pages are then dropped unless cache =
+"keep" (fio's invalidate=1).
 
 engine = "auto" picks what fio's users would: at iodepth 1 plain pread/pwrite in the slot's
 own thread (fio's psync), deeper queues io_uring where the kernel allows it, else Linux AIO,
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
@@ -21,8 +24,8 @@ from .facts import Fact
 from .native import native, result_from_native, user_message
 from .iofile import ALIGN, explain, file_problems, laid_out, slot_file
 from .scratchfs import root_of
-from .figures import (BANDWIDTH, FSYNC, LATENCY, OPS_RATE, READS_CACHE, SLOT, ELAPSED,
-                      Figure)
+from .figures import (BANDWIDTH, CONTEXT, FSYNC, LATENCY, OPS_RATE, READS_CACHE, SLOT,
+                      ELAPSED, Figure)
 from .pagecache import CACHE, add_from_memory, prepare_cache, read_bytes
 
 ENGINES = ("auto", "psync", "io_uring", "aio", "threads")
@@ -58,6 +61,10 @@ _PARAMS = {
                               "it, else Linux AIO, else `iodepth` threads of pread/pwrite. The "
                               "engine used is kept in the record's extra as `engine`.",
                     default="auto", choices=ENGINES),
+    "randommap": Param("bool", "true (default, as fio): each block once per pass, in a random "
+                               "order that each pass draws anew; false: offsets drawn with "
+                               "replacement (fio's norandommap), so blocks repeat within a "
+                               "pass (`repeats` in the record says how often).", default=True),
     "seed": Param("int", "Seed of the offsets: the same seed gives the same sequence (as fio's "
                          "randrepeat); each slot (rank) and each thread gets a stream of its "
                          "own.", default=0, maximum=2**63 - 1),
@@ -103,6 +110,8 @@ class _State:
     fsync_end: bool
     direct: bool
     seed: int
+    randommap: bool
+    drop_each_pass: bool    # reads, cache = "drop", the map: again before each later pass
     metrics: dict = field(default_factory=dict)   # known before T0 (the page cache)
     read_bytes0: int | None = None                # read_bytes() once the cache was set
 
@@ -166,15 +175,21 @@ def _prepare(ctx: SlotContext, params: dict, write: bool) -> _State:
                   iodepth=iodepth, batch=min(p["batch"], iodepth), block=block, size=size,
                   ops=p.get("ops") or 0, duration=p.get("duration"),
                   fsync_end=write and p.get("fsync") == "end", direct=bool(p["direct"]),
-                  seed=seed, metrics=cache, read_bytes0=read_bytes())
+                  seed=seed, randommap=p["randommap"],
+                  drop_each_pass=(not write and p["randommap"] and not p["direct"]
+                                  and (p.get("cache") or CACHE.default) == "drop"),
+                  metrics=cache, read_bytes0=read_bytes())
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     deadline = t0_ns + round(st.duration * 1e9) if st.duration else 0
     engine = "threads" if st.engine == "psync" else st.engine   # psync: one thread, ours
     d = st.lib.run_randio(st.fd, st.write, engine, st.iodepth, st.batch, st.block,
-                          st.size, st.ops, deadline, st.fsync_end, st.seed, t0_ns, spin_ns)
+                          st.size, st.ops, deadline, st.fsync_end, st.seed, st.randommap,
+                          st.drop_each_pass, t0_ns, spin_ns)
     metrics = dict(st.metrics)
+    if d["ops"] > 0 and d.get("distinct") is not None:
+        metrics[REPEATS.name] = 1.0 - min(d["distinct"], d["ops"]) / d["ops"]
     if not st.write:
         add_from_memory(metrics, st.read_bytes0, d["bytes"])
     if d["elapsed_ns"] > 0:
@@ -184,8 +199,11 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.fsync_end and d.get("fsync_ns"):
         metrics["fsync_us"] = d["fsync_ns"] / 1e3
     # submit_calls: system calls that handed I/Os to the kernel (what `batch` really did)
+    extra = {"engine": st.engine, "submit_calls": d.get("submits", 0)}
+    if st.drop_each_pass:
+        extra["cache_drops"] = d.get("drops", 0)     # inside the window, as fio's
     return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
-                              extra={"engine": st.engine, "submit_calls": d.get("submits", 0)})
+                              extra=extra)
 
 
 def _cleanup(st: _State) -> None:
@@ -198,13 +216,23 @@ def _cleanup(st: _State) -> None:
                                            f"closing the file: {e.strerror}")) from None
 
 
-_DOC = ("Uniform random, block-aligned {what} of `block` bytes over the first `size` bytes of "
-        "one file per slot, `iodepth` in flight, until `ops` or `duration` (default 5s). The "
+_DOC = ("Random, block-aligned {what} of `block` bytes over the first `size` bytes of one "
+        "file per slot, each block once per pass (fio's random map; randommap = false: drawn "
+        "with replacement), `iodepth` in flight, until `ops` or `duration` (default 5s). The "
         "file is laid out before T0 when missing or short (never inside the timed window). "
         "Engines: psync (pread/pwrite, iodepth 1), io_uring (raw syscalls), Linux AIO, or "
         "`iodepth` pread/pwrite threads; the one used is kept in the record's extra as "
         "`engine`.{cache} Metrics: iops, mb_s (10^6 "
         "bytes/s), lat_* = per-I/O submission-to-completion latency{more}.")
+
+# a repeated block of a buffered read comes from the page cache, whatever was dropped at T0
+REPEATS = Figure("repeats", "share", "repeated blocks", "", role=CONTEXT,
+                 formula="a slot's I/Os at a block it had already read (or written) in the "
+                 "window / its I/Os: (ops - distinct blocks) / ops, the distinct blocks "
+                 "counted after the window from the offsets' seed. 0 within a pass of the "
+                 "random map (randommap = true, fio's default), (ops - blocks) / ops past "
+                 "it; drawn with replacement (randommap = false) about 1/e of one file's "
+                 "worth of I/Os")
 
 FIGURES = (OPS_RATE.first(), BANDWIDTH.first(), LATENCY.first(), ELAPSED,
            # fio's figures: each slot's own rate, summed over the phase's slots as fio's
@@ -214,7 +242,7 @@ FIGURES = (OPS_RATE.first(), BANDWIDTH.first(), LATENCY.first(), ELAPSED,
                   "their sum over the phase's slots"),
            Figure("mb_s", "MB/s", "fio bandwidth", scope=SLOT, sums=True,
                   formula="a slot's bytes / its own time (10^6 bytes/s), as fio; the "
-                  "aggregate their sum over the phase's slots"), FSYNC) + READS_CACHE
+                  "aggregate their sum over the phase's slots"), FSYNC, REPEATS) + READS_CACHE
 
 # the engine that ran, not the plan's `auto`: io_uring, aio, threads or psync
 FACTS = (Fact("engine", "I/O engine", note="the engine the I/Os went through (`auto` picks "
@@ -226,9 +254,14 @@ RANDREAD = Kernel(
     figures=FIGURES,
     doc=_DOC.format(what="reads", more=" (as fio's lat: slat + clat)",
                     cache=" The file's cached pages are dropped before T0 unless cache = "
-                          "\"keep\" (fio's invalidate=1); records carry cached_fraction."),
+                          "\"keep\" (fio's invalidate=1), and with the random map again as "
+                          "each later pass begins (inside the window, as fio's); records "
+                          "carry cached_fraction."),
     params={**_PARAMS,
-            "cache": CACHE},
+            "cache": replace(CACHE, doc=CACHE.doc + " With the random map, \"drop\" drops "
+                             "them again as each later pass begins, inside the timed window, "
+                             "as fio's invalidate=1 does when a time-based job's map is used "
+                             "up (the record's extra cache_drops counts them).")},
     prepare=lambda ctx, params: _prepare(ctx, params, False), run=_run, cleanup=_cleanup,
     check=_check, uses_dir=True, progress="bytes", facts=FACTS,
 )

@@ -4,8 +4,10 @@
  *       io_uring, aio, threads this kernel allows); OSError(errno, reason) when a named
  *       engine is refused.
  *   run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end,
- *              seed, t0_ns, spin_ns) -> result dict (API.md) plus "fsync_ns", "engine" and
- *       "submits" (io_uring, aio: system calls that handed I/Os to the kernel; threads: 0).
+ *              seed, randommap, drop_each_pass, t0_ns, spin_ns) -> result dict (API.md) plus
+ *       "fsync_ns", "engine", "submits" (io_uring, aio: system calls that handed I/Os to the
+ *       kernel; threads: 0), "distinct" (the blocks the I/Os fell on, each once; None:
+ *       unknown) and "drops" (the cache drops before later passes, inside the window).
  */
 #include "bind.h"
 #include "randio.h"
@@ -37,16 +39,27 @@ static PyObject *py_randio_probe(PyObject *self, PyObject *args)
     return PyUnicode_FromString(nb_rio_engine_name(got));
 }
 
+/* d[key] = v (a new reference, stolen); NULL (d released) when either failed. */
+static PyObject *put(PyObject *d, const char *key, PyObject *v)
+{
+    if (d && (!v || PyDict_SetItemString(d, key, v) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(v);
+    return d;
+}
+
 static PyObject *py_run_randio(PyObject *self, PyObject *args)
 {
-    int fd, write, fsync_end, engine;
+    int fd, write, fsync_end, engine, randommap, drop_each_pass;
     const char *name;
     unsigned int depth, batch;
     unsigned long long block, size, ops, seed;
     long long deadline, t0, spin;
+    nb_randio_out out = {0};
     nb_result r = {0};
-    if (!PyArg_ParseTuple(args, "ipsIIKKKLpKLL", &fd, &write, &name, &depth, &batch, &block,
-                          &size, &ops, &deadline, &fsync_end, &seed, &t0, &spin))
+    if (!PyArg_ParseTuple(args, "ipsIIKKKLpKppLL", &fd, &write, &name, &depth, &batch, &block,
+                          &size, &ops, &deadline, &fsync_end, &seed, &randommap,
+                          &drop_each_pass, &t0, &spin))
         return NULL;
     if ((engine = engine_arg(name)) < 0)
         return NULL;
@@ -56,20 +69,18 @@ static PyObject *py_run_randio(PyObject *self, PyObject *args)
     }
     nb_randio_args a = {.fd = fd, .write = write, .fsync_end = fsync_end, .engine = engine,
                         .iodepth = depth, .batch = batch, .block = block, .size = size,
-                        .ops = ops, .deadline_ns = deadline, .seed = seed};
+                        .ops = ops, .deadline_ns = deadline, .seed = seed,
+                        .randommap = randommap, .drop_each_pass = drop_each_pass};
     Py_BEGIN_ALLOW_THREADS
-    nb_run_randio(&a, t0, spin, &r);
+    nb_run_randio(&a, t0, spin, &r, &out);
     Py_END_ALLOW_THREADS
     PyObject *d = nb_result_dict(&r, 1);
-    PyObject *en = d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL;
-    if (d && (!en || PyDict_SetItemString(d, "engine", en) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(en);
-    PyObject *sub = d ? PyLong_FromUnsignedLongLong(r.submits) : NULL;
-    if (d && (!sub || PyDict_SetItemString(d, "submits", sub) < 0))
-        Py_CLEAR(d);
-    Py_XDECREF(sub);
-    return d;
+    d = put(d, "engine", d ? PyUnicode_FromString(nb_rio_engine_name(engine)) : NULL);
+    d = put(d, "submits", d ? PyLong_FromUnsignedLongLong(r.submits) : NULL);
+    d = put(d, "distinct", !d ? NULL : out.distinct == UINT64_MAX
+                                           ? (Py_INCREF(Py_None), Py_None)
+                                           : PyLong_FromUnsignedLongLong(out.distinct));
+    return put(d, "drops", d ? PyLong_FromUnsignedLongLong(out.drops) : NULL);
 }
 
 PyMethodDef nb_randio_methods[] = {
@@ -77,6 +88,6 @@ PyMethodDef nb_randio_methods[] = {
      "randio_probe(engine, iodepth) -> the engine that will run (OSError when refused)"},
     {"run_randio", py_run_randio, METH_VARARGS,
      "run_randio(fd, write, engine, iodepth, batch, block, size, ops, deadline_ns, fsync_end, "
-     "seed, t0_ns, spin_ns) -> dict"},
+     "seed, randommap, drop_each_pass, t0_ns, spin_ns) -> dict"},
     {NULL, NULL, 0, NULL},
 };

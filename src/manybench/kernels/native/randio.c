@@ -9,7 +9,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "randio.h"
+#include "randmap.h"
 
 /* New syscalls share one number on every architecture but alpha. */
 #ifndef __NR_io_uring_setup
@@ -78,7 +81,8 @@ typedef struct {
 typedef struct {
     const nb_randio_args *a;
     nb_result *r;
-    uint64_t nblocks, rng, issued;
+    uint64_t nblocks, rng, issued, drops;
+    rio_map map; /* randommap: the blocks' order, pass by pass */
     int64_t dl; /* MONOTONIC stop, INT64_MAX = none */
     int stopping;
     rio_io *io;
@@ -86,19 +90,17 @@ typedef struct {
     void *bufs;
 } rio;
 
-/* splitmix64: a counter through a mixer; cheap, and the same seed gives the same offsets. */
-static inline uint64_t next_rand(uint64_t *s)
+/* fio's loop_cache_invalidate (io_u.c): with invalidate=1, a time-based job whose random map
+ * is used up drops the file's cached pages before its next pass, inside its window; so does
+ * I/O number i when it opens a pass after the first. Returns 1 when it dropped. */
+static int pass_drop(const nb_randio_args *a, uint64_t i)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t next_offset(uint64_t *s, uint64_t nblocks, uint64_t block)
-{
-    /* uniform in [0, nblocks) by multiply-shift, no modulo bias worth the name */
-    return (uint64_t)(((unsigned __int128)next_rand(s) * nblocks) >> 64) * block;
+    uint64_t n = a->size / a->block;
+    if (!a->drop_each_pass || i == 0 || i % n)
+        return 0;
+    /* advice: fio ignores its failure too; the record's from_memory says what it did */
+    posix_fadvise(a->fd, 0, (off_t)a->size, POSIX_FADV_DONTNEED);
+    return 1;
 }
 
 static const char *verb(const nb_randio_args *a) { return a->write ? "write" : "read"; }
@@ -110,6 +112,7 @@ static int rio_init(rio *q, const nb_randio_args *a, nb_result *r, unsigned nio)
     q->r = r;
     q->nblocks = a->size / a->block;
     q->rng = a->seed;
+    map_init(&q->map, q->nblocks, a->seed);
     q->dl = INT64_MAX;
     q->io = calloc(nio, sizeof *q->io);
     q->free_idx = calloc(nio, sizeof *q->free_idx);
@@ -144,7 +147,9 @@ static inline unsigned start_io(rio *q, int64_t t)
 {
     unsigned i = q->free_idx[--q->nfree];
     rio_io *io = &q->io[i];
-    io->off = next_offset(&q->rng, q->nblocks, q->a->block);
+    q->drops += pass_drop(q->a, q->issued);
+    io->off = (q->a->randommap ? map_index(&q->map, q->issued)
+                               : draw_block(&q->rng, q->nblocks)) * q->a->block;
     io->done = 0;
     io->t_sub = t;
     q->issued++;
@@ -478,6 +483,7 @@ typedef struct {
     unsigned idx;
     char *buf;
     uint64_t rng;
+    rio_map map; /* randommap: the blocks of the shared index's passes */
     nb_result r;
     int64_t last;
 } rio_worker;
@@ -489,18 +495,48 @@ struct rio_shared {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int go; /* 0 wait, 1 run, 2 give up */
-    atomic_uint_fast64_t claimed;
+    atomic_uint_fast64_t claimed, drops;
+    atomic_uint_fast64_t dropped; /* drop_each_pass: the last pass whose drop is done */
     atomic_int stop;
 };
+
+/* A later pass's reads wait for its drop, done by the thread that opens the pass (after the
+ * pass before's): else the other threads read the pass's first blocks from the pages of the
+ * pass before, as no single fio job can. */
+static void pass_gate(rio_shared *sh, uint64_t i)
+{
+    uint64_t pass = i / sh->nblocks;
+    if (i % sh->nblocks == 0) {
+        while (atomic_load(&sh->dropped) < pass - 1)
+            sched_yield();
+        atomic_fetch_add(&sh->drops, (uint64_t)pass_drop(sh->a, i));
+        atomic_store(&sh->dropped, pass);
+        return;
+    }
+    while (atomic_load(&sh->dropped) < pass)
+        sched_yield();
+}
+
+/* Thread i's draws: a stream of its own. */
+static uint64_t thread_seed(const nb_randio_args *a, unsigned i)
+{
+    return a->seed + 0x632be59bd9b4e019ULL * i;
+}
 
 static void worker_loop(rio_worker *w, int64_t t)
 {
     rio_shared *sh = w->sh;
     const nb_randio_args *a = sh->a;
     while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-        if (a->ops && atomic_fetch_add(&sh->claimed, 1) >= a->ops)
+        /* the map's index is shared: the threads take the blocks of one pass between them,
+         * as the I/Os in flight of fio's one job do */
+        uint64_t i = a->ops || a->randommap ? atomic_fetch_add(&sh->claimed, 1) : 0;
+        if (a->ops && i >= a->ops)
             break;
-        uint64_t off = next_offset(&w->rng, sh->nblocks, a->block), done = 0;
+        if (a->drop_each_pass && i >= sh->nblocks)
+            pass_gate(sh, i);
+        uint64_t blk = a->randommap ? map_index(&w->map, i) : draw_block(&w->rng, sh->nblocks);
+        uint64_t off = blk * a->block, done = 0;
         while (done < a->block) {
             ssize_t k = a->write ? pwrite(a->fd, w->buf + done, a->block - done,
                                           (off_t)(off + done))
@@ -551,13 +587,15 @@ static void *worker_main(void *arg)
 }
 
 static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
-                       int64_t *start, int64_t *last)
+                       int64_t *start, int64_t *last, nb_randio_out *out)
 {
     unsigned n = a->iodepth;
     rio_shared sh = {.a = a, .nblocks = a->size / a->block, .dl = INT64_MAX, .go = 0};
     pthread_mutex_init(&sh.lock, NULL);
     pthread_cond_init(&sh.cond, NULL);
     atomic_init(&sh.claimed, 0);
+    atomic_init(&sh.drops, 0);
+    atomic_init(&sh.dropped, 0);
     atomic_init(&sh.stop, 0);
     uint64_t stride = (a->block + NB_ALIGN - 1) / NB_ALIGN * NB_ALIGN;
     rio_worker *w = calloc(n, sizeof *w);
@@ -572,7 +610,8 @@ static int threads_run(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, 
         w[i].sh = &sh;
         w[i].idx = i;
         w[i].buf = bufs + stride * i;
-        w[i].rng = a->seed + 0x632be59bd9b4e019ULL * i; /* a stream of its own per thread */
+        w[i].rng = thread_seed(a, i); /* distinct_draws below replays it */
+        map_init(&w[i].map, sh.nblocks, a->seed);        /* one map: the same keys */
         w[i].r.hist = calloc(HIST_BUCKETS, sizeof *w[i].r.hist);
         if (!w[i].r.hist) {
             nb_fail(r, ENOMEM, "allocating latency histograms");
@@ -623,6 +662,16 @@ join:
         if (w[i].last > *last)
             *last = w[i].last;
     }
+    if (!a->randommap) { /* each thread's draws replayed (its stream, its I/Os) */
+        uint64_t *seeds = calloc(2 * (size_t)n, sizeof *seeds);
+        for (unsigned i = 0; seeds && i < n; i++) {
+            seeds[i] = thread_seed(a, i);
+            seeds[n + i] = w[i].r.ops;
+        }
+        out->distinct = seeds ? distinct_draws(sh.nblocks, seeds, seeds + n, n) : UINT64_MAX;
+        free(seeds);
+    }
+    out->drops = atomic_load(&sh.drops);
 out:
     for (unsigned i = 0; w && i < n; i++)
         free(w[i].r.hist);
@@ -703,8 +752,11 @@ static void end_fsync(const nb_randio_args *a, nb_result *r, int64_t *last)
     *last = t2;
 }
 
-int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r)
+int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
+                  nb_randio_out *out)
 {
+    out->distinct = UINT64_MAX;
+    out->drops = 0;
     if (check_args(a, r))
         return r->err;
     r->hist = calloc(HIST_BUCKETS, sizeof *r->hist);
@@ -712,10 +764,12 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
         return nb_fail(r, ENOMEM, "allocating the latency histogram"), r->err;
     int64_t s = 0, last = 0;
     if (a->engine == NB_RIO_THREADS) {
-        if (threads_run(a, t0_ns, spin_ns, r, &s, &last) == 0 || s) {
+        if (threads_run(a, t0_ns, spin_ns, r, &s, &last, out) == 0 || s) {
             end_fsync(a, r, &last);
             nb_end(r, s, last);
         }
+        if (a->randommap) /* indices 0..ops-1 of the passes: a pass's blocks are distinct */
+            out->distinct = r->ops < a->size / a->block ? r->ops : a->size / a->block;
         return r->err;
     }
     rio q;
@@ -760,6 +814,11 @@ int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_re
     if (a->engine == NB_RIO_AIO)
         nb_set_error(r, ENOSYS, "aio: built without <linux/aio_abi.h>");
 #endif
+    if (a->randommap)
+        out->distinct = q.issued < q.nblocks ? q.issued : q.nblocks;
+    else /* the one stream's draws replayed, after the window */
+        out->distinct = distinct_draws(q.nblocks, &a->seed, &q.issued, 1);
+    out->drops = q.drops;
     if (!busy)
         rio_free(&q);
     return r->err;

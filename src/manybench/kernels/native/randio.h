@@ -19,7 +19,15 @@ typedef struct {
     uint64_t ops;        /* I/Os to do; 0 = until the deadline */
     int64_t deadline_ns; /* absolute REALTIME stop, 0 = none */
     uint64_t seed;       /* offsets: the same seed gives the same sequence (per thread) */
+    int randommap;       /* 1: each block once per pass (fio's default); 0: with replacement */
+    int drop_each_pass;  /* randommap: drop the file's cached pages before each later pass */
 } nb_randio_args;
+
+/* What a run reports besides nb_result. */
+typedef struct {
+    uint64_t distinct; /* the blocks the I/Os fell on, each counted once; UINT64_MAX: unknown */
+    uint64_t drops;    /* drop_each_pass: the drops done inside the window */
+} nb_randio_out;
 
 int nb_rio_engine_from_name(const char *name); /* -1 when unknown */
 const char *nb_rio_engine_name(int engine);
@@ -27,7 +35,8 @@ const char *nb_rio_engine_name(int engine);
  * it, or -errno with the reason in msg (only when a named engine is refused). */
 int nb_randio_probe(int engine, unsigned iodepth, char *msg, size_t msglen);
 /* Buffers, rings and threads are set up before the wait; per-I/O latency is submit ->
- * completion. Returns r->err. */
-int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r);
+ * completion; `out` filled after the window. Returns r->err. */
+int nb_run_randio(const nb_randio_args *a, int64_t t0_ns, int64_t spin_ns, nb_result *r,
+                  nb_randio_out *out);
 
 #endif
