@@ -18,7 +18,7 @@ Then rounds of one run each, the first an uncounted warm-up, alternating which g
 Work per iteration, printed side by side: iterations, grid, rehearsal gosa and the compiled
 loops (work.loops: the 512-bit arithmetic of each side's jacobi). Gate, the agreement rule:
 the same work and the 95% interval of the median of the per-round MFLOPS ratios (cpu.himeno /
-himenoBMTxp) reaching into 0.95-1.05; best-of-N beside it. Exit status 1 when it fails.
+himenoBMTxp) inside 0.95-1.05 (harness.agreement); best-of-N beside it. Exit status 1 when it fails.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from the I/O accounting of each side's processes, file system calls by size from
 manybench beside fio (manybench's results directory on tmpfs, so its store's writes are not
 the device's). Gate against fio, the agreement rule: the same calls per item and device bytes
 (within 5%) and the 95% interval of the median of the paired ratios (manybench / fio)
-reaching into 0.95-1.05, for each operation and slot count; best-of-N beside it. fio's
+inside 0.95-1.05 (harness.agreement), for each operation and slot count; best-of-N beside it. fio's
 defaults and IOR's ratios are printed for information. Exit status 1 when the rule fails, 2
 when fio is missing.
 """

@@ -19,7 +19,7 @@ fresh directory. Then each side once more under the work counters (work.py: stra
 every call on a path in the directory), printed side by side as calls per item. Gate, the
 agreement rule, for mkdir, statdir, rmdir, create, stat and unlink on every directory and
 task count: the same calls per item (within 0.01) and the 95% interval of the median of the
-paired ratios (manybench / mdtest) reaching into 0.95-1.05; rename and read, and every
+paired ratios (manybench / mdtest) inside 0.95-1.05 (harness.agreement); rename and read, and every
 at = true ratio, printed for information, not gated. Exit status 1 when the rule fails, 2
 when mdtest is missing.
 """

@@ -25,7 +25,7 @@ warm-up, buffers and per-call timing; noise cannot move them.
 Then, per test, rounds of one run of each side, the first an uncounted warm-up, alternating
 which goes first; per size, the agreement rule (harness.agreement): the same work and the
 95% interval of the median of the paired ratios (mbmpi / OSU: MB/s for bw and bibw, us for
-the others) reaching into 0.95-1.05; then per test how many sizes have their median ratio
+the others) inside 0.95-1.05 (harness.agreement); then per test how many sizes have their median ratio
 within 0.95-1.05. The goal (issue 31) is every size within 0.95-1.05 on a quiet machine; the
 load (1-minute load average) is printed before every test and with every pair: on a shared
 machine the ratios scatter, the counters do not. Exit status 1 when a size fails the rule.

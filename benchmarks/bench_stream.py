@@ -21,7 +21,7 @@ printed side by side: the elements, ntimes and bytes each kernel counts, and the
 loops (work.loops: the 512-bit moves and arithmetic and any streaming store in mem.stream's
 loops_serial against STREAM's outlined OpenMP loops). Gate, the agreement rule: the same work
 and the 95% interval of the median of the per-round Triad ratios (mem.stream / STREAM)
-reaching into 0.95-1.05; best-of-N beside it; Copy, Scale and Add for information. Exit
+inside 0.95-1.05 (harness.agreement); best-of-N beside it; Copy, Scale and Add for information. Exit
 status 1 when it fails.
 """
 from __future__ import annotations

@@ -19,8 +19,9 @@ pair by pair, and a goal judged on the median of the paired ratios.
   printed with their peer's figure and ratio beside them.
 - Agreement with a reference tool (`agreement`): the two sides agree when they do the same
   work per item (work.py's counters, or the compiled loops, printed side by side) and the
-  distribution-free 95% interval of the median of the paired ratios meets 1.0 within 5%
-  (reaches into 0.95-1.05). Noise widens the interval; it cannot move the work.
+  distribution-free 95% interval of the median of the paired ratios lies inside 0.95-1.05
+  (an equivalence test; wider: "can't tell"). Noise widens the interval; it cannot move
+  the work.
 - Peers are built with the package's own compiler and flags (`compile_c`: the extension's
   `_native.build_info()`, defined once in setup.py) and pinned exactly as the slots they are
   compared with (`slot_affinity`, `pinned`, `taskset`, `mpirun_pinned`: run/placement.py's
