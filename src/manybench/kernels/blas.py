@@ -6,8 +6,10 @@ file, version and build config (openblas_get_config), the core whose kernels it 
 (openblas_get_corename) and its thread count. Checked: a library running kernels narrower
 than the processor's FMA pipes (an OpenBLAS that does not know the cpu falls back to an old
 core such as Prescott: SSE3, a fifth of the speed) is a `library` warning, since its GFLOPS are
-the library's, not the machine's. `blas = "best"` times every candidate on the slot's own core
-before T0 and keeps the fastest, recording the trial.
+the library's, not the machine's; the warning names a core of the same library that ran
+faster here (timed in trials) when one does. `blas = "best"` times every candidate library under
+every core type the cpu supports (blas_trial.py), each in a process of its own on the slot's
+cpus before T0, keeps the fastest and records every trial.
 """
 from __future__ import annotations
 
@@ -16,11 +18,16 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
+import tempfile
 from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 from ..inventory.cpu_peak import core_flops, parse_cpuinfo
+from . import blas_trial
 from .base import KernelError
+from .blas_trial import Trial, Variant
 from .facts import Fact
 
 NAME = "cpu.dgemm"
@@ -34,6 +41,7 @@ SYSTEM_LIBS = ("libopenblas.so.0", "libopenblas.so", "libblis.so.4", "libcblas.s
 THREAD_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "BLIS_NUM_THREADS",
               "MKL_NUM_THREADS")
 TRIAL_NS = 100_000_000       # `blas = "best"`: each candidate is timed for about this long
+FASTER = 1.05                # a forced core this much faster than the library's own is named
 
 # OpenBLAS cores (openblas_get_corename, lower case) -> (vector bits of their DGEMM kernels,
 # fused multiply-add); x86 only: another architecture's core is not judged
@@ -102,21 +110,6 @@ def load(lib: ModuleType, blas: str | None, threads: int) -> dict[str, Any]:
                       "RHEL: openblas) or give `blas` = the library's path")
 
 
-def loadable(lib: ModuleType, threads: int) -> list[dict[str, Any]]:
-    """Every candidate that loads, one per distinct file."""
-    out: dict[str, dict[str, Any]] = {}
-
-    def each() -> None:
-        for path in candidates(None):
-            try:
-                info = lib.blas_load(path)
-            except OSError:
-                continue
-            out.setdefault(info["file"], info)
-    _with_thread_env(threads, each)
-    return list(out.values())
-
-
 def version(config: str) -> str:
     """The library's version from its config string ("OpenBLAS 0.3.21 ..." -> "0.3.21")."""
     m = re.search(r"OpenBLAS\s+(\S+)", config or "")
@@ -139,6 +132,7 @@ def provenance(lib: ModuleType, info: dict[str, Any]) -> dict[str, Any]:
     used = lib.blas_get_threads(info["index"])
     return {"blas": info["file"], "blas_symbol": info["symbol"], "blas_config": info["config"],
             "blas_version": version(info["config"]), "blas_core": info.get("corename", ""),
+            "blas_env": info.get("env", ""),
             "blas_threads": info["threads"] or "env",
             "blas_threads_used": used if used >= 0 else None}
 
@@ -152,9 +146,12 @@ def _this_cpu() -> dict[str, Any]:
         return parse_cpuinfo("")
 
 
-def core_mismatch(corename: str, config: str, cpu: dict[str, Any] | None = None) -> str | None:
+def core_mismatch(corename: str, config: str, cpu: dict[str, Any] | None = None,
+                  faster: Trial | None = None, tried: int = 0) -> str | None:
     """The warning when the library's kernels are narrower than this processor's FMA pipes (or
-    lack FMA it has), else None. cpu: parse_cpuinfo's dict (default: this machine's)."""
+    lack FMA it has), else None. cpu: parse_cpuinfo's dict (default: this machine's); faster:
+    the trial of a core of the same library that ran faster here (named as the advice);
+    tried: with blas = "best", how many trials the library's core won."""
     core = _CORES.get((corename or "").lower())
     cpu = _this_cpu() if cpu is None else cpu
     if core is None or cpu.get("arch") != "x86" or not cpu.get("flags"):
@@ -168,30 +165,102 @@ def core_mismatch(corename: str, config: str, cpu: dict[str, Any] | None = None)
             f"{', FMA' if fma else ', no FMA'}) on a cpu with {have.isa} and "
             f"{have.units} x {have.width_bits}-bit FMA pipes ({have.microarch}): the library "
             "does not know this processor, or OPENBLAS_CORETYPE forces an older core; its "
-            "GFLOPS are far below the machine's. Use a newer BLAS (`blas` = its path) or "
-            "`blas = \"best\"`")
+            "GFLOPS are below the machine's. " + _advice(faster, tried))
 
 
-def best(lib: ModuleType, threads: int, n: int, seed: int, alpha: float, beta: float
-         ) -> tuple[dict[str, Any], dict[str, float]]:
-    """`blas = "best"`: every loadable candidate timed on this core with the plan's n; the
-    fastest one's info and every candidate's GFLOPS (by file)."""
-    trials: dict[str, float] = {}
-    infos = loadable(lib, threads)
-    if not infos:
-        load(lib, None, threads)     # raises, saying what was tried
-    for info in infos:
-        lib.blas_set_threads(info["index"], threads)
-        try:
-            h = lib.dgemm_new(info["index"], n, seed)
-        except OSError as e:
-            raise KernelError(f"{NAME}: n = {n}: {e.strerror or e}") from None
-        lib.dgemm_time(h, 1, alpha, beta)          # warm-up: threads, buffers
-        count, ns = 1, lib.dgemm_time(h, 1, alpha, beta)
-        while ns < TRIAL_NS:
-            count *= 2
-            ns = lib.dgemm_time(h, count, alpha, beta)
-        trials[info["file"]] = round(2.0 * n ** 3 * count / max(ns, 1), 3)
-        del h
-    chosen = max(infos, key=lambda i: trials[i["file"]])
-    return chosen, trials
+def _advice(faster: Trial | None, tried: int) -> str:
+    if faster is not None:
+        return (f"{faster.variant.label()} runs its {faster.core} kernels faster here "
+                f"({faster.gflops} GFLOPS in a trial): set it in the run's environment, or "
+                "`blas = \"best\"`, which tries each core")
+    if tried:
+        return (f"It was the fastest of the {tried} trials of `blas = \"best\"` (blas_trials): "
+                "no wider core of the BLASes here ran faster")
+    return ("Use a newer BLAS (`blas` = its path) or `blas = \"best\"`, which tries each "
+            "library and core")
+
+
+def _flags(cpu: dict[str, Any] | None) -> set[str]:
+    return set((_this_cpu() if cpu is None else cpu).get("flags") or ())
+
+
+def _timer(threads: int, n: int, seed: int, alpha: float, beta: float
+           ) -> Callable[[Variant], Trial]:
+    return lambda v: blas_trial.run_trial(v, threads, n, seed, alpha, beta, TRIAL_NS,
+                                          THREAD_ENV)
+
+
+def load_variant(lib: ModuleType, v: Variant, threads: int) -> dict[str, Any]:
+    """Load v's library in this process with v's variable set (and the others of KNOBS
+    unset: the trial ran so), restoring the environment after: the library has read it."""
+    saved = {k: os.environ.get(k) for k in blas_trial.KNOBS}
+    for k in blas_trial.KNOBS:
+        os.environ.pop(k, None)
+    os.environ.update(dict(v.env))
+    try:
+        return load(lib, v.path, threads)
+    finally:
+        for k, val in saved.items():
+            if val is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = val
+
+
+def best(lib: ModuleType, threads: int, n: int, seed: int, alpha: float, beta: float,
+         trial: Callable[[Variant], Trial] | None = None, cpu: dict[str, Any] | None = None
+         ) -> tuple[dict[str, Any], list[dict[str, Any]], str | None]:
+    """`blas = "best"`: every candidate library, as it loads and under each core type the
+    cpu supports, timed in a process of its own on this slot's cpus with the plan's n; the
+    fastest loaded here. Returns its info, every trial (as recorded) and a warning when this
+    process could not load it as tried (the library was already loaded with another core)."""
+    tried = blas_trial.trials(candidates(None), _flags(cpu),
+                              trial or _timer(threads, n, seed, alpha, beta))
+    win = blas_trial.fastest(tried)
+    if win is None:
+        if not tried:
+            load(lib, None, threads)     # raises, saying what was tried
+        raise KernelError(f"{NAME}: blas = \"best\": every trial failed: " + "; ".join(
+            f"{t.variant.path} {t.variant.label()}: {t.error}" for t in tried))
+    info = load_variant(lib, win.variant, threads)
+    if info.get("corename", "") != win.core:
+        # this slot process loaded the file before, under another core (an earlier task):
+        # a private copy is a new instance, which reads the variable again
+        info = dict(load_copy(lib, win.variant, threads), file=info["file"])
+    info["env"] = win.variant.label() if win.variant.env else ""
+    stale = None
+    if info.get("corename", "") != win.core:
+        stale = (f"{NAME}: blas = \"best\" chose {win.file} with {win.variant.label()} "
+                 f"({win.core} kernels, {win.gflops} GFLOPS in its trial), but this process had "
+                 f"loaded it already and runs its {info.get('corename')} kernels")
+    return info, [t.record() for t in tried], stale
+
+
+def load_copy(lib: ModuleType, v: Variant, threads: int) -> dict[str, Any]:
+    """v's library loaded from a private copy of its file (unlinked once loaded: the mapping
+    stays), so that it initialises again under v's variable."""
+    with tempfile.TemporaryDirectory(prefix="manybench-blas-") as d:
+        copy = os.path.join(d, os.path.basename(v.path))
+        shutil.copyfile(v.path, copy)
+        return load_variant(lib, Variant(copy, v.env), threads)
+
+
+def faster_core(lib_file: str, corename: str, config: str, threads: int, n: int, seed: int,
+                alpha: float, beta: float, trial: Callable[[Variant], Trial] | None = None,
+                cpu: dict[str, Any] | None = None) -> Trial | None:
+    """For the mismatch warning: the forced core of this library that runs faster here than
+    the one it runs (both timed in trials, the library as this process loaded it first),
+    else None."""
+    trial = trial or _timer(threads, n, seed, alpha, beta)
+    own = Variant(lib_file, tuple((k, os.environ[k]) for k in blas_trial.KNOBS
+                                  if k in os.environ))
+    base = trial(own)
+    fam = blas_trial.family(lib_file, config)
+    forced = [trial(v) for v in blas_trial.variants(lib_file, fam, config, _flags(cpu))
+              if v.env != own.env]
+    win = blas_trial.fastest(forced)
+    if win is None or win.core.lower() == corename.lower():
+        return None
+    if base.gflops is not None and win.gflops <= base.gflops * FASTER:
+        return None
+    return win

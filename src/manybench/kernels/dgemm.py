@@ -34,7 +34,10 @@ PARAMS = {
                             "needs a slot with as many cpus: pin = \"numa\" or \"none\".",
                      default=1, minimum=1),
     "blas": Param("str", "CBLAS library to use (a path or a soname); \"best\": time every "
-                         "candidate on the slot's core before T0 and keep the fastest; default: "
+                         "candidate library under every core type the cpu supports "
+                         "(OPENBLAS_CORETYPE, BLIS_ARCH_TYPE, MKL_ENABLE_INSTRUCTIONS), each in "
+                         "a process of its own on the slot's cpus before T0, and keep the "
+                         "fastest; default: "
                          "the first of " + ", ".join(SYSTEM_LIBS) + ", then numpy's bundled "
                          "OpenBLAS."),
     "alpha": Param("float", "C = alpha*A*B + beta*C.", default=1.0),
@@ -47,11 +50,18 @@ PARAMS = {
 
 @functools.lru_cache(maxsize=8)
 def _best(threads: int, n: int, seed: int, alpha: float, beta: float
-          ) -> tuple[dict[str, Any], tuple[tuple[str, float], ...]]:
-    """`blas = "best"` once per slot process and matrix shape (the trial costs ~0.1 s per
-    candidate)."""
-    info, trials = blas.best(native(), threads, n, seed, alpha, beta)
-    return info, tuple(trials.items())
+          ) -> tuple[dict[str, Any], tuple[dict[str, Any], ...], str | None]:
+    """`blas = "best"` once per slot process and matrix shape (each trial is a process of
+    its own timed for ~0.1 s: a few seconds in all)."""
+    info, trials, stale = blas.best(native(), threads, n, seed, alpha, beta)
+    return info, tuple(trials), stale
+
+
+@functools.lru_cache(maxsize=8)
+def _faster(file: str, core: str, config: str, threads: int, n: int, seed: int, alpha: float,
+            beta: float) -> blas.Trial | None:
+    """A mismatched library's faster core, tried once per slot process and shape."""
+    return blas.faster_core(file, core, config, threads, n, seed, alpha, beta)
 
 
 @dataclass
@@ -64,7 +74,8 @@ class _State:
     alpha: float
     beta: float
     threads: int
-    trials: dict = field(default_factory=dict)   # blas = "best": GFLOPS of each candidate
+    trials: list = field(default_factory=list)   # blas = "best": every trial, as recorded
+    warnings: list = field(default_factory=list)  # ["library", text] found before T0
 
 
 def _params(params: dict) -> dict:
@@ -85,12 +96,23 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
                           f"cpu{'s' if cpus != 1 else ''} only (pin = \"core\" gives each slot "
                           "one); use pin = \"numa\" or pin = \"none\", or fewer threads")
     alpha, beta = float(p["alpha"]), float(p["beta"])
-    trials: dict = {}
+    trials: list = []
+    warnings: list = []
     if p.get("blas") == blas.BEST:
-        info, tried = _best(threads, n, p["seed"], alpha, beta)
-        trials = dict(tried)
+        info, tried, stale = _best(threads, n, p["seed"], alpha, beta)
+        trials = list(tried)
+        warnings += [["library", stale]] if stale else []
+        core = info.get("corename", "")
+        mismatch = blas.core_mismatch(core, info["config"], tried=len(trials))
     else:
         info = load(lib, p.get("blas"), threads)
+        core = info.get("corename", "")
+        mismatch = blas.core_mismatch(core, info["config"])
+        if mismatch:     # name the core that runs faster here, if one does (timed: before T0)
+            faster = _faster(info["file"], core, info["config"], threads, n, p["seed"], alpha,
+                             beta)
+            mismatch = blas.core_mismatch(core, info["config"], faster=faster)
+    warnings += [["library", mismatch]] if mismatch else []
     lib.blas_set_threads(info["index"], threads)
     try:
         handle = lib.dgemm_new(info["index"], n, p["seed"])
@@ -107,7 +129,8 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
             ns = lib.dgemm_time(handle, count, alpha, beta)
         repeat = max(1, round(target / (max(ns, 1) / count)))
     return _State(lib=lib, handle=handle, info=info, n=n, repeat=repeat, alpha=alpha,
-                  beta=beta, threads=threads, trials=trials)
+                  beta=beta, threads=threads, trials=trials,
+                  warnings=warnings)
 
 
 def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
@@ -116,10 +139,9 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     metrics = {"gflops": 2.0 * st.n ** 3 * d["ops"] / d["elapsed_ns"]} if ok else {}
     extra = blas.provenance(st.lib, st.info)
     if st.trials:     # blas = "best": what was tried, what was kept
-        extra["blas_trials"] = st.trials
-    mismatch = blas.core_mismatch(st.info.get("corename", ""), st.info["config"])
-    if mismatch:      # a warning (the coordinator stores it), and the record says so
-        extra["warnings"] = [["library", mismatch]]
+        extra["blas_trials"] = [dict(t) for t in st.trials]
+    if st.warnings:   # warnings (the coordinator stores them), and the record says so
+        extra["warnings"] = [list(w) for w in st.warnings]
     return result_from_native(d, lambda err, text: f"{NAME}: {text}", metrics=metrics,
                               extra=extra)
 
@@ -137,7 +159,8 @@ DGEMM = Kernel(
         "untimed call warms up before T0; the window holds `repeat` calls. Metrics: gflops "
         "(2 n^3 repeat / elapsed), lat_* = time per call; ops = calls. The library used "
         "is kept in the record's extra: `blas` (its file), `blas_version`, `blas_config`, "
-        "`blas_core` (the kernels it runs), `blas_threads_used`, and `blas_trials` with "
+        "`blas_core` (the kernels it runs), `blas_env` (the variable that chose them), "
+        "`blas_threads_used`, and `blas_trials` (every library x core tried) with "
         "blas = \"best\"; a core narrower than the processor's FMA pipes is a `library` "
         "warning.",
     params=PARAMS, prepare=_prepare, run=_run, cleanup=_cleanup, progress="ops",
