@@ -256,9 +256,14 @@ def test_blas_best_times_every_candidate_and_keeps_the_fastest(blas):
     trials = r.extra["blas_trials"]
     ok = [t for t in trials if "gflops" in t]
     assert ok and all(t["gflops"] > 0 for t in ok)
-    win = max(ok, key=lambda t: t["gflops"])
-    assert (r.extra["blas"], r.extra["blas_core"]) == (win["blas"], win["core"])
-    assert r.extra["blas_env"] == ("" if win["env"] == "auto" else win["env"])
+    rate = {(t["blas"], t["env"]): t.get("cpu_gflops", t["gflops"]) for t in
+            sorted(ok, key=lambda t: t.get("cpu_gflops", t["gflops"]))}     # each one's best
+    ran = (r.extra["blas"], r.extra["blas_env"] or "auto")
+    [core] = {t["core"] for t in ok if (t["blas"], t["env"]) == ran}
+    assert r.extra["blas_core"] == core
+    # the fastest, unless this test process loaded it before under another core (said)
+    stale = [w for k, w in r.extra.get("warnings", []) if "cannot run in this slot" in w]
+    assert rate[ran] == max(rate.values()) or stale
     # every library that loads was tried as it loads on its own: the system's and numpy's
     files = {_native.blas_load(p)["file"] for p in dgemm.candidates(None)
              if _loads(p)}

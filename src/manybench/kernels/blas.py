@@ -41,6 +41,7 @@ SYSTEM_LIBS = ("libopenblas.so.0", "libopenblas.so", "libblis.so.4", "libcblas.s
 THREAD_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "BLIS_NUM_THREADS",
               "MKL_NUM_THREADS")
 TRIAL_NS = 100_000_000       # `blas = "best"`: each candidate is timed for about this long
+LOAD_TRIES = 3               # "best": the leaders tried in turn when one cannot run as tried
 FASTER = 1.05                # a forced core this much faster than the library's own is named
 
 # OpenBLAS cores (openblas_get_corename, lower case) -> (vector bits of their DGEMM kernels,
@@ -101,8 +102,9 @@ def load(lib: ModuleType, blas: str | None, threads: int) -> dict[str, Any]:
                 why = e.strerror or str(e)
         return None
     got = _with_thread_env(threads, first)
-    if got is not None:
-        return got
+    if got is not None:     # the variable that chose its kernels, when one was set
+        return dict(got, env=" ".join(f"{k}={os.environ[k]}" for k in blas_trial.KNOBS
+                                      if os.environ.get(k)))
     if blas and blas != BEST:
         raise KernelError(f"{NAME}: cannot use blas = {blas!r}: {why}")
     raise KernelError(f"{NAME}: no CBLAS library found (tried {', '.join(SYSTEM_LIBS)} and "
@@ -124,6 +126,9 @@ FACTS = (Fact("blas", "BLAS library", note="the CBLAS file the products ran in")
          Fact("blas_version", "BLAS version"),
          Fact("blas_core", "BLAS core", note="the core whose kernels the library runs "
               "(openblas_get_corename): an older core than the cpu's runs narrower kernels"),
+         Fact("blas_env", "BLAS core set by", note="the variable that chose the core "
+              "(OPENBLAS_CORETYPE, BLIS_ARCH_TYPE, MKL_ENABLE_INSTRUCTIONS) when one was set: "
+              "blas = \"best\"'s winner, or the run's environment"),
          Fact("blas_threads_used", "BLAS threads"))
 
 
@@ -147,10 +152,11 @@ def _this_cpu() -> dict[str, Any]:
 
 
 def core_mismatch(corename: str, config: str, cpu: dict[str, Any] | None = None,
-                  faster: Trial | None = None, tried: int = 0) -> str | None:
+                  faster: tuple[Trial, Trial] | None = None, tried: int = 0) -> str | None:
     """The warning when the library's kernels are narrower than this processor's FMA pipes (or
     lack FMA it has), else None. cpu: parse_cpuinfo's dict (default: this machine's); faster:
-    the trial of a core of the same library that ran faster here (named as the advice);
+    the trials of a core of the same library that ran faster here and of the library as it
+    runs (faster_core: named as the advice);
     tried: with blas = "best", how many trials the library's core won."""
     core = _CORES.get((corename or "").lower())
     cpu = _this_cpu() if cpu is None else cpu
@@ -168,10 +174,12 @@ def core_mismatch(corename: str, config: str, cpu: dict[str, Any] | None = None,
             "GFLOPS are below the machine's. " + _advice(faster, tried))
 
 
-def _advice(faster: Trial | None, tried: int) -> str:
+def _advice(faster: tuple[Trial, Trial] | None, tried: int) -> str:
     if faster is not None:
-        return (f"{faster.variant.label()} runs its {faster.core} kernels faster here "
-                f"({faster.gflops} GFLOPS in a trial): set it in the run's environment, or "
+        win, own = faster
+        return (f"{win.variant.label()} runs its {win.core} kernels faster here "
+                f"({win.rate:.1f} GFLOPS in a trial against {own.rate or 0:.1f} as it runs "
+                "now): set it in the run's environment, or "
                 "`blas = \"best\"`, which tries each core")
     if tried:
         return (f"It was the fastest of the {tried} trials of `blas = \"best\"` (blas_trials): "
@@ -216,24 +224,45 @@ def best(lib: ModuleType, threads: int, n: int, seed: int, alpha: float, beta: f
     process could not load it as tried (the library was already loaded with another core)."""
     tried = blas_trial.trials(candidates(None), _flags(cpu),
                               trial or _timer(threads, n, seed, alpha, beta))
-    win = blas_trial.fastest(tried)
-    if win is None:
+    ranked = blas_trial.ranked(tried)
+    if not ranked:
         if not tried:
             load(lib, None, threads)     # raises, saying what was tried
         raise KernelError(f"{NAME}: blas = \"best\": every trial failed: " + "; ".join(
             f"{t.variant.path} {t.variant.label()}: {t.error}" for t in tried))
-    info = load_variant(lib, win.variant, threads)
-    if info.get("corename", "") != win.core:
-        # this slot process loaded the file before, under another core (an earlier task):
-        # a private copy is a new instance, which reads the variable again
-        info = dict(load_copy(lib, win.variant, threads), file=info["file"])
-    info["env"] = win.variant.label() if win.variant.env else ""
+    info, ran = None, ranked[0]
+    for t in ranked[:LOAD_TRIES]:
+        info = _as_tried(lib, t, threads)
+        if info is not None:
+            ran = t
+            break
+    if info is None:    # none of the leaders runs here as tried: the fastest as it loads
+        info = load_variant(lib, Variant(ran.file, ran.variant.env), threads)
     stale = None
-    if info.get("corename", "") != win.core:
-        stale = (f"{NAME}: blas = \"best\" chose {win.file} with {win.variant.label()} "
-                 f"({win.core} kernels, {win.gflops} GFLOPS in its trial), but this process had "
-                 f"loaded it already and runs its {info.get('corename')} kernels")
+    if ran is not ranked[0] or info.get("corename", "") != ran.core:
+        top = ranked[0]
+        stale = (f"{NAME}: blas = \"best\"'s fastest trial, {top.file} with "
+                 f"{top.variant.label()} ({top.core} kernels, {top.rate:.1f} GFLOPS), cannot run "
+                 "in this slot process, which loaded that library (or one it links) earlier "
+                 f"under another core; it runs {info['file']} with {ran.variant.label()} "
+                 f"({info.get('corename')} kernels, {ran.rate:.1f} GFLOPS in its trial)")
     return info, [t.record() for t in tried], stale
+
+
+def _as_tried(lib: ModuleType, t: Trial, threads: int) -> dict[str, Any] | None:
+    """t's library loaded here running t's core, else None. A slot process lives for the
+    run: an earlier task may have loaded the file under another core, and then a private
+    copy is a new instance, which reads the variable again (a wrapper such as libblas.so.3
+    still runs the core of the library it links, already loaded)."""
+    v = Variant(t.file or t.variant.path, t.variant.env)
+    info = load_variant(lib, v, threads)
+    if info.get("corename", "") == t.core:
+        return info
+    try:
+        info = dict(load_copy(lib, v, threads), file=info["file"])
+    except (OSError, KernelError):
+        return None
+    return info if info.get("corename", "") == t.core else None
 
 
 def load_copy(lib: ModuleType, v: Variant, threads: int) -> dict[str, Any]:
@@ -247,10 +276,10 @@ def load_copy(lib: ModuleType, v: Variant, threads: int) -> dict[str, Any]:
 
 def faster_core(lib_file: str, corename: str, config: str, threads: int, n: int, seed: int,
                 alpha: float, beta: float, trial: Callable[[Variant], Trial] | None = None,
-                cpu: dict[str, Any] | None = None) -> Trial | None:
+                cpu: dict[str, Any] | None = None) -> tuple[Trial, Trial] | None:
     """For the mismatch warning: the forced core of this library that runs faster here than
-    the one it runs (both timed in trials, the library as this process loaded it first),
-    else None."""
+    the one it runs, and the trial of the one it runs (the library as this process's
+    environment loads it), else None."""
     trial = trial or _timer(threads, n, seed, alpha, beta)
     own = Variant(lib_file, tuple((k, os.environ[k]) for k in blas_trial.KNOBS
                                   if k in os.environ))
@@ -261,6 +290,6 @@ def faster_core(lib_file: str, corename: str, config: str, threads: int, n: int,
     win = blas_trial.fastest(forced)
     if win is None or win.core.lower() == corename.lower():
         return None
-    if base.gflops is not None and win.gflops <= base.gflops * FASTER:
+    if base.rate is not None and win.rate <= base.rate * FASTER:
         return None
-    return win
+    return win, base

@@ -59,7 +59,7 @@ def _best(threads: int, n: int, seed: int, alpha: float, beta: float
 
 @functools.lru_cache(maxsize=8)
 def _faster(file: str, core: str, config: str, threads: int, n: int, seed: int, alpha: float,
-            beta: float) -> blas.Trial | None:
+            beta: float) -> tuple[blas.Trial, blas.Trial] | None:
     """A mismatched library's faster core, tried once per slot process and shape."""
     return blas.faster_core(file, core, config, threads, n, seed, alpha, beta)
 
