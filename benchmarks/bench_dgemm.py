@@ -52,7 +52,7 @@ print(json.dumps({"gflops": 2 * n ** 3 * reps / ns, "reps": reps}))
 """
 
 OURS = """
-import json, sys
+import json, sys, time
 from manybench import _native
 from manybench.kernels import KERNELS, SlotContext
 n, seconds, threads, blas = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -63,18 +63,24 @@ if blas:
     params["blas"] = blas
 st = k.prepare(ctx, params)
 try:
+    cpu = time.process_time_ns()
     r = k.run(st, _native.now_ns() + 2_000_000, 0)
+    cpu = time.process_time_ns() - cpu
 finally:
     k.cleanup(st)
 if r.status != "ok":
     sys.exit(r.error)
-print(json.dumps({"gflops": r.metrics["gflops"], "reps": r.ops, "blas": r.extra["blas"]}))
+# cpu_gflops: the same work over the window's CPU time per thread (process_time: all threads)
+print(json.dumps({"gflops": r.metrics["gflops"], "reps": r.ops, "blas": r.extra["blas"],
+                  "cpu_gflops": 2.0 * n ** 3 * r.ops * threads / max(cpu, 1),
+                  "core": r.extra["blas_core"], "env": r.extra.get("blas_env", "")}))
 """
 
 
-def measure(code: str, threads: int, *args: str) -> dict:
-    """One measurement in a fresh process, pinned as the slot (see the module doc)."""
-    env = {**ENV, "OPENBLAS_NUM_THREADS": str(threads)}
+def measure(code: str, threads: int, *args: str, env: dict | None = None) -> dict:
+    """One measurement in a fresh process, pinned as the slot (see the module doc); env:
+    the environment (default: this one's)."""
+    env = {**(ENV if env is None else env), "OPENBLAS_NUM_THREADS": str(threads)}
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                        env=env, timeout=600, preexec_fn=harness.pinned(affinity(threads)))
     if p.returncode != 0:

@@ -13,6 +13,7 @@ cpus before T0, keeps the fastest and records every trial.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import importlib.util
@@ -21,7 +22,7 @@ import re
 import shutil
 import tempfile
 from types import ModuleType
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..inventory.cpu_peak import core_flops, parse_cpuinfo
@@ -76,17 +77,28 @@ def candidates(blas: str | None) -> list[str]:
     return [blas] if blas and blas != BEST else [*SYSTEM_LIBS, *numpy_blas()]
 
 
-def _with_thread_env(threads: int, fn: Any) -> Any:
-    saved = {k: os.environ.get(k) for k in THREAD_ENV}
-    os.environ.update({k: str(threads) for k in THREAD_ENV})
+@contextlib.contextmanager
+def _environ(settings: dict[str, str | None]) -> Iterator[None]:
+    """os.environ with these set (None: unset) while a library loads, then as it was."""
+    saved = {k: os.environ.get(k) for k in settings}
     try:
-        return fn()
+        for k, v in settings.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _with_thread_env(threads: int, fn: Any) -> Any:
+    with _environ({k: str(threads) for k in THREAD_ENV}):
+        return fn()
 
 
 def load(lib: ModuleType, blas: str | None, threads: int) -> dict[str, Any]:
@@ -201,18 +213,8 @@ def _timer(threads: int, n: int, seed: int, alpha: float, beta: float
 def load_variant(lib: ModuleType, v: Variant, threads: int) -> dict[str, Any]:
     """Load v's library in this process with v's variable set (and the others of KNOBS
     unset: the trial ran so), restoring the environment after: the library has read it."""
-    saved = {k: os.environ.get(k) for k in blas_trial.KNOBS}
-    for k in blas_trial.KNOBS:
-        os.environ.pop(k, None)
-    os.environ.update(dict(v.env))
-    try:
+    with _environ({**dict.fromkeys(blas_trial.KNOBS), **dict(v.env)}):
         return load(lib, v.path, threads)
-    finally:
-        for k, val in saved.items():
-            if val is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = val
 
 
 def best(lib: ModuleType, threads: int, n: int, seed: int, alpha: float, beta: float,
