@@ -21,8 +21,8 @@ import os
 import re
 import shutil
 import tempfile
-from types import ModuleType
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 from ..inventory.cpu_peak import core_flops, parse_cpuinfo
