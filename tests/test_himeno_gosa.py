@@ -16,7 +16,7 @@ pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from manybench import _native  # noqa: E402
 from manybench.kernels.himeno import GRIDS  # noqa: E402
-from test_stream_himeno import run_kernel  # noqa: E402
+from builders import ctx_for, run_kernel  # noqa: E402
 
 PEER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
                     "peers", "himeno_ref.c")
@@ -33,7 +33,7 @@ def fresh_gosa(dims: tuple[int, int, int], nn: int) -> float:
 
 @pytest.mark.parametrize("iterations", [1, 4])
 def test_gosa_counts_the_rehearsal_as_himenoBMTxp_does(tmp_path, iterations):
-    r = run_kernel("cpu.himeno", tmp_path, {"grid": "XS", "iterations": iterations})
+    r = run_kernel("cpu.himeno", ctx_for(tmp_path), {"grid": "XS", "iterations": iterations})
     assert r.status == "ok", r.error
     assert r.metrics["iterations"] == iterations == r.ops          # timed: its own count
     assert r.metrics["gosa"] == fresh_gosa(GRIDS["XS"], iterations + 3)
@@ -43,7 +43,7 @@ def test_gosa_counts_the_rehearsal_as_himenoBMTxp_does(tmp_path, iterations):
 
 def test_calibrated_runs_keep_only_himenoBMTxps_rehearsal(tmp_path):
     # a calibration rehearses longer on a small grid and undoes that; the 3 stay
-    r = run_kernel("cpu.himeno", tmp_path, {"grid": "XS", "iterations": 0, "seconds": 0.05})
+    r = run_kernel("cpu.himeno", ctx_for(tmp_path), {"grid": "XS", "iterations": 0, "seconds": 0.05})
     assert r.status == "ok", r.error
     assert r.metrics["gosa_first"] == fresh_gosa(GRIDS["XS"], 4)
 
@@ -60,5 +60,5 @@ def test_gosa_is_the_one_himenoBMTxp_prints(tmp_path):
                    check=True, capture_output=True)
     out = subprocess.run([exe, "0.01", "5"], check=True, capture_output=True, text=True).stdout
     printed = re.search(r"Gosa : (\S+)", out).group(1)
-    r = run_kernel("cpu.himeno", tmp_path, {"grid": "XS", "iterations": 5})
+    r = run_kernel("cpu.himeno", ctx_for(tmp_path), {"grid": "XS", "iterations": 5})
     assert f"{r.metrics['gosa']:e}" == printed

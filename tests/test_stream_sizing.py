@@ -97,15 +97,15 @@ def test_default_is_the_rule_not_a_fixed_count():
 
 def test_a_run_records_its_sizing(tmp_path):
     pytest.importorskip("manybench._native")
-    from test_stream_himeno import run_kernel
-    r = run_kernel("mem.stream", tmp_path, {"elements": 2000, "ntimes": 2})
+    from builders import ctx_for, run_kernel
+    r = run_kernel("mem.stream", ctx_for(tmp_path), {"elements": 2000, "ntimes": 2})
     assert r.status == "ok", r.error
     assert r.extra["stream_elements"] == 2000 and "elements given" in r.extra["stream_sizing"]
 
 
 def test_inside_a_wrap_the_record_says_the_same(tmp_path):
     """mbkernel gets the elements; the record made from its result says why as a plain run's."""
-    from test_stream_himeno import ctx_for
+    from builders import ctx_for
     sa = KERNELS["mem.stream"].standalone
     d = {"start_ns": 1, "end_ns": 2, "elapsed_ns": 1, "armed_ns": 0, "ops": 8, "bytes": 0,
          "errno": 0, "times_ns": [[1, 1]] * 4}
