@@ -85,13 +85,17 @@ print(got["lost_ns"], got["gap_max_ns"])
 
 
 def _spinning(pid: int) -> None:
-    """Until the process has run 20 ms more cpu than now (the probe's spin has begun)."""
-    def cpu() -> int:
+    """Until the process has run 20 ms more cpu than now (the probe's spin has begun), or
+    has ended (a loaded machine may give its whole window less)."""
+    def stat() -> tuple[str, int]:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])       # utime + stime, in clock ticks
-    start, ticks = cpu(), os.sysconf("SC_CLK_TCK")
-    while cpu() - start < 0.02 * ticks:
+        return fields[0], int(fields[11]) + int(fields[12])   # state; utime + stime, ticks
+    start, ticks = stat()[1], os.sysconf("SC_CLK_TCK")
+    while True:
+        state, cpu = stat()
+        if state == "Z" or cpu - start >= 0.02 * ticks:
+            return
         time.sleep(0.001)
 
 
