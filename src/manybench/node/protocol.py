@@ -96,7 +96,8 @@ from .codec import Codec
 # 4: a request on the direct channel counts as a renewal; 5: channels open on a challenge
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
 # mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
-# 6: TaskSpec.order (a task's own placement order); 7: WireTask.startup_timeout
+# 6: no message changed (bumped for TaskSpec.order, which stays on the coordinator: a
+# version once used is kept); 7: WireTask.startup_timeout
 PROTOCOL_VERSION = 7
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
