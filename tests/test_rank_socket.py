@@ -72,9 +72,13 @@ def _waiting(run: subprocess.Popen, flag: str, ranks: int, launcher: str, tmp_pa
                         + (tmp_path / "run.log").read_text()[-3000:])
         procs = tree(run.pid)
         socks = rank_sockets(procs)
-        launchers = [p for p in procs if cmdline(p)[:1]
-                     and os.path.basename(cmdline(p)[0]) == launcher]
-        held = [p for p in procs if cmdline(p)[:2] == ["sh", "-c"] and flag in cmdline(p)[2]]
+        # each process's command line read once: one that ends between two reads reads []
+        # the second time (CI: IndexError)
+        argv = {p: cmdline(p) for p in procs}
+        launchers = [p for p in procs if argv[p][:1]
+                     and os.path.basename(argv[p][0]) == launcher]
+        held = [p for p in procs if argv[p][:2] == ["sh", "-c"] and len(argv[p]) > 2
+                and flag in argv[p][2]]
         if len(socks) == ranks and launchers and len(held) == ranks:
             return {"sockets": socks, "launcher": launchers[0], "ranks": held, "procs": procs}
         time.sleep(0.05)
