@@ -30,6 +30,15 @@ def build_probe(fam: str, tmp_path_factory) -> tuple[str, str, str]:
     return fam, launcher, out
 
 
+def run_plan(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
+    """Run the plan through the CLI, check its exit status, and return its records."""
+    from conftest import export_json, run_cli
+    out = str(tmp_path / "res")
+    done = run_cli("run", plan_file(text), "-o", out, timeout=600)
+    assert done.returncode == expect, done.stdout[-3000:] + done.stderr[-3000:]
+    return export_json(out)
+
+
 def _probes(stdout: str) -> list[dict]:
     """The probe's lines: one per rank of the job."""
     return [dict(zip(m[0::2], m[1::2])) for m in

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, _alive, _by_phase, _probes, build_probe
+from conftest import run_cli
+from mpi_helpers import FAMILIES, _alive, _by_phase, _probes, build_probe, run_plan
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -26,13 +26,6 @@ def mpi(request, tmp_path_factory):
     return build_probe(request.param, tmp_path_factory)
 
 
-def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
-    out = str(tmp_path / "res")
-    done = run_cli("run", plan_file(text), "-o", out, timeout=600)
-    assert done.returncode == expect, done.stdout[-3000:] + done.stderr[-3000:]
-    return export_json(out)
-
-
 def _by_task(recs: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in recs:
@@ -42,7 +35,7 @@ def _by_task(recs: list[dict]) -> dict[str, list[dict]]:
 
 def test_jobs_of_1_2_4_ranks_start_at_t0_on_their_slots(mpi, plan_file, tmp_path):
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "ranks"
         [placement]
         workers = 4
@@ -90,7 +83,7 @@ def test_two_jobs_in_one_phase_each_with_its_own_ranks_released_at_t0(mpi, plan_
     """Each launcher's output holds its own ranks only, and every rank's MPI_Init returned at
     T0 or after (the rank's own clock, read right after MPI_Init)."""
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "two-jobs"
         [placement]
         workers = 4
@@ -123,7 +116,7 @@ def test_two_jobs_in_one_phase_each_with_its_own_ranks_released_at_t0(mpi, plan_
 
 def test_hybrid_ranks_get_their_slots_cpus_and_threads(mpi, plan_file, tmp_path):
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "hybrid"
         [placement]
         workers = 2
@@ -144,7 +137,7 @@ def test_hybrid_ranks_get_their_slots_cpus_and_threads(mpi, plan_file, tmp_path)
 
 def test_a_program_not_mpi_linked_is_held_before_main(mpi, plan_file, tmp_path):
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "plain"
         [placement]
         workers = 2
@@ -169,7 +162,7 @@ def test_a_job_that_ends_without_its_ranks_held_says_its_start_was_not_synchroni
     records say the start was not synchronized and why (not only that the launcher exited),
     and keep the output."""
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "unheld"
         [placement]
         workers = 2
@@ -189,7 +182,7 @@ def test_a_job_that_ends_without_its_ranks_held_says_its_start_was_not_synchroni
     assert "not synchronized" in other["error"], other["error"]
     # what the message advises: exec'd by the shell, the program is the rank, held before
     # main() and released at T0
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "held"
         [placement]
         workers = 2
@@ -211,7 +204,7 @@ def test_a_statically_linked_program_is_refused_with_the_reason(mpi, plan_file, 
     static = executable()          # mbkernel links statically where it can
     if not statically_linked(static):
         pytest.skip("mbkernel did not link statically here (no static libc)")
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "static"
         [placement]
         workers = 1
@@ -227,7 +220,7 @@ def test_a_statically_linked_program_is_refused_with_the_reason(mpi, plan_file, 
 @pytest.mark.alone     # which slot sees its rank die first is a race under others' load
 def test_a_rank_that_dies_is_named_and_the_next_phase_runs(mpi, plan_file, tmp_path):
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "dies"
         [placement]
         workers = 2
@@ -270,7 +263,7 @@ def test_a_hanging_job_is_ended_by_its_timeout_with_nothing_left(mpi, ranks, pla
     fam, launcher, probe = mpi
     hang = tmp_path / "hang-probe"     # a path of this test's own, to find its processes
     shutil.copy(probe, hang)
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "hangs"
         [placement]
         workers = {ranks}
@@ -303,7 +296,7 @@ def test_a_launcher_that_hangs_at_start_up_is_ended_by_its_start_up_bound(plan_f
                     '*) echo "fake: waiting for a daemon that never calls" >&2; '
                     'exec sleep 1000;; esac\n')
     fake.chmod(0o755)
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "stuck"
         [placement]
         workers = 2
@@ -335,7 +328,7 @@ def test_a_rank_gone_before_it_was_ready_is_told_with_what_its_launcher_said(mpi
     exit status and the tail of its output (the ranks' own message). It said only that the
     rank had ended, which hid why (seen once under MPICH in a parallel test run)."""
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "early"
         [placement]
         workers = 2
@@ -358,7 +351,7 @@ def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file
     """A variant's wrap (a container launcher, say) runs each rank's program inside it:
     `launcher ... wrap... program`; the program behind it is still held in MPI_Init."""
     fam, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "wrapped"
         [placement]
         workers = 2
@@ -385,7 +378,7 @@ def test_a_variant_wrap_goes_between_the_launcher_and_the_program(mpi, plan_file
 @pytest.mark.skipif(not (shutil.which("mpirun.openmpi") and shutil.which("mpiexec.mpich")),
                     reason="needs both openmpi (openmpi-bin) and mpich (Debian mpich)")
 def test_variants_may_set_the_launcher_and_each_record_names_its_mpi(plan_file, tmp_path):
-    recs = _run(plan_file, """
+    recs = run_plan(plan_file, """
         name = "two-mpis"
         [placement]
         workers = 2

@@ -14,8 +14,7 @@ import shutil
 
 import pytest
 
-from conftest import export_json, run_cli
-from mpi_helpers import FAMILIES, _probes, build_probe
+from mpi_helpers import FAMILIES, _probes, build_probe, run_plan
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
@@ -31,13 +30,6 @@ SET_UP, WAIT = {"mmap", "close"}, {"clock_nanosleep", "restart_syscall"}
 def mpi(request, tmp_path_factory):
     """(family, launcher, probe executable) built with that family's mpicc."""
     return build_probe(request.param, tmp_path_factory)
-
-
-def _run(plan_file, text: str, tmp_path, expect: int = 0) -> list[dict]:
-    out = str(tmp_path / "res")
-    done = run_cli("run", plan_file(text), "-o", out, timeout=600)
-    assert done.returncode == expect, done.stdout[-3000:] + done.stderr[-3000:]
-    return export_json(out)
 
 
 def _calls_after_go(trace: str) -> list[str]:
@@ -58,7 +50,7 @@ def test_no_syscall_between_the_start_stamp_and_mpi_init_returning(mpi, plan_fil
     Before the fix the rank wrote `start ...` to its slot there (a sendto)."""
     fam, launcher, probe = mpi
     prefix = tmp_path / "trace"
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "traced"
         [placement]
         workers = 2
@@ -90,7 +82,7 @@ def test_every_rank_starts_before_its_program_sees_mpi_init_return(mpi, plan_fil
     right after MPI_Init (before MPI_Finalize, nothing more said to its slot) still has its
     start recorded."""
     _, launcher, probe = mpi
-    recs = _run(plan_file, f"""
+    recs = run_plan(plan_file, f"""
         name = "starts"
         [placement]
         workers = 2

@@ -22,26 +22,27 @@ FLAT = {"samples": (Sample, "phase, rank, t_s"),
 _TYPES = {"integer": int, "real": float, "text": str, "null": type(None), "blob": bytes}
 
 
-def _columns(table: str) -> tuple[list[str], str]:
-    """The dataclass's field names, and the SELECT list giving them (phase_id is `phase`)."""
+def _columns(table: str) -> tuple[list[str], list[str]]:
+    """The dataclass's field names, and the stored columns holding them (phase_id is
+    `phase`)."""
     names = [f.name for f in fields(FLAT[table][0])]
-    return names, ", ".join("phase AS phase_id" if n == "phase_id" else n for n in names)
+    return names, ["phase" if n == "phase_id" else n for n in names]
 
 
 def flat_table(con: sqlite3.Connection, table: str, run: str | None) -> Table:
     """`table`'s rows of `run` (of every run, oldest first, when None), to be written while
     `con` holds its snapshot (Store.snapshot)."""
-    names, select = _columns(table)
+    names, stored = _columns(table)
     runs = [run] if run is not None else [r for (r,) in con.execute(
         "SELECT id FROM runs ORDER BY started_ns, rowid")]
     kinds: list[set] = [set() for _ in names]
-    typeofs = ", ".join(f"typeof({s.split(' AS ')[0]})" for s in select.split(", "))
+    typeofs = ", ".join(f"typeof({c})" for c in stored)
     marks = ",".join("?" * len(runs))
     for combo in con.execute(f"SELECT DISTINCT {typeofs} FROM {table} WHERE run IN ({marks})",
                              runs):
         for seen, t in zip(kinds, combo):
             seen.add(_TYPES[t])
-    return Table(names, kinds, _batches(con, table, select, runs))
+    return Table(names, kinds, _batches(con, table, ", ".join(stored), runs))
 
 
 def _batches(con: sqlite3.Connection, table: str, select: str, runs: list[str]
