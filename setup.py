@@ -126,7 +126,7 @@ def build_mbkernel(out: str) -> None:
 # build serves every MPI. Portable flags: it runs inside other programs, on every node.
 # Bound now (-z now): a call's first resolution through the PLT (a symbol lookup across the
 # program's libraries, microseconds) must not fall between the start stamp and the return.
-MBRANK_SOURCES = ["mbrank.c", "timing.c", "numa.c"]
+MBRANK_SOURCES = ["mbrank.c", "mbtransport.c", "timing.c", "numa.c"]
 
 
 def build_mbrank(out: str) -> None:

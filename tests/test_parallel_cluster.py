@@ -83,6 +83,20 @@ def test_jobs_span_nodes_and_each_rank_runs_where_its_record_says(two_nodes, mpi
                 assert r["metrics"]["rank_host"] == r["node"]
             assert r["start_ns"] >= r["t0_ns"]
         for first in (r for r in rs if r["metrics"]["job_rank"] == 0):
+            # what carried the job, as its MPI said (issue 31, item 4): between namespace
+            # nodes Open MPI's btl is tcp; MPICH's UCX reaches the other node's rank through
+            # shared memory (sysv, posix, cma: one machine), which a warning says
+            said = first["extra"]["mpi_transport"]
+            job = first["metrics"]["job"]
+            apart = len({by_rank[job * n + k]["node"] for k in range(n)}) > 1
+            warned = [w for w in first["extra"].get("warnings", ())
+                      if w[0] == "job-shared-memory"]
+            if not apart:
+                assert not warned, warned
+            elif fam == "openmpi":
+                assert "btl tcp between ranks" in said and not warned, said
+            else:
+                assert "UCX through shared memory" in said and warned, said
             lines = _probes(first["stdout"])
             assert sorted(int(p["rank"]) for p in lines) == list(range(n))
             assert all(int(p["init_ns"]) >= first["t0_ns"] for p in lines)

@@ -12,12 +12,17 @@ each record is one rank, each job's ranks are told apart by `metrics.job`.
   job_mount_namespaces  on the job's rank-0 record: how many mount namespaces its ranks
                  ran in (one per node on the host or in a container per node; one per
                  container)
+  mpi_transport  on the job's rank-0 record (extra): what carried its messages, as its
+                 ranks' library said (kernels/mpi_transport.py); a `job-shared-memory`
+                 warning for ranks on different nodes it carried through shared memory
   failures       the launcher names the rank (or the pid) that failed; each rank's record
                  says whether it was that one or was stopped because of it
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from .mpi_transport import job_transport
 
 if TYPE_CHECKING:
     from ..record import Record
@@ -47,10 +52,23 @@ def finish_jobs(records: list[Record]) -> None:
         mounts = {r.metrics["mnt_ns"] for r in recs if r.metrics.get("mnt_ns")}
         if mounts:
             first.metrics["job_mount_namespaces"] = len(mounts)
+        _transport(first, recs)
         _causes(recs, first.extra.get("rank_failures") or {})
     if len(job_starts) > 1 and len(job_starts) == len(jobs):
         lead = next(r for r in jobs[min(job_starts)] if r.metrics.get("job_rank") == 0)
         lead.metrics["jobs_skew_s"] = (max(job_starts.values()) - min(job_starts.values())) / 1e9
+
+
+def _transport(first: Record, recs: list[Record]) -> None:
+    ranks = {r.metrics["job_rank"]: r.extra.get("transport") or {} for r in recs}
+    nodes = {r.metrics["job_rank"]: r.node for r in recs}
+    text, warnings = job_transport(ranks, nodes)
+    if text:
+        first.extra["mpi_transport"] = text
+    if warnings:
+        task, job = first.task, first.metrics.get("job")
+        first.extra["warnings"] = list(first.extra.get("warnings") or []) + [
+            [kind, f"task {task}, job {job}: {said}"] for kind, said in warnings]
 
 
 def _causes(recs: list[Record], failures: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
 from .facts import METRICS, Fact
+from .mpi_transport import parse as parse_transport
 from .figures import CONTEXT, COUNT, HIDDEN, JOB, LOWER, PHASE, Figure
 
 
@@ -54,7 +55,10 @@ FIGURES = (
 FACTS = (Fact("mpi_family", "MPI family", METRICS, note="the launcher's family: openmpi, mpich, "
               "intel or slurm"),
          Fact("mpi_version", "MPI version", METRICS, note="the launcher's --version line"),
-         Fact("launcher", "MPI launcher", METRICS, note="the launcher's path"))
+         Fact("launcher", "MPI launcher", METRICS, note="the launcher's path"),
+         Fact("mpi_transport", "MPI transport", note="what carried the job's messages, as its "
+              "ranks' MPI library said at MPI_Finalize (kernels/mpi_transport.py): Open MPI's "
+              "pml and each pair's btl, MPICH's device and its node's ranks, UCX's lanes"))
 
 ENDINGS = {"exited": "ended before MPI_Finalize (or exit) without an end stamp: killed, "
                      "crashed or stopped by its launcher",
@@ -97,9 +101,11 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
         error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
     else:
         status, error = "ok", ""
+    extra: dict[str, Any] = {"job": st.job}
+    if s.transport:
+        extra["transport"] = parse_transport(s.transport)
     res = Result(start_ns=start_ns, end_ns=end_ns, elapsed_ns=elapsed, armed_ns=armed_ns,
-                 ops=int(status == "ok"), status=status, error=error, metrics=m,
-                 extra={"job": st.job})
+                 ops=int(status == "ok"), status=status, error=error, metrics=m, extra=extra)
     return _launcher(st, res) if st.launch is not None else res
 
 

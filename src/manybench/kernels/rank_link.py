@@ -74,6 +74,8 @@ class Stamps:
                                                   # container, when it runs in one)
     cpu_start_s: float = -1.0  # the rank's cpu time (/proc/<pid>/stat) at start and at end
     cpu_end_s: float = -1.0
+    transport: list = field(default_factory=list)  # what carried its messages, as its MPI
+                                                   # said at MPI_Finalize (mpi_transport.py)
 
 
 class RankGone(Exception):
@@ -292,6 +294,8 @@ class RankLink:
             if parts[0] == "end":
                 st.end_ns, st.end_mono, st.end_cpu = map(int, parts[1:4])
                 st.cpu_end_s = proc_cpu_s(st.pid)
+            elif parts[0] == "transport":
+                st.transport = parts[1:]
             elif parts[0] == "finalized":
                 st.finalized_ns = int(parts[1])
             elif parts[0] == "unfinalized":    # exit() without MPI_Finalize

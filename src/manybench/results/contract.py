@@ -44,6 +44,8 @@ WARNING_KINDS = {
     "shared-machine": "several nodes run on one machine (namespaces, containers): they share its cpus",
     "job-one-machine": "a parallel job's ranks on different nodes of one machine: its MPI may "
                        "carry their messages through shared memory, not the network",
+    "job-shared-memory": "a parallel job's ranks on different nodes talked through shared "
+                         "memory, as their MPI library chose (its figures are not the network's)",
     "units": "a command's metric in different units in different records (or none)",
     "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
     # issue 16: a failure that used to vanish

@@ -1,6 +1,8 @@
 """`manybench diff RUN_A RUN_B`: what changed between two runs' environments.
 
-Compared, each as a section: the run environment (the coordinator's inventory), each node's
+Compared, each as a section: the run environment (the coordinator's inventory), what each
+task ran with (the facts its records carry: the BLAS and its core, the MPI and what carried
+its messages; kernels/facts.py), each node's
 inventory with its slots and cpus, and each node's provenance snapshots (inventory/
 provenance.py), "start" against "start" and each "before/after setup|teardown <variant>"
 against the same label, when both runs have it. Nested data is flattened to key paths
@@ -38,6 +40,9 @@ NOISE = re.compile(r"^(taken_ns|started_ns|ended_ns|offset_ns|error_ns|pid|ppid|
 # subtrees measured afresh by every run (a node's noise floor, its one-core probes): what they
 # hold is shown by `report`, never a difference of the machine
 MEASURED = {"noise", "probe"}
+
+
+FACTS_TITLE = "what the tasks ran with"
 
 
 class DiffError(Exception):
@@ -210,6 +215,21 @@ def _snapshots(store: Store, run: str, node: str) -> dict[str, list[dict]]:
     return out
 
 
+def task_facts(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
+    """Per task, each fact its records carry (kernels/facts.py: the BLAS and its core, the
+    MPI and what carried its messages ...) by its name: one value, or the list of values
+    when its phases or nodes ran two ways."""
+    out: dict[str, dict[str, list]] = {}
+    for parts in store.aggregates(run_id).values():
+        for part in parts:
+            task = out.setdefault(part.info.task, {})
+            for _kernel, _i, name, value, _n, _nodes in part.facts:
+                seen = task.setdefault(name, [])
+                if value not in seen:
+                    seen.append(value)
+    return {t: {k: v[0] if len(v) == 1 else v for k, v in f.items()} for t, f in out.items()}
+
+
 def _label_order(label: str) -> tuple:
     return (label != START, label)
 
@@ -223,8 +243,9 @@ def diff_runs(arg_a: str, arg_b: str, show_all: bool = False) -> RunDiff:
         sa.close()
         raise
     with sa, sb:
-        pairs: list[tuple[str, dict, dict]] = [("run environment", ra.environment,
-                                                rb.environment)]
+        pairs: list[tuple[str, dict, dict]] = [
+            ("run environment", ra.environment, rb.environment),
+            (FACTS_TITLE, task_facts(sa, ra.run_id), task_facts(sb, rb.run_id))]
         nodes_a = {n.name: n for n in sa.nodes(ra.run_id)}
         nodes_b = {n.name: n for n in sb.nodes(rb.run_id)}
         missing: list[Section] = []
@@ -248,8 +269,8 @@ def diff_runs(arg_a: str, arg_b: str, show_all: bool = False) -> RunDiff:
                         (sec.only_a if i < len(la) else sec.only_b).append(("snapshot", label))
                         missing.append(sec)
         sections, noise = [], 0
-        for title, a, b in pairs:
-            sec, n = compare(title, a, b, show_all)
+        for title, a, b in pairs:   # a fact is what ran, never noise (a task named "probe")
+            sec, n = compare(title, a, b, show_all or title == FACTS_TITLE)
             sections.append(sec)
             noise += n
         _fold_repeats(sections)

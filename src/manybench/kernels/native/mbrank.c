@@ -25,6 +25,8 @@
  *   (start page)  REALTIME_NS MONOTONIC_NS CPU WRITTEN   int64, int64, int32, int32 at
  *                                        offsets 0, 8, 16, 20 (WRITTEN 1 once stamped)
  *   rank -> slot  end REALTIME_NS MONOTONIC_NS CPU   MPI_Finalize's entry, or exit()
+ *   rank -> slot  transport KEY:VALUE ...            MPI_Finalize's entry, after end: what
+ *                                                     carried its messages (mbtransport.c)
  *   rank -> slot  finalized REALTIME_NS               after PMPI_Finalize
  *   rank -> slot  unfinalized REALTIME_NS MONOTONIC_NS CPU   an MPI program's exit() without
  *                                                     MPI_Finalize
@@ -61,6 +63,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mbtransport.h"
 #include "native.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -434,6 +437,7 @@ static void after_init(int64_t enter)
 {
     if (sock < 0 || started)
         return;
+    nb_transport_init();   /* collective: every rank of the job is here */
     say("ready %lld %lld\n", (long long)enter, (long long)nb_now());
     hold();
 }
@@ -457,6 +461,11 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 EXPORT int MPI_Finalize(void)
 {
     stamp_end();
+    if (sock >= 0 && mpi_linked) {
+        char line[LINE];
+        if (nb_transport_line(line, sizeof line))
+            say("%s", line);
+    }
     int rc = ((finalize_fn)real("PMPI_Finalize"))();
     finalized = 1;
     if (sock >= 0)

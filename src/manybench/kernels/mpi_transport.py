@@ -1,0 +1,132 @@
+"""What carried a parallel job's messages, as its MPI library said (native/mbtransport.c).
+
+Each rank sends, at MPI_Finalize, one line of key:value words read from its library:
+
+  pml:NAME, mtl:NAME   Open MPI's selected components
+  btl:PEER:NAME        the btl Open MPI's bml chose for sends to world rank PEER
+  device:NAME          MPICH's device (ch4:ucx, ch4:ofi)
+  nolocal:0|1          MPICH's MPIR_CVAR_NOLOCAL: 1, its node's ranks use the network module
+  node:R,R,...         the world ranks the library counts on this rank's node
+                       (MPI_COMM_TYPE_SHARED); a trailing "+": more than fitted
+  ucx:TL/DEVICE        a lane of one of the rank's UCP endpoints
+
+`parse` makes a rank's dict (the record's extra["transport"]); `job_transport` makes the job's
+one line (the fact `mpi_transport` on its first record) and a warning for each pair of ranks
+on different nodes that their library carried through shared memory.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SHARED_BTLS = {"vader", "sm", "smcuda"}     # Open MPI's shared-memory btls
+SHOWN_PAIRS = 4                              # pairs named per path; the rest counted
+# a word as a library names things: a rank's line is its program's to write, so nothing
+# else (a terminal's escape, a spreadsheet's formula) goes on the record
+WORD = re.compile(r"[A-Za-z0-9_.:/,+-]{1,200}")
+
+
+def parse(words: list[str]) -> dict[str, Any]:
+    """A rank's transport words as a dict; words it does not know are left out."""
+    out: dict[str, Any] = {}
+    for w in words:
+        if not WORD.fullmatch(w) or w.startswith(("-", "+")):
+            continue
+        key, _, value = w.partition(":")
+        if not value:
+            continue
+        if key in ("pml", "mtl", "device"):
+            out[key] = value
+        elif key == "nolocal" and value in ("0", "1"):
+            out[key] = int(value)
+        elif key == "btl":
+            peer, _, name = value.partition(":")
+            if peer.isdigit() and name:
+                out.setdefault("btl", {}).setdefault(peer, name)
+        elif key == "node":
+            ranks = value.split(",")
+            out["node"] = [int(r) for r in ranks if r.isdigit()]
+            if ranks[-1] == "+":
+                out["node_cut"] = True
+        elif key == "ucx":
+            out.setdefault("ucx", [])
+            if value not in out["ucx"]:
+                out["ucx"].append(value)
+    return out
+
+
+def _ucx_path(t: dict, via: str) -> tuple[str, bool]:
+    """Messages UCX carried: through shared memory when every lane the rank's endpoints
+    have, besides the one to itself, is on a memory device (sysv, posix, cma, xpmem)."""
+    lanes = [x for x in t.get("ucx", []) if not x.startswith("self/")]
+    if lanes and all(x.partition("/")[2].startswith("memory") for x in lanes):
+        return f"{via}, UCX through shared memory", True
+    return via, False
+
+
+def _path(t: dict, b: int) -> tuple[str, bool] | None:
+    """What carried rank b's messages from a rank that said t, and whether it was shared
+    memory; None when t does not say."""
+    btl = (t.get("btl") or {}).get(str(b))
+    if btl:
+        return f"btl {btl}", btl in SHARED_BTLS
+    if "device" in t and "node" in t:
+        if b in t["node"] and t.get("nolocal") != 1:
+            return "shared memory", True
+        return _ucx_path(t, f"{t['device']} network module")
+    if t.get("pml") == "ucx":
+        return _ucx_path(t, "pml ucx")
+    return None
+
+
+def _paths(said: dict[int, dict], ranks: list[int]) -> dict[tuple[int, int], tuple[str, bool]]:
+    """Each pair of ranks (a < b) and what carried it, where one of them said."""
+    pairs: dict[tuple[int, int], tuple[str, bool]] = {}
+    for a, t in sorted(said.items()):
+        for b in ranks:
+            path = _path(t, b) if b != a else None
+            if path is not None:
+                pairs.setdefault((min(a, b), max(a, b)), path)
+    return pairs
+
+
+def _pairs_text(pairs: list[tuple[int, int]]) -> str:
+    shown = ", ".join(f"{a}-{b}" for a, b in pairs[:SHOWN_PAIRS])
+    more = len(pairs) - SHOWN_PAIRS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
+                  ) -> tuple[str, list[tuple[str, str]]]:
+    """The job's line (empty when no rank said) and its warnings [(kind, text)], from each
+    rank's parsed words (by job rank) and the node each rank ran on."""
+    said = {r: t for r, t in ranks.items() if t}
+    if not said:
+        return "", []
+    first = said[min(said)]
+    parts = []
+    if "pml" in first:
+        parts.append(f"Open MPI pml {first['pml']}" + (f", mtl {first['mtl']}"
+                                                      if "mtl" in first else ""))
+    elif "device" in first:
+        parts.append(f"MPICH {first['device']}")
+    by_path: dict[str, list[tuple[int, int]]] = {}
+    paths = _paths(said, sorted(ranks))
+    for pair, (path, _) in sorted(paths.items()):
+        by_path.setdefault(path, []).append(pair)
+    for path, pairs in by_path.items():
+        parts.append(f"{path} between ranks {_pairs_text(pairs)}")
+    lanes: list[str] = []
+    for t in said.values():
+        lanes += [x for x in t.get("ucx", []) if x not in lanes]
+    if lanes:
+        parts.append("UCX lanes " + ", ".join(lanes))
+    if len(said) < len(ranks):
+        parts.append(f"{len(said)} of {len(ranks)} ranks said")
+    warnings = []
+    for (a, b), (path, shared) in sorted(paths.items()):
+        if shared and nodes.get(a) and nodes.get(b) and nodes[a] != nodes[b]:
+            warnings.append(("job-shared-memory", f"ranks {a} (node {nodes[a]}) and {b} "
+                             f"(node {nodes[b]}) talked through {path}, as their MPI "
+                             "chose: figures between those nodes are not the network's"))
+    return "; ".join(parts), warnings
