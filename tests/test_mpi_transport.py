@@ -39,6 +39,14 @@ def test_the_jobs_line_names_each_pairs_path_and_warns_of_shared_memory_across_n
     m[0]["ucx"].append("tcp/eth0")
     assert job_transport(m, {0: "n1", 1: "n2"})[1] == []
     assert job_transport({0: {}, 1: {}}, {}) == ("", [])
+    # Open MPI's mtl ofi: the provider its fabric was opened with (the core one under it
+    # left out); libfabric's shm provider between nodes is shared memory
+    o = {r: parse(["pml:cm", "mtl:ofi", "ofi:tcp", "ofi:tcp;ofi_rxm"]) for r in (0, 1)}
+    assert o[0]["ofi"] == ["tcp;ofi_rxm"]
+    assert job_transport(o, {0: "n1", 1: "n2"}) == (
+        "Open MPI pml cm, mtl ofi; mtl ofi, libfabric tcp;ofi_rxm between ranks 0-1", [])
+    o = {r: parse(["pml:cm", "mtl:ofi", "ofi:shm"]) for r in (0, 1)}
+    assert len(job_transport(o, {0: "n1", 1: "n2"})[1]) == 1
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -82,6 +90,18 @@ def test_each_rank_says_what_its_mpi_chose_and_the_job_says_it_once(mpi, plan_fi
     assert line.startswith(want), line
     report = run_cli("report", str(tmp_path / "res"), timeout=120)
     assert "MPI transport " + want in " ".join(report.stdout.split()), report.stdout[-3000:]
+
+
+@pytest.mark.e2e
+def test_open_mpis_mtl_ofi_names_its_libfabric_provider(plan_file, tmp_path, tmp_path_factory):
+    _, launcher, probe = build_probe("openmpi", tmp_path_factory)
+    recs = run_plan(plan_file, _plan(probe, launcher, 'env = { OMPI_MCA_pml = "cm", '
+                                     'OMPI_MCA_mtl = "ofi", OMPI_MCA_mtl_ofi_provider_include '
+                                     '= "tcp" }'), tmp_path)
+    first = next(r for r in recs if r["metrics"]["job_rank"] == 0)
+    assert first["extra"]["transport"]["ofi"] == ["tcp;ofi_rxm"], first["extra"]
+    assert first["extra"]["mpi_transport"] == ("Open MPI pml cm, mtl ofi; mtl ofi, libfabric "
+                                               "tcp;ofi_rxm between ranks 0-1")
 
 
 @pytest.mark.e2e

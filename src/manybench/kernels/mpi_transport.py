@@ -9,6 +9,7 @@ Each rank sends, at MPI_Finalize, one line of key:value words read from its libr
   node:R,R,...         the world ranks the library counts on this rank's node
                        (MPI_COMM_TYPE_SHARED); a trailing "+": more than fitted
   ucx:TL/DEVICE        a lane of one of the rank's UCP endpoints
+  ofi:PROVIDER         a libfabric provider the rank opened a fabric of ("tcp;ofi_rxm")
 
 `parse` makes a rank's dict (the record's extra["transport"]); `job_transport` makes the job's
 one line (the fact `mpi_transport` on its first record) and a warning for each pair of ranks
@@ -23,7 +24,7 @@ SHARED_BTLS = {"vader", "sm", "smcuda"}     # Open MPI's shared-memory btls
 SHOWN_PAIRS = 4                              # pairs named per path; the rest counted
 # a word as a library names things: a rank's line is its program's to write, so nothing
 # else (a terminal's escape, a spreadsheet's formula) goes on the record
-WORD = re.compile(r"[A-Za-z0-9_.:/,+-]{1,200}")
+WORD = re.compile(r"[A-Za-z0-9_.:/,;+-]{1,200}")
 
 
 def parse(words: list[str]) -> dict[str, Any]:
@@ -48,10 +49,13 @@ def parse(words: list[str]) -> dict[str, Any]:
             out["node"] = [int(r) for r in ranks if r.isdigit()]
             if ranks[-1] == "+":
                 out["node_cut"] = True
-        elif key == "ucx":
-            out.setdefault("ucx", [])
-            if value not in out["ucx"]:
-                out["ucx"].append(value)
+        elif key in ("ucx", "ofi"):
+            out.setdefault(key, [])
+            if value not in out[key]:
+                out[key].append(value)
+    if "ofi" in out:    # a core provider a layered one opened ("tcp" under "tcp;ofi_rxm")
+        layered = [p.split(";") for p in out["ofi"] if ";" in p]
+        out["ofi"] = [p for p in out["ofi"] if ";" in p or not any(p in q for q in layered)]
     return out
 
 
@@ -76,6 +80,11 @@ def _path(t: dict, b: int) -> tuple[str, bool] | None:
         return _ucx_path(t, f"{t['device']} network module")
     if t.get("pml") == "ucx":
         return _ucx_path(t, "pml ucx")
+    if t.get("ofi") and (t.get("mtl") == "ofi" or "device" in t):
+        # libfabric's shm provider is shared memory; others name their fabric
+        via = ("mtl ofi" if t.get("mtl") == "ofi" else t.get("device", "")) + ", libfabric " \
+            + ", ".join(t["ofi"])
+        return via, all(p.split(";")[0] == "shm" for p in t["ofi"])
     return None
 
 
@@ -116,11 +125,10 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
         by_path.setdefault(path, []).append(pair)
     for path, pairs in by_path.items():
         parts.append(f"{path} between ranks {_pairs_text(pairs)}")
-    lanes: list[str] = []
-    for t in said.values():
-        lanes += [x for x in t.get("ucx", []) if x not in lanes]
-    if lanes:
-        parts.append("UCX lanes " + ", ".join(lanes))
+    for key, name in (("ucx", "UCX lanes"), ("ofi", "libfabric")):
+        seen = list(dict.fromkeys(x for t in said.values() for x in t.get(key, [])))
+        if seen and not any(name in p for p in by_path):
+            parts.append(f"{name} " + ", ".join(seen))
     if len(said) < len(ranks):
         parts.append(f"{len(said)} of {len(ranks)} ranks said")
     warnings = []

@@ -13,6 +13,9 @@
  *          that the user did not ask for)
  *   ucx    each UCP endpoint's lanes ("posix/memory", "tcp/eth0"): ucp_ep_print_info on the
  *          endpoints the rank made (ucp_ep_create, interposed here), read at MPI_Finalize
+ *   ofi    each libfabric provider the rank opened a fabric of ("tcp;ofi_rxm", "verbs"):
+ *          fi_fabric's attributes (interposed here), for Open MPI's mtl ofi, btl ofi and
+ *          MPICH's ch4:ofi
  *   node   the world ranks the library counts on this rank's node (MPI_COMM_TYPE_SHARED):
  *          where MPICH's ch4 and Open MPI's vader use shared memory; with MPICH's
  *          MPIR_CVAR_NOLOCAL (MPI_T) set, it does not
@@ -181,6 +184,37 @@ static void ucx_words(char *out, size_t room)
     free(text);
 }
 
+/* -- libfabric's providers ------------------------------------------------------------------- */
+static char ofi_words[512];   /* " ofi:PROVIDER" ... */
+
+/* struct fi_fabric_attr's head, unchanged since libfabric 1.0 */
+struct fabric_attr_head {
+    void *fabric;
+    char *name;
+    char *prov_name;
+};
+
+typedef int (*fabric_fn)(void *, void **, void *);
+
+EXPORT int fi_fabric(void *attr, void **fabric, void *context)
+{
+    static fabric_fn real;
+    if (!real)
+        real = (fabric_fn)dlsym(RTLD_NEXT, "fi_fabric");
+    if (!real)
+        return -38;   /* -FI_ENOSYS */
+    int rc = real(attr, fabric, context);
+    const struct fabric_attr_head *a = attr;
+    if (rc == 0 && a && a->prov_name && !strpbrk(a->prov_name, " \t\n")) {
+        char key[80];
+        snprintf(key, sizeof key, " ofi:%.64s", a->prov_name);
+        size_t used = strlen(ofi_words);
+        if (!strstr(ofi_words, key) && used + strlen(key) < sizeof ofi_words)
+            strcat(ofi_words, key);
+    }
+    return rc;
+}
+
 /* -- the library's own names ---------------------------------------------------------------- */
 /* Open MPI's mca_base_component_t: project name at 12 (16 bytes), framework name at 40 (32),
  * component name at 84 (64). Believed only when the first two read as expected. */
@@ -344,7 +378,7 @@ int nb_transport_line(char *out, size_t room)
         }
     }
     size_t used = strlen(out);
-    snprintf(out + used, room - used, "%s%s", node_words, btl_words);
+    snprintf(out + used, room - used, "%s%s%s", node_words, btl_words, ofi_words);
     ucx_words(out, room - 1);
     used = strlen(out);
     if (used + 1 < room) {
