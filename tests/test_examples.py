@@ -109,6 +109,9 @@ def test_every_example_has_a_plan_a_readme_and_an_expectation():
         for part in ("## What the document did", "## What to look at", "## Scaling up",
                      "## Smoke run"):
             assert part in readme, (name, part)
+        # an MPI example says which transport its numbers came from (issue 31)
+        if re.search(r"^ranks\s*=", (EXAMPLES / name / "plan.toml").read_text(), re.M):
+            assert "## Which transport the numbers came from" in readme, name
         sets = smoke_overrides(EXAMPLES / name / "README.md")
         assert sets, name
         # the full-size plan and the smoke-size one are both valid plans
@@ -241,6 +244,13 @@ def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
     # every network ran its jobs
     firsts = [r for r in rows if r["task"] == "bandwidth" and r["metrics"]["job_rank"] == 0]
     assert {r["variant"] for r in firsts} == {"tcp", "ucx", "ofi"}
+    # what each network's jobs really went through, as Open MPI said (issue 31): the README
+    # names it (its UCX took cma, shared memory, for large messages between the two nodes)
+    said = {r["variant"]: r["extra"]["mpi_transport"] for r in firsts}
+    assert said["tcp"] == "Open MPI pml ob1; btl tcp between ranks 0-1", said
+    assert said["ucx"].startswith("Open MPI pml ucx; pml ucx") and "tcp/eth0" in said["ucx"]
+    assert said["ofi"] == ("Open MPI pml cm, mtl ofi; mtl ofi, libfabric tcp;ofi_rxm between "
+                           "ranks 0-1"), said
     report = _report(out)
     for figure in expect.shows:
         assert figure in report, (figure, report[-3000:])

@@ -36,8 +36,20 @@ def test_the_jobs_line_names_each_pairs_path_and_warns_of_shared_memory_across_n
     text, warns = job_transport(m, {0: "n1", 1: "n2"})
     assert "ch4:ucx network module, UCX through shared memory between ranks 0-1" in text
     assert len(warns) == 1
-    m[0]["ucx"].append("tcp/eth0")
+    m[0]["ucx"].append("tcp/eth0")      # rank 0's peer is off its node: cma went there
+    text, warns = job_transport(m, {0: "n1", 1: "n2"})
+    assert "UCX through tcp/eth0 and shared memory (posix/memory, cma/memory)" in text, text
+    assert len(warns) == 1
+    m[0]["node"] = [0, 2]       # a peer on its node: the memory lanes may be that one's
+    m[1]["ucx"].append("tcp/eth0")
     assert job_transport(m, {0: "n1", 1: "n2"})[1] == []
+    # Open MPI's pml ucx between namespace nodes: tcp for eager, cma for rendezvous (seen
+    # in examples/interconnects-001's ucx variant)
+    u = {r: parse(["pml:ucx", f"node:{r}", "ucx:self/memory0", "ucx:cma/memory",
+                   "ucx:tcp/eth0"]) for r in (0, 1)}
+    assert job_transport(u, {0: "n1", 1: "n2"})[0] == (
+        "Open MPI pml ucx; pml ucx, UCX through tcp/eth0 and shared memory (cma/memory) "
+        "between ranks 0-1; UCX lanes self/memory0, cma/memory, tcp/eth0")
     assert job_transport({0: {}, 1: {}}, {}) == ("", [])
     # Open MPI's mtl ofi: the provider its fabric was opened with (the core one under it
     # left out); libfabric's shm provider between nodes is shared memory

@@ -60,11 +60,18 @@ def parse(words: list[str]) -> dict[str, Any]:
 
 
 def _ucx_path(t: dict, via: str) -> tuple[str, bool]:
-    """Messages UCX carried: through shared memory when every lane the rank's endpoints
-    have, besides the one to itself, is on a memory device (sysv, posix, cma, xpmem)."""
+    """Messages UCX carried, from the lanes of the rank's endpoints (the one to itself left
+    out): through shared memory when every lane is on a memory device (sysv, posix, cma,
+    xpmem); partly so when some are and every peer is on another node (the rank's node holds
+    only itself), as UCX's rendezvous over cma between namespace nodes."""
     lanes = [x for x in t.get("ucx", []) if not x.startswith("self/")]
-    if lanes and all(x.partition("/")[2].startswith("memory") for x in lanes):
+    memory = [x for x in lanes if x.partition("/")[2].startswith("memory")]
+    if lanes and len(memory) == len(lanes):
         return f"{via}, UCX through shared memory", True
+    if memory and t.get("node") == [t.get("rank")]:
+        network = [x for x in lanes if x not in memory]
+        return (f"{via}, UCX through {', '.join(network)} and shared memory "
+                f"({', '.join(memory)})"), True
     return via, False
 
 
@@ -109,7 +116,7 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
                   ) -> tuple[str, list[tuple[str, str]]]:
     """The job's line (empty when no rank said) and its warnings [(kind, text)], from each
     rank's parsed words (by job rank) and the node each rank ran on."""
-    said = {r: t for r, t in ranks.items() if t}
+    said = {r: {**t, "rank": r} for r, t in ranks.items() if t}
     if not said:
         return "", []
     first = said[min(said)]
