@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any, Sequence
 
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels.binding import cpu_bound
@@ -79,7 +80,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     a = PartAgg(info, dataclasses.replace(figures, lateness_ns=[]), records=len(recs))
     col = _Columns(recs)
     status, metrics = col["status"], col["metrics"]
-    is_ok = [s == "ok" for s in status]
+    is_ok = [s == OK_TEXT for s in status]
     every_ok = all(is_ok)
 
     def ok_only(values: list) -> list:

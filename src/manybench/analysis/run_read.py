@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..status import Status
 from ..record import Record
 from ..results.contract import StoredPhase
 from .agg_points import points_of, spreads_of
@@ -69,7 +70,7 @@ class RunRead:
 
     def failed(self) -> int:
         """Records of the run whose status is not ok."""
-        return sum(a.records - a.status.get("ok", 0) for a in self._wholes())
+        return sum(a.records - a.status.get(Status.OK, 0) for a in self._wholes())
 
     def nodes_of(self) -> dict[int, set[str]]:
         """The nodes each phase's records ran on."""
@@ -120,6 +121,6 @@ def of_records(records: Iterable[Record], phases: Iterable[StoredPhase] = ()) ->
     phases += [_parts(None, i, by[i], Counter())[0][0] for i in sorted(set(by) - known)]
     phases.sort(key=lambda p: p.index)
     parts = {p.index: phase_aggregates(p, by.get(p.index, [])) for p in phases}
-    fails = [r for idx in sorted(by) for r in by[idx] if r.status != "ok"]
+    fails = [r for idx in sorted(by) for r in by[idx] if r.status != Status.OK]
     return RunRead(phases, parts, points_of(phases, parts, fails), spreads_of(phases, parts),
                    fails, records)

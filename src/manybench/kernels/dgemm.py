@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..results.contract import WarningKind
+
 from . import blas
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .blas import SYSTEM_LIBS, candidates, load, numpy_blas   # noqa: F401 (public names)
@@ -101,7 +103,7 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
     if p.get("blas") == blas.BEST:
         info, tried, stale = _best(threads, n, p["seed"], alpha, beta)
         trials = list(tried)
-        warnings += [["library", stale]] if stale else []
+        warnings += [[WarningKind.LIBRARY, stale]] if stale else []
         core = info.get("corename", "")
         mismatch = blas.core_mismatch(core, info["config"], tried=len(trials))
     else:
@@ -112,7 +114,7 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
             faster = _faster(info["file"], core, info["config"], threads, n, p["seed"], alpha,
                              beta)
             mismatch = blas.core_mismatch(core, info["config"], faster=faster)
-    warnings += [["library", mismatch]] if mismatch else []
+    warnings += [[WarningKind.LIBRARY, mismatch]] if mismatch else []
     lib.blas_set_threads(info["index"], threads)
     try:
         handle = lib.dgemm_new(info["index"], n, p["seed"])

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..status import Status
+
 from .mpi_transport import job_transport
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ def _causes(recs: list[Record], failures: dict[str, str]) -> None:
     culprits = "; ".join(f"rank {k}: {v}" for k, v in sorted(named.items())) or \
         "; ".join(f"{k}: {v}" for k, v in failures.items())
     for r in recs:
-        if r.status in ("ok", "timeout") or r.metrics.get("job_rank") == 0:
+        if r.status in (Status.OK, Status.TIMEOUT) or r.metrics.get("job_rank") == 0:
             continue      # rank 0's error already holds the launcher's whole account; what
                           # the launcher says of ranks the timeout killed is the kill
         rank = r.metrics.get("job_rank")

@@ -19,6 +19,7 @@ from dataclasses import replace
 from ..kernels import Result
 from ..kernels.binding import cpulist
 from ..kernels.figures import CPU_BUSY, SPIN_HELD
+from ..results.contract import WarningKind
 from .protocol import SlotPlace
 
 
@@ -50,5 +51,5 @@ def held_result(res: Result, share: float, asleep: dict[int, float], first: bool
                 f"of spinning from phase {phase}: slot {who} of the phase on this node sleeps "
                 f"(other work took {share:.0%} of its cpus), and a spin buys the phase's skew "
                 "nothing while one of its slots wakes from a sleep")
-        extra = {**extra, "warnings": [*extra.get("warnings", ()), ["busy-cpu", told]]}
+        extra = {**extra, "warnings": [*extra.get("warnings", ()), [WarningKind.BUSY_CPU, told]]}
     return replace(res, metrics=metrics, extra=extra)

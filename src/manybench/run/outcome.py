@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..status import OK_TEXT, Status
+from ..results.contract import PhaseStatus, WarningKind
 from ..engines.base import Node, Results, Work
 from ..gc_pause import gc_paused
 from ..kernels import Result, kernel
@@ -30,7 +32,7 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 @dataclass(frozen=True)
 class Said:
     """A warning a phase raised (run/warnings.py stores and tells it)."""
-    kind: str
+    kind: WarningKind
     message: str
     node: str = ""
     task: str = ""
@@ -46,7 +48,7 @@ class PhaseOutcome:
     records: RecordColumns        # reads as its Records (record_columns.py)
     samples: tuple[Sample, ...] = ()
     go_ns: int | None = None      # when its go was sent (the phase cycle); None: not run
-    status: str = "ok"            # the stored phase's: ok | interrupted
+    status: str = PhaseStatus.OK  # the stored phase's
     telemetry: tuple[TelemetryRow, ...] = ()
     said: tuple[Said, ...] = ()
     times: PhaseTimes = PhaseTimes()   # where its time went (run/times.py); none: not run
@@ -55,7 +57,7 @@ class PhaseOutcome:
     def failed(self) -> int:
         """Its records whose status is not ok."""
         status = self.records.column("status")
-        return len(status) - status.count("ok")
+        return len(status) - status.count(OK_TEXT)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def finish_phase(records: RecordColumns) -> None:
 @gc_paused
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
-            status: str = "ok") -> PhaseOutcome:
+            status: str = PhaseStatus.OK) -> PhaseOutcome:
     """The phase's outcome from its nodes' results (arrays, stamps in the coordinator's
     clock): one record per assigned slot (a slot without a result: an error saying
     `missing`) and their progress samples. Records of one phase share its params."""
@@ -177,7 +179,7 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     # each phase's HEAD values (a group's members' too), one tuple shared by every node
     heads = {id(p): (p.index, p.task.name, p.kernel, p.variant, p.rep, p.workers,
                      p.record_params()) for p in (phase, *phase.members)}
-    lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
+    lacking = SlotResults.of({0: Result(status=Status.ERROR, error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
         if not assigned:
