@@ -34,6 +34,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..extra_keys import MISSING_METRICS, STDERR
 from ..status import Status
 from ..kernels import figures as F
 from ..kernels import kernel
@@ -353,7 +354,7 @@ def _listed(records: Sequence[Record]) -> str:
 
 
 def _said_missing(r: Record, name: str) -> bool:
-    return name in ((r.extra or {}).get("missing_metrics") or ())
+    return name in ((r.extra or {}).get(MISSING_METRICS) or ())
 
 
 def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Record]
@@ -370,7 +371,7 @@ def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Rec
             ok[r.task] = ok.get(r.task, 0) + 1
             for n in r.metrics:
                 present[(r.task, n)] = present.get((r.task, n), 0) + 1
-    said = [r for r in recs if (r.extra or {}).get("missing_metrics")]
+    said = [r for r in recs if (r.extra or {}).get(MISSING_METRICS)]
     return missing_metric_hints(declared, said, ok, present)
 
 
@@ -381,7 +382,7 @@ def missing_metric_hints(declared: Mapping[str, Iterable[str]], said: Sequence[R
     task's ok records counted and, per (task, metric), those of them that carry it."""
     names = {task: list(ns) for task, ns in declared.items()}
     for r in said:
-        for n in (r.extra or {}).get("missing_metrics") or ():
+        for n in (r.extra or {}).get(MISSING_METRICS) or ():
             if n not in names.setdefault(r.task, []):
                 names[r.task].append(n)
     out = []
@@ -417,12 +418,12 @@ def stderr_failures(records: Iterable[Record]) -> list[Hint]:
     """Per task, commands that failed and wrote to stderr: the count and the last line."""
     by_task: dict[str, list[Record]] = {}
     for r in records:
-        if r.status != Status.OK and kernel(r.kernel).runs_child and (r.extra or {}).get("stderr"):
+        if r.status != Status.OK and kernel(r.kernel).runs_child and (r.extra or {}).get(STDERR):
             by_task.setdefault(r.task, []).append(r)
     out = []
     for task, rs in by_task.items():
         r = rs[0]
-        last = str(r.extra["stderr"]).strip().splitlines()[-1:] or [""]
+        last = str(r.extra[STDERR]).strip().splitlines()[-1:] or [""]
         counted = [(f.name.replace("_", " "), r.metrics[f.name])
                    for f in kernel(r.kernel).figures if f.role == F.COUNT and f.name in r.metrics]
         out.append(Hint("stderr", task, f"the command of {task} failed and wrote to stderr in "

@@ -29,6 +29,7 @@ from itertools import compress
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from ..extra_keys import ARMED_NS
 from ..status import OK_TEXT, Status
 from ..kernels import figures as F
 from ..record import Record
@@ -50,7 +51,7 @@ def _armed_late(metrics: dict, extra: dict, t0_ns: int) -> int:
     v = metrics.get(F.ARMED_LATE.name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return max(0, int(v))
-    armed = extra.get("armed_ns")
+    armed = extra.get(ARMED_NS)
     return max(0, int(armed) - t0_ns) if isinstance(armed, int) and armed else 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..extra_keys import MISSING_METRICS
 from ..status import Status
 from ..record import Record
 from ..results.contract import StoredPhase
@@ -36,7 +37,7 @@ class RunRead:
         if not any(ps[0].said for ps in self.parts.values() if ps):
             return []
         if self.records is not None:
-            return [r for r in self.records if (r.extra or {}).get("missing_metrics")]
+            return [r for r in self.records if (r.extra or {}).get(MISSING_METRICS)]
         return store.said_missing(run_id)
 
     def slot_times(self, store, run_id: str) -> Iterable[tuple]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ..extra_keys import ARGV, MISSING_METRICS, STDERR, STDOUT
 from .. import this_program
 from ..status import Status
 from ..templates import render
@@ -186,7 +187,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     if err:
         return Result(**timing, status=Status.ERROR, error=f"exec {p.argv[0]}: {os.strerror(err)}")
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
-    extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
+    extra = {STDOUT: stdout[-TAIL_BYTES:], STDERR: stderr[-TAIL_BYTES:], ARGV: p.argv}
     code = os.waitstatus_to_exitcode(status)
     metrics = {EXIT_STATUS.name: code, **ended.binding,
                **cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)),
@@ -200,7 +201,7 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
                           error=f"{p.spec.parse} output not understood: {e}")
     missing = [n for n in p.spec.metrics if n not in metrics]
     if missing:
-        extra["missing_metrics"] = missing
+        extra[MISSING_METRICS] = missing
     if timed_out:
         verdict, error = Status.TIMEOUT, f"killed after timeout {p.spec.timeout:g}s"
     elif code != 0:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..extra_keys import BLAS_TRIALS, WARNINGS
 from ..results.contract import WarningKind
 
 from . import blas
@@ -141,9 +142,9 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     metrics = {"gflops": 2.0 * st.n ** 3 * d["ops"] / d["elapsed_ns"]} if ok else {}
     extra = blas.provenance(st.lib, st.info)
     if st.trials:     # blas = "best": what was tried, what was kept
-        extra["blas_trials"] = [dict(t) for t in st.trials]
+        extra[BLAS_TRIALS] = [dict(t) for t in st.trials]
     if st.warnings:   # warnings (the coordinator stores them), and the record says so
-        extra["warnings"] = [list(w) for w in st.warnings]
+        extra[WARNINGS] = [list(w) for w in st.warnings]
     return result_from_native(d, lambda err, text: f"{NAME}: {text}", metrics=metrics,
                               extra=extra)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from ..extra_keys import FILE
 from ..status import Status
 
 from .base import KernelError, Result
@@ -91,7 +92,7 @@ def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
         res = replace(res, ops=res.ops + more.ops, bytes=res.bytes + more.bytes,
                       end_ns=more.end_ns, elapsed_ns=more.end_ns - res.start_ns, hist=hist,
                       **failed)
-    return replace(res, metrics={**metrics, **st.metrics}, extra={**res.extra, "file": st.path})
+    return replace(res, metrics={**metrics, **st.metrics}, extra={**res.extra, FILE: st.path})
 
 
 def _fsync_only(st: IoState) -> dict:

@@ -12,6 +12,8 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from ..extra_keys import (ARGV, JOB, MISSING_METRICS, RANK_FAILURES, SERIES, STDERR, STDOUT,
+                          TRANSPORT, WARNINGS)
 from ..launchers.base import how_ended
 from ..results.contract import WarningKind
 from ..status import Status
@@ -103,9 +105,9 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
         error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
     else:
         status, error = Status.OK, ""
-    extra: dict[str, Any] = {"job": st.job}
+    extra: dict[str, Any] = {JOB: st.job}
     if s.transport:
-        extra["transport"] = parse_transport(s.transport)
+        extra[TRANSPORT] = parse_transport(s.transport)
     res = Result(start_ns=start_ns, end_ns=end_ns, elapsed_ns=elapsed, armed_ns=armed_ns,
                  ops=int(status == Status.OK), status=status, error=error, metrics=m, extra=extra)
     return _launcher(st, res) if st.launch is not None else res
@@ -121,12 +123,12 @@ def _launcher(st: Any, res: Result) -> Result:
              mpi_version=launch.launcher.version, **{EXIT_STATUS.name: launch.status})
     if launch.exited_mono and st.link.st.end_mono:
         m["launcher_exit_s"] = round(max(0, launch.exited_mono - st.link.st.end_mono) / 1e9, 6)
-    extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:], argv=launch.argv)
+    extra.update({STDOUT: stdout[-TAIL_BYTES:], STDERR: stderr[-TAIL_BYTES:], ARGV: launch.argv})
     failures = launch.launcher.family.failures(stdout + "\n" + stderr)
     if failures:
-        extra["rank_failures"] = failures
+        extra[RANK_FAILURES] = failures
     if launch.leftovers:
-        extra["warnings"] = [[WarningKind.LEFTOVER, f"task {st.ctx.spec.name}, job {st.job}: "
+        extra[WARNINGS] = [[WarningKind.LEFTOVER, f"task {st.ctx.spec.name}, job {st.job}: "
                               + "; ".join(launch.leftovers) + ", left by its ranks, held "
                               "the launcher's output after they had ended: killed"]]
     spec = st.ctx.spec
@@ -141,7 +143,7 @@ def _launcher(st: Any, res: Result) -> Result:
             if both is not None:
                 found, tables = both(spec.parse, stdout, stderr)
                 if tables:
-                    extra["series"] = [t.to_json() for t in tables]
+                    extra[SERIES] = [t.to_json() for t in tables]
             else:
                 found = parsers.PARSERS[spec.parse](stdout, stderr)
             m.update(found)
@@ -150,7 +152,7 @@ def _launcher(st: Any, res: Result) -> Result:
                 status, error = Status.ERROR, f"{spec.parse} output not understood: {e}"
     missing = [n for n in spec.metrics if n not in m]
     if missing:
-        extra["missing_metrics"] = missing
+        extra[MISSING_METRICS] = missing
     if launch.timed_out:
         status = Status.TIMEOUT
         error = (f"the launcher was killed after the task's timeout {spec.timeout:g}s"

@@ -11,6 +11,7 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
+from ..extra_keys import WARNINGS
 from .. import _native
 from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
@@ -237,7 +238,7 @@ class SlotLoop:
         if self.told:
             told, self.told = self.told, []
             res = dataclasses.replace(res, extra={
-                **res.extra, "warnings": [*res.extra.get("warnings", ()), *told]})
+                **res.extra, WARNINGS: [*res.extra.get(WARNINGS, ()), *told]})
         return SlotDone(res)
 
     def _child(self) -> int:

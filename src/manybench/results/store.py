@@ -24,6 +24,7 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
+from ..extra_keys import MISSING_METRICS
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
 from ..record import Record
@@ -440,11 +441,11 @@ class Store:
         """The run's records whose extra says they missed a metric (kernels/command.py), by
         phase, node and slot: found by SQLite, the others never read."""
         sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
-               "rec.extra LIKE '%\"missing_metrics\"%' ORDER BY rec.phase, rec.node, rec.slot")
+               "rec.extra LIKE ? ORDER BY rec.phase, rec.node, rec.slot")
         with self._lock:
-            rows = self._db.execute(sql, (run_id,)).fetchall()
+            rows = self._db.execute(sql, (run_id, f'%"{MISSING_METRICS}"%')).fetchall()
         read = record_read.RecordReader(self.path).record
-        return [r for r in map(read, rows) if (r.extra or {}).get("missing_metrics")]
+        return [r for r in map(read, rows) if (r.extra or {}).get(MISSING_METRICS)]
 
     def ok_slot_times(self, run_id: str, skip: Sequence[str] = ()
                       ) -> Iterator[tuple[str, str, int, str, str, int, float]]:

@@ -28,6 +28,7 @@ from itertools import compress, repeat
 from operator import contains
 from typing import Iterable, Iterator
 
+from ..extra_keys import MISSING_METRICS, WARNINGS
 from ..status import OK_TEXT
 from ..results.contract import PhaseStatus, RunStatus, WarningKind
 from .. import timebase
@@ -404,15 +405,15 @@ def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     nothing."""
     extras = records.column("extra")
     # the records that say anything, found at C speed (a phase of 64,000 says nothing)
-    said = sorted({*compress(range(len(extras)), map(contains, extras, repeat("warnings"))),
+    said = sorted({*compress(range(len(extras)), map(contains, extras, repeat(WARNINGS))),
                    *compress(range(len(extras)),
-                             map(contains, extras, repeat("missing_metrics")))})
+                             map(contains, extras, repeat(MISSING_METRICS)))})
     nodes = records.column("node") if said else ()
     for i in said:
         node, extra = nodes[i], extras[i]
-        for kind, text in extra.get("warnings", ()):   # a kernel's own (kernels/)
+        for kind, text in extra.get(WARNINGS, ()):   # a kernel's own (kernels/)
             yield Said(kind, text, node=node, task=phase.task.name)
-        for name in extra.get("missing_metrics", ()):
+        for name in extra.get(MISSING_METRICS, ()):
             yield Said(WarningKind.MISSING_METRIC, f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..extra_keys import ARMED_NS, RANK, SERIES
 from ..status import OK_TEXT, Status
 from ..results.contract import PhaseStatus, WarningKind
 from ..engines.base import Node, Results, Work
@@ -116,7 +117,7 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
         clock[LEAD] = lead_ns
     metrics = _slot_metrics(sparse("metrics", None), clock, armed, t0)
     extra = _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])
-    series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
+    series = any(SERIES in x for a in (arr, lacking) for x in a.extra.values())
     cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
                 column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
                 column("ops"), column("bytes"), column("status"), sparse("error", ""),
@@ -141,15 +142,15 @@ def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict
 def _slot_extra(xs: list, armed: list[int], ranks: list[int]) -> list[dict]:
     """Each slot's record extra: its own, when it armed, its rank (in C where built:
     records.c's slot_extra)."""
-    got = None if _native is None else _native.slot_extra(xs, armed, ranks, "armed_ns", "rank")
+    got = None if _native is None else _native.slot_extra(xs, armed, ranks, ARMED_NS, RANK)
     if got is not None:
         return got
     extra = []
     for x, a, rank in zip(xs, armed, ranks):
         d = dict(x) if x else {}
         if a:
-            d["armed_ns"] = a
-        d["rank"] = rank
+            d[ARMED_NS] = a
+        d[RANK] = rank
         extra.append(d)
     return extra
 
