@@ -159,3 +159,26 @@ def test_an_old_runs_stall_and_stalls_read_back_under_their_new_names(tmp_path):
     assert [warning_text(w.kind, w.message) for w in got] == [
         "STRAGGLER: slot 3 stalled", "warning: cpus taken",
         "warning: a newer version's kind"]
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _doc_row(text: str, starts: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(starts))
+
+
+def test_the_docs_list_every_kind_and_status_as_declared():
+    results = (DOCS / "results.md").read_text()
+    renamed = {new: old for old, new in RENAMED_KINDS.items()}
+    rows = [line for line in results.splitlines() if line.startswith("| `")
+            and line.split("`")[1] in KIND_TEXTS]
+    assert rows == [f"| `{k}` | {k.label} | {k.meaning}"
+                    + (f" (stored as `{renamed[k]}` before)" if k in renamed else "") + " |"
+                    for k in WarningKind], "docs/results.md's warning kinds: as contract.py"
+    said = {"| `runs` |": RunStatus, "| `phases` |": PhaseStatus, "`status` is `ok`": Status}
+    for starts, enum in said.items():
+        row = _doc_row(results, starts)
+        assert all(f"`{s}`" in row for s in enum), (starts, enum)
+    definitions = (DOCS / "definitions.md").read_text()
+    assert all(f"`{s}`" in _doc_row(definitions, "| status (") for s in Status)

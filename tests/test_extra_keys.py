@@ -111,3 +111,8 @@ def test_each_declared_key_has_a_meaning_and_a_use_and_none_is_also_a_fact():
             for a in node.names}
     assert constants <= used, sorted(constants - used)
     assert not FACTS & set(EXTRA_KEYS)
+
+
+def test_the_docs_name_every_key():
+    results = (Path(__file__).resolve().parent.parent / "docs" / "results.md").read_text()
+    assert [k for k in sorted({*EXTRA_KEYS, *FACTS}) if f"`{k}`" not in results] == []

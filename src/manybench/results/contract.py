@@ -67,14 +67,17 @@ class WarningKind(TextEnum):
 
     OVERSUBSCRIBED = ("oversubscribed", "more slots than cpus on a node: slots sleep until T0 "
                       "without spinning")
-    PIN = "pin", "slots could not each have a cpu of their own as the plan's pin asked"
+    PIN = ("pin", "slots could not each have a cpu of their own as the plan's pin asked, or "
+           "cpus are withheld from manybench by a cpuset or taskset")
     CLOCK = ("clock", "a node's clock offset bound exceeds the plan's clock_tolerance",
              "CLOCK WARNING")
     MISSING_METRIC = "missing-metric", "a command's metric regex matched nothing in its output"
-    NODE_LOST = "node-lost", "a node stopped answering during the run", "NODE LOST"
+    NODE_LOST = ("node-lost", "a node stopped answering during the run (its records are "
+                 "lost), or a phase needed more slots than the nodes left have", "NODE LOST")
     SETUP = "setup", "a variant's setup failed: its phases did not run", "SETUP FAILED"
-    SLOT_REPLACED = ("slot-replaced", "a slot process died between phases and a fresh one "
-                     "took its place")
+    SLOT_REPLACED = ("slot-replaced", "a slot process died while idle between phases: a "
+                     "fresh one was forked in its place and ran the next phase in full, so "
+                     "nothing measured was lost and the phase keeps its planned workers")
     # run/stalls.py (stored as "stall" before)
     STRAGGLER = ("straggler", "a slot ended far later than its peers in a phase (stopped, "
                  "swapped, starved): its record has metrics.stall_s", "STRAGGLER")
@@ -99,8 +102,9 @@ class WarningKind(TextEnum):
     LIBRARY = ("library", "a kernel's library does not fit the processor (a BLAS running "
                "older kernels)")
     # issue 16: a failure that used to vanish
-    CLEANUP = ("cleanup", "a kernel's cleanup after a phase, or a node's end of the run, "
-               "failed: files or processes it held may remain")
+    CLEANUP = ("cleanup", "a kernel's cleanup after a phase failed, named with the error (the "
+               "phase's figures stand, but files, a child or a connection it held may "
+               "remain), or a node did not confirm the run's end")
     # issue 21: how the coordinator reaches a node's agent
     RELAY = ("relay", "a node's agent could not be reached directly: its requests went "
              "through its Dask worker (each phase costs more there; the figures are the same)")
