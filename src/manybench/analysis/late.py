@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ..extra_keys import ARMED_NS
-from ..status import OK_TEXT, Status
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..record import Record
 from ..units import plural
@@ -56,12 +56,12 @@ def _armed_late(metrics: dict, extra: dict, t0_ns: int) -> int:
 
 
 def is_late(r: Record) -> bool:
-    return r.status == Status.OK and (armed_late_ns(r) > 0 or r.start_ns - r.t0_ns > LATE_NS)
+    return r.status == OK_TEXT and (armed_late_ns(r) > 0 or r.start_ns - r.t0_ns > LATE_NS)
 
 
 def causes(phase_records: Sequence[Record]) -> list[tuple[Record, str]]:
     """The late slots of one phase, each with its cause."""
-    ok = [r for r in phase_records if r.status == Status.OK]
+    ok = [r for r in phase_records if r.status == OK_TEXT]
     on_cpu = Counter((r.node, r.cpu) for r in ok)
     return [(r, _cause(armed_late_ns(r), on_cpu[(r.node, r.cpu)], r.metrics))
             for r in ok if is_late(r)]
@@ -107,7 +107,7 @@ def count(phases: Iterable[Sequence[Record]]) -> LateCount:
     """Late starts over phases, each given as its records."""
     c = LateCount()
     for recs in phases:
-        if not any(r.status == Status.OK for r in recs):
+        if not any(r.status == OK_TEXT for r in recs):
             continue
         c.phases += 1
         late = causes(recs)

@@ -26,7 +26,7 @@ from itertools import compress, repeat
 from operator import eq
 from typing import Sequence
 
-from ..status import OK_TEXT, Status
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
@@ -66,7 +66,7 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
                   params: dict | None = None, t0_ns: int | None = None,
                   go_ns: int | None = None) -> PhaseFigures:
     """The figures of one phase from its records (see the module docstring)."""
-    ok = [r for r in records if r.status == Status.OK]
+    ok = [r for r in records if r.status == OK_TEXT]
     f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
                      (records[0].t0_ns if records else None), records=len(records), ok=len(ok),
                      go_ns=go_ns)

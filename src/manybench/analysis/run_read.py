@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..extra_keys import MISSING_METRICS
-from ..status import Status
+from ..status import OK_TEXT, Status
 from ..record import Record
 from ..results.contract import StoredPhase
 from .agg_points import points_of, spreads_of
@@ -122,6 +122,6 @@ def of_records(records: Iterable[Record], phases: Iterable[StoredPhase] = ()) ->
     phases += [_parts(None, i, by[i], Counter())[0][0] for i in sorted(set(by) - known)]
     phases.sort(key=lambda p: p.index)
     parts = {p.index: phase_aggregates(p, by.get(p.index, [])) for p in phases}
-    fails = [r for idx in sorted(by) for r in by[idx] if r.status != Status.OK]
+    fails = [r for idx in sorted(by) for r in by[idx] if r.status != OK_TEXT]
     return RunRead(phases, parts, points_of(phases, parts, fails), spreads_of(phases, parts),
                    fails, records)

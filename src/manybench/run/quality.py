@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from ..results.contract import WarningKind
-from ..status import Status
+from ..status import OK_TEXT
 from ..analysis.aggregates import PartAgg
 from ..analysis.phase_slots import PhaseSlots
 from ..analysis.phase_slots import of_records as slots_of
@@ -187,7 +187,7 @@ class Units:
 
     def add(self, records: Iterable[Record]) -> None:
         for r in records:
-            if r.status != Status.OK:
+            if r.status != OK_TEXT:
                 continue
             for key, v in r.metrics.items():
                 if key.endswith(UNIT_SUFFIX) and isinstance(v, str):
