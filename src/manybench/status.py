@@ -16,6 +16,7 @@ class TextEnum(str, Enum):
 
 
 class Status(TextEnum):
+    """A record's (the records table's `status`)."""
     OK = "ok"              # the work ran: its figures count
     ERROR = "error"        # the kernel or its command failed (`error` says why)
     TIMEOUT = "timeout"    # killed after the task's timeout

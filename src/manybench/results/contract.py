@@ -21,7 +21,9 @@ from typing import Any
 from ..model import Phase
 from ..status import TextEnum
 
+
 class RunStatus(TextEnum):
+    """A run's (the runs table's `status`)."""
     RUNNING = "running"          # its coordinator is at work (or was killed: see KILLED)
     FINISHED = "finished"        # every phase ran, every record ok
     FAILED = "failed"            # every phase ran, some records not ok
@@ -33,6 +35,7 @@ class RunStatus(TextEnum):
 
 
 class PhaseStatus(TextEnum):
+    """A stored phase's (the phases table's `status`)."""
     OK = "ok"                    # it ran to its end: its records are all it measured
     INTERRUPTED = "interrupted"  # the run was interrupted during it: its records are cut short
 
@@ -62,8 +65,10 @@ class WarningKind(TextEnum):
     def read(cls, text: str) -> WarningKind | str:
         """A stored kind: its member (under its new name if renamed since), or the text as it
         is when this version does not know it (a newer manybench's)."""
-        text = RENAMED_KINDS.get(text, text)
-        return cls._value2member_map_.get(text, text)
+        try:
+            return cls(RENAMED_KINDS.get(text, text))
+        except ValueError:
+            return text
 
     OVERSUBSCRIBED = ("oversubscribed", "more slots than cpus on a node: slots sleep until T0 "
                       "without spinning")
