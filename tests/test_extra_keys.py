@@ -106,9 +106,16 @@ def test_each_declared_key_has_a_meaning_and_a_use_and_none_is_also_a_fact():
     constants = {n for n, v in vars(extra_keys).items()
                  if n.isupper() and isinstance(v, str) and v in EXTRA_KEYS}
     assert {getattr(extra_keys, n) for n in constants} == set(EXTRA_KEYS)
-    used = {a.name for _, tree in _modules() for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("extra_keys")
-            for a in node.names}
+    used = set()
+    for _, tree in _modules():
+        aliases = set()    # `from .. import extra_keys as X`: X.JOB
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("extra_keys"):
+                used |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                aliases |= {a.asname or a.name for a in node.names if a.name == "extra_keys"}
+        used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                 and isinstance(node.value, ast.Name) and node.value.id in aliases}
     assert constants <= used, sorted(constants - used)
     assert not FACTS & set(EXTRA_KEYS)
 

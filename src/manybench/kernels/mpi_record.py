@@ -12,7 +12,8 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from ..extra_keys import (ARGV, JOB, MISSING_METRICS, RANK_FAILURES, SERIES, STDERR, STDOUT,
+from .. import extra_keys as X
+from ..extra_keys import (ARGV, MISSING_METRICS, RANK_FAILURES, SERIES, STDERR, STDOUT,
                           TRANSPORT, WARNINGS)
 from ..launchers.base import how_ended
 from ..results.contract import WarningKind
@@ -105,7 +106,7 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
         error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
     else:
         status, error = Status.OK, ""
-    extra: dict[str, Any] = {JOB: st.job}
+    extra: dict[str, Any] = {X.JOB: st.job}     # X.JOB, not figures.JOB (a scope)
     if s.transport:
         extra[TRANSPORT] = parse_transport(s.transport)
     res = Result(start_ns=start_ns, end_ns=end_ns, elapsed_ns=elapsed, armed_ns=armed_ns,
