@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import run_cli
-from manybench.results.contract import WARNING_LABELS
+from manybench.results.contract import WarningKind
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,7 @@ def results(tmp_path_factory):
     return str(out)
 
 
-_WARNED = tuple(f"{label}: " for label in (*WARNING_LABELS.values(), "warning"))
+_WARNED = tuple({f"{k.label}: " for k in WarningKind})
 
 
 def fails_cleanly(res: subprocess.CompletedProcess, *words: str, code: int = 2) -> None:

@@ -104,7 +104,7 @@ def test_a_shared_floor_is_one_stalls_warning_and_one_header_line_naming_who_mea
     floor = floors.shared(FLOOR, group, group[0])
     nodes = [Node(n, 1, _cpus(0, 1), machine="bootabcdef", inventory={"noise": floor})
              for n in names]
-    stalls = [w for w in start_warnings([], nodes) if w[0] == "stalls"]
+    stalls = [w for w in start_warnings([], nodes) if w[0] == "noise-floor"]
     assert [w[1] for w in stalls] == ["n1"], stalls
     assert "measured once by node n1 for its 3 nodes on the same cpus" in stalls[0][2]
     run = RunInfo(run_id="r", name="r", status="finished", started_ns=1, ended_ns=2,

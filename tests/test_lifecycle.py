@@ -363,9 +363,9 @@ def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     assert flagged and all(r["slot"] == 1 for r in flagged), flagged
     assert max(r["metrics"]["stall_s"] for r in flagged) > STOP_S / 2   # most of the stop
     assert len(flagged) < 5      # the stall, not every phase
-    assert "STALL" in err
+    assert "STRAGGLER" in err
     kinds = [k for (k,) in _db(out_dir).execute("select kind from warnings")]
-    assert "stall" in kinds
+    assert "straggler" in kinds
 
 
 def test_stall_peers_are_the_same_tasks_slots():

@@ -137,7 +137,7 @@ def test_each_run_stores_its_nodes_floor_and_warns_of_stalls(plan_file, tmp_path
         run = st.runs()[-1]
         [node] = st.nodes(run.run_id)
         floor = node.inventory["noise"]
-        ws = [w for w in st.warnings(run.run_id) if w.kind == "stalls"]
+        ws = [w for w in st.warnings(run.run_id) if w.kind == "noise-floor"]
     assert floor["seconds"] == 0.2 and floor["cpus"] == len(topology())
     assert {c["cpu"] for c in floor["per_cpu"]} == {c.id for c in topology()}
     assert floor["stall_ns"] >= MS and len(ws) == 1 and ws[0].node == node.name

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 # what the machine's load may add to any run (run/quality.py's checks of the figures, the
 # noise floor, stalls the lead left to it, a slot that slept because its cpu was busy)
-MACHINE_KINDS = ("unstable", "short", "not-quiet", "stalls", "late-go", "busy-cpu")
+MACHINE_KINDS = ("unstable", "short", "not-quiet", "noise-floor", "late-go", "busy-cpu")
 
 
 def _run(plan_file, tmp_path, text: str):

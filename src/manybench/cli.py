@@ -13,6 +13,7 @@ from importlib import resources
 
 import click
 
+from .results.contract import RunStatus
 from . import cli_errors as errs
 from .printable import echo
 from .units import plural
@@ -136,14 +137,14 @@ def _run(plan, phases, outdir: str, slots: int | None, quiet: bool, engine=None,
     if outcome.checks_cut:
         echo(f"interrupted after the last phase: every phase is kept in {outdir}; "
                    f"`manybench run --resume {outdir}` makes the run's end checks", err=True)
-    elif outcome.status == "interrupted":
+    elif outcome.status == RunStatus.INTERRUPTED:
         echo(f"interrupted: finished phases kept in {outdir}; `manybench run --resume "
                    f"{outdir}` runs the rest", err=True)
     elif outcome.failed:
         echo(f"{plural(outcome.failed, 'record')} failed: see `manybench report {outdir}`",
              err=True)
     code = outcome.exit_code
-    if plan.reference and outcome.status != "interrupted":   # a CI gate: 0 -> 1 when one fails
+    if plan.reference and outcome.status != RunStatus.INTERRUPTED:   # a CI gate: 0 -> 1 when one fails
         code = _reference_exit(outdir, outcome.run_id, code)
     raise click.exceptions.Exit(code)
 

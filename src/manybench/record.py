@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-STATUSES = ("ok", "error", "timeout", "lost")
+from .status import Status
+
+STATUSES = tuple(Status)    # status.py
 
 
 _NONE = object()
@@ -45,7 +47,7 @@ class Record:
     elapsed_s: float = _col("REAL NOT NULL", 0.0)  # monotonic clock on the slot
     ops: int = _col("INTEGER NOT NULL", 0)
     bytes: int = _col("INTEGER NOT NULL", 0)
-    status: str = _col("TEXT NOT NULL", "ok")      # one of STATUSES
+    status: str = _col("TEXT NOT NULL", Status.OK)   # a Status
     error: str = _col("TEXT NOT NULL", "")
     params: dict[str, Any] = _col("TEXT NOT NULL", json=True, factory=dict)
     metrics: dict[str, Any] = _col("TEXT NOT NULL", json=True, factory=dict)

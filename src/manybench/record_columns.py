@@ -13,6 +13,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any, Iterator, Sequence, overload
 
+from .extra_keys import SERIES
 from .record import FIELDS, Record
 
 # what each record takes from its phase (or a group member's): index, task, kernel,
@@ -46,7 +47,7 @@ class RecordColumns(Sequence[Record]):
             hist: dict | None, extra: dict) -> None:
         """One record: its phase's HEAD values, then its own."""
         self._heads([head])
-        self.series = self.series or "series" in extra
+        self.series = self.series or SERIES in extra
         self.head.append(head)
         self.node.append(node)
         self.slot.append(slot)
@@ -70,7 +71,7 @@ class RecordColumns(Sequence[Record]):
         column at a time. series: whether an extra may hold "series" (False: the caller
         knows none does)."""
         self._heads(heads)
-        self.series = self.series or (series and any("series" in x for x in extra))
+        self.series = self.series or (series and any(SERIES in x for x in extra))
         self.head += heads
         self.node += [node] * len(slot)
         self.slot += slot

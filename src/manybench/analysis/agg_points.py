@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
+from ..status import Status
 from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels import kernel
@@ -65,7 +66,7 @@ def spreads_of(phases: Iterable[StoredPhase], aggs: Mapping[int, Sequence[PartAg
     out: dict[str, dict[str, Sketch]] = {}
     for info in phases:
         parts = aggs.get(info.index)
-        if not parts or not parts[0].status.get("ok"):
+        if not parts or not parts[0].status.get(Status.OK):
             continue
         per = out.setdefault(info.point, {})
         for name, sk in parts[0].metrics.items():
@@ -86,7 +87,7 @@ def _fill(s: PointSummary, members: list[tuple[PartAgg, list[Record]]]) -> None:
     status: Counter = Counter()
     for a in parts:
         status.update(a.status)
-    s.ok, s.error, s.timeout, s.lost = (status[k] for k in ("ok", "error", "timeout", "lost"))
+    s.ok, s.error, s.timeout, s.lost = (status[k] for k in Status)
     s.failed = [r for _, rs in members for r in rs]
     fill_phases(s, [a.figures for a in parts])
     s.late = _late(parts)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any, Sequence
 
+from ..extra_keys import MISSING_METRICS
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels.binding import cpu_bound
@@ -79,7 +81,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     a = PartAgg(info, dataclasses.replace(figures, lateness_ns=[]), records=len(recs))
     col = _Columns(recs)
     status, metrics = col["status"], col["metrics"]
-    is_ok = [s == "ok" for s in status]
+    is_ok = [s == OK_TEXT for s in status]
     every_ok = all(is_ok)
 
     def ok_only(values: list) -> list:
@@ -110,7 +112,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     clock = _numbers(metrics, F.CLOCK_ERROR.name)[1] if F.CLOCK_ERROR.name in names else []
     a.clock_error = max(clock) if clock else None
     a.kernels, a.facts = tally(recs)
-    a.said = sum(1 for x in col["extra"] if x and x.get("missing_metrics"))
+    a.said = sum(1 for x in col["extra"] if x and x.get(MISSING_METRICS))
     allowed_ = [m.get(F.CPUS_ALLOWED.name) for m in metrics] \
         if F.CPUS_ALLOWED.name in names else [None] * len(recs)
     a.allowed = dict(Counter(map(str, filter(None, ok_only(allowed_)))))

@@ -34,6 +34,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..extra_keys import MISSING_METRICS, STDERR
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
@@ -116,7 +118,7 @@ def data_exceeds_memory(records: Iterable[Record], memory: Mapping[str, float]) 
     """Per task, the first phase whose bytes on one node exceeded that node's memory."""
     per: dict[tuple[str, int, str], float] = {}
     for r in records:
-        if r.status == "ok" and r.bytes and kernel(r.kernel).uses_dir:
+        if r.status == OK_TEXT and r.bytes and kernel(r.kernel).uses_dir:
             key = (r.task, r.phase, r.node)
             per[key] = per.get(key, 0.0) + r.bytes
     return memory_hints(per, memory)
@@ -189,7 +191,7 @@ def slot_times(records: Iterable[Record]) -> Iterable[SlotTime]:
     """Each ok record's per-slot time with its point (task, variant, workers, params as
     sorted JSON), node and slot, but those of kernels that do no work (skew tells it)."""
     for r in records:
-        if r.status != "ok" or kernel(r.kernel).sync_only:
+        if r.status != OK_TEXT or kernel(r.kernel).sync_only:
             continue
         secs = r.elapsed_s if r.elapsed_s > 0 else (r.end_ns - r.start_ns) / 1e9
         yield (r.task, r.variant, r.workers, json.dumps(r.params, sort_keys=True, default=str),
@@ -352,7 +354,7 @@ def _listed(records: Sequence[Record]) -> str:
 
 
 def _said_missing(r: Record, name: str) -> bool:
-    return name in ((r.extra or {}).get("missing_metrics") or ())
+    return name in ((r.extra or {}).get(MISSING_METRICS) or ())
 
 
 def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Record]
@@ -365,11 +367,11 @@ def missing_metrics(declared: Mapping[str, Iterable[str]], records: Iterable[Rec
     ok: dict[str, int] = {}
     present: dict[tuple[str, str], int] = {}
     for r in recs:
-        if r.status == "ok":
+        if r.status == OK_TEXT:
             ok[r.task] = ok.get(r.task, 0) + 1
             for n in r.metrics:
                 present[(r.task, n)] = present.get((r.task, n), 0) + 1
-    said = [r for r in recs if (r.extra or {}).get("missing_metrics")]
+    said = [r for r in recs if (r.extra or {}).get(MISSING_METRICS)]
     return missing_metric_hints(declared, said, ok, present)
 
 
@@ -380,7 +382,7 @@ def missing_metric_hints(declared: Mapping[str, Iterable[str]], said: Sequence[R
     task's ok records counted and, per (task, metric), those of them that carry it."""
     names = {task: list(ns) for task, ns in declared.items()}
     for r in said:
-        for n in (r.extra or {}).get("missing_metrics") or ():
+        for n in (r.extra or {}).get(MISSING_METRICS) or ():
             if n not in names.setdefault(r.task, []):
                 names[r.task].append(n)
     out = []
@@ -391,9 +393,9 @@ def missing_metric_hints(declared: Mapping[str, Iterable[str]], said: Sequence[R
         good = ok[task]
         for n in ns:
             hit = present.get((task, n), 0)
-            missed = [r for r in mine if r.status == "ok" and n not in r.metrics
+            missed = [r for r in mine if r.status == OK_TEXT and n not in r.metrics
                       and _said_missing(r, n)]
-            failed = [r for r in mine if r.status != "ok" and _said_missing(r, n)]
+            failed = [r for r in mine if r.status != OK_TEXT and _said_missing(r, n)]
             also = f"; {_n(len(failed), 'failed record')} missed it too" if failed else ""
             if not hit:
                 out.append(Hint("metric", task, f"metric {n!r} of {task} matched nothing in "
@@ -416,12 +418,12 @@ def stderr_failures(records: Iterable[Record]) -> list[Hint]:
     """Per task, commands that failed and wrote to stderr: the count and the last line."""
     by_task: dict[str, list[Record]] = {}
     for r in records:
-        if r.status != "ok" and kernel(r.kernel).runs_child and (r.extra or {}).get("stderr"):
+        if r.status != OK_TEXT and kernel(r.kernel).runs_child and (r.extra or {}).get(STDERR):
             by_task.setdefault(r.task, []).append(r)
     out = []
     for task, rs in by_task.items():
         r = rs[0]
-        last = str(r.extra["stderr"]).strip().splitlines()[-1:] or [""]
+        last = str(r.extra[STDERR]).strip().splitlines()[-1:] or [""]
         counted = [(f.name.replace("_", " "), r.metrics[f.name])
                    for f in kernel(r.kernel).figures if f.role == F.COUNT and f.name in r.metrics]
         out.append(Hint("stderr", task, f"the command of {task} failed and wrote to stderr in "

@@ -29,6 +29,8 @@ from itertools import compress
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from ..extra_keys import ARMED_NS
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..record import Record
 from ..units import plural
@@ -49,17 +51,17 @@ def _armed_late(metrics: dict, extra: dict, t0_ns: int) -> int:
     v = metrics.get(F.ARMED_LATE.name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return max(0, int(v))
-    armed = extra.get("armed_ns")
+    armed = extra.get(ARMED_NS)
     return max(0, int(armed) - t0_ns) if isinstance(armed, int) and armed else 0
 
 
 def is_late(r: Record) -> bool:
-    return r.status == "ok" and (armed_late_ns(r) > 0 or r.start_ns - r.t0_ns > LATE_NS)
+    return r.status == OK_TEXT and (armed_late_ns(r) > 0 or r.start_ns - r.t0_ns > LATE_NS)
 
 
 def causes(phase_records: Sequence[Record]) -> list[tuple[Record, str]]:
     """The late slots of one phase, each with its cause."""
-    ok = [r for r in phase_records if r.status == "ok"]
+    ok = [r for r in phase_records if r.status == OK_TEXT]
     on_cpu = Counter((r.node, r.cpu) for r in ok)
     return [(r, _cause(armed_late_ns(r), on_cpu[(r.node, r.cpu)], r.metrics))
             for r in ok if is_late(r)]
@@ -105,7 +107,7 @@ def count(phases: Iterable[Sequence[Record]]) -> LateCount:
     """Late starts over phases, each given as its records."""
     c = LateCount()
     for recs in phases:
-        if not any(r.status == "ok" for r in recs):
+        if not any(r.status == OK_TEXT for r in recs):
             continue
         c.phases += 1
         late = causes(recs)
@@ -125,7 +127,7 @@ def count_phase(status: Sequence[str], metrics: Sequence[dict], extra: Sequence[
     same rules (is_late, causes) a column at a time, for a phase's aggregates of 64,000
     records (analysis/aggregates.py), not a function call per record."""
     c = LateCount()
-    ok = [s == "ok" for s in status]
+    ok = [s == OK_TEXT for s in status]
     if not any(ok):
         return c
     c.phases = 1

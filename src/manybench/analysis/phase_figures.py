@@ -26,6 +26,7 @@ from itertools import compress, repeat
 from operator import eq
 from typing import Sequence
 
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
@@ -65,7 +66,7 @@ def phase_figures(index: int, records: Sequence[Record], kernel_name: str = "",
                   params: dict | None = None, t0_ns: int | None = None,
                   go_ns: int | None = None) -> PhaseFigures:
     """The figures of one phase from its records (see the module docstring)."""
-    ok = [r for r in records if r.status == "ok"]
+    ok = [r for r in records if r.status == OK_TEXT]
     f = PhaseFigures(index=index, t0_ns=t0_ns if t0_ns is not None else
                      (records[0].t0_ns if records else None), records=len(records), ok=len(ok),
                      go_ns=go_ns)
@@ -107,10 +108,10 @@ def ok_window(starts: Sequence[int], ends: Sequence[int], statuses: Sequence[str
               ) -> tuple[int, int] | None:
     """(first start, last end) of a phase's ok records, None when none is ok; read in C
     when every record is ok (64,000 a phase at 1,000 nodes x 64 slots)."""
-    n = statuses.count("ok")
+    n = statuses.count(OK_TEXT)
     if n == len(statuses):
         return (min(starts), max(ends)) if n else None
     if not n:
         return None
-    ok = list(map(eq, statuses, repeat("ok")))
+    ok = list(map(eq, statuses, repeat(OK_TEXT)))
     return min(compress(starts, ok)), max(compress(ends, ok))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..record import Record
 from .aggregates import SEP, PartAgg
@@ -47,7 +48,7 @@ def of_records(recs: Sequence[Record]) -> PhaseSlots:
         key = (r.task, allowed if isinstance(allowed, str) else "")
         got = kinds.setdefault(r.node, {}).setdefault(key, [r.params, r.kernel, 0, 0])
         got[2] += 1
-        if r.status == "ok":
+        if r.status == OK_TEXT:
             got[3] += 1
             for name, v in r.metrics.items():
                 if _number(v):

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..status import OK_TEXT, Status
 from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels import kernel
@@ -248,7 +249,7 @@ def _metric_sums(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, St
     for _, recs in phases:
         mine: dict[str, float] = {}
         for r in recs:
-            if r.status != "ok":
+            if r.status != OK_TEXT:
                 continue
             for name, v in r.metrics.items():
                 if _number(v) and extracted(r, name) and summed(r.kernel, name):
@@ -264,7 +265,7 @@ def _metric_stats(phases: list[tuple[StoredPhase, list[Record]]]) -> dict[str, S
     for _, recs in phases:
         mine: dict[str, list[float]] = {}
         for r in recs:
-            if r.status != "ok":
+            if r.status != OK_TEXT:
                 continue
             for name, v in r.metrics.items():
                 if _number(v) and extracted(r, name):
@@ -300,12 +301,11 @@ def fill_phases(s: PointSummary, figs: list[PhaseFigures]) -> None:
 
 def _fill(s: PointSummary, phases: list[tuple[StoredPhase, list[Record]]]) -> None:
     all_recs = [r for _, recs in phases for r in recs]
-    ok = [r for r in all_recs if r.status == "ok"]
-    s.phases, s.records, s.ok = len(phases), len(all_recs), len(ok)
-    s.error = sum(r.status == "error" for r in all_recs)
-    s.timeout = sum(r.status == "timeout" for r in all_recs)
-    s.lost = sum(r.status == "lost" for r in all_recs)
-    s.failed = [r for r in all_recs if r.status != "ok"]
+    ok = [r for r in all_recs if r.status == OK_TEXT]
+    s.phases, s.records = len(phases), len(all_recs)
+    status = Counter(r.status for r in all_recs)
+    s.ok, s.error, s.timeout, s.lost = (status[k] for k in Status)
+    s.failed = [r for r in all_recs if r.status != OK_TEXT]
 
     fill_phases(s, [_figures(info, recs) for info, recs in phases])
     s.late = late_mod.count(recs for _, recs in phases)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..extra_keys import MISSING_METRICS
+from ..status import OK_TEXT, Status
 from ..record import Record
 from ..results.contract import StoredPhase
 from .agg_points import points_of, spreads_of
@@ -35,7 +37,7 @@ class RunRead:
         if not any(ps[0].said for ps in self.parts.values() if ps):
             return []
         if self.records is not None:
-            return [r for r in self.records if (r.extra or {}).get("missing_metrics")]
+            return [r for r in self.records if (r.extra or {}).get(MISSING_METRICS)]
         return store.said_missing(run_id)
 
     def slot_times(self, store, run_id: str) -> Iterable[tuple]:
@@ -69,7 +71,7 @@ class RunRead:
 
     def failed(self) -> int:
         """Records of the run whose status is not ok."""
-        return sum(a.records - a.status.get("ok", 0) for a in self._wholes())
+        return sum(a.records - a.status.get(Status.OK, 0) for a in self._wholes())
 
     def nodes_of(self) -> dict[int, set[str]]:
         """The nodes each phase's records ran on."""
@@ -120,6 +122,6 @@ def of_records(records: Iterable[Record], phases: Iterable[StoredPhase] = ()) ->
     phases += [_parts(None, i, by[i], Counter())[0][0] for i in sorted(set(by) - known)]
     phases.sort(key=lambda p: p.index)
     parts = {p.index: phase_aggregates(p, by.get(p.index, [])) for p in phases}
-    fails = [r for idx in sorted(by) for r in by[idx] if r.status != "ok"]
+    fails = [r for idx in sorted(by) for r in by[idx] if r.status != OK_TEXT]
     return RunRead(phases, parts, points_of(phases, parts, fails), spreads_of(phases, parts),
                    fails, records)

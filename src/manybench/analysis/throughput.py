@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..extra_keys import RANK
+from ..status import OK_TEXT
 from ..plan.observe import observe_fields, plan_observe
 from ..record import Record
 from ..results.contract import Sample
@@ -117,5 +119,5 @@ def planned_interval(plan_raw: dict, task: str) -> float | None:
 
 def slot_starts(records: list[Record]) -> dict[tuple[str, int], float]:
     """Each ok record's (node, rank) -> its start in s since its T0."""
-    return {(r.node, int(r.extra["rank"])): (r.start_ns - r.t0_ns) / 1e9 for r in records
-            if r.status == "ok" and isinstance((r.extra or {}).get("rank"), int)}
+    return {(r.node, int(r.extra[RANK])): (r.start_ns - r.t0_ns) / 1e9 for r in records
+            if r.status == OK_TEXT and isinstance((r.extra or {}).get(RANK), int)}

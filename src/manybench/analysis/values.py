@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable
 
+from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import kernel
 from ..record import Record
@@ -196,7 +197,7 @@ def metric_spreads(records: Iterable[Record], phases: Iterable[StoredPhase]
     point_of = {p.index: p.point for p in phases}
     values: dict[str, dict[str, list[float]]] = {}
     for r in records:
-        if r.status != "ok" or r.phase not in point_of:
+        if r.status != OK_TEXT or r.phase not in point_of:
             continue
         per = values.setdefault(point_of[r.phase], {})
         for name, v in r.metrics.items():

@@ -27,7 +27,7 @@ from ..kernels import Result, kernel
 from ..model import Phase
 from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
-from ..results.contract import TelemetryRow
+from ..results.contract import TelemetryRow, WarningKind
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)
     from .._native import shift_stamps as _shift_stamps
@@ -162,11 +162,11 @@ class Engine(ABC):
         out, self.notices = list(getattr(self, "notices", [])), []
         return out
 
-    def tell(self, kind: str, node: str, text: str) -> None:
+    def tell(self, kind: WarningKind, node: str, text: str) -> None:
         """A warning of the engine's own, outside any record (run/warnings.py's kinds)."""
         self.__dict__.setdefault("told", []).append((kind, node, text))
 
-    def take_warnings(self) -> list[tuple[str, str, str]]:
+    def take_warnings(self) -> list[tuple[WarningKind, str, str]]:
         """(kind, node, text) told since last asked: a node that did not confirm the run's
         end, say. Asked after close() and abort() too."""
         out, self.told = list(getattr(self, "told", [])), []

@@ -14,11 +14,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..results.contract import WarningKind
 from .. import timebase
 from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
 from ..node.procs import open_files
+from ..status import Status
 from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member, Prepare,
                              Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
                              WirePhase, encode_with, pack_value)
@@ -69,7 +71,7 @@ class ChannelEngine(Engine):
             for m in members:
                 by_name[m].inventory["channel"] = f"through relay {relay}"
         for m, why in left.items():
-            self.tell("fanout", m, f"node {m} is reached on its own channel, not through a "
+            self.tell(WarningKind.FANOUT, m, f"node {m} is reached on its own channel, not through a "
                       f"relay: {why}")
 
     def compose_clocks(self, measure: Callable[[Node], Offset]) -> None:
@@ -237,7 +239,7 @@ class ChannelEngine(Engine):
             got = {**self.failed.get(n, {}), **(dict(done) if done is not None else {})}
             for a in assigned:
                 if a.place.slot not in got and n in self.lost:
-                    got[a.place.slot] = Result(status="lost", error=self.lost[n])
+                    got[a.place.slot] = Result(status=Status.LOST, error=self.lost[n])
             out[n] = got
         return out
 

@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import time
 from typing import Any, Callable
 
+from ..results.contract import WarningKind
 from ..node.clock import measure_offset
 from ..security import auth
 from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, NodeInfo,
@@ -126,7 +127,7 @@ class DaskEngine(ChannelEngine):
         for n in self.nodes:      # the report's header names it (report/header.py)
             n.inventory["security"] = self.access.describe()
         if self.access.insecure:
-            self.tell("insecure", "", INSECURE_TEXT)
+            self.tell(WarningKind.INSECURE, "", INSECURE_TEXT)
         self.open_files_for(len(self.nodes))
         self.nodes.sort(key=lambda n: n.name)
         if self.noise_s > 0:
@@ -193,7 +194,7 @@ class DaskEngine(ChannelEngine):
                 n.inventory["channel"] = "direct, TLS" if started[n.name].direct.tls else "direct"
                 continue
             n.inventory["channel"] = "relay"
-            self.tell("relay", n.name, f"node {n.name} is reached through its Dask worker's "
+            self.tell(WarningKind.RELAY, n.name, f"node {n.name} is reached through its Dask worker's "
                       f"relay, not directly: {why}; each of its phases costs more there")
 
     async def _noise(self) -> None:
@@ -255,7 +256,7 @@ class DaskEngine(ChannelEngine):
                 try:   # the nodes' leases are released by Close / Abort below
                     self._submit(self.renewer.stop()).result(timeout=5)
                 except STUCK as e:
-                    self.tell("cleanup", "", f"the lease renewals did not stop ({e!r})")
+                    self.tell(WarningKind.CLEANUP, "", f"the lease renewals did not stop ({e!r})")
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
             try:
                 got = self._submit(self._all(live)).result(timeout=CLOSE_S) if live else {}
@@ -263,7 +264,7 @@ class DaskEngine(ChannelEngine):
                 got = {n: e for n in live}
             for n, r in got.items():
                 if isinstance(r, BaseException):
-                    self.tell("cleanup", n, f"node {n} did not confirm the run's end "
+                    self.tell(WarningKind.CLEANUP, n, f"node {n} did not confirm the run's end "
                               f"({type(request).__name__}: {str(r) or type(r).__name__}): its "
                               "slots stop when its lease runs out; its scratch may remain")
         finally:

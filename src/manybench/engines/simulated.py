@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any
 
+from ..results.contract import WarningKind
 from ..node.clock import measure_offset
 from ..security import auth
 from ..node.protocol import (Abort, Close, DirectOffer, Info, Member, NodeInfo, Ping,
@@ -157,7 +158,7 @@ class SimulatedEngine(ChannelEngine):
         rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(s.dispatch_ns for s in started.values()
                                     if isinstance(s, Started)) + rpc
-        self.tell("simulated", "", f"{self.spec.nodes} simulated nodes x {self.spec.slots} "
+        self.tell(WarningKind.SIMULATED, "", f"{self.spec.nodes} simulated nodes x {self.spec.slots} "
                   "slots in this machine's processes: nothing ran on them; the records are "
                   "synthetic and measure the coordinator, not a machine")
         return self.nodes
@@ -187,7 +188,7 @@ class SimulatedEngine(ChannelEngine):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-                    self.tell("cleanup", "", f"a simulated node process ({p.pid}) did not "
+                    self.tell(WarningKind.CLEANUP, "", f"a simulated node process ({p.pid}) did not "
                               "end with its nodes and was killed")
 
     def close(self) -> None:

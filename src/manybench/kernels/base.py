@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..units import parse_duration, parse_size
+from ..status import Status
 from .facts import Fact
 from .figures import (EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, SLOT, STREAM_RATES, VERSION, Figure,
                       by_name)
@@ -138,7 +139,7 @@ class Result:
     armed_ns: int = 0     # CLOCK_REALTIME when the slot began waiting for T0 (early margin)
     ops: int = 0
     bytes: int = 0
-    status: str = "ok"    # ok | error | timeout
+    status: str = Status.OK   # a record's Status (lost: the coordinator's, never a slot's)
     error: str = ""
     metrics: dict = field(default_factory=dict)
     hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ..extra_keys import ARGV, MISSING_METRICS, STDERR, STDOUT
 from .. import this_program
+from ..status import Status
 from ..templates import render
 from ..units import parse_unit, printed_unit
 from .base import Kernel, KernelError, Result, SlotContext
@@ -183,9 +185,9 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
     timing = dict(start_ns=start_ns or t0_ns, armed_ns=armed_ns, elapsed_ns=elapsed,
                   end_ns=start_ns + elapsed if start_mono else end_ns)
     if err:
-        return Result(**timing, status="error", error=f"exec {p.argv[0]}: {os.strerror(err)}")
+        return Result(**timing, status=Status.ERROR, error=f"exec {p.argv[0]}: {os.strerror(err)}")
     stdout, stderr = _read_tail(p.out, SCAN_BYTES), _read_tail(p.err, SCAN_BYTES)
-    extra = {"stdout": stdout[-TAIL_BYTES:], "stderr": stderr[-TAIL_BYTES:], "argv": p.argv}
+    extra = {STDOUT: stdout[-TAIL_BYTES:], STDERR: stderr[-TAIL_BYTES:], ARGV: p.argv}
     code = os.waitstatus_to_exitcode(status)
     metrics = {EXIT_STATUS.name: code, **ended.binding,
                **cpu_figures(ended.cpu_s, elapsed / 1e9, allowed_count(ended.binding)),
@@ -195,19 +197,19 @@ def _run(p: Prepared, t0_ns: int, spin_ns: int) -> Result:
         try:
             metrics.update(PARSERS[p.spec.parse](stdout, stderr))
         except ParseError as e:
-            return Result(**timing, status="error", metrics=metrics, extra=extra,
+            return Result(**timing, status=Status.ERROR, metrics=metrics, extra=extra,
                           error=f"{p.spec.parse} output not understood: {e}")
     missing = [n for n in p.spec.metrics if n not in metrics]
     if missing:
-        extra["missing_metrics"] = missing
+        extra[MISSING_METRICS] = missing
     if timed_out:
-        verdict, error = "timeout", f"killed after timeout {p.spec.timeout:g}s"
+        verdict, error = Status.TIMEOUT, f"killed after timeout {p.spec.timeout:g}s"
     elif code != 0:
-        verdict = "error"
+        verdict = Status.ERROR
         error = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
     else:
-        verdict, error = "ok", ""
-    return Result(**timing, ops=int(verdict == "ok"), status=verdict, error=error,
+        verdict, error = Status.OK, ""
+    return Result(**timing, ops=int(verdict == Status.OK), status=verdict, error=error,
                   metrics=metrics, extra=extra)
 
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..extra_keys import BLAS_TRIALS, WARNINGS
+from ..results.contract import WarningKind
+
 from . import blas
 from .base import Kernel, KernelError, Param, Result, SlotContext
 from .blas import SYSTEM_LIBS, candidates, load, numpy_blas   # noqa: F401 (public names)
@@ -101,7 +104,7 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
     if p.get("blas") == blas.BEST:
         info, tried, stale = _best(threads, n, p["seed"], alpha, beta)
         trials = list(tried)
-        warnings += [["library", stale]] if stale else []
+        warnings += [[WarningKind.LIBRARY, stale]] if stale else []
         core = info.get("corename", "")
         mismatch = blas.core_mismatch(core, info["config"], tried=len(trials))
     else:
@@ -112,7 +115,7 @@ def _prepare(ctx: SlotContext, params: dict) -> _State:
             faster = _faster(info["file"], core, info["config"], threads, n, p["seed"], alpha,
                              beta)
             mismatch = blas.core_mismatch(core, info["config"], faster=faster)
-    warnings += [["library", mismatch]] if mismatch else []
+    warnings += [[WarningKind.LIBRARY, mismatch]] if mismatch else []
     lib.blas_set_threads(info["index"], threads)
     try:
         handle = lib.dgemm_new(info["index"], n, p["seed"])
@@ -139,9 +142,9 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     metrics = {"gflops": 2.0 * st.n ** 3 * d["ops"] / d["elapsed_ns"]} if ok else {}
     extra = blas.provenance(st.lib, st.info)
     if st.trials:     # blas = "best": what was tried, what was kept
-        extra["blas_trials"] = [dict(t) for t in st.trials]
+        extra[BLAS_TRIALS] = [dict(t) for t in st.trials]
     if st.warnings:   # warnings (the coordinator stores them), and the record says so
-        extra["warnings"] = [list(w) for w in st.warnings]
+        extra[WARNINGS] = [list(w) for w in st.warnings]
     return result_from_native(d, lambda err, text: f"{NAME}: {text}", metrics=metrics,
                               extra=extra)
 

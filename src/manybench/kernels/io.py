@@ -16,6 +16,7 @@ import errno
 import os
 from types import ModuleType
 
+from ..extra_keys import FILE
 from . import io_ior
 from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
 from .iofile import (ALIGN, IoState, check_direct, explain, file_problems, laid_out, open_file,
@@ -178,7 +179,7 @@ def _finish(st: IoState, d: dict) -> Result:
     if st.fsync_end and d.get("fsync_ns"):
         metrics["fsync_us"] = d["fsync_ns"] / 1e3
     return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
-                              extra={"file": st.path})
+                              extra={FILE: st.path})
 
 
 def _standalone_args(ctx: SlotContext, params: dict, write: bool) -> dict:

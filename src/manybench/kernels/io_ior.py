@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from ..extra_keys import FILE
+from ..status import Status
+
 from .base import KernelError, Result
 from .figures import (REORDER_SHIFT, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
                       WEAR_OUT_BLOCKS)
@@ -62,13 +65,13 @@ def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
     first = st.lib.run_io(st.fd, True, st.block, st.size, deadline, False, st.direct, t0_ns,
                           spin_ns)
     res = result_from_native(first, why)
-    if res.status != "ok":
+    if res.status != Status.OK:
         return res
     blocks = -(-res.bytes // st.block)
     try:
         target = st.group.max(blocks)
     except OSError as e:
-        return replace(res, status="error",
+        return replace(res, status=Status.ERROR,
                        error=f"io.write (wear_out): the all-reduce failed: {e}")
     agreed_ns = st.lib.now_ns()
     metrics = {**res.metrics, STONEWALL_S.name: (agreed_ns - res.start_ns) / 1e9,
@@ -85,11 +88,11 @@ def wear_out(st: IoState, t0_ns: int, spin_ns: int) -> Result:
             metrics.update(latency_metrics(hist))
         if st.fsync_end and rest.get("fsync_ns"):
             metrics["fsync_us"] = rest["fsync_ns"] / 1e3
-        failed = {"status": more.status, "error": more.error} if more.status != "ok" else {}
+        failed = {"status": more.status, "error": more.error} if more.status != Status.OK else {}
         res = replace(res, ops=res.ops + more.ops, bytes=res.bytes + more.bytes,
                       end_ns=more.end_ns, elapsed_ns=more.end_ns - res.start_ns, hist=hist,
                       **failed)
-    return replace(res, metrics={**metrics, **st.metrics}, extra={**res.extra, "file": st.path})
+    return replace(res, metrics={**metrics, **st.metrics}, extra={**res.extra, FILE: st.path})
 
 
 def _fsync_only(st: IoState) -> dict:

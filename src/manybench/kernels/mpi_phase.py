@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..extra_keys import RANK_FAILURES, TRANSPORT, WARNINGS
+from ..status import Status
+
 from .mpi_transport import job_transport
 
 if TYPE_CHECKING:
@@ -53,21 +56,21 @@ def finish_jobs(records: list[Record]) -> None:
         if mounts:
             first.metrics["job_mount_namespaces"] = len(mounts)
         _transport(first, recs)
-        _causes(recs, first.extra.get("rank_failures") or {})
+        _causes(recs, first.extra.get(RANK_FAILURES) or {})
     if len(job_starts) > 1 and len(job_starts) == len(jobs):
         lead = next(r for r in jobs[min(job_starts)] if r.metrics.get("job_rank") == 0)
         lead.metrics["jobs_skew_s"] = (max(job_starts.values()) - min(job_starts.values())) / 1e9
 
 
 def _transport(first: Record, recs: list[Record]) -> None:
-    ranks = {r.metrics["job_rank"]: r.extra.get("transport") or {} for r in recs}
+    ranks = {r.metrics["job_rank"]: r.extra.get(TRANSPORT) or {} for r in recs}
     nodes = {r.metrics["job_rank"]: r.node for r in recs}
     text, warnings = job_transport(ranks, nodes)
     if text:
-        first.extra["mpi_transport"] = text
+        first.extra["mpi_transport"] = text   # a fact (mpi_record.FACTS)
     if warnings:
         task, job = first.task, first.metrics.get("job")
-        first.extra["warnings"] = list(first.extra.get("warnings") or []) + [
+        first.extra[WARNINGS] = list(first.extra.get(WARNINGS) or []) + [
             [kind, f"task {task}, job {job}: {said}"] for kind, said in warnings]
 
 
@@ -85,7 +88,7 @@ def _causes(recs: list[Record], failures: dict[str, str]) -> None:
     culprits = "; ".join(f"rank {k}: {v}" for k, v in sorted(named.items())) or \
         "; ".join(f"{k}: {v}" for k, v in failures.items())
     for r in recs:
-        if r.status in ("ok", "timeout") or r.metrics.get("job_rank") == 0:
+        if r.status in (Status.OK, Status.TIMEOUT) or r.metrics.get("job_rank") == 0:
             continue      # rank 0's error already holds the launcher's whole account; what
                           # the launcher says of ranks the timeout killed is the kill
         rank = r.metrics.get("job_rank")

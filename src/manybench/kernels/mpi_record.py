@@ -12,7 +12,12 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from .. import extra_keys as X
+from ..extra_keys import (ARGV, MISSING_METRICS, RANK_FAILURES, SERIES, STDERR, STDOUT,
+                          TRANSPORT, WARNINGS)
 from ..launchers.base import how_ended
+from ..results.contract import WarningKind
+from ..status import Status
 from .base import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
@@ -95,17 +100,17 @@ def job_result(st: Any, t0_ns: int, armed_ns: int, how: str, gone_ns: int) -> Re
         m.update(cpu_figures(s.cpu_end_s - s.cpu_start_s, elapsed / 1e9,
                              allowed_count(s.binding) if s.binding else len(st.cpus)))
     if how in ("timeout", "stopped"):
-        status, error = "timeout", f"rank {st.jrank}: {ENDINGS[how]}"
+        status, error = Status.TIMEOUT, f"rank {st.jrank}: {ENDINGS[how]}"
     elif how in ("exited", "unfinalized"):
-        status = "error"
+        status = Status.ERROR
         error = f"rank {st.jrank}: " + ("ended before T0" if not s.start_ns else ENDINGS[how])
     else:
-        status, error = "ok", ""
-    extra: dict[str, Any] = {"job": st.job}
+        status, error = Status.OK, ""
+    extra: dict[str, Any] = {X.JOB: st.job}     # X.JOB, not figures.JOB (a scope)
     if s.transport:
-        extra["transport"] = parse_transport(s.transport)
+        extra[TRANSPORT] = parse_transport(s.transport)
     res = Result(start_ns=start_ns, end_ns=end_ns, elapsed_ns=elapsed, armed_ns=armed_ns,
-                 ops=int(status == "ok"), status=status, error=error, metrics=m, extra=extra)
+                 ops=int(status == Status.OK), status=status, error=error, metrics=m, extra=extra)
     return _launcher(st, res) if st.launch is not None else res
 
 
@@ -119,12 +124,12 @@ def _launcher(st: Any, res: Result) -> Result:
              mpi_version=launch.launcher.version, **{EXIT_STATUS.name: launch.status})
     if launch.exited_mono and st.link.st.end_mono:
         m["launcher_exit_s"] = round(max(0, launch.exited_mono - st.link.st.end_mono) / 1e9, 6)
-    extra.update(stdout=stdout[-TAIL_BYTES:], stderr=stderr[-TAIL_BYTES:], argv=launch.argv)
+    extra.update({STDOUT: stdout[-TAIL_BYTES:], STDERR: stderr[-TAIL_BYTES:], ARGV: launch.argv})
     failures = launch.launcher.family.failures(stdout + "\n" + stderr)
     if failures:
-        extra["rank_failures"] = failures
+        extra[RANK_FAILURES] = failures
     if launch.leftovers:
-        extra["warnings"] = [["leftover", f"task {st.ctx.spec.name}, job {st.job}: "
+        extra[WARNINGS] = [[WarningKind.LEFTOVER, f"task {st.ctx.spec.name}, job {st.job}: "
                               + "; ".join(launch.leftovers) + ", left by its ranks, held "
                               "the launcher's output after they had ended: killed"]]
     spec = st.ctx.spec
@@ -139,18 +144,18 @@ def _launcher(st: Any, res: Result) -> Result:
             if both is not None:
                 found, tables = both(spec.parse, stdout, stderr)
                 if tables:
-                    extra["series"] = [t.to_json() for t in tables]
+                    extra[SERIES] = [t.to_json() for t in tables]
             else:
                 found = parsers.PARSERS[spec.parse](stdout, stderr)
             m.update(found)
         except parsers.ParseError as e:
-            if status == "ok":
-                status, error = "error", f"{spec.parse} output not understood: {e}"
+            if status == Status.OK:
+                status, error = Status.ERROR, f"{spec.parse} output not understood: {e}"
     missing = [n for n in spec.metrics if n not in m]
     if missing:
-        extra["missing_metrics"] = missing
+        extra[MISSING_METRICS] = missing
     if launch.timed_out:
-        status = "timeout"
+        status = Status.TIMEOUT
         error = (f"the launcher was killed after the task's timeout {spec.timeout:g}s"
                  if launch.killed else f"the launcher ended (status {launch.status}) "
                  f"after the task's timeout {spec.timeout:g}s killed a rank of its job")
@@ -158,7 +163,7 @@ def _launcher(st: Any, res: Result) -> Result:
         code = launch.status
         said = "; ".join(f"{k}: {v}" for k, v in failures.items())
         how = how_ended(launch.launcher.family, code, stdout + "\n" + stderr)
-        status = "error"
+        status = Status.ERROR
         error = (f"the launcher {os.path.basename(launch.argv[0])} {how}"
                  + (f" ({said})" if said else "") + (f"; {error}" if error else ""))
     return replace(res, status=status, error=error, metrics=m, extra=extra)

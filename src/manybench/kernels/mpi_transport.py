@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..results.contract import WarningKind
+
 SHARED_BTLS = {"vader", "sm", "smcuda"}     # Open MPI's shared-memory btls
 SHOWN_PAIRS = 4                              # pairs named per path; the rest counted
 # a word as a library names things: a rank's line is its program's to write, so nothing
@@ -141,7 +143,7 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
     warnings = []
     for (a, b), (path, shared) in sorted(paths.items()):
         if shared and nodes.get(a) and nodes.get(b) and nodes[a] != nodes[b]:
-            warnings.append(("job-shared-memory", f"ranks {a} (node {nodes[a]}) and {b} "
+            warnings.append((WarningKind.JOB_SHARED_MEMORY, f"ranks {a} (node {nodes[a]}) and {b} "
                              f"(node {nodes[b]}) talked through {path}, as their MPI "
                              "chose: figures between those nodes are not the network's"))
     return "; ".join(parts), warnings

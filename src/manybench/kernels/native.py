@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import KernelError, Result
+from ..status import Status
 from .hist import decode, latency_metrics
 
 
@@ -66,7 +67,7 @@ def result_from_native(d: Mapping[str, Any],
     made: dict[str, Any] = dict(
         start_ns=d["start_ns"], end_ns=d["end_ns"], elapsed_ns=d["elapsed_ns"],
         armed_ns=d["armed_ns"], ops=d["ops"], bytes=d["bytes"],
-        status="error" if err else "ok", error=text if err else "",
+        status=Status.ERROR if err else Status.OK, error=text if err else "",
         metrics={**latency_metrics(h), **(metrics or {})} if h else dict(metrics or {}),
         hist=h or None, extra=dict(extra or {}), samples=[], sample_unit="")
     if fields:

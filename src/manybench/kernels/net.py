@@ -26,6 +26,7 @@ import struct
 import time
 import hmac
 from dataclasses import dataclass, replace
+from ..status import Status
 from types import ModuleType
 from typing import Any
 
@@ -309,7 +310,7 @@ def _explain(st: _State):
 
 def _run_pingpong(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.error:
-        return Result(status="error", error=st.error)
+        return Result(status=Status.ERROR, error=st.error)
     p = st.params
     d = st.lib.net_pingpong(st.sock.fileno(), st.server, p["poll"] == "busy", p["msg_size"],
                             p["iterations"], p["warmup"], round(p["peer_timeout"] * 1e9),
@@ -323,7 +324,7 @@ def _run_pingpong(st: _State, t0_ns: int, spin_ns: int) -> Result:
 
 def _run_stream(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.error:
-        return Result(status="error", error=st.error)
+        return Result(status=Status.ERROR, error=st.error)
     p = st.params
     size = p.get("size") or 0
     duration = p.get("duration")

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 
+from ..extra_keys import CACHE_DROPS, SUBMIT_CALLS
 from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
 from .facts import Fact
 from .native import native, result_from_native, user_message
@@ -199,9 +200,9 @@ def _run(st: _State, t0_ns: int, spin_ns: int) -> Result:
     if st.fsync_end and d.get("fsync_ns"):
         metrics["fsync_us"] = d["fsync_ns"] / 1e3
     # submit_calls: system calls that handed I/Os to the kernel (what `batch` really did)
-    extra = {"engine": st.engine, "submit_calls": d.get("submits", 0)}
+    extra = {"engine": st.engine, SUBMIT_CALLS: d.get("submits", 0)}
     if st.drop_each_pass:
-        extra["cache_drops"] = d.get("drops", 0)     # inside the window, as fio's
+        extra[CACHE_DROPS] = d.get("drops", 0)     # inside the window, as fio's
     return result_from_native(d, lambda err, text: explain(st, err, text), metrics=metrics,
                               extra=extra)
 

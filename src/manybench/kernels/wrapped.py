@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any
 
+from ..status import Status
+
 from .base import Kernel, KernelError, Result, SlotContext
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .figures import WRAP_EXIT, WRAP_STARTUP
@@ -216,7 +218,7 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
         st.proc.stdin.flush()
     except OSError as e:   # it died after ready
         code = st.proc.wait()
-        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status="error",
+        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status=Status.ERROR,
                       error=f"wrapped {st.kernel.name} gone before the go ({e.strerror}, "
                             f"status {code}){_stderr_tail(st)}")
     wait = None
@@ -227,12 +229,12 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
     if line is None:
         _kill(st)
         st.proc.wait()
-        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status="timeout",
+        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status=Status.TIMEOUT,
                       error=f"killed after timeout {st.timeout:g}s")
     if not line.startswith("result "):
         _kill(st)
         code = st.proc.wait()
-        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status="error",
+        return Result(start_ns=t0_ns, end_ns=time.time_ns(), status=Status.ERROR,
                       error=f"wrapped {st.kernel.name} ended without a result (status "
                             f"{code}){_stderr_tail(st)}")
     d = fields(line)
@@ -244,10 +246,10 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
         _kill(st)
         code = st.proc.wait()
     st.done = True
-    if late and late.startswith("error ") and res.status == "ok":
-        res = replace(res, status="error", error=f"{st.kernel.name}: {late.split(' ', 2)[-1]}")
-    elif code != 0 and res.status == "ok":
-        res = replace(res, status="error",
+    if late and late.startswith("error ") and res.status == Status.OK:
+        res = replace(res, status=Status.ERROR, error=f"{st.kernel.name}: {late.split(' ', 2)[-1]}")
+    elif code != 0 and res.status == Status.OK:
+        res = replace(res, status=Status.ERROR,
                       error=f"wrap exited with status {code}{_stderr_tail(st)}")
     return replace(res, metrics=_metrics(st, d, res, time.monotonic() - t))
 

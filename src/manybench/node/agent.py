@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..kernels import WARM_UP, Result
 from ..kernels.rank_keys import run_key
+from ..status import Status
 from . import pipe
 from .procs import exit_text, reap
 from .reaper import SlotCgroup, cgroup_name, kill_group, sweep_stale
@@ -187,7 +188,7 @@ class Agent:
                 ctx = slot_context(mine, a.place, rank, self.node, self.run, self.scratch,
                                    self.default_dir, self.job_key, self.host)
             except ContextError as e:
-                self.running[a.place.slot].result = Result(status="error", error=str(e))
+                self.running[a.place.slot].result = Result(status=Status.ERROR, error=str(e))
                 continue
             place, self.running[a.place.slot].held = held_place(a.place, self.asleep)
             out[a.place.slot] = SlotPrepare(mine, ctx, place)
@@ -222,7 +223,7 @@ class Agent:
         for i, r in self.running.items():
             if not (r.ready or r.result):
                 self._kill(i)
-                r.result = Result(status="error", error=f"prepare did not finish within "
+                r.result = Result(status=Status.ERROR, error=f"prepare did not finish within "
                                   f"{limit:g}s ({why}): the slot was stopped")
                 self._replace(i, "prepare past its deadline")
 
@@ -299,7 +300,7 @@ class Agent:
                 pipe.send(self.slots[i].fd, go if r.prepare is None else
                           CODEC.pack(SlotGo(t0_ns, r.prepare)))
             except OSError:   # died since it was ready: its record says so, the run goes on
-                r.result = Result(status="error", error="the slot died before its go")
+                r.result = Result(status=Status.ERROR, error="the slot died before its go")
 
     def poll(self, timeout: float) -> bool:
         """Take in what slots have sent; True when every slot of the phase has a result."""
@@ -307,7 +308,7 @@ class Agent:
             for i, r in self.running.items():
                 if r.result is None:
                     self._kill(i)
-                    r.result = Result(status="timeout", error="killed by the agent after the "
+                    r.result = Result(status=Status.TIMEOUT, error="killed by the agent after the "
                                       f"task's timeout ({self.phase.task.timeout:g}s)")
                     self._replace(i, "timeout")
         if self._done():
@@ -344,7 +345,7 @@ class Agent:
             try:
                 msg = _recv(self.slots[i])
             except (EOFError, OSError, ValueError):
-                self.running[i].result = Result(status="error", error=self._replace(i, ""))
+                self.running[i].result = Result(status=Status.ERROR, error=self._replace(i, ""))
                 continue
             match msg:
                 case SlotReady(info, child):
@@ -355,7 +356,7 @@ class Agent:
                     self.running[i].waiting = False
                 case SlotDone(result):
                     r = self.running[i]
-                    if r.held is not None and result.status == "ok":
+                    if r.held is not None and result.status == Status.OK:
                         result = held_result(result, r.held, self.asleep,
                                              i not in self.held_told, r.place,
                                              self.phase.index if self.phase else -1)

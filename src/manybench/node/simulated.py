@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 
 from ..inventory.topology import Cpu
 from ..security import auth
+from ..status import OK_TEXT
 from .arrays import SlotResults
 from .clock import answer_one
 from .direct import FRAME, MAX_FRAME, Listener, read_some, send_frame
@@ -135,7 +136,7 @@ class SimNode:
         end = start + self.spec.work_ns
         k = len(slots)
         res = SlotResults(slots, [start] * k, [end] * k, [armed] * k,
-                          [self.spec.work_ns] * k, [1] * k, [0] * k, ["ok"] * k)
+                          [self.spec.work_ns] * k, [1] * k, [0] * k, [OK_TEXT] * k)
         due = end - self.offset_ns + self.spec.delay_ns
         if self.spec.jitter_ns:
             due += self.rng.randint(0, self.spec.jitter_ns)

@@ -11,12 +11,15 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
+from ..extra_keys import WARNINGS
 from .. import _native
 from ..kernels import KERNELS, Kernel, Result, SlotContext
 from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
 from ..kernels.figures import CPU_BUSY, CPUS_ALLOWED, SPUN
+from ..results.contract import WarningKind
+from ..status import Status
 from . import pipe
 from .procs import die_with_parent
 from .reaper import become_subreaper, kill_descendants
@@ -29,7 +32,7 @@ SPIN_NS = 300_000   # the last stretch before T0 is spun: on cpus of the slot's 
 
 
 def _error(msg: str) -> Result:
-    return Result(status="error", error=msg)
+    return Result(status=Status.ERROR, error=msg)
 
 
 def _with(res: Result, **changes: Any) -> Result:
@@ -129,7 +132,7 @@ class SlotLoop:
         spin = self.choice.spins(place.affinity)
         self.busy = None if spin else self.choice.others
         if was and not spin and self.busy is not None:
-            self.told.append(["busy-cpu", f"slot {place.slot} (cpus {cpulist(place.affinity)}) "
+            self.told.append([WarningKind.BUSY_CPU, f"slot {place.slot} (cpus {cpulist(place.affinity)}) "
                               f"sleeps until T0 instead of spinning from phase {ctx.phase}: "
                               f"other work took {self.busy:.0%} of its cpus (/proc/stat, the "
                               "run's own processes left out); a spin there would take the cpu "
@@ -178,7 +181,7 @@ class SlotLoop:
             _native.forget_children()   # their group ids may be reused from now on
             if sampler is not None:
                 sampler.stop()
-        if sampler is not None and res.status == "ok" and res.end_ns:
+        if sampler is not None and res.status == Status.OK and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
         return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0, spin)
@@ -227,7 +230,7 @@ class SlotLoop:
             try:
                 kernel.cleanup(state)
             except Exception as e:   # kernel code, any bug: the slot and its result go on
-                self.told.append(["cleanup", f"kernel {kernel.name}: its cleanup after the "
+                self.told.append([WarningKind.CLEANUP, f"kernel {kernel.name}: its cleanup after the "
                                   f"phase failed ({e!r}): what it opened or started may remain"])
 
     def _done(self, res: Result) -> SlotDone:
@@ -235,7 +238,7 @@ class SlotLoop:
         if self.told:
             told, self.told = self.told, []
             res = dataclasses.replace(res, extra={
-                **res.extra, "warnings": [*res.extra.get("warnings", ()), *told]})
+                **res.extra, WARNINGS: [*res.extra.get(WARNINGS, ()), *told]})
         return SlotDone(res)
 
     def _child(self) -> int:

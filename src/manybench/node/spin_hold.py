@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ..extra_keys import WARNINGS
 from ..kernels import Result
 from ..kernels.binding import cpulist
 from ..kernels.figures import CPU_BUSY, SPIN_HELD
+from ..results.contract import WarningKind
 from .protocol import SlotPlace
 
 
@@ -50,5 +52,5 @@ def held_result(res: Result, share: float, asleep: dict[int, float], first: bool
                 f"of spinning from phase {phase}: slot {who} of the phase on this node sleeps "
                 f"(other work took {share:.0%} of its cpus), and a spin buys the phase's skew "
                 "nothing while one of its slots wakes from a sleep")
-        extra = {**extra, "warnings": [*extra.get("warnings", ()), ["busy-cpu", told]]}
+        extra = {**extra, WARNINGS: [*extra.get(WARNINGS, ()), [WarningKind.BUSY_CPU, told]]}
     return replace(res, metrics=metrics, extra=extra)

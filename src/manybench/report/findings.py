@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..status import Status
 from ..analysis import hints as H
 from ..analysis.efficiency import PointEfficiency
 from ..analysis.points import PointSummary
@@ -52,7 +53,7 @@ def run_hints(store: Store, run: RunInfo, points: list[PointSummary], read: RunR
     per_node: dict[tuple[str, int, str], float] = {}
     for a in read.task_parts():
         task = a.info.task
-        ok[task] = ok.get(task, 0) + a.status.get("ok", 0)
+        ok[task] = ok.get(task, 0) + a.status.get(Status.OK, 0)
         for n, c in a.present.items():
             present[(task, n)] = present.get((task, n), 0) + c
         if kernel(a.info.kernel).uses_dir:

@@ -8,7 +8,7 @@ from ..analysis.efficiency import NodePeaks
 from ..analysis.stats import nearest_rank
 from ..inventory import noise as noise_mod
 from ..inventory import peaks as peaks_mod
-from ..results.contract import RunInfo, StoredNode, Warning, warning_text
+from ..results.contract import RunInfo, RunStatus, StoredNode, Warning, warning_text
 from ..units import format_duration, format_size
 from .formats import DASH, count, ns, plural
 
@@ -99,8 +99,8 @@ def header(run: RunInfo, nodes: list[StoredNode], peaks: NodePeaks | None) -> li
     if run.ended_ns:
         duration = format_duration((run.ended_ns - run.started_ns) / 1e9)
     else:
-        duration = {"running": "not ended: still running",
-                    "killed": "not ended: its coordinator was killed"}.get(
+        duration = {RunStatus.RUNNING: "not ended: still running",
+                    RunStatus.KILLED: "not ended: its coordinator was killed"}.get(
             run.status, "not ended (stored before coordinators were watched: running, or "
             "its process was killed)")
     rows = [("run", run.run_id), ("status", run.status), ("started", _when(run.started_ns)),

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..results.contract import RunStatus
 from ..analysis.history import History, PointHistory
 from ..analysis.points import point_of
 from .colunits import column_unit, num
@@ -91,7 +92,7 @@ def view(h: History) -> RunView:
     groups: dict[tuple, list[PointHistory]] = {}
     for p in h.points:
         groups.setdefault((p.task, p.kernel, p.figure, p.scope, p.unit), []).append(p)
-    failed = [r for r in h.runs if r.failed or r.status != "finished"]
+    failed = [r for r in h.runs if r.failed or r.status != RunStatus.FINISHED]
     notes = [JOINED, f"failures: {len(failed)} of {plural(len(h.runs), 'run')}"
              + "".join(f"; {r.run_id} {r.status}, {r.failed} records not ok" for r in failed)]
     hosts = {p.hosts for p in h.points}

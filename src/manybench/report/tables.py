@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..status import Status
 from ..analysis import PointSummary
 from ..analysis.efficiency import WRONG_PEAK, PointEfficiency, unit
 from ..kernels import figures as F
@@ -21,8 +22,8 @@ from .view import GROUP_NOTE, Table, error_lines
 
 def _ok_cell(s: PointSummary) -> str:
     cell = f"{s.ok}/{s.records}"
-    bad = [f"{n} {name}" for name, n in (("error", s.error), ("timeout", s.timeout),
-                                          ("lost", s.lost)) if n]
+    bad = [f"{n} {name}" for name, n in ((Status.ERROR, s.error), (Status.TIMEOUT, s.timeout),
+                                          (Status.LOST, s.lost)) if n]
     return cell + (f" ({', '.join(bad)})" if bad else "")
 
 

@@ -19,75 +19,134 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..model import Phase
+from ..status import TextEnum
 
-# killed: never stored; what a reader says of a `running` row whose coordinator is gone
-# (results/liveness.py)
-RUN_STATUSES = ("running", "finished", "failed", "interrupted", "aborted", "killed")
-PHASE_STATUSES = ("ok", "interrupted")
 
-# Warning kinds: each is a thing the figures alone would hide.
-WARNING_KINDS = {
-    "oversubscribed": "more slots than cpus on a node: slots sleep until T0 without spinning",
-    "pin": "slots could not each have a cpu of their own as the plan's pin asked",
-    "clock": "a node's clock offset bound exceeds the plan's clock_tolerance",
-    "missing-metric": "a command's metric regex matched nothing in its output",
-    "node-lost": "a node stopped answering during the run",
-    "setup": "a variant's setup failed: its phases did not run",
-    "slot-replaced": "a slot process died between phases and a fresh one took its place",
-    "stall": "a slot ended far later than its peers in a phase (stopped, swapped, starved)",
+class RunStatus(TextEnum):
+    """A run's (the runs table's `status`)."""
+    RUNNING = "running"          # its coordinator is at work (or was killed: see KILLED)
+    FINISHED = "finished"        # every phase ran, every record ok
+    FAILED = "failed"            # every phase ran, some records not ok
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C or SIGTERM: `run --resume` goes on
+    ABORTED = "aborted"          # stopped by a lost node (on_node_loss = "abort")
+    # never stored: what a reader says of a `running` row whose coordinator is gone
+    # (results/liveness.py)
+    KILLED = "killed"
+
+
+class PhaseStatus(TextEnum):
+    """A stored phase's (the phases table's `status`)."""
+    OK = "ok"                    # it ran to its end: its records are all it measured
+    INTERRUPTED = "interrupted"  # the run was interrupted during it: its records are cut short
+
+
+RUN_STATUSES = tuple(RunStatus)
+PHASE_STATUSES = tuple(PhaseStatus)
+
+# Kinds once stored under another name, read as their new one (stored runs stay readable):
+# "stall" and "stalls" were a slot's and a node's, too alike to tell apart
+RENAMED_KINDS = {"stall": "straggler", "stalls": "noise-floor"}
+
+
+class WarningKind(TextEnum):
+    """What a warning is about: each a thing the figures alone would hide. A member is its
+    stored text; `meaning` says what it warns of, `label` how stderr and reports head it
+    (loudest where figures are wrong or missing, not merely less precise)."""
+    meaning: str
+    label: str
+
+    def __new__(cls, text: str, meaning: str, label: str = "warning") -> WarningKind:
+        member = str.__new__(cls, text)
+        member._value_ = text
+        member.meaning, member.label = meaning, label
+        return member
+
+    @classmethod
+    def read(cls, text: str) -> WarningKind | str:
+        """A stored kind: its member (under its new name if renamed since), or the text as it
+        is when this version does not know it (a newer manybench's)."""
+        try:
+            return cls(RENAMED_KINDS.get(text, text))
+        except ValueError:
+            return text
+
+    OVERSUBSCRIBED = ("oversubscribed", "more slots than cpus on a node: slots sleep until T0 "
+                      "without spinning")
+    PIN = ("pin", "slots could not each have a cpu of their own as the plan's pin asked, or "
+           "cpus are withheld from manybench by a cpuset or taskset")
+    CLOCK = ("clock", "a node's clock offset bound exceeds the plan's clock_tolerance",
+             "CLOCK WARNING")
+    MISSING_METRIC = "missing-metric", "a command's metric regex matched nothing in its output"
+    NODE_LOST = ("node-lost", "a node stopped answering during the run (its records are "
+                 "lost), or a phase needed more slots than the nodes left have", "NODE LOST")
+    SETUP = "setup", "a variant's setup failed: its phases did not run", "SETUP FAILED"
+    SLOT_REPLACED = ("slot-replaced", "a slot process died while idle between phases: a "
+                     "fresh one was forked in its place and ran the next phase in full, so "
+                     "nothing measured was lost and the phase keeps its planned workers")
+    # run/stalls.py (stored as "stall" before)
+    STRAGGLER = ("straggler", "a slot ended far later than its peers in a phase (stopped, "
+                 "swapped, starved): its record has metrics.stall_s", "STRAGGLER")
     # issue 10: pyperf-style checks of the figures (run/quality.py)
-    "unstable": "a point's repetitions vary by more than 10% (coefficient of variation)",
-    "short": "a phase was too short against the clock's resolution or the start skew",
-    "not-quiet": "the machine was not quiet: cpufreq governor, turbo, or other load",
+    UNSTABLE = ("unstable", "a point's repetitions vary by more than 10% (coefficient of "
+                "variation)")
+    SHORT = "short", "a phase was too short against the clock's resolution or the start skew"
+    NOT_QUIET = "not-quiet", "the machine was not quiet: cpufreq governor, turbo, or other load"
     # issue 20: the node's noise floor (inventory/noise.py), measured at the start of the run
-    "stalls": "a node's noise floor: its cpus were taken away for 1 ms or more while measured",
-    "shared-machine": "several nodes run on one machine (namespaces, containers): they share its cpus",
-    "job-one-machine": "a parallel job's ranks on different nodes of one machine: its MPI may "
-                       "carry their messages through shared memory, not the network",
-    "job-shared-memory": "a parallel job's ranks on different nodes talked through shared "
-                         "memory, as their MPI library chose (its figures are not the network's)",
-    "units": "a command's metric in different units in different records (or none)",
-    "library": "a kernel's library does not fit the processor (a BLAS running older kernels)",
+    # (stored as "stalls" before)
+    NOISE_FLOOR = ("noise-floor", "a node's noise floor: its cpus were taken away for 1 ms or "
+                   "more while measured")
+    SHARED_MACHINE = ("shared-machine", "several nodes run on one machine (namespaces, "
+                      "containers): they share its cpus")
+    JOB_ONE_MACHINE = ("job-one-machine", "a parallel job's ranks on different nodes of one "
+                       "machine: its MPI may carry their messages through shared memory, not "
+                       "the network")
+    JOB_SHARED_MEMORY = ("job-shared-memory", "a parallel job's ranks on different nodes "
+                         "talked through shared memory, as their MPI library chose (its "
+                         "figures are not the network's)")
+    UNITS = "units", "a command's metric in different units in different records (or none)"
+    LIBRARY = ("library", "a kernel's library does not fit the processor (a BLAS running "
+               "older kernels)")
     # issue 16: a failure that used to vanish
-    "cleanup": "a kernel's cleanup after a phase, or a node's end of the run, failed: files "
-               "or processes it held may remain",
+    CLEANUP = ("cleanup", "a kernel's cleanup after a phase failed, named with the error (the "
+               "phase's figures stand, but files, a child or a connection it held may "
+               "remain), or a node did not confirm the run's end")
     # issue 21: how the coordinator reaches a node's agent
-    "relay": "a node's agent could not be reached directly: its requests went through its "
-             "Dask worker (each phase costs more there; the figures are the same)",
-    "simulated": "the nodes were simulated (--simulate): nothing ran on them, the records are "
-                 "synthetic and measure the coordinator's side only",
-    "fanout": "a node could not be reached through the relay chosen for it: the coordinator "
-              "reaches it on its own channel (the figures are the same)",
+    RELAY = ("relay", "a node's agent could not be reached directly: its requests went "
+             "through its Dask worker (each phase costs more there; the figures are the same)")
+    SIMULATED = ("simulated", "the nodes were simulated (--simulate): nothing ran on them, the "
+                 "records are synthetic and measure the coordinator's side only", "SIMULATED")
+    FANOUT = ("fanout", "a node could not be reached through the relay chosen for it: the "
+              "coordinator reaches it on its own channel (the figures are the same)")
     # issue 28: secure by default
-    "insecure": "the cluster was reached without TLS or authentication (--insecure): anyone "
-                "who could reach it could drive its nodes",
+    INSECURE = ("insecure", "the cluster was reached without TLS or authentication "
+                "(--insecure): anyone who could reach it could drive its nodes", "INSECURE")
     # issue 28: time the figures do not show
-    "gap": "a node kept the coordinator waiting between phases far longer than usual (a "
-           "stopped or stalled agent, a slow connection): the run took that much longer",
-    "clock-step": "the coordinator's wall clock stepped during the run: times are kept on the "
-                  "run's clock (monotonic from its start), stored times differ from the wall "
-                  "clock by the step",
+    GAP = ("gap", "a node kept the coordinator waiting between phases far longer than usual "
+           "(a stopped or stalled agent, a slow connection): the run took that much longer",
+           "GAP")
+    CLOCK_STEP = ("clock-step", "the coordinator's wall clock stepped during the run: times "
+                  "are kept on the run's clock (monotonic from its start), stored times differ "
+                  "from the wall clock by the step", "CLOCK STEP")
     # issue 30: where the run chose not to pay for a precise start
-    "late-go": "phases whose slots armed late because their go stalled within the nodes' noise "
-               "floor: the lead did not grow for every phase to cover them (run/schedule.py)",
-    "busy-cpu": "a slot with a cpu of its own slept until T0 instead of spinning: other work "
-                "kept that cpu busy (node/spin_choice.py), or another slot's of the phase on "
-                "its node (node/spin_hold.py)",
+    LATE_GO = ("late-go", "phases whose slots armed late because their go stalled within the "
+               "nodes' noise floor: the lead did not grow for every phase to cover them "
+               "(run/schedule.py)")
+    BUSY_CPU = ("busy-cpu", "a slot with a cpu of its own slept until T0 instead of spinning: "
+                "other work kept that cpu busy (node/spin_choice.py), or another slot's of the "
+                "phase on its node (node/spin_hold.py)")
     # issue 31: a parallel job's end is its ranks'
-    "leftover": "a process a parallel job's rank left (a daemon it forked) held the launcher's "
-                "output after the ranks had ended: it was killed, and named",
-}
+    LEFTOVER = ("leftover", "a process a parallel job's rank left (a daemon it forked) held "
+                "the launcher's output after the ranks had ended: it was killed, and named")
 
 
-# How a warning of each kind is headed on stderr and in reports: loudest where figures are
-# wrong or missing, not merely less precise.
-WARNING_LABELS = {"clock": "CLOCK WARNING", "node-lost": "NODE LOST", "setup": "SETUP FAILED",
-                  "stall": "STALL", "simulated": "SIMULATED", "insecure": "INSECURE",
-                  "gap": "GAP", "clock-step": "CLOCK STEP"}
+# kind -> what it warns of (the docs' list)
+WARNING_KINDS = {k.value: k.meaning for k in WarningKind}
 
 
 def warning_text(kind: str, message: str) -> str:
-    return f"{WARNING_LABELS.get(kind, 'warning')}: {message}"
+    """A warning as told on stderr and in reports: headed by its kind's label."""
+    k = WarningKind.read(kind)
+    return f"{k.label if isinstance(k, WarningKind) else 'warning'}: {message}"
 
 
 @dataclass
@@ -126,7 +185,7 @@ class RunInfo:
     argv: list[str]
     started_ns: int
     ended_ns: int | None        # None while running (or when the process was killed)
-    status: str                 # one of RUN_STATUSES
+    status: str                 # a RunStatus
     environment: dict           # the coordinator's inventory (inventory/environment.py)
     notes: RunNotes
     phases: int = 0             # phases stored
@@ -155,14 +214,14 @@ class StoredPhase:
     point: str                  # stable key of the point (plan/expand.point_key)
     params: dict[str, Any]
     t0_ns: int | None           # None: not run (a phase that was only planned)
-    status: str = "ok"          # one of PHASE_STATUSES
+    status: str = PhaseStatus.OK
     label: str = ""
     warmup: bool = False        # a warm-up repetition (plan `warmup`): stored, not analysed
     go_ns: int | None = None    # when the coordinator sent the go (None: stored before v6)
     times: PhaseTimes = PhaseTimes()   # where its time went (all None: stored before v8)
 
     @classmethod
-    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = "ok",
+    def of(cls, run: str, phase: Phase, t0_ns: int | None = None, status: str = PhaseStatus.OK,
            go_ns: int | None = None) -> StoredPhase:
         return cls(run=run, index=phase.index, task=phase.task.name, kernel=phase.kernel,
                    variant=phase.variant, rep=phase.rep, workers=phase.workers,
@@ -185,7 +244,7 @@ class StoredNode:
 
 @dataclass
 class Warning:
-    kind: str                   # a WARNING_KINDS key
+    kind: str                   # a WarningKind (stored as its text)
     message: str                # one line a person can act on
     node: str = ""
     task: str = ""

@@ -25,16 +25,17 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any, Iterable
 
+from ..extra_keys import MISSING_METRICS, RANK, SERIES, STDERR, STDOUT
 from ..record import COLUMNS, Record
 from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
 from .store import Store
 
 TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")
 PARAM, METRIC, INVENTORY, EXTRA = "param.", "metric.", "inventory.", "extra."
-EXTRA_COLUMNS = ("rank", "stdout", "stderr", "missing_metrics")
+EXTRA_COLUMNS = (RANK, STDOUT, STDERR, MISSING_METRICS)
 # extra's keys that are exported elsewhere: as the columns above, and a parser's tables
 # (OSU's, IMB's) as the `series` table's rows
-NOT_IN_EXTRA = frozenset(EXTRA_COLUMNS) | {"series"}
+NOT_IN_EXTRA = frozenset(EXTRA_COLUMNS) | {SERIES}
 PHASE_COLUMNS = ("run", "index", "task", "kernel", "variant", "rep", "workers", "point", "t0_ns",
                  "status", "label", "warmup", "go_ns",
                  *(f.name for f in fields(PhaseTimes)), "params")
@@ -64,10 +65,10 @@ def record_rows(records: Iterable[Record], nested: bool = False) -> list[dict]:
     for r in records:
         row = r.row()
         extra = r.extra or {}
-        row["rank"] = extra.get("rank")
-        row["stdout"] = extra.get("stdout", "")
-        row["stderr"] = extra.get("stderr", "")
-        row["missing_metrics"] = ";".join(map(str, extra.get("missing_metrics") or ()))
+        row[RANK] = extra.get(RANK)
+        row[STDOUT] = extra.get(STDOUT, "")
+        row[STDERR] = extra.get(STDERR, "")
+        row[MISSING_METRICS] = ";".join(map(str, extra.get(MISSING_METRICS) or ()))
         out.append(row)
         extras.append({k: v for k, v in extra.items() if k not in NOT_IN_EXTRA})
     if not nested:

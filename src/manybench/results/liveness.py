@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from .contract import RunInfo
+from .contract import RunInfo, RunStatus
 
 HEARTBEAT_S = 5.0             # how often a live coordinator renews its heartbeat
 HEARTBEAT_STALE_S = 60.0      # older than this: its coordinator is gone (load may delay one)
@@ -39,12 +39,12 @@ def alive_here(pid: int, started: float) -> bool:
 def status_of(info: RunInfo, now_ns: int | None = None) -> str:
     """The run's status as a reader should tell it: `killed` for a `running` row whose
     coordinator is gone."""
-    if info.status != "running":
+    if info.status != RunStatus.RUNNING:
         return info.status
     n = info.notes
     if n.pid and n.host == this_host() and not alive_here(n.pid, n.pid_started):
-        return "killed"
+        return RunStatus.KILLED
     now_ns = time.time_ns() if now_ns is None else now_ns
     if n.heartbeat_ns and now_ns - n.heartbeat_ns > HEARTBEAT_STALE_S * 1e9:
-        return "killed"
-    return "running"
+        return RunStatus.KILLED
+    return RunStatus.RUNNING

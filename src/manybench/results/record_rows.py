@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
+from ..extra_keys import RANK, SERIES
 from ..record import FIELDS, Record
 from ..record_columns import RecordColumns
 
@@ -94,8 +95,8 @@ def phase_rows(run_id: str, phase_index: int, records: Sequence[Record]
         return insert[0], insert[1], xrows
     rows = _record_rows(records)              # Records one by one
     for r, row in zip(records, rows):
-        if "series" in (r.extra or {}):   # kept as rows of their own, not in extra
-            row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != "series"}
+        if SERIES in (r.extra or {}):   # kept as rows of their own, not in extra
+            row[_EXTRA_AT] = {k: v for k, v in r.extra.items() if k != SERIES}
             xrows += _series_rows(run_id, phase_index, r)
     _encode_rows(rows)
     return _INSERT_RECORD, rows, xrows
@@ -107,10 +108,10 @@ def _hist_out(hist: dict[int, int] | None) -> str | None:
 
 def _series_rows(run_id: str, phase_index: int, r: Record) -> list[tuple]:
     """A record's extra["series"] (parsers' Series.to_json()) as series rows."""
-    rank = r.extra.get("rank")
+    rank = r.extra.get(RANK)
     return [(run_id, phase_index, r.node, r.slot, rank, str(s["name"]), float(x), float(y),
              str(s.get("unit", "")), str(s.get("x_unit", "bytes")))
-            for s in r.extra.get("series") or () for x, y in s.get("points", ())]
+            for s in r.extra.get(SERIES) or () for x, y in s.get("points", ())]
 
 
 def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | None:
@@ -153,7 +154,8 @@ def _sql_literal(value: Any) -> str | None:
         return "NULL"
     if type(value) is int and value in _SQL_INT:
         return str(value)
-    if type(value) is str and "\x00" not in value:
+    if isinstance(value, str) and "\x00" not in value:
+        value = str(value)      # a str enum's member (status.py): its text
         try:
             value.encode()
         except UnicodeEncodeError:

@@ -24,6 +24,7 @@ from typing import Iterator, Sequence
 
 from orjson import loads as _orjson_loads
 
+from ..extra_keys import MISSING_METRICS, RANK, STDERR, STDOUT
 from ..record import COLUMNS, FIELDS
 from .export import BATCH_ROWS
 from .frames import EXTRA, EXTRA_COLUMNS, METRIC, NOT_IN_EXTRA, PARAM
@@ -203,8 +204,8 @@ class RecordTable:
         self.kinds: list[set] = [
             *({_KINDS[c]} for c in COLUMNS[:_P]), {obj}, {obj},
             *({_KINDS[c]} for c in COLUMNS[_M + 1:]),
-            s.extra.get("rank", {int, none}), s.extra.get("stdout", {str}) | {str},
-            s.extra.get("stderr", {str}) | {str}, {str},
+            s.extra.get(RANK, {int, none}), s.extra.get(STDOUT, {str}) | {str},
+            s.extra.get(STDERR, {str}) | {str}, {str},
             *(s.params[k] for k in self.params), *(s.metrics[k] for k in self.metrics),
             {obj}, *(s.extra[k] for k in self.extra)]
 
@@ -239,9 +240,9 @@ class RecordTable:
             out[_P], out[_M] = pobj, m
         else:
             out[_P], out[_M] = ptext, _compact(m)
-        missing = x.get("missing_metrics")
-        out[_X] = x.get("rank")
-        out += (x.get("stdout", ""), x.get("stderr", ""),
+        missing = x.get(MISSING_METRICS)
+        out[_X] = x.get(RANK)
+        out += (x.get(STDOUT, ""), x.get(STDERR, ""),
                 ";".join(map(str, missing)) if missing else "")
         # a value that is not a scalar (a list, a table) stays in its object only
         if not self.nested:

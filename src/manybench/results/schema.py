@@ -26,6 +26,7 @@ import json
 import sqlite3
 from typing import Callable
 
+from .contract import WarningKind
 from ..record import FIELDS
 
 SCHEMA_VERSION = 9
@@ -231,10 +232,10 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
             db.execute("INSERT OR IGNORE INTO nodes VALUES (?,?,?,?,?,?,?,?,?)",
                        (run, name, "", 0, 0, "", int(c.get("offset_ns") or 0),
                         int(c.get("error_ns") or 0), json.dumps(inventory)))
-        warnings = [("clock", f"node {n}: clock offset bound exceeded the plan's "
+        warnings = [(WarningKind.CLOCK, f"node {n}: clock offset bound exceeded the plan's "
                               "clock_tolerance", n) for n in notes.get("clock_warnings") or []]
         lost = notes.get("lost") if isinstance(notes.get("lost"), dict) else {}
-        warnings += [("node-lost", str(why), n) for n, why in lost.items()]
+        warnings += [(WarningKind.NODE_LOST, str(why), n) for n, why in lost.items()]
         for seq, (kind, msg, node) in enumerate(warnings):
             db.execute("INSERT INTO warnings VALUES (?,?,?,?,?,?,?,?)",
                        (run, seq, kind, msg, str(node), "", None, 0))

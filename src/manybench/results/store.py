@@ -24,14 +24,16 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
+from ..extra_keys import MISSING_METRICS
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
 from ..record import Record
 from ..timebase import now_ns
 from .liveness import status_of
-from .contract import (RUN_STATUSES, STEPS, NodeCommand, PhaseTimes, RunInfo, RunNotes,
-                       Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow,
-                       Warning, step_label)
+from ..status import Status
+from .contract import (STEPS, NodeCommand, PhaseStatus, PhaseTimes, RunInfo, RunNotes,
+                       RunStatus, Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase,
+                       TelemetryRow, Warning, WarningKind, step_label)
 from . import aggregate_rows, record_read
 from .phase_read import aggregate_stored, column as _column, phases_of, records_by_phase
 from .record_rows import dumps as _dumps, phase_rows
@@ -152,7 +154,7 @@ class Store:
                   notes: RunNotes | None = None) -> None:
         """Record a new run as 'running'."""
         row = (run_id, plan.name, plan.source or "", _dumps(plan.raw or {}), _dumps(list(argv)),
-               now_ns(), None, "running", _dumps(environment or {}),
+               now_ns(), None, RunStatus.RUNNING, _dumps(environment or {}),
                _dumps((notes or RunNotes()).to_json()))
         self._write([("INSERT INTO runs (id, name, plan_source, plan_raw, argv, started_ns, "
                       "ended_ns, status, environment, notes) VALUES (?,?,?,?,?,?,?,?,?,?)", row)])
@@ -160,8 +162,8 @@ class Store:
     def resume_run(self, run_id: str, notes: RunNotes) -> None:
         """Mark a stored run as 'running' again (run --resume), with its new coordinator's
         notes."""
-        self._write([("UPDATE runs SET status='running', ended_ns=NULL, notes=? WHERE id=?",
-                      (_dumps(notes.to_json()), run_id))])
+        self._write([("UPDATE runs SET status=?, ended_ns=NULL, notes=? WHERE id=?",
+                      (RunStatus.RUNNING, _dumps(notes.to_json()), run_id))])
 
     def write_nodes(self, run_id: str, nodes: Iterable[StoredNode]) -> None:
         """Store (or replace) the run's nodes: inventory, slots, latest clock offset."""
@@ -212,7 +214,7 @@ class Store:
 
     @gc_paused
     def write_phase(self, run_id: str, phase: Phase, t0_ns: int, records: Sequence[Record],
-                    status: str = "ok", samples: Iterable[Sample] = (),
+                    status: str = PhaseStatus.OK, samples: Iterable[Sample] = (),
                     go_ns: int | None = None, times: PhaseTimes = PhaseTimes()) -> None:
         """Store one finished phase, all its records and its slots' progress samples in ONE
         transaction.
@@ -265,11 +267,11 @@ class Store:
             self._write([(f"INSERT INTO telemetry VALUES ({','.join('?' * 15)})", out)])
 
     def end_run(self, run_id: str, status: str, end_s: float | None = None) -> None:
-        """Mark a run as ended with one of RUN_STATUSES (other than 'running'); end_s: the
-        seconds its nodes took to end (notes.end_s), when known."""
-        if status not in RUN_STATUSES or status in ("running", "killed"):
-            raise ValueError(f"end status must be one of {', '.join(RUN_STATUSES[1:])}; "
-                             f"got {status!r}")
+        """Mark a run as ended with a RunStatus (other than running, and killed, never
+        stored); end_s: the seconds its nodes took to end (notes.end_s), when known."""
+        ends = [s for s in RunStatus if s not in (RunStatus.RUNNING, RunStatus.KILLED)]
+        if status not in ends:
+            raise ValueError(f"end status must be one of {', '.join(ends)}; got {status!r}")
         # on the coordinator's clock, as started_ns: the duration is right across a wall
         # clock step (timebase.py)
         self._write([("UPDATE runs SET status=?, ended_ns=? WHERE id=?",
@@ -340,9 +342,9 @@ class Store:
         """The run's records whose status is not ok, by phase, node and slot (what views
         list of a run: its failed records, never all of them)."""
         sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
-               "rec.status != 'ok' ORDER BY rec.phase, rec.node, rec.slot")
+               "rec.status != ? ORDER BY rec.phase, rec.node, rec.slot")
         with self._lock:
-            rows = self._db.execute(sql, (run_id,)).fetchall()
+            rows = self._db.execute(sql, (run_id, Status.OK)).fetchall()
         read = record_read.RecordReader(self.path).record
         return [read(row) for row in rows]
 
@@ -387,7 +389,8 @@ class Store:
     def warnings(self, run_id: str) -> list[Warning]:
         """The run's warnings in the order they came."""
         rows = self._query("SELECT * FROM warnings WHERE run=? ORDER BY seq", (run_id,))
-        return [Warning(kind=r["kind"], message=r["message"], node=r["node"], task=r["task"],
+        # a kind renamed since is read under its new name (contract.RENAMED_KINDS)
+        return [Warning(kind=WarningKind.read(r["kind"]), message=r["message"], node=r["node"], task=r["task"],
                         phase=r["phase"], time_ns=r["time_ns"], run=r["run"]) for r in rows]
 
     def snapshots(self, run_id: str, node: str | None = None, label: str | None = None
@@ -438,11 +441,11 @@ class Store:
         """The run's records whose extra says they missed a metric (kernels/command.py), by
         phase, node and slot: found by SQLite, the others never read."""
         sql = (f"SELECT {record_read.COLUMNS} FROM records rec WHERE rec.run=? AND "
-               "rec.extra LIKE '%\"missing_metrics\"%' ORDER BY rec.phase, rec.node, rec.slot")
+               "rec.extra LIKE ? ORDER BY rec.phase, rec.node, rec.slot")
         with self._lock:
-            rows = self._db.execute(sql, (run_id,)).fetchall()
+            rows = self._db.execute(sql, (run_id, f'%"{MISSING_METRICS}"%')).fetchall()
         read = record_read.RecordReader(self.path).record
-        return [r for r in map(read, rows) if (r.extra or {}).get("missing_metrics")]
+        return [r for r in map(read, rows) if (r.extra or {}).get(MISSING_METRICS)]
 
     def ok_slot_times(self, run_id: str, skip: Sequence[str] = ()
                       ) -> Iterator[tuple[str, str, int, str, str, int, float]]:
@@ -451,12 +454,12 @@ class Store:
         the kernels in skip: a row's few columns, no Record made (the stragglers' hint)."""
         marks = ",".join("?" * len(skip))
         sql = ("SELECT task, variant, workers, params, node, slot, elapsed_s, start_ns, end_ns "
-               "FROM records WHERE run=? AND status='ok'"
+               "FROM records WHERE run=? AND status=?"
                + (f" AND kernel NOT IN ({marks})" if skip else "")
                + " ORDER BY phase, node, slot")
         keys: dict[str, str] = {}
         with self._lock:
-            cur = self._db.execute(sql, (run_id, *skip))
+            cur = self._db.execute(sql, (run_id, Status.OK, *skip))
         while True:
             with self._lock:      # a chunk at a time: the run's rows are never all held
                 rows = cur.fetchmany(record_read.CHUNK_ROWS)
@@ -475,7 +478,7 @@ class Store:
         counted by SQLite: a resume of a run of millions of records reads no Record."""
         with self._lock:
             rows = self._db.execute("SELECT phase, COUNT(*) FROM records WHERE run=? AND "
-                                    "status != 'ok' GROUP BY phase", (run_id,)).fetchall()
+                                    "status != ? GROUP BY phase", (run_id, Status.OK)).fetchall()
         return {phase: n for phase, n in rows}
 
     def phase_records(self, run_id: str) -> Iterator[tuple[int, list[Record]]]:

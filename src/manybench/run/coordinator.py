@@ -28,6 +28,9 @@ from itertools import compress, repeat
 from operator import contains
 from typing import Iterable, Iterator
 
+from ..extra_keys import MISSING_METRICS, WARNINGS
+from ..status import OK_TEXT
+from ..results.contract import PhaseStatus, RunStatus, WarningKind
 from .. import timebase
 from ..engines.base import Engine, EngineError, Node, Results, Work
 from ..gc_pause import PhaseCollector
@@ -121,16 +124,16 @@ class Coordinator:
                          oversubscribed=any(oversubscribed(n.slots, n.cpus) for n in nodes),
                          start_s=(timebase.now_ns() - began) / 1e9)
         beat = self._begin(store, run_id, nodes, notes, default_dir)
-        status, code = "aborted", EXIT_FAILED
+        status, code = RunStatus.ABORTED, EXIT_FAILED
         end_s = None     # how long its nodes took to end (known when they were closed)
         previous = signal.signal(signal.SIGTERM, interrupts.raise_interrupt)
         try:
             status = self._phases(nodes)
-            code = {"finished": EXIT_OK, "failed": EXIT_FAILED}.get(status, EXIT_FAILED)
+            code = {RunStatus.FINISHED: EXIT_OK, RunStatus.FAILED: EXIT_FAILED}.get(status, EXIT_FAILED)
         except KeyboardInterrupt:
             # further Ctrl-C / SIGTERM: they may only cut the teardown short (interrupts.py)
             with interrupts.ignored():
-                status, code = "interrupted", EXIT_INTERRUPTED
+                status, code = RunStatus.INTERRUPTED, EXIT_INTERRUPTED
                 previous = signal.SIG_IGN   # until the process exits: the run is ending
                 self._flush()
                 self._save_interrupted()
@@ -146,7 +149,7 @@ class Coordinator:
                         # as its context
             finally:
                 self.engine.abort()
-                store.end_run(run_id, "aborted")
+                store.end_run(run_id, RunStatus.ABORTED)
                 store.close()
             raise
         else:
@@ -166,7 +169,7 @@ class Coordinator:
         store.end_run(run_id, status, end_s)
         store.close()
         return Outcome(run_id, status, code, self.failed,
-                       checks_cut=status == "interrupted" and self.ran_all)
+                       checks_cut=status == RunStatus.INTERRUPTED and self.ran_all)
 
     def _engine_warnings(self) -> None:
         """What the engine found while ending the run (a node that did not confirm it)."""
@@ -204,7 +207,7 @@ class Coordinator:
             with interrupts.ignored():   # no row yet: the update changes nothing
                 if beat is not None:
                     beat.stop()
-                store.end_run(run_id, "interrupted")
+                store.end_run(run_id, RunStatus.INTERRUPTED)
                 store.close()
             raise
 
@@ -232,15 +235,15 @@ class Coordinator:
                 if self._lost_nodes() and self.plan.on_node_loss == "abort":
                     self._flush()
                     self._tear_down()
-                    return "aborted"
+                    return RunStatus.ABORTED
         self.ran_all = True    # an interrupt from here on stores the last phase (_flush)
         self._flush()
         self._tear_down()
         self._quality()
         unchased = self.scheduler.unchased()   # why the lead let those slots arm late
         if unchased:
-            self.warnings.add("late-go", unchased)
-        return "finished" if self.failed == 0 else "failed"
+            self.warnings.add(WarningKind.LATE_GO, unchased)
+        return RunStatus.FINISHED if self.failed == 0 else RunStatus.FAILED
 
     def _phase(self, phase: Phase, nodes: list[Node], bar: RunProgress) -> PhaseOutcome:
         """One phase run, or its records saying why it was not: a loss left too few slots
@@ -250,15 +253,15 @@ class Coordinator:
         unset = "" if unfit else (self.setups.before(phase) or "")
         if unfit or unset:
             self._flush()
-            why = (Said("node-lost", unfit, key=("unfit", phase.point)) if unfit
-                   else Said("setup", unset, key=("setup", phase.variant)))
+            why = (Said(WarningKind.NODE_LOST, unfit, key=("unfit", phase.point)) if unfit
+                   else Said(WarningKind.SETUP, unset, key=(WarningKind.SETUP, phase.variant)))
             # its records have no T0; the phase is stored with the instant it was decided
             done = replace(collect(self.run_id, phase, nodes, work_of(phase, nodes), 0, {},
                                    missing=why.message), t0=timebase.now_ns(), said=(why,))
         else:
             done = self._run_phase(phase, live, bar)
         said = done.said + tuple(_metric_warnings(phase, done.records)) + tuple(
-            Said("slot-replaced", notice) for notice in self.engine.take_notices())
+            Said(WarningKind.SLOT_REPLACED, notice) for notice in self.engine.take_notices())
         return replace(done, telemetry=tuple(self.engine.telemetry()), said=said)
 
     def _work(self, phase: Phase, nodes: list[Node]) -> Work:
@@ -302,7 +305,7 @@ class Coordinator:
         self.in_flight = None
         self._watch_clock(phase, nodes, during=True)
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
-        said = [Said("stall", text, node=node, task=task, phase=at)
+        said = [Said(WarningKind.STRAGGLER, text, node=node, task=task, phase=at)
                 for node, task, at, text in stall_texts(stalled)]
         waits = self.engine.waits()
         said += self.gaps.judge(phase, t0, polled, {n: r.elapsed_ns for n, r in results.items()},
@@ -317,7 +320,7 @@ class Coordinator:
         nodes' offsets from the coordinator's clock are measured again."""
         step = clock_steps.step(max((n.error_ns for n in nodes), default=0))
         if step:
-            self.warnings.add("clock-step", clock_steps.step_text(
+            self.warnings.add(WarningKind.CLOCK_STEP, clock_steps.step_text(
                 step, phase.index, phase.task.name, during), task=phase.task.name,
                 phase=phase.index)
             self.engine.sync_clocks()
@@ -359,7 +362,7 @@ class Coordinator:
         new = {n: why for n, why in self.engine.lost_nodes().items() if n not in self.lost}
         for node, why in new.items():
             self.lost.add(node)
-            self.warnings.add("node-lost", why + ("; the run stops (on_node_loss = \"abort\")"
+            self.warnings.add(WarningKind.NODE_LOST, why + ("; the run stops (on_node_loss = \"abort\")"
                                                   if self.plan.on_node_loss == "abort" else
                                                   "; the run goes on without it"), node=node)
         return bool(new)
@@ -371,9 +374,9 @@ class Coordinator:
         for n in self.nodes:
             self.worst_error[n.name] = max(self.worst_error.get(n.name, 0), n.error_ns)
             if tol is not None and n.error_ns > tol * 1e9:
-                self.warnings.add("clock", f"node {n.name}: clock offset bound "
+                self.warnings.add(WarningKind.CLOCK, f"node {n.name}: clock offset bound "
                                   f"{n.error_ns / 1e3:.1f} us exceeds the plan's clock_tolerance "
-                                  f"{tol * 1e6:.1f} us", node=n.name, key=("clock", n.name))
+                                  f"{tol * 1e6:.1f} us", node=n.name, key=(WarningKind.CLOCK, n.name))
         self.store.write_nodes(self.run_id, [
             StoredNode(run=self.run_id, name=n.name, host=n.host, slots=n.slots,
                        cpus=len(n.cpus), machine=n.machine, offset_ns=n.offset_ns,
@@ -392,7 +395,7 @@ class Coordinator:
         else:
             why = "interrupted"
         done = collect(self.run_id, flight.phase, flight.nodes, flight.work, flight.t0,
-                       results, missing=why, go_ns=flight.go_ns, status="interrupted")
+                       results, missing=why, go_ns=flight.go_ns, status=PhaseStatus.INTERRUPTED)
         self._commit(done)
         self.failed += done.failed
 
@@ -402,16 +405,16 @@ def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     nothing."""
     extras = records.column("extra")
     # the records that say anything, found at C speed (a phase of 64,000 says nothing)
-    said = sorted({*compress(range(len(extras)), map(contains, extras, repeat("warnings"))),
+    said = sorted({*compress(range(len(extras)), map(contains, extras, repeat(WARNINGS))),
                    *compress(range(len(extras)),
-                             map(contains, extras, repeat("missing_metrics")))})
+                             map(contains, extras, repeat(MISSING_METRICS)))})
     nodes = records.column("node") if said else ()
     for i in said:
         node, extra = nodes[i], extras[i]
-        for kind, text in extra.get("warnings", ()):   # a kernel's own (kernels/)
+        for kind, text in extra.get(WARNINGS, ()):   # a kernel's own (kernels/)
             yield Said(kind, text, node=node, task=phase.task.name)
-        for name in extra.get("missing_metrics", ()):
-            yield Said("missing-metric", f"task {phase.task.name}: metric {name!r} matched "
+        for name in extra.get(MISSING_METRICS, ()):
+            yield Said(WarningKind.MISSING_METRIC, f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)
 
@@ -425,12 +428,12 @@ def _armed_and_started(results: Results) -> tuple[list[int], list[int]]:
     started: list[int] = []
     for arr in results.values():
         n = len(arr.status)
-        if (n and arr.status.count("ok") == n and min(arr.armed_ns) >= 0
+        if (n and arr.status.count(OK_TEXT) == n and min(arr.armed_ns) >= 0
                 and min(arr.start_ns) >= 0):
             pairs = [(max(arr.armed_ns), max(arr.start_ns))]
         else:
             pairs = [(a, s) for a, s, st in zip(arr.armed_ns, arr.start_ns, arr.status)
-                     if st == "ok"]
+                     if st == OK_TEXT]
         armed += [a for a, _ in pairs if a]
         started += [s for _, s in pairs if s]
     return armed, started

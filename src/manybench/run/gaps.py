@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Sequence
 
+from ..results.contract import WarningKind
 from ..analysis.stats import median, median_without
 from ..kernels import kernel
 from ..model import Phase
@@ -126,10 +127,10 @@ def gap_said(phase: Phase, lost: dict[str, tuple[float, float]]) -> Said:
            "phase's figures are its slots' own and are kept")
     if len(lost) == 1:
         (node, (over, usual)), = lost.items()
-        return Said("gap", f"{where}: the coordinator waited {over:.2f} s longer than usual on "
+        return Said(WarningKind.GAP, f"{where}: the coordinator waited {over:.2f} s longer than usual on "
                     f"node {node} (usual {usual:.3f} s): its {why}", node=node,
                     task=phase.task.name, phase=phase.index)
     named = ", ".join(f"{n} ({over:.2f} s)" for n, (over, _) in
                       sorted(lost.items(), key=lambda kv: -kv[1][0]))
-    return Said("gap", f"{where}: the coordinator waited longer than usual on nodes {named}: "
+    return Said(WarningKind.GAP, f"{where}: the coordinator waited longer than usual on nodes {named}: "
                 f"their {why}", task=phase.task.name, phase=phase.index)

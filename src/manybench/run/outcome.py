@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..extra_keys import ARMED_NS, RANK, SERIES
+from ..status import OK_TEXT, Status
+from ..results.contract import PhaseStatus, WarningKind
 from ..engines.base import Node, Results, Work
 from ..gc_pause import gc_paused
 from ..kernels import Result, kernel
@@ -30,7 +33,7 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 @dataclass(frozen=True)
 class Said:
     """A warning a phase raised (run/warnings.py stores and tells it)."""
-    kind: str
+    kind: WarningKind
     message: str
     node: str = ""
     task: str = ""
@@ -46,7 +49,7 @@ class PhaseOutcome:
     records: RecordColumns        # reads as its Records (record_columns.py)
     samples: tuple[Sample, ...] = ()
     go_ns: int | None = None      # when its go was sent (the phase cycle); None: not run
-    status: str = "ok"            # the stored phase's: ok | interrupted
+    status: str = PhaseStatus.OK  # the stored phase's
     telemetry: tuple[TelemetryRow, ...] = ()
     said: tuple[Said, ...] = ()
     times: PhaseTimes = PhaseTimes()   # where its time went (run/times.py); none: not run
@@ -55,7 +58,7 @@ class PhaseOutcome:
     def failed(self) -> int:
         """Its records whose status is not ok."""
         status = self.records.column("status")
-        return len(status) - status.count("ok")
+        return len(status) - status.count(OK_TEXT)
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
         clock[LEAD] = lead_ns
     metrics = _slot_metrics(sparse("metrics", None), clock, armed, t0)
     extra = _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])
-    series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
+    series = any(SERIES in x for a in (arr, lacking) for x in a.extra.values())
     cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
                 column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
                 column("ops"), column("bytes"), column("status"), sparse("error", ""),
@@ -139,15 +142,15 @@ def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict
 def _slot_extra(xs: list, armed: list[int], ranks: list[int]) -> list[dict]:
     """Each slot's record extra: its own, when it armed, its rank (in C where built:
     records.c's slot_extra)."""
-    got = None if _native is None else _native.slot_extra(xs, armed, ranks, "armed_ns", "rank")
+    got = None if _native is None else _native.slot_extra(xs, armed, ranks, ARMED_NS, RANK)
     if got is not None:
         return got
     extra = []
     for x, a, rank in zip(xs, armed, ranks):
         d = dict(x) if x else {}
         if a:
-            d["armed_ns"] = a
-        d["rank"] = rank
+            d[ARMED_NS] = a
+        d[RANK] = rank
         extra.append(d)
     return extra
 
@@ -167,7 +170,7 @@ def finish_phase(records: RecordColumns) -> None:
 @gc_paused
 def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: Work, t0: int,
             results: Results, *, missing: str = "", go_ns: int | None = None,
-            status: str = "ok") -> PhaseOutcome:
+            status: str = PhaseStatus.OK) -> PhaseOutcome:
     """The phase's outcome from its nodes' results (arrays, stamps in the coordinator's
     clock): one record per assigned slot (a slot without a result: an error saying
     `missing`) and their progress samples. Records of one phase share its params."""
@@ -177,7 +180,7 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     # each phase's HEAD values (a group's members' too), one tuple shared by every node
     heads = {id(p): (p.index, p.task.name, p.kernel, p.variant, p.rep, p.workers,
                      p.record_params()) for p in (phase, *phase.members)}
-    lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
+    lacking = SlotResults.of({0: Result(status=Status.ERROR, error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
         if not assigned:

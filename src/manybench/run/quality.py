@@ -19,6 +19,8 @@ import time
 from collections import defaultdict
 from typing import Iterable
 
+from ..results.contract import WarningKind
+from ..status import OK_TEXT
 from ..analysis.aggregates import PartAgg
 from ..analysis.phase_slots import PhaseSlots
 from ..analysis.phase_slots import of_records as slots_of
@@ -79,7 +81,7 @@ def unstable(points: list[PointSummary]) -> list[Found]:
             continue
         what, st = _headline(s)
         if st is not None and st.unstable:
-            out.append(("unstable", "", s.task, f"{_name(s, swept)}: {what} varies by "
+            out.append((WarningKind.UNSTABLE, "", s.task, f"{_name(s, swept)}: {what} varies by "
                         f"{st.cv:.0%} (CV > {HIGH_CV:.0%}) over {plural(st.n, 'repetition')}: "
                         "add repetitions, a warmup, or look for interference"))
     return out
@@ -102,7 +104,7 @@ def short(points: list[PointSummary], resolution_ns: float) -> list[Found]:
         if skews and w < SKEW_FACTOR * median(skews):
             why.append(f"under {SKEW_FACTOR}x the start skew ({ns(median(skews))})")
         if why:
-            out.append(("short", "", s.task, f"{_name(s, swept)}: phases last {ns(w)}, "
+            out.append((WarningKind.SHORT, "", s.task, f"{_name(s, swept)}: phases last {ns(w)}, "
                         + " and ".join(why) + ": make the work longer"))
     return out
 
@@ -114,10 +116,10 @@ def machine(start: dict[str, dict]) -> list[Found]:
         freq = ((snap or {}).get("tunables") or {}).get("cpufreq") or {}
         gov = freq.get("governor") or (snap or {}).get("governor")
         if isinstance(gov, str) and gov and gov != "performance":
-            out.append(("not-quiet", node, "", f"node {node}: cpufreq governor {gov!r}, not "
+            out.append((WarningKind.NOT_QUIET, node, "", f"node {node}: cpufreq governor {gov!r}, not "
                         "performance: clocks change with load"))
         if str(freq.get("boost", "")) == "1" or str(freq.get("intel_no_turbo", "")) == "0":
-            out.append(("not-quiet", node, "", f"node {node}: turbo (boost) is on: clocks "
+            out.append((WarningKind.NOT_QUIET, node, "", f"node {node}: turbo (boost) is on: clocks "
                         "depend on temperature and on how many cores are busy"))
     return out
 
@@ -162,7 +164,7 @@ def other_load_of(rows: Iterable[TelemetryRow], shares: dict[int, dict[str, floa
     for node, xs in sorted(excess.items()):
         m = median(xs)
         if m > OTHER_LOAD_PCT:
-            out.append(("not-quiet", node, "", f"node {node}: cpus {m:.0f} points busier "
+            out.append((WarningKind.NOT_QUIET, node, "", f"node {node}: cpus {m:.0f} points busier "
                         "during phases than its slots account for: other load ran beside "
                         "the benchmark"))
     return out
@@ -185,7 +187,7 @@ class Units:
 
     def add(self, records: Iterable[Record]) -> None:
         for r in records:
-            if r.status != "ok":
+            if r.status != OK_TEXT:
                 continue
             for key, v in r.metrics.items():
                 if key.endswith(UNIT_SUFFIX) and isinstance(v, str):
@@ -201,7 +203,7 @@ class Units:
             if len(us) > 1 or not self.named[(task, name)]:
                 shown = " and ".join(f"'{u}'" if u else "no unit"
                                      for u in sorted(us, reverse=True))
-                out.append(("units", "", task, f"task {task}: metric {name!r} came in {shown} "
+                out.append((WarningKind.UNITS, "", task, f"task {task}: metric {name!r} came in {shown} "
                             f"in different records: its figures mix units; capture the "
                             f"unit with a (?P<unit>...) group (MB/s, GB/s, GiB/s, ms, GFLOPS "
                             f"... are converted to one unit)"))

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from ..model import Phase, Plan
 from ..plan import PlanError, parse_plan
 from ..plan.expand import Remaining, expand
-from ..results.contract import RunInfo
+from ..results.contract import PhaseStatus, RunInfo, RunStatus
 from ..results.schema import SchemaError
 from ..results.store import Store, db_problem
 
-RESUMABLE = ("interrupted", "killed", "aborted")
+RESUMABLE = (RunStatus.INTERRUPTED, RunStatus.KILLED, RunStatus.ABORTED)
 
 
 class ResumeError(Exception):
@@ -91,7 +91,7 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
                 raise ResumeError(f"--resume {directory}: no run stored there")
             info = runs[-1]
             phases = st.phases(info.run_id)
-            done = {p.index for p in phases if p.status == "ok"}
+            done = {p.index for p in phases if p.status == PhaseStatus.OK}
             failed = sum(n for phase, n in st.not_ok(info.run_id).items() if phase in done)
     except OSError as e:
         raise ResumeError(f"--resume {directory}: no results there ({e})") from None
@@ -101,7 +101,7 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
         raise ResumeError(f"--resume {directory}: cannot read its results: "
                           f"{db_problem(e)}") from None
     if info.status not in RESUMABLE:
-        why = ("its coordinator is still running" if info.status == "running" else
+        why = ("its coordinator is still running" if info.status == RunStatus.RUNNING else
                "nothing is left to run")
         raise ResumeError(f"--resume {directory}: run {info.run_id} {info.status}: {why} "
                           f"(resumable: {', '.join(RESUMABLE)})")

@@ -4,13 +4,14 @@ A record is flagged when its span from T0 to its end is far longer than its peer
 same phase (its task's other slots): over STALL_FACTOR times their median and over STALL_MIN_S more. The span from T0
 counts a late start (a slot stopped before T0 starts late) and a long run alike. The record
 keeps its status (its figures are what it measured) and gains `metrics.stall_s`, the excess
-over the peers' median span; the run gets a stored `stall` warning.
+over the peers' median span; the run gets a stored `straggler` warning.
 """
 from __future__ import annotations
 
 from operator import sub
 from typing import Sequence
 
+from ..status import OK_TEXT
 from ..analysis.stats import median_without
 from ..record import Record
 from ..record_columns import RecordColumns
@@ -36,11 +37,11 @@ def _stalled(tasks: list[str], status: Sequence[str], ends: Sequence[int],
              t0s: Sequence[int], metrics: Sequence[dict]) -> list[int]:
     """The stalled records' places (their metrics get stall_s)."""
     n = len(status)
-    if status.count("ok") == n and 0 not in ends and 0 not in t0s:
+    if status.count(OK_TEXT) == n and 0 not in ends and 0 not in t0s:
         timed: Sequence[int] = range(n)       # the common phase: every record (C loops)
     else:
         timed = [i for i, (st, e, t) in enumerate(zip(status, ends, t0s))
-                 if st == "ok" and e and t]
+                 if st == OK_TEXT and e and t]
     if len(timed) < 2:
         return []
     # peers: the same task's slots (a [[concurrent]] group's tasks differ in length); each

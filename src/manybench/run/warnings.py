@@ -13,7 +13,7 @@ from ..model import Phase
 from ..printable import printable
 from ..plan.expand import distinct
 from ..plan.tasks import PARALLEL_KERNEL
-from ..results.contract import Warning, warning_text
+from ..results.contract import Warning, WarningKind, warning_text
 from ..results.store import Store
 from ..timebase import now_ns
 from .placement import assign, oversubscribed
@@ -32,8 +32,9 @@ class Warnings:
     def add(self, kind: str, message: str, node: str = "", task: str = "",
             phase: int | None = None, key: tuple | None = None) -> None:
         """Store and tell a warning, unless one with the same key was already given (key:
-        what makes it the same warning; default kind, node, task and message)."""
-        w = Warning(kind=kind, message=message, node=node, task=task, phase=phase,
+        what makes it the same warning; default kind, node, task and message). A kind that is
+        not a WarningKind is refused: a reader could not tell what it warns of."""
+        w = Warning(kind=known_kind(kind), message=message, node=node, task=task, phase=phase,
                     time_ns=now_ns(), run=self.run_id)
         k = key or w.key()
         if k in self.seen:
@@ -41,6 +42,15 @@ class Warnings:
         self.seen.add(k)
         self.store.add_warning(self.run_id, w)
         self.echo(warning_text(kind, message))
+
+
+def known_kind(kind: str) -> WarningKind:
+    """The member of a kind given as it or as its text; ValueError naming the known ones."""
+    try:
+        return WarningKind(kind)
+    except ValueError:
+        raise ValueError(f"unknown warning kind {kind!r}: one of "
+                         f"{', '.join(WarningKind)} (results/contract.py)") from None
 
 
 def shared_machines(nodes: list[Node]) -> list[tuple[str, str, str]]:
@@ -53,7 +63,7 @@ def shared_machines(nodes: list[Node]) -> list[tuple[str, str, str]]:
     for same in by.values():
         if len(same) > 1:
             ids = sorted({c.id for n in same for c in n.cpus})
-            out.append(("shared-machine", "", f"nodes {', '.join(n.name for n in same)} run on "
+            out.append((WarningKind.SHARED_MACHINE, "", f"nodes {', '.join(n.name for n in same)} run on "
                         f"one machine (boot id {same[0].machine[:8]}): they share its "
                         f"{len(ids)} cpus ({cpu_list(ids)}), so their slots compete for them "
                         "and count as one machine's, not as separate nodes'"))
@@ -79,15 +89,15 @@ def start_warnings(phases: Iterable[Phase], nodes: list[Node]) -> list[tuple[str
     for n in nodes:
         text = noise.stalls(n.name, (n.inventory or {}).get("noise"))
         if text:
-            out.append(("stalls", n.name, text))
+            out.append((WarningKind.NOISE_FLOOR, n.name, text))
         if oversubscribed(n.slots, n.cpus):
-            out.append(("oversubscribed", n.name, f"node {n.name}: {n.slots} slots on "
+            out.append((WarningKind.OVERSUBSCRIBED, n.name, f"node {n.name}: {n.slots} slots on "
                         f"{len(n.cpus)} cpus: oversubscribed, slots sleep until T0 without "
                         "spinning (expect more lateness and skew)"))
         inv = n.inventory or {}
         usable, logical = inv.get("usable_cpus"), inv.get("logical_cpus")
         if isinstance(usable, int) and isinstance(logical, int) and usable < logical:
-            out.append(("pin", n.name, f"node {n.name}: manybench may use {usable} of its "
+            out.append((WarningKind.PIN, n.name, f"node {n.name}: manybench may use {usable} of its "
                         f"{logical} cpus (a cpuset or taskset); slots are pinned within those"))
     seen: set[tuple] = set()
     capacity = {n.name: n.slots for n in nodes}
@@ -127,7 +137,7 @@ def _one_machine_jobs(p: Phase, work: dict, machine: dict[str, str | None]
                 by.setdefault(machine[n], []).append(n)
         for m, same in by.items():
             if len(same) > 1:
-                out.append(("job-one-machine", "", f"task {p.task.name}: a job's ranks are on "
+                out.append((WarningKind.JOB_ONE_MACHINE, "", f"task {p.task.name}: a job's ranks are on "
                             f"nodes {', '.join(same)}, which run on one machine (boot id "
                             f"{m[:8]}): its MPI may carry their messages through shared "
                             "memory, not the network, so its figures between those nodes "
@@ -140,19 +150,19 @@ def _phase_warnings(p: Phase, name: str, cpus: tuple, places: list) -> list[tupl
     ncpus = len(cpus)
     per_slot = 1 if p.cpus == "numa" else int(p.cpus)   # "numa" is checked just below
     if p.pin == "core" and p.bind is None and len(places) * per_slot > ncpus:
-        out.append(("pin", name, f"pin = core, workers = {p.workers}"
+        out.append((WarningKind.PIN, name, f"pin = core, workers = {p.workers}"
                     + (f", cpus = {p.cpus}" if p.cpus != 1 else "")
                     + f": {len(places)} slots on node {name}'s {ncpus} cpus share cpus"))
     if p.cpus == "numa" and len(places) > len({c.numa for c in cpus}):
-        out.append(("pin", name, f"cpus = \"numa\", workers = {p.workers}: more slots than "
+        out.append((WarningKind.PIN, name, f"cpus = \"numa\", workers = {p.workers}: more slots than "
                     f"node {name}'s NUMA nodes; slots share them"))
     if p.pin == "numa" and len({c.numa for c in cpus}) == 1:
-        out.append(("pin", name, f"pin = numa on node {name}, which has one NUMA node: "
+        out.append((WarningKind.PIN, name, f"pin = numa on node {name}, which has one NUMA node: "
                     "its slots may run on any of its cpus, as with pin = none"))
     known = {c.id for c in cpus}
     for pl in places:
         stray = [c for c in pl.affinity if c not in known]
         if stray:
-            out.append(("pin", name, f"bind: slot {pl.slot} on node {name} is bound to cpus "
+            out.append((WarningKind.PIN, name, f"bind: slot {pl.slot} on node {name} is bound to cpus "
                         f"{stray} it cannot use (usable: {min(known)}-{max(known)})"))
     return out

@@ -13,6 +13,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ...status import OK_TEXT, Status
 from ...analysis import PointSummary
 from ...analysis.aggregates import PartAgg
 from ...analysis.efficiency import NodePeaks, PointEfficiency, evaluate_slots
@@ -69,20 +70,20 @@ class TaskData:
         """Every ok record of the task: the records given (tests), else read from the store,
         a phase at a time (a figure draws every slot only when they are few: per_slot)."""
         if self.records or self.loader is None:
-            return [r for r in self.records if r.status == "ok"]
+            return [r for r in self.records if r.status == OK_TEXT]
         return [r for i in sorted(self.parts) for r in self.phase_ok(i)]
 
     def ok_records(self) -> int:
         """How many ok records the task has (without reading them)."""
         if self.records or self.loader is None:
-            return sum(r.status == "ok" for r in self.records)
-        return sum(a.status.get("ok", 0) for a in self.parts.values())
+            return sum(r.status == OK_TEXT for r in self.records)
+        return sum(a.status.get(Status.OK, 0) for a in self.parts.values())
 
     def phase_ok(self, phase: int) -> list[Record]:
         """The task's ok records of one phase, by node and slot."""
         if self.records or self.loader is None:
-            return [r for r in self.records if r.phase == phase and r.status == "ok"]
-        return [r for r in self.loader(phase) if r.task == self.task and r.status == "ok"]
+            return [r for r in self.records if r.phase == phase and r.status == OK_TEXT]
+        return [r for r in self.loader(phase) if r.task == self.task and r.status == OK_TEXT]
 
     def phase_records(self, phase: int) -> list[Record]:
         """Every record of one of the task's phases."""
