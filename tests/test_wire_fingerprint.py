@@ -1,0 +1,86 @@
+"""The wire is pinned to its version (issue 33, item 2): the fingerprint of every wire type's
+fields and types, nested, is the one node/wire_pins.py holds for PROTOCOL_VERSION; any change
+without a bump fails here, naming the type, the field and its old and new type. int32: a field
+added to Result passed the whole fast pass with the version unchanged."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import pytest
+
+from manybench.node import fingerprint as F
+from manybench.node import protocol as P
+from manybench.node import wire_pins
+
+
+def _problems(types: tuple[type, ...] | None = None, version: int | None = None) -> list[str]:
+    return F.check(F.of_protocol(types), P.PROTOCOL_VERSION if version is None else version,
+                   wire_pins.PINS)
+
+
+def _with_field(t: type, name: str = "added", typ: object = int) -> type:
+    """t with one more field at its end, under its own name (as an edit of its source)."""
+    new = dataclasses.make_dataclass(t.__name__, [(name, typ, dataclasses.field(default=0))],
+                                     bases=(t,), frozen=t.__dataclass_params__.frozen)
+    new.__qualname__, new.__module__ = t.__qualname__, t.__module__
+    return new
+
+
+def _swapped(old: type, new: type) -> tuple[type, ...]:
+    return tuple(new if t is old else t for t in P.WIRE_TYPES)
+
+
+def test_the_wire_is_its_versions_pinned_fingerprint():
+    assert _problems() == []
+
+
+@pytest.mark.parametrize("t", P.WIRE_TYPES, ids=lambda t: t.__qualname__)
+def test_a_field_added_to_any_wire_type_without_a_bump_fails_naming_it(t):
+    got = _problems(_swapped(t, _with_field(t)))
+    assert got == [f"the wire changed with PROTOCOL_VERSION still {P.PROTOCOL_VERSION}: "
+                   f"{t.__qualname__}.added: added (int)"]
+
+
+def test_a_field_retyped_names_its_old_and_new_type_and_a_bump_must_be_pinned():
+    from manybench.kernels.base import Result
+    retyped = dataclasses.make_dataclass("Result", [("ops", float, dataclasses.field(default=0))],
+                                         bases=(Result,), frozen=True)
+    retyped.__qualname__ = "Result"
+    got = _problems(_swapped(Result, retyped))
+    assert got == [f"the wire changed with PROTOCOL_VERSION still {P.PROTOCOL_VERSION}: "
+                   "Result.ops: int -> float"]
+    # bumped but not pinned: told how, and what changed since the last pinned version
+    bumped = _problems(_swapped(Result, retyped), P.PROTOCOL_VERSION + 1)
+    assert len(bumped) == 1 and "has no pinned fingerprint: pin it" in bumped[0]
+    assert bumped[0].endswith(f"since version {P.PROTOCOL_VERSION}: Result.ops: int -> float")
+
+
+class Reading(typing.TypedDict, total=False):
+    seconds: float
+
+
+class ReadingPlus(typing.TypedDict, total=False):      # Reading, a key added
+    seconds: float
+    cpus: int
+
+
+def _msg(reading: type) -> type:
+    return dataclasses.make_dataclass("Msg", [("reading", reading | None)], frozen=True)
+
+
+def test_the_fingerprint_follows_fields_into_the_types_they_name():
+    assert F.fingerprint([_msg(Reading)]) == {"Msg": ["reading: Reading | None"],
+                                              "Reading": ["seconds?: float"]}
+    plus = F.fingerprint([_msg(ReadingPlus)])
+    assert F.changes({"Msg": ["reading: Reading | None"], "Reading": ["seconds?: float"]},
+                     {t.replace("Plus", ""): [f.replace("Plus", "") for f in lines]
+                      for t, lines in plus.items()}) == ["Reading.cpus?: added (int)"]
+
+
+def test_types_reordered_change_their_codes_and_are_named():
+    old = {"A": [], "B": []}
+    assert F.changes(old, {"B": [], "A": []}) == [
+        "types reordered (a wire type's code is its place): B, A"]
+    assert F.changes({"A": ["x: int", "y: str"]}, {"A": ["y: str", "x: int"]}) == [
+        "A: fields reordered (y, x)"]
