@@ -84,3 +84,56 @@ def test_types_reordered_change_their_codes_and_are_named():
         "types reordered (a wire type's code is its place): B, A"]
     assert F.changes({"A": ["x: int", "y: str"]}, {"A": ["y: str", "x: int"]}) == [
         "A: fields reordered (y, x)"]
+
+
+def test_no_field_of_the_wire_is_a_bare_dict_or_any():
+    """int32: 21 fields were a bare dict, list or Any: what they held was not the protocol's."""
+    assert F.untyped(F.of_protocol()) == []
+
+
+def test_every_wire_type_is_owned_by_the_node_package_and_imported_from_there():
+    """int32: Result and SlotContext were kernels', Cpu inventory's, TelemetryRow results'."""
+    import ast
+    import importlib
+    import os
+
+    import manybench
+    assert [t.__qualname__ for t in P.WIRE_TYPES
+            if not t.__module__.startswith("manybench.node.")] == []
+    wire = set(P.WIRE_TYPES)
+    names = {t.__qualname__ for t in wire}
+    root = os.path.dirname(manybench.__file__)
+    elsewhere = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(d, f)
+            rel = os.path.relpath(d, root)
+            package = "manybench" + ("" if rel == "." else "." + rel.replace(os.sep, "."))
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                if not isinstance(node, ast.ImportFrom) or not node.level and not (
+                        node.module or "").startswith("manybench"):
+                    continue
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                source = (f"{base}.{node.module}" if node.module else base) if node.level \
+                    else node.module
+                if source.startswith("manybench.node") or not {
+                        a.name for a in node.names} & names:
+                    continue
+                module = importlib.import_module(source)
+                got = [a.name for a in node.names
+                       if any(getattr(module, a.name, None) is t for t in wire)]
+                if got:
+                    elsewhere.append(f"{os.path.relpath(path, root)}: {got} from {source}")
+    assert elsewhere == []
+
+
+def test_a_nested_dataclass_is_a_wire_type_itself():
+    """The fingerprint follows a field into a dataclass only the codec can carry: one of
+    WIRE_TYPES."""
+    import dataclasses as dc
+    wire = {t.__qualname__ for t in P.WIRE_TYPES}
+    reached = [t for t in F.of_protocol() if t not in wire and not t.startswith("(")]
+    from manybench.node import wire_types as W
+    assert [t for t in reached if dc.is_dataclass(getattr(W, t, None))] == []

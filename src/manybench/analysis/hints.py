@@ -36,8 +36,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..kernels import figures as F
 from ..kernels import kernel
+from ..node.wire_types import TelemetryRow
 from ..record import Record
-from ..results.contract import TelemetryRow
 from ..units import format_duration, format_size
 from . import knees
 from .efficiency import PointEfficiency

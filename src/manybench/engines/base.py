@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..gc_pause import gc_paused
-from ..inventory.topology import Cpu
-from ..kernels import Result, kernel
+from ..kernels import kernel
 from ..model import Phase
 from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
-from ..results.contract import TelemetryRow
+from ..node.wire_types import Cpu, Result, TelemetryRow
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)
     from .._native import shift_stamps as _shift_stamps

@@ -17,9 +17,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import this_program
+from ..node.wire_types import Result, SlotContext
 from ..templates import render
 from ..units import parse_unit, printed_unit
-from .base import Kernel, KernelError, Result, SlotContext
+from .base import Kernel, KernelError
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
 from .figures import COUNT, UNIT_SUFFIX, Figure
 from .native import native

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from .base import KernelError, Result
+from ..node.wire_types import Result
+from .base import KernelError
 from .figures import (REORDER_SHIFT, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
                       WEAR_OUT_BLOCKS)
 from .hist import latency_metrics, merge

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..launchers.base import how_ended
-from .base import Result
+from ..node.wire_types import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
 from .facts import METRICS, Fact

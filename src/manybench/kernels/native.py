@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from .base import KernelError, Result
+from ..node.wire_types import Result
+from .base import KernelError
 from .hist import decode, latency_metrics
 
 

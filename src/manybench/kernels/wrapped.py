@@ -32,7 +32,8 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any
 
-from .base import Kernel, KernelError, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS

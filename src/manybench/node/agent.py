@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
-from ..kernels import WARM_UP, Result
+from ..kernels import WARM_UP
 from ..kernels.rank_keys import run_key
 from . import pipe
 from .procs import exit_text, reap
@@ -30,6 +30,7 @@ from .context import ContextError, slot_context
 from .scratch import Scratch
 from .spin_hold import held_place, held_result, sleepers
 from .telemetry import Telemetry
+from .wire_types import Result
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
 # a prepare (files laid out, a wrap's launcher started) may take this long when the task

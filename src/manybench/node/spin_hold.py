@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ..kernels import Result
 from ..kernels.binding import cpulist
 from ..kernels.figures import CPU_BUSY, SPIN_HELD
 from .protocol import SlotPlace
+from .wire_types import Result
 
 
 def sleepers(last: Iterable[tuple[int, Result | None]]) -> dict[int, float]:

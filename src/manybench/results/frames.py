@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any, Iterable
 
+from ..node.wire_types import TelemetryRow
 from ..record import COLUMNS, Record
-from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
+from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase
 from .store import Store
 
 TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")

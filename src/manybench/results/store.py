@@ -26,12 +26,13 @@ from urllib.parse import quote
 
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
+from ..node.wire_types import TelemetryRow
 from ..record import Record
 from ..timebase import now_ns
 from .liveness import status_of
 from .contract import (RUN_STATUSES, STEPS, NodeCommand, PhaseTimes, RunInfo, RunNotes,
-                       Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase, TelemetryRow,
-                       Warning, step_label)
+                       Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase, Warning,
+                       step_label)
 from . import aggregate_rows, record_read
 from .phase_read import aggregate_stored, column as _column, phases_of, records_by_phase
 from .record_rows import dumps as _dumps, phase_rows
