@@ -5,13 +5,17 @@ added to Result passed the whole fast pass with the version unchanged."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import typing
 
 import pytest
 
+from manybench.model import Phase, TaskSpec
 from manybench.node import fingerprint as F
 from manybench.node import protocol as P
 from manybench.node import wire_pins
+from manybench.node import wire_types as W
 
 
 def _problems(types: tuple[type, ...] | None = None, version: int | None = None) -> list[str]:
@@ -137,3 +141,50 @@ def test_a_nested_dataclass_is_a_wire_type_itself():
     reached = [t for t in F.of_protocol() if t not in wire and not t.startswith("(")]
     from manybench.node import wire_types as W
     assert [t for t in reached if dc.is_dataclass(getattr(W, t, None))] == []
+
+
+def _crossing_text(text: str) -> str:
+    """A model field's type as its wire copy declares it: lists as tuples, model objects as
+    their wire copies, Any as open data."""
+    text = re.sub(r"list\[([^\[\]]*)\]", r"tuple[\1, ...]", text)
+    return (text.replace("TaskSpec", "WireTask").replace("Phase", "WirePhase")
+            .replace(F.UNTYPED, F.OPEN))
+
+
+@pytest.mark.parametrize("wire, model, names", [
+    (W.WirePhase, Phase, W.PHASE_FIELDS), (W.WireTask, TaskSpec, W.TASK_FIELDS)],
+    ids=["Phase", "TaskSpec"])
+def test_the_wire_copies_are_made_from_the_models_fields_never_written_twice(wire, model, names):
+    """int32: WirePhase and WireTask wrote out again 13 and 10 fields of Phase and TaskSpec."""
+    todo: list = []
+    want = [(f.name, _crossing_text(F._text(typing.get_type_hints(model)[f.name], todo)))
+            for f in dataclasses.fields(model) if f.name in names]
+    got = [(f.name, F._text(typing.get_type_hints(wire, include_extras=True)[f.name], todo))
+           for f in dataclasses.fields(wire)]
+    assert got == want and len(got) == len(names)
+    defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING
+                else f.default_factory() for f in dataclasses.fields(model)}
+    made = wire(**{f.name: defaults[f.name] for f in dataclasses.fields(wire)
+                   if f.default is dataclasses.MISSING and f.default_factory is
+                   dataclasses.MISSING})
+    for f in dataclasses.fields(wire):      # the model's defaults, lists as tuples
+        if defaults[f.name] is not dataclasses.MISSING:
+            assert getattr(made, f.name) == (tuple(defaults[f.name]) if isinstance(
+                defaults[f.name], list) else defaults[f.name]), f.name
+    # and no class statement of its own anywhere in src/
+    import manybench
+    root = os.path.dirname(manybench.__file__)
+    declared = [os.path.join(d, f) for d, _, files in os.walk(root) for f in files
+                if f.endswith(".py") and f"class {wire.__qualname__}" in
+                open(os.path.join(d, f), encoding="utf-8").read()]
+    assert declared == []
+
+
+def test_a_field_added_to_phase_and_named_as_crossing_crosses_with_its_type():
+    extended = dataclasses.make_dataclass("Phase", [("numa_hint", "list[int] | None", None)],
+                                          bases=(Phase,))
+    extended.__module__ = Phase.__module__
+    made = W._made_from(extended, "WirePhase", W.PHASE_FIELDS + ("numa_hint",), "doc")
+    assert F._text(typing.get_type_hints(made, include_extras=True)["numa_hint"], []) == "tuple[int, ...] | None"
+    with pytest.raises(TypeError, match="Phase has no field nowhere"):
+        W._made_from(Phase, "WirePhase", W.PHASE_FIELDS + ("nowhere",), "doc")

@@ -23,10 +23,10 @@ from typing import Callable
 
 from ..gc_pause import gc_paused
 from ..kernels import kernel
-from ..model import Phase
+from ..model import Phase, TaskSpec
 from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
-from ..node.wire_types import Cpu, Result, TelemetryRow
+from ..node.wire_types import PHASE_FIELDS, TASK_FIELDS, Cpu, Result, TelemetryRow
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)
     from .._native import shift_stamps as _shift_stamps
@@ -54,16 +54,23 @@ class Node:
 
 
 def wire_phase(phase: Phase) -> WirePhase:
-    """What a node needs of a phase (node/protocol.WirePhase), copied out of the model: the
+    """What a node needs of a phase (node/wire_types.WirePhase), copied out of the model: the
     only place a Phase becomes what crosses to nodes."""
-    t = phase.task
-    task = WireTask(t.name, None if t.command is None else tuple(t.command), t.shell,
-                    t.timeout, dict(t.metrics), t.parse, dict(t.env), t.launcher,
-                    tuple(t.launcher_args), t.startup_timeout)
-    return WirePhase(phase.index, phase.kernel, task, dict(phase.params), phase.workers,
-                     phase.rep, phase.variant, dict(phase.env), dict(phase.vars),
-                     None if phase.wrap is None else tuple(phase.wrap), dict(phase.resources),
-                     phase.sample, tuple(wire_phase(m) for m in phase.members))
+    return WirePhase(**{n: _crossing(getattr(phase, n)) for n in PHASE_FIELDS})
+
+
+def _crossing(value: object) -> object:
+    """A Phase's field as its WirePhase holds it (wire_types._wire_type): a copy the model's
+    later changes do not reach."""
+    if isinstance(value, Phase):
+        return wire_phase(value)
+    if isinstance(value, TaskSpec):
+        return WireTask(**{n: _crossing(getattr(value, n)) for n in TASK_FIELDS})
+    if isinstance(value, list):
+        return tuple(_crossing(v) for v in value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def with_go(phase: Phase | WirePhase) -> bool:

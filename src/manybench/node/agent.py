@@ -120,7 +120,8 @@ class Agent:
     def _warm_up(self) -> None:
         """One unrecorded null phase: first-use costs (imports, page faults) are paid here,
         not by the first measured phase."""
-        warm = WirePhase(-1, WARM_UP, WireTask("warm-up"), {}, self.nslots)
+        warm = WirePhase(index=-1, task=WireTask(name="warm-up"), kernel=WARM_UP, variant="",
+                         rep=0, workers=self.nslots, params={})
         everywhere = tuple(sorted(os.sched_getaffinity(0)))
         self.prepare(Prepare(warm, [Assignment(SlotPlace(i, -1, everywhere, False), i)
                                     for i in range(self.nslots)]))

@@ -97,8 +97,9 @@ from .wire_types import (Cpu, Inventory, NoiseReading, Published, Result, SlotCo
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
 # mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
 # 6: no message changed (bumped for TaskSpec.order, which stays on the coordinator: a
-# version once used is kept); 7: WireTask.startup_timeout; 8: every field typed (the maps
-# as TypedDicts, node/wire_types.py: the same bytes), the wire pinned to its fingerprint
+# version once used is kept); 7: WireTask.startup_timeout; 8: WirePhase and WireTask made
+# from model.Phase and TaskSpec (WirePhase's fields in Phase's order), every field typed (the
+# maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py)
 PROTOCOL_VERSION = 8
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")

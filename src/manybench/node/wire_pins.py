@@ -107,11 +107,11 @@ PINS: dict[int, dict[str, str]] = {
                     'timeout: float | None; metrics: dict[str, str]; parse: str | None; '
                     'env: dict[str, str]; launcher: str | None; launcher_args: tuple[str, ...]; '
                     'startup_timeout: float | None',
-        'WirePhase': 'index: int; kernel: str; task: WireTask; params: dict[str, open]; '
-                     'workers: int; rep: int; variant: str; env: dict[str, str]; '
-                     'vars: dict[str, str]; wrap: tuple[str, ...] | None; '
-                     'resources: dict[str, ResourceIds | dict[int, str]]; sample: float; '
-                     'members: tuple[WirePhase, ...]',
+        'WirePhase': 'index: int; task: WireTask; kernel: str; variant: str; rep: int; '
+                     'workers: int; params: dict[str, open]; env: dict[str, str]; '
+                     'wrap: tuple[str, ...] | None; vars: dict[str, str]; '
+                     'resources: dict[str, ResourceIds | dict[int, str]]; '
+                     'members: tuple[WirePhase, ...]; sample: float',
         'Prepare': 'phase: WirePhase; work: list[Assignment]',
         'Prepared': 'failed: SlotResults; published: dict[int, Published]; notices: list[str]',
         'SlotResults': 'slot: list[int]; start_ns: list[int]; end_ns: list[int]; '

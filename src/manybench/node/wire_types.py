@@ -11,8 +11,13 @@ keys are not the protocol's (a node's inventory, a snapshot, a command task's me
 """
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
+
+from ..model import Phase, Resources, TaskSpec
 
 # open data: values of any plain shape, keys chosen by what collects them (fingerprint: "open")
 Open = Annotated[Any, "open"]
@@ -103,17 +108,6 @@ class Published(TypedDict, total=False):
     abort_port: int
 
 
-# -- a phase's placement resources ------------------------------------------------------------
-class ResourceIds(TypedDict):
-    """[placement.resources] NAME: each concurrent slot of a node gets one id in `env`."""
-    ids: list[str]
-    env: str
-
-
-# name -> its ids; "scratch" -> {numa node: directory} (plan/binding.resources)
-Resources = dict[str, ResourceIds | dict[int, str]]
-
-
 # -- what a slot measured ----------------------------------------------------------------------
 Metrics = dict[str, float | str]    # name -> value; "x.unit" -> x's unit (kernels/figures.py)
 Hist = dict[int, int]               # latency bucket -> count (kernels/hist.py)
@@ -144,48 +138,63 @@ class Result:
 
 
 # -- what a node gets of a phase -----------------------------------------------------------------
-@dataclass(frozen=True)
-class WireTask:
-    """What kernels read of a phase's task (SlotContext.spec): a command's argv templates and
-    how its output becomes metrics, its timeout, a parallel task's launcher."""
-    name: str
-    command: tuple[str, ...] | None = None   # argv templates; None: a built-in kernel
-    shell: bool = False
-    timeout: float | None = None             # seconds
-    metrics: dict[str, str] = field(default_factory=dict)   # name -> regex
-    parse: str | None = None                 # a parsers/ name
-    env: dict[str, str] = field(default_factory=dict)
-    launcher: str | None = None              # a parallel task's MPI launcher
-    launcher_args: tuple[str, ...] = ()
-    startup_timeout: float | None = None     # seconds: launch to every rank held
+# A phase crosses as a WirePhase: frozen plain data, only what a node reads of the coordinator's
+# Phase (model.py), made from it: each field named here is Phase's (its type and default), a
+# list become a tuple, a TaskSpec a WireTask, a Phase a WirePhase. No field is written twice.
+TASK_FIELDS = ("name", "command", "shell", "timeout", "metrics", "parse", "env", "launcher",
+               "launcher_args", "startup_timeout")
+PHASE_FIELDS = ("index", "task", "kernel", "variant", "rep", "workers", "params", "env", "wrap",
+                "vars", "resources", "members", "sample")
 
 
-@dataclass(frozen=True)
-class WirePhase:
-    """What a node needs of one phase, as plain data (engines/base.wire_phase builds it)."""
-    index: int                  # -1: the agent's own warm-up
-    kernel: str
-    task: WireTask
-    params: dict[str, Open]     # the point's values, parsed (bytes, seconds)
-    workers: int
-    rep: int = 0
-    variant: str = ""
-    env: dict[str, str] = field(default_factory=dict)    # task env + variant env
-    vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
-    wrap: tuple[str, ...] | None = None   # the variant's launcher prefix templates
-    resources: Resources = field(default_factory=dict)   # [placement.resources], checked
-    sample: float = 0.0         # s between progress samples; 0: none
-    # a [[concurrent]] group's phase: its tasks' phases, ranks in order; empty otherwise
-    members: tuple[WirePhase, ...] = ()
+def _wire_type(hint: Any) -> Any:
+    """A model field's type as its wire copy's: lists as tuples, model objects as theirs."""
+    if hint is TaskSpec:
+        return "WireTask"
+    if hint is Phase:
+        return "WirePhase"
+    if hint is Any:
+        return Open
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        return tuple[_wire_type(args[0]), ...]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_wire_type(a) for a in args)]
+    if origin is not None and args:
+        return origin[tuple(_wire_type(a) for a in args)]
+    return hint
 
-    def member_of(self, rank: int) -> tuple[WirePhase, int]:
-        """The phase a rank of this phase runs and its rank within it."""
-        first = 0
-        for m in self.members:
-            if rank < first + m.workers:
-                return m, rank - first
-            first += m.workers
-        return self, rank
+
+def _wire_default(f: dataclasses.Field) -> Any:
+    if f.default_factory is list:
+        return dataclasses.field(default=())
+    if f.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=f.default_factory)
+    return dataclasses.field(default=f.default)
+
+
+def _made_from(model: type, name: str, names: tuple[str, ...], doc: str,
+               methods: dict[str, Any] | None = None) -> type:
+    """A frozen dataclass of these fields of `model`, in model's order, with their wire
+    types (_wire_type) and defaults."""
+    hints = typing.get_type_hints(model)
+    spec = [(f.name, _wire_type(hints[f.name]), _wire_default(f))
+            for f in dataclasses.fields(model) if f.name in names]
+    missing = set(names) - {n for n, _, _ in spec}
+    if missing:
+        raise TypeError(f"{model.__name__} has no field {sorted(missing)[0]}")
+    made = dataclasses.make_dataclass(name, spec, frozen=True,
+                                      namespace={"__doc__": doc, **(methods or {})})
+    made.__module__ = __name__
+    return made
+
+
+WireTask = _made_from(TaskSpec, "WireTask", TASK_FIELDS, """What kernels read of a phase's
+    task (SlotContext.spec): a command's argv templates and how its output becomes metrics,
+    its timeout, a parallel task's launcher (model.TaskSpec's fields of those names).""")
+WirePhase = _made_from(Phase, "WirePhase", PHASE_FIELDS, """What a node needs of one phase,
+    as plain data (engines/base.wire_phase builds it; model.Phase's fields of those names;
+    index -1: the agent's own warm-up).""", {"member_of": Phase.member_of})
 
 
 # -- where and as whom a slot runs one phase ------------------------------------------------------
