@@ -188,3 +188,13 @@ def test_a_field_added_to_phase_and_named_as_crossing_crosses_with_its_type():
     assert F._text(typing.get_type_hints(made, include_extras=True)["numa_hint"], []) == "tuple[int, ...] | None"
     with pytest.raises(TypeError, match="Phase has no field nowhere"):
         W._made_from(Phase, "WirePhase", W.PHASE_FIELDS + ("nowhere",), "doc")
+
+
+def test_a_nodes_noise_floor_has_the_keys_its_typed_dict_declares():
+    """NoiseFloor.floor was a bare dict: its TypedDicts say what the probe gives, key by key."""
+    from manybench.inventory import noise
+    floor = noise.measure([0], 0.02)
+    if floor is None:
+        pytest.skip("the C probe is not built")
+    assert set(floor) == set(W.NoiseReading.__annotations__)
+    assert set().union(*floor["per_cpu"]) <= set(W.CpuNoise.__annotations__)
