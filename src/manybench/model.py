@@ -107,6 +107,9 @@ class Plan:
 
 @dataclass
 class Phase:
+    # the fields named in node/wire_types.PHASE_FIELDS cross to nodes as a WirePhase made
+    # from these declarations (TaskSpec's in TASK_FIELDS, as a WireTask): changing one is a
+    # protocol change (node/wire_pins.py)
     index: int                        # 0.. in run order
     task: TaskSpec
     kernel: str

@@ -58,8 +58,9 @@ Two hops, one vocabulary:
   SlotExit()                     the slot ends
 
 A phase crosses as a WirePhase: frozen plain data (str, int, float, tuples, dicts), only what
-a node reads of it, built from the coordinator's Phase in one place (engines/base.wire_phase).
-No model object crosses: the coordinator's model may change without a protocol change.
+a node reads of it (node/wire_types.py: the fields of the coordinator's Phase it names, made
+from them), built from the Phase in one place (engines/base.wire_phase). No model object
+crosses: the model may change without a protocol change, except in a field that crosses.
 
 Encoding (codec.py): the envelope, MAGIC then the version as an unsigned short, then the
 message as msgpack: each wire type (WIRE_TYPES, in that fixed order) is an extension whose
