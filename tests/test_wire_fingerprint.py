@@ -20,7 +20,7 @@ from manybench.node import wire_types as W
 
 def _problems(types: tuple[type, ...] | None = None, version: int | None = None) -> list[str]:
     return F.check(F.of_protocol(types), P.PROTOCOL_VERSION if version is None else version,
-                   wire_pins.PINS)
+                   wire_pins.VERSION, wire_pins.PINNED)
 
 
 def _with_field(t: type, name: str = "added", typ: object = int) -> type:
@@ -185,7 +185,8 @@ def test_a_field_added_to_phase_and_named_as_crossing_crosses_with_its_type():
                                           bases=(Phase,))
     extended.__module__ = Phase.__module__
     made = W._made_from(extended, "WirePhase", W.PHASE_FIELDS + ("numa_hint",), "doc")
-    assert F._text(typing.get_type_hints(made, include_extras=True)["numa_hint"], []) == "tuple[int, ...] | None"
+    hint = typing.get_type_hints(made, include_extras=True)["numa_hint"]
+    assert F._text(hint, []) == "tuple[int, ...] | None"
     with pytest.raises(TypeError, match="Phase has no field nowhere"):
         W._made_from(Phase, "WirePhase", W.PHASE_FIELDS + ("nowhere",), "doc")
 
@@ -198,3 +199,20 @@ def test_a_nodes_noise_floor_has_the_keys_its_typed_dict_declares():
         pytest.skip("the C probe is not built")
     assert set(floor) == set(W.NoiseReading.__annotations__)
     assert set().union(*floor["per_cpu"]) <= set(W.CpuNoise.__annotations__)
+
+
+def test_the_pin_tool_refuses_a_change_without_a_bump_and_keeps_the_older_versions_digest(
+        monkeypatch, capsys):
+    from manybench.kernels.base import Result
+    changed = F.of_protocol(_swapped(Result, _with_field(Result)))
+    monkeypatch.setattr(F, "of_protocol", lambda: changed)
+    assert F._pin() == 2
+    assert "bump PROTOCOL_VERSION" in capsys.readouterr().err
+    monkeypatch.setattr(P, "PROTOCOL_VERSION", wire_pins.VERSION + 1)
+    assert F._pin() == 0
+    pins: dict = {}
+    exec(capsys.readouterr().out, pins)
+    assert pins["VERSION"] == wire_pins.VERSION + 1
+    assert F.unpinned(pins["PINNED"]) == changed
+    assert pins["EARLIER"] == {**wire_pins.EARLIER,
+                               wire_pins.VERSION: F.digest(F.unpinned(wire_pins.PINNED))}

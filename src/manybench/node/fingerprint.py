@@ -5,7 +5,7 @@ the types it names: the dataclasses it holds (which must be wire types themselve
 could not carry them), the TypedDicts a dict field is (their keys and types) and the enums (their
 values). The result maps each type's name to its fields, one "name: type" each, in order, so
 two fingerprints compare field by field (`changes`) and a change names the type, the field and
-its old and new type. node/wire_pins.py holds the fingerprint of each PROTOCOL_VERSION;
+its old and new type. node/wire_pins.py holds the fingerprint of PROTOCOL_VERSION;
 tests/test_wire_fingerprint.py fails when the code's differs from its version's.
 
 Only what decides the bytes and what they mean counts: names, order, types, enum values. A
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import sys
 import types
 import typing
@@ -131,31 +132,40 @@ def changes(old: Fingerprint, new: Fingerprint) -> list[str]:
     return out
 
 
-def pin_text(pins: dict[int, Fingerprint]) -> str:
-    """node/wire_pins.py's text holding these pins: one line a type, its fields joined."""
-    out = [PINS_HEAD, "PINS: dict[int, dict[str, str]] = {"]
-    for version, fp in sorted(pins.items()):
-        out.append(f"    {version}: {{")
-        out.extend(_wrapped(f"        {t!r}: ", lines) for t, lines in fp.items())
-        out.append("    },")
+def digest(fp: Fingerprint) -> str:
+    """A short digest of a fingerprint: what wire_pins.EARLIER keeps of each older version."""
+    text = "\n".join(f"{t}: {'; '.join(lines)}" for t, lines in fp.items())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pin_text(version: int, fp: Fingerprint, earlier: dict[int, str]) -> str:
+    """node/wire_pins.py's text pinning fp to version: one line a type, its fields joined."""
+    out = [PINS_HEAD, f"VERSION = {version}", "PINNED: dict[str, str] = {"]
+    out.extend(_wrapped(f"    {t!r}: ", lines) for t, lines in fp.items())
+    out += ["}", "# each earlier version's fingerprint, as its digest (fingerprint.digest)",
+            "EARLIER: dict[int, str] = {"]
+    out.extend(f"    {v}: {d!r}," for v, d in sorted(earlier.items()))
     out.append("}")
     return "\n".join(out) + "\n"
 
 
-def check(fp: Fingerprint, version: int, pins: dict[int, dict[str, str]]) -> list[str]:
-    """Why the code's fingerprint may not go out as this version (wire_pins.PINS): empty when
-    it is the version's pinned one."""
-    want = pinned(pins, version)
-    if want is not None:
-        return [f"the wire changed with PROTOCOL_VERSION still {version}: {c}"
-                for c in changes(want, fp)]
-    if version < max(pins, default=version):
-        return [f"PROTOCOL_VERSION {version} is older than the last pinned ({max(pins)})"]
-    last = max(pins, default=None)
-    since = "" if last is None else f"; since version {last}: " + "; ".join(
-        changes(pinned(pins, last) or {}, fp))
+def unpinned(pinned: dict[str, str]) -> Fingerprint:
+    """wire_pins.PINNED as a fingerprint."""
+    return {t: line.split("; ") if line else [] for t, line in pinned.items()}
+
+
+def check(fp: Fingerprint, version: int, pinned_version: int,
+          pinned: dict[str, str]) -> list[str]:
+    """Why the code's fingerprint may not go out as this version, wire_pins holding
+    pinned_version's (PINNED): empty when it is that version's."""
+    since = changes(unpinned(pinned), fp)
+    if version == pinned_version:
+        return [f"the wire changed with PROTOCOL_VERSION still {version}: {c}" for c in since]
+    if version < pinned_version:
+        return [f"PROTOCOL_VERSION {version} is older than the pinned one ({pinned_version})"]
     return [f"PROTOCOL_VERSION {version} has no pinned fingerprint: pin it with `python -m "
-            f"manybench.node.fingerprint > src/manybench/node/wire_pins.py`{since}"]
+            f"manybench.node.fingerprint > src/manybench/node/wire_pins.py`; since version "
+            f"{pinned_version}: " + ("; ".join(since) or "no change")]
 
 
 def _wrapped(head: str, lines: list[str], width: int = 99) -> str:
@@ -172,18 +182,12 @@ def _wrapped(head: str, lines: list[str], width: int = 99) -> str:
     return head + pad.join(repr(c) for c in chunks) + ","
 
 
-def pinned(pins: dict[int, dict[str, str]], version: int) -> Fingerprint | None:
-    """A version's pinned fingerprint (wire_pins.PINS), None when it has none."""
-    got = pins.get(version)
-    return None if got is None else {t: line.split("; ") if line else []
-                                     for t, line in got.items()}
-
-
-PINS_HEAD = '''"""The wire's fingerprint at each PROTOCOL_VERSION (node/fingerprint.py): each wire type's
+PINS_HEAD = '''"""The wire's fingerprint at PROTOCOL_VERSION (node/fingerprint.py): each wire type's
 fields and types, nested, one line a type. tests/test_wire_fingerprint.py fails when the
-code's fingerprint is not its version's: a change to the wire bumps PROTOCOL_VERSION and adds
-its line here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py`
-writes this file with the current version's added). A version's line is never changed."""
+code's fingerprint is not VERSION's: a change to the wire bumps PROTOCOL_VERSION and pins it
+here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py` writes this
+file, the version it replaces kept in EARLIER as a digest; it refuses a change without a
+bump)."""
 from __future__ import annotations
 
 '''
@@ -196,8 +200,22 @@ def _split(line: str) -> tuple[str, str]:
     return name, typ
 
 
-if __name__ == "__main__":     # this file with the current version's fingerprint pinned
+def _pin() -> int:
+    """Print wire_pins.py pinning the code's fingerprint to PROTOCOL_VERSION."""
     from . import protocol, wire_pins
-    pins = {v: pinned(wire_pins.PINS, v) for v in wire_pins.PINS}
-    pins[protocol.PROTOCOL_VERSION] = of_protocol()
-    sys.stdout.write(pin_text(pins))
+    fp, version = of_protocol(), protocol.PROTOCOL_VERSION
+    earlier = dict(wire_pins.EARLIER)
+    if version == wire_pins.VERSION and fp != unpinned(wire_pins.PINNED):
+        sys.stderr.write(f"the wire changed: bump PROTOCOL_VERSION (still {version}) first\n")
+        return 2
+    if version < wire_pins.VERSION:
+        sys.stderr.write(f"PROTOCOL_VERSION {version} is older than the pinned one\n")
+        return 2
+    if version > wire_pins.VERSION:
+        earlier[wire_pins.VERSION] = digest(unpinned(wire_pins.PINNED))
+    sys.stdout.write(pin_text(version, fp, earlier))
+    return 0
+
+
+if __name__ == "__main__":     # wire_pins.py's text with PROTOCOL_VERSION's fingerprint pinned
+    sys.exit(_pin())

@@ -68,12 +68,13 @@ code is its place in the table and whose data is the array of its fields. No pic
 or a coordinator that gets something else refuses it and runs nothing. On a direct channel
 each envelope is a frame: its length (4 bytes, big-endian) ahead of it.
 
-Versions: PROTOCOL_VERSION changes with any message here (node/wire_pins.py holds each
-version's fingerprint, node/fingerprint.py: a change without a bump fails the fast pass). `decode` reads the body only when
-the version is its own: a node with another manybench is refused at its first answer (Info),
-naming both versions, before anything of it is read; a node refuses a request of another
-version unread, on the relay and on the direct channel (whose Hello carries it too). Start
-carries the version too, which the agent checks on both engines.
+Versions: PROTOCOL_VERSION changes with any message here (node/wire_pins.py holds the
+version's fingerprint, node/fingerprint.py: a change without a bump fails the fast pass).
+`decode` reads the body only when the version is its own: a node with another manybench is
+refused at its first answer (Info), naming both versions, before anything of it is read; a
+node refuses a request of another version unread, on the relay and on the direct channel
+(whose Hello carries it too). Start carries the version too, which the agent checks on both
+engines.
 
 Times: every t0_ns sent to a node and every stamp in its results, a CommandOutput or a
 snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there).
@@ -471,7 +472,7 @@ class SlotPong:
 
 # -- the wire types, in their fixed order: a type's code is its place (codec.py) ---------------
 # Append only; any change here or to a field of a type reached from here is a protocol change
-# (PROTOCOL_VERSION): node/wire_pins.py pins each version's fingerprint (node/fingerprint.py).
+# (PROTOCOL_VERSION): node/wire_pins.py pins its fingerprint (node/fingerprint.py).
 WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, DirectOffer, Started,
               Hello, SlotPlace, Assignment, WireTask, WirePhase, Prepare, Prepared, SlotResults,
               Connect, Connected, Run, Finished, TelemetryRow, RunCommands, CommandOutput,
