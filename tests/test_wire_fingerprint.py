@@ -5,6 +5,7 @@ added to Result passed the whole fast pass with the version unchanged."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import re
 import typing
@@ -69,6 +70,11 @@ class ReadingPlus(typing.TypedDict, total=False):      # Reading, a key added
     cpus: int
 
 
+class Kind(str, enum.Enum):
+    OK = "ok"
+    LOST = "lost"
+
+
 def _msg(reading: type) -> type:
     return dataclasses.make_dataclass("Msg", [("reading", reading | None)], frozen=True)
 
@@ -76,6 +82,11 @@ def _msg(reading: type) -> type:
 def test_the_fingerprint_follows_fields_into_the_types_they_name():
     assert F.fingerprint([_msg(Reading)]) == {"Msg": ["reading: Reading | None"],
                                               "Reading": ["seconds?: float"]}
+    # an enum's values are the wire's too: a status added is a change
+    kinds = F.fingerprint([dataclasses.make_dataclass("Msg", [("kind", Kind)])])
+    assert kinds == {"Msg": ["kind: Kind"], "Kind": ["OK = 'ok'", "LOST = 'lost'"]}
+    assert F.changes(kinds, {**kinds, "Kind": kinds["Kind"] + ["GONE = 'gone'"]}) == [
+        "Kind.GONE: added ('gone')"]
     plus = F.fingerprint([_msg(ReadingPlus)])
     assert F.changes({"Msg": ["reading: Reading | None"], "Reading": ["seconds?: float"]},
                      {t.replace("Plus", ""): [f.replace("Plus", "") for f in lines]
