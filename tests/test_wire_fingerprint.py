@@ -219,9 +219,14 @@ def test_the_pin_tool_refuses_a_change_without_a_bump_and_keeps_the_older_versio
     monkeypatch.setattr(F, "of_protocol", lambda: changed)
     assert F._pin() == 2
     assert "bump PROTOCOL_VERSION" in capsys.readouterr().err
+    assert F._pin(again=True) == 0      # a version not yet released: its pin replaced
+    pins: dict = {}
+    exec(capsys.readouterr().out, pins)
+    assert (pins["VERSION"], pins["EARLIER"]) == (wire_pins.VERSION, wire_pins.EARLIER)
+    assert F.unpinned(pins["PINNED"]) == changed
     monkeypatch.setattr(P, "PROTOCOL_VERSION", wire_pins.VERSION + 1)
     assert F._pin() == 0
-    pins: dict = {}
+    pins = {}
     exec(capsys.readouterr().out, pins)
     assert pins["VERSION"] == wire_pins.VERSION + 1
     assert F.unpinned(pins["PINNED"]) == changed

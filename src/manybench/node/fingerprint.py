@@ -187,7 +187,7 @@ fields and types, nested, one line a type. tests/test_wire_fingerprint.py fails 
 code's fingerprint is not VERSION's: a change to the wire bumps PROTOCOL_VERSION and pins it
 here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py` writes this
 file, the version it replaces kept in EARLIER as a digest; it refuses a change without a
-bump)."""
+bump; `--again` replaces the pin of a version not yet released)."""
 from __future__ import annotations
 
 '''
@@ -200,13 +200,16 @@ def _split(line: str) -> tuple[str, str]:
     return name, typ
 
 
-def _pin() -> int:
-    """Print wire_pins.py pinning the code's fingerprint to PROTOCOL_VERSION."""
+def _pin(again: bool = False) -> int:
+    """Print wire_pins.py pinning the code's fingerprint to PROTOCOL_VERSION. again: replace
+    the pin of a version not yet released (branches that each changed the wire, merged into
+    one version)."""
     from . import protocol, wire_pins
     fp, version = of_protocol(), protocol.PROTOCOL_VERSION
     earlier = dict(wire_pins.EARLIER)
-    if version == wire_pins.VERSION and fp != unpinned(wire_pins.PINNED):
-        sys.stderr.write(f"the wire changed: bump PROTOCOL_VERSION (still {version}) first\n")
+    if version == wire_pins.VERSION and fp != unpinned(wire_pins.PINNED) and not again:
+        sys.stderr.write(f"the wire changed: bump PROTOCOL_VERSION (still {version}) first "
+                         f"(--again: version {version} is not released yet)\n")
         return 2
     if version < wire_pins.VERSION:
         sys.stderr.write(f"PROTOCOL_VERSION {version} is older than the pinned one\n")
@@ -218,4 +221,4 @@ def _pin() -> int:
 
 
 if __name__ == "__main__":     # wire_pins.py's text with PROTOCOL_VERSION's fingerprint pinned
-    sys.exit(_pin())
+    sys.exit(_pin(again=sys.argv[1:] == ["--again"]))

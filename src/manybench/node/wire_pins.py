@@ -3,7 +3,7 @@ fields and types, nested, one line a type. tests/test_wire_fingerprint.py fails 
 code's fingerprint is not VERSION's: a change to the wire bumps PROTOCOL_VERSION and pins it
 here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py` writes this
 file, the version it replaces kept in EARLIER as a digest; it refuses a change without a
-bump)."""
+bump; `--again` replaces the pin of a version not yet released)."""
 from __future__ import annotations
 
 
