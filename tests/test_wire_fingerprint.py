@@ -19,8 +19,8 @@ from manybench.node import wire_pins
 from manybench.node import wire_types as W
 
 
-def _problems(types: tuple[type, ...] | None = None, version: int | None = None) -> list[str]:
-    return F.check(F.of_protocol(types), P.PROTOCOL_VERSION if version is None else version,
+def _problems(version: int | None = None) -> list[str]:
+    return F.check(F.of_protocol(), P.PROTOCOL_VERSION if version is None else version,
                    wire_pins.VERSION, wire_pins.PINNED)
 
 
@@ -32,8 +32,12 @@ def _with_field(t: type, name: str = "added", typ: object = int) -> type:
     return new
 
 
-def _swapped(old: type, new: type) -> tuple[type, ...]:
-    return tuple(new if t is old else t for t in P.WIRE_TYPES)
+def _swap(monkeypatch, old: type, new: type) -> None:
+    """new in old's place: in the table and wherever a field names it."""
+    monkeypatch.setattr(P, "WIRE_TYPES", tuple(new if t is old else t for t in P.WIRE_TYPES))
+    for module in (P, W):
+        if getattr(module, old.__qualname__, None) is old:
+            monkeypatch.setattr(module, old.__qualname__, new)
 
 
 def test_the_wire_is_its_versions_pinned_fingerprint():
@@ -41,22 +45,24 @@ def test_the_wire_is_its_versions_pinned_fingerprint():
 
 
 @pytest.mark.parametrize("t", P.WIRE_TYPES, ids=lambda t: t.__qualname__)
-def test_a_field_added_to_any_wire_type_without_a_bump_fails_naming_it(t):
-    got = _problems(_swapped(t, _with_field(t)))
+def test_a_field_added_to_any_wire_type_without_a_bump_fails_naming_it(t, monkeypatch):
+    _swap(monkeypatch, t, _with_field(t))
+    got = _problems()
     assert got == [f"the wire changed with PROTOCOL_VERSION still {P.PROTOCOL_VERSION}: "
                    f"{t.__qualname__}.added: added (int)"]
 
 
-def test_a_field_retyped_names_its_old_and_new_type_and_a_bump_must_be_pinned():
+def test_a_field_retyped_names_its_old_and_new_type_and_a_bump_must_be_pinned(monkeypatch):
     from manybench.kernels.base import Result
     retyped = dataclasses.make_dataclass("Result", [("ops", float, dataclasses.field(default=0))],
                                          bases=(Result,), frozen=True)
     retyped.__qualname__ = "Result"
-    got = _problems(_swapped(Result, retyped))
+    _swap(monkeypatch, Result, retyped)
+    got = _problems()
     assert got == [f"the wire changed with PROTOCOL_VERSION still {P.PROTOCOL_VERSION}: "
                    "Result.ops: int -> float"]
     # bumped but not pinned: told how, and what changed since the last pinned version
-    bumped = _problems(_swapped(Result, retyped), P.PROTOCOL_VERSION + 1)
+    bumped = _problems(version=P.PROTOCOL_VERSION + 1)
     assert len(bumped) == 1 and "has no pinned fingerprint: pin it" in bumped[0]
     assert bumped[0].endswith(f"since version {P.PROTOCOL_VERSION}: Result.ops: int -> float")
 
@@ -215,7 +221,9 @@ def test_a_nodes_noise_floor_has_the_keys_its_typed_dict_declares():
 def test_the_pin_tool_refuses_a_change_without_a_bump_and_keeps_the_older_versions_digest(
         monkeypatch, capsys):
     from manybench.kernels.base import Result
-    changed = F.of_protocol(_swapped(Result, _with_field(Result)))
+    with monkeypatch.context() as m:
+        _swap(m, Result, _with_field(Result))
+        changed = F.of_protocol()
     monkeypatch.setattr(F, "of_protocol", lambda: changed)
     assert F._pin() == 2
     assert "bump PROTOCOL_VERSION" in capsys.readouterr().err

@@ -32,22 +32,25 @@ def fingerprint(wire_types: Iterable[type]) -> Fingerprint:
     first, in their order, so a code's types are listed as the codec numbers them)."""
     out: Fingerprint = {}
     todo = list(wire_types)
-    seen: set[str] = set()
+    seen: dict[str, type] = {}
     while todo:
         t = todo.pop(0)
         name = _name(t)
         if name in seen:
+            if seen[name] is not t:     # the fingerprint names types: two of one name are one
+                raise TypeError(f"two types named {name} on the wire: {seen[name].__module__}"
+                                f" and {t.__module__}")
             continue
-        seen.add(name)
+        seen[name] = t
         out[name] = _entry(t, todo)
     return out
 
 
-def of_protocol(wire_types: Iterable[type] | None = None) -> Fingerprint:
+def of_protocol() -> Fingerprint:
     """The wire as node/protocol.py declares it: the wire types' fields, nested, and which
-    types are packed apart (codec.py's shared). wire_types: in place of WIRE_TYPES."""
+    types are packed apart (codec.py's shared)."""
     from . import protocol      # deferred: protocol's codec is not needed to read a pin
-    fp = fingerprint(protocol.WIRE_TYPES if wire_types is None else wire_types)
+    fp = fingerprint(protocol.WIRE_TYPES)
     fp["(packed apart)"] = sorted(_name(t) for t in protocol.CODEC.shared)
     return fp
 
