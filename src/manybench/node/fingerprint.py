@@ -21,9 +21,9 @@ import types
 import typing
 from typing import Any, Iterable
 
+from .wire_types import OPEN
+
 Fingerprint = dict[str, list[str]]    # type name -> "field: type", in order
-# open data (an inventory, a snapshot): any depth of plain values, keys not the protocol's
-OPEN = "open"
 UNTYPED = "untyped"   # the mark of a bare dict, list, tuple or Any: a hole in the fingerprint
 
 
@@ -83,7 +83,7 @@ def _text(hint: Any, todo: list[type]) -> str:
     if hint is Any or hint is object:
         return UNTYPED
     origin = typing.get_origin(hint)
-    if origin is typing.Annotated:       # Open: declared open data, named as such
+    if origin is typing.Annotated:       # wire_types.Open: declared open data, named so
         base, *meta = typing.get_args(hint)
         return OPEN if OPEN in meta else _text(base, todo)
     if origin in (typing.Union, types.UnionType):

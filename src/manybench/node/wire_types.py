@@ -19,8 +19,10 @@ from typing import Annotated, Any, TypedDict
 
 from ..model import Phase, Resources, TaskSpec
 
-# open data: values of any plain shape, keys chosen by what collects them (fingerprint: "open")
-Open = Annotated[Any, "open"]
+# open data: values of any plain shape, keys chosen by what collects them (the fingerprint
+# names it so)
+OPEN = "open"
+Open = Annotated[Any, OPEN]
 
 
 # -- a node's cpus and its telemetry -------------------------------------------------------------
