@@ -243,3 +243,23 @@ def test_the_pin_tool_refuses_a_change_without_a_bump_and_keeps_the_older_versio
     assert F.unpinned(pins["PINNED"]) == changed
     assert pins["EARLIER"] == {**wire_pins.EARLIER,
                                wire_pins.VERSION: F.digest(F.unpinned(wire_pins.PINNED))}
+
+
+def test_what_kernels_publish_for_their_peers_is_what_published_declares():
+    """Prepared.published and Connect.peers were bare dicts: every key a kernel's publish
+    function writes (kernels/*.py) is a key of the Published TypedDict."""
+    import ast
+
+    import manybench.kernels
+    root = os.path.dirname(manybench.kernels.__file__)
+    keys: dict[str, str] = {}
+    for f in sorted(os.listdir(root)):
+        if not f.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(root, f), encoding="utf-8").read())
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and re.fullmatch(r"_?publish(ed)?", fn.name):
+                keys.update({k.value: f for d in ast.walk(fn) if isinstance(d, ast.Dict)
+                             for k in d.keys if isinstance(k, ast.Constant)})
+    assert {"port", "path", "abort_port"} <= set(keys)       # it reads them: net, io, mpi
+    assert {k: f for k, f in keys.items() if k not in W.Published.__annotations__} == {}

@@ -99,7 +99,7 @@ Snapshot = dict[str, Open]     # inventory/provenance.snapshot(): a node's prove
 # -- what slots publish to their peers before T0 --------------------------------------------------
 class Published(TypedDict, total=False):
     """What a slot's kernel publishes for its peers (Kernel.publish); a peer's also holds
-    "host", where its node is reached (node/agent.py adds it)."""
+    "host", where its node is reached (engines/base.py adds it)."""
     host: str
     port: int           # kernels/net.py: a server's listening port
     role: str
