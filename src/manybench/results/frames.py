@@ -12,7 +12,7 @@ Columns (docs/results-api.md):
              prepare_node, window_s, cleanup_s (contract.PhaseTimes; None before schema 8),
              params (dict), then unless nested "param.<name>"
   samples    contract.Sample's fields
-  telemetry  contract.TelemetryRow's fields
+  telemetry  TelemetryRow's fields (node/wire_types.py)
   series     contract.SeriesPoint's fields: size-indexed tables parsers read (OSU, IMB)
   nodes      contract.StoredNode's fields but inventory (dict), then unless nested each
              scalar of the inventory as "inventory.<key>"
