@@ -153,8 +153,9 @@ def test_the_hooks_in_c_pack_and_unpack_as_the_python_ones():
     assert c.unpack(data).phase is c.unpack(data).phase
     # ... and go on as they came (the agent's phase to its slots); the caches stay bounded
     for i in range(40):
-        data = Codec(types, shared, native=False).pack(P.Run(T, [], P.WirePhase(i, "null", P.WireTask("t"),
-                                                                    {}, 1)))
+        phase = P.WirePhase(index=i, kernel="null", task=P.WireTask(name="t"), params={},
+                            workers=1, rep=0, variant="")
+        data = Codec(types, shared, native=False).pack(P.Run(T, [], phase))
         assert c.pack(c.unpack(data)) == data == py.pack(py.unpack(data))
     for code in c.made:
         assert list(c.made[code]) == list(py.made[code])   # the same kept, the same order

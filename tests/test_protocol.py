@@ -151,7 +151,7 @@ def _metric_names(path: str, names: set[str]) -> list[str]:
 # the FMA probe's figures in a node's inventory
 NOT_METRICS = {("inventory/environment.py", "gflops"), ("analysis/reference.py", "mb_s"), ("plan/reference.py", "mb_s"),
                ("results/store.py", "exit_status"), ("plan/schema.py", "launcher"),
-               ("plan/tasks.py", "launcher"),
+               ("plan/tasks.py", "launcher"), ("node/wire_types.py", "launcher"),
                # a package's version (pyproject's, an inventory's), not a tool's printed one
                ("bundle.py", "version"), ("inventory/provenance.py", "version")}
 

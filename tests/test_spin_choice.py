@@ -103,7 +103,8 @@ def test_no_evidence_keeps_the_spin_and_is_not_read_every_phase():
 
 
 def _phase() -> WirePhase:
-    return WirePhase(index=0, kernel="null", task=WireTask(name="sync"), params={}, workers=1)
+    return WirePhase(index=0, kernel="null", task=WireTask(name="sync"), params={}, workers=1,
+                     rep=0, variant="")
 
 
 def _ctx(tmp_path, cpu: int, phase: int) -> SlotContext:

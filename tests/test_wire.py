@@ -43,7 +43,7 @@ def _plain(value: object, path: str = "phase") -> list[str]:
         return [x for i, v in enumerate(value) for x in _plain(v, f"{path}[{i}]")]
     if isinstance(value, dict):
         return [x for k, v in value.items() for x in _plain(k, path) + _plain(v, f"{path}.{k}")]
-    if dataclasses.is_dataclass(value) and type(value).__module__ == P.__name__:
+    if dataclasses.is_dataclass(value) and type(value) in P.WIRE_TYPES:
         if not type(value).__dataclass_params__.frozen:
             return [f"{path}: {type(value).__name__} is not frozen"]
         return [x for f in dataclasses.fields(value)

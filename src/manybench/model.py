@@ -7,7 +7,7 @@ slot measured is a Record (record.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypedDict
 
 
 
@@ -36,6 +36,16 @@ class TaskSpec:
 
 
 Bind = Any   # "none" | "core" | "numa" | {"cpus": [...], "mems": [...]} (plan/binding.py)
+
+
+class ResourceIds(TypedDict):
+    """[placement.resources] NAME: each concurrent slot of a node gets one id in `env`."""
+    ids: list[str]
+    env: str
+
+
+# name -> its ids; "scratch" -> {numa node: directory} (plan/binding.resources)
+Resources = dict[str, ResourceIds | dict[int, str]]
 
 
 @dataclass
@@ -73,7 +83,7 @@ class Plan:
     pin: list[str] = field(default_factory=lambda: ["core"])       # core | numa | none; likewise
     cpus: list[Any] = field(default_factory=lambda: [1])  # cpus per slot: N or "numa"; a list sweeps
     bind: list[Bind] = field(default_factory=lambda: [None])   # None: pin only, no memory policy
-    resources: dict[str, Any] = field(default_factory=dict)    # [placement.resources]
+    resources: Resources = field(default_factory=dict)    # [placement.resources]
     baseline: str | None = None       # the variant others are compared with (None: the first)
     reference: dict[str, Any] = field(default_factory=dict)    # [reference]: figure bounds
     groups: list[Group] = field(default_factory=list)          # [[concurrent]]
@@ -97,6 +107,9 @@ class Plan:
 
 @dataclass
 class Phase:
+    # the fields named in node/wire_types.PHASE_FIELDS cross to nodes as a WirePhase made
+    # from these declarations (TaskSpec's in TASK_FIELDS, as a WireTask): changing one is a
+    # protocol change (node/wire_pins.py)
     index: int                        # 0.. in run order
     task: TaskSpec
     kernel: str
@@ -114,7 +127,7 @@ class Phase:
     wrap: list[str] | None = None     # launcher prefix templates (the variant's)
     vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
     shown: dict[str, Any] = field(default_factory=dict)  # placement axes the task sweeps
-    resources: dict[str, Any] = field(default_factory=dict)   # [placement.resources], checked
+    resources: Resources = field(default_factory=dict)   # [placement.resources], checked
     # a [[concurrent]] group's phase: its tasks' phases, each on its own slots from one T0
     # (ranks first..first+workers-1 in order); empty for a plain phase
     members: list[Phase] = field(default_factory=list)

@@ -12,8 +12,9 @@ from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels import kernel
 from ..model import GROUP_KERNEL
+from ..node.wire_types import TelemetryRow
 from ..record import Record
-from ..results.contract import StoredPhase, TelemetryRow
+from ..results.contract import StoredPhase
 from . import late as late_mod
 from .aggregates import LATENESS, OWN_BYTES, OWN_OPS, SLOT_S, PartAgg
 from .facts import merged as merged_facts

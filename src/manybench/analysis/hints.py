@@ -38,8 +38,8 @@ from ..extra_keys import MISSING_METRICS, STDERR
 from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import kernel
+from ..node.wire_types import TelemetryRow
 from ..record import Record
-from ..results.contract import TelemetryRow
 from ..units import format_duration, format_size
 from . import knees
 from .efficiency import PointEfficiency

@@ -18,8 +18,9 @@ from ..kernels import hist as H
 from ..kernels import kernel
 from ..kernels.binding import cpu_bound
 from ..model import GROUP_KERNEL
+from ..node.wire_types import TelemetryRow
 from ..record import Record
-from ..results.contract import StoredPhase, TelemetryRow
+from ..results.contract import StoredPhase
 from . import late as late_mod
 from .facts import FactValue, point_facts
 from .phase_figures import PhaseFigures, phase_figures

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..results.contract import TelemetryRow
+from ..node.wire_types import TelemetryRow
 from .stats import median
 
 

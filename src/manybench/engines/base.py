@@ -17,17 +17,18 @@ decided, for every engine, whether a phase's prepare may travel with its go (wit
 from __future__ import annotations
 
 import dataclasses
+import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..gc_pause import gc_paused
-from ..inventory.topology import Cpu
-from ..kernels import Result, kernel
+from ..kernels import kernel
 from ..model import Phase
 from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
-from ..results.contract import TelemetryRow, WarningKind
+from ..results.contract import WarningKind
+from ..node.wire_types import Cpu, Result, TelemetryRow
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)
     from .._native import shift_stamps as _shift_stamps
@@ -55,16 +56,37 @@ class Node:
 
 
 def wire_phase(phase: Phase) -> WirePhase:
-    """What a node needs of a phase (node/protocol.WirePhase), copied out of the model: the
+    """What a node needs of a phase (node/wire_types.WirePhase), copied out of the model: the
     only place a Phase becomes what crosses to nodes."""
-    t = phase.task
-    task = WireTask(t.name, None if t.command is None else tuple(t.command), t.shell,
-                    t.timeout, dict(t.metrics), t.parse, dict(t.env), t.launcher,
-                    tuple(t.launcher_args), t.startup_timeout)
-    return WirePhase(phase.index, phase.kernel, task, dict(phase.params), phase.workers,
-                     phase.rep, phase.variant, dict(phase.env), dict(phase.vars),
-                     None if phase.wrap is None else tuple(phase.wrap), dict(phase.resources),
-                     phase.sample, tuple(wire_phase(m) for m in phase.members))
+    return _copy(WirePhase, _PHASE_COPY, phase)
+
+
+def _copy(wire: type, copiers: tuple, model: object) -> object:
+    out = object.__new__(wire)     # frozen: its __init__ would set each field by a call
+    out.__dict__.update({n: getattr(model, n) if c is None else c(getattr(model, n))
+                         for n, c in copiers})
+    return out
+
+
+def _copier(hint: object) -> Callable | None:
+    """How a model field's value becomes its wire copy's (wire_types._wire_type): a copy the
+    model's later changes do not reach; None: the value itself (immutable)."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        inner = _copier(next(a for a in args if a is not type(None)))
+        return None if inner is None else (lambda v: None if v is None else inner(v))
+    origin = typing.get_origin(hint) or hint
+    if origin is tuple:
+        return (lambda v: tuple(map(wire_phase, v))) if args[0] is WirePhase else tuple
+    if origin is dict:
+        return dict
+    if hint is WireTask:
+        return lambda task: _copy(WireTask, _TASK_COPY, task)
+    return None
+
+
+_TASK_COPY = tuple((n, _copier(h)) for n, h in typing.get_type_hints(WireTask).items())
+_PHASE_COPY = tuple((n, _copier(h)) for n, h in typing.get_type_hints(WirePhase).items())
 
 
 def with_go(phase: Phase | WirePhase) -> bool:

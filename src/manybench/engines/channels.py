@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 from ..results.contract import WarningKind
 from .. import timebase
-from ..kernels import Result
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
 from ..node.procs import open_files
@@ -24,6 +23,7 @@ from ..status import Status
 from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member, Prepare,
                              Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
                              WirePhase, encode_with, pack_value)
+from ..node.wire_types import Result
 from .base import Engine, Node, Work, with_go
 from .direct import Fanout, NodeLost
 from .relays import form_groups, relay_clocks

@@ -2,16 +2,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 
-
-@dataclass(frozen=True)
-class Cpu:
-    id: int
-    core: int      # physical core id within its package
-    package: int
-    numa: int
+from ..node.wire_types import Cpu
 
 
 def _read_int(path: str, default: int) -> int:

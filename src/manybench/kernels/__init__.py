@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import REQUIRED, SHARED, Kernel, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import REQUIRED, SHARED, Kernel, Param
 from .figures import Figure
 
 MODULES = ("null", "io", "meta", "stream", "himeno", "dgemm", "randio", "net", "command",

@@ -9,11 +9,11 @@ inside the measured window:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..node.wire_types import Result, SlotContext
 from ..units import parse_duration, parse_size
-from ..status import Status
 from .facts import Fact
 from .figures import (EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, SLOT, STREAM_RATES, VERSION, Figure,
                       by_name)
@@ -97,59 +97,6 @@ class KernelError(Exception):
     def __init__(self, message: str = "", extra: dict | None = None) -> None:
         super().__init__(message)
         self.extra = extra or {}
-
-
-@dataclass
-class SlotContext:
-    """Where and as whom a slot runs one phase; handed to prepare()."""
-    run: str            # run id
-    node: str           # node name
-    slot: int           # slot index on this node (stable over the run)
-    rank: int           # index among the phase's workers, 0..workers-1
-    workers: int        # workers in this phase
-    cpu: int            # cpu the slot is pinned to, -1 when not pinned
-    scratch: str        # this slot's own directory for this task: {dir}/<run>/<slot>
-    shared: str         # the run's directory shared by all slots: {dir}/<run>/shared
-    phase: int = 0
-    rep: int = 0
-    task: str = ""
-    variant: str = ""
-    env: dict = field(default_factory=dict)
-    spec: Any = None    # the phase's task as a node gets it (node/protocol.WireTask)
-    kernel: str = ""    # the phase's kernel name
-    wrap: list[str] | None = None   # launcher prefix, rendered (a variant's `wrap`): the kernel
-                                    # runs inside it (kernels/wrapped.py)
-    vars: dict = field(default_factory=dict)   # the variant's template values
-    settle_ns: int = 0  # rest after the end stamp (slots sharing a core; native set_settle)
-    root: str = ""      # the run's scratch root ({dir}/<run>): files below it are reached by
-                        # descriptor from it (kernels/scratchfs.py)
-    job_key: str = ""   # the run's key for parallel tasks' jobs, derived from its secret by
-                        # the agent: each job's socket name, token and abort key derive from
-                        # it (kernels/rank_keys.py)
-    host: str = ""      # where other nodes' slots reach this node (the engine's Node.host)
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a timed run measured; the slot turns it into a record. Built whole, once: a kernel
-    makes its metrics and extra first; a later step makes a new one (dataclasses.replace)."""
-    start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
-    end_ns: int = 0       # CLOCK_REALTIME at the last instant
-    elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start
-    armed_ns: int = 0     # CLOCK_REALTIME when the slot began waiting for T0 (early margin)
-    ops: int = 0
-    bytes: int = 0
-    status: str = Status.OK   # a record's Status (lost: the coordinator's, never a slot's)
-    error: str = ""
-    metrics: dict = field(default_factory=dict)
-    hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
-    extra: dict = field(default_factory=dict)  # stdout/stderr tails, the library or engine
-                                               # used (Kernel.facts), ...: stored, exported
-                                               # after the contract's columns
-    # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
-    # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
-    samples: list[tuple[int, float]] = field(default_factory=list)
-    sample_unit: str = ""
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from ..extra_keys import ARGV, MISSING_METRICS, STDERR, STDOUT
 from .. import this_program
 from ..status import Status
+from ..node.wire_types import Result, SlotContext
 from ..templates import render
 from ..units import parse_unit, printed_unit
-from .base import Kernel, KernelError, Result, SlotContext
+from .base import Kernel, KernelError
 from .binding import allowed_count, cpu_figures, proc_binding, rusage_cpu
 from .figures import COUNT, UNIT_SUFFIX, Figure
 from .native import native

@@ -17,7 +17,8 @@ from ..extra_keys import BLAS_TRIALS, WARNINGS
 from ..results.contract import WarningKind
 
 from . import blas
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param
 from .blas import SYSTEM_LIBS, candidates, load, numpy_blas   # noqa: F401 (public names)
 from .figures import GFLOPS
 from .native import native, result_from_native

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param, Standalone
 from .figures import MFLOPS, Figure
 from .native import native, result_from_native
 from .stream import check_memory, check_threads, threads_fit

@@ -18,7 +18,8 @@ from types import ModuleType
 
 from ..extra_keys import FILE
 from . import io_ior
-from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param, Standalone
 from .iofile import (ALIGN, IoState, check_direct, explain, file_problems, laid_out, open_file,
                      slot_file)
 from .native import native, result_from_native, user_message

@@ -8,7 +8,8 @@ from dataclasses import replace
 from ..extra_keys import FILE
 from ..status import Status
 
-from .base import KernelError, Result
+from ..node.wire_types import Result
+from .base import KernelError
 from .figures import (REORDER_SHIFT, STONEWALL_BLOCKS, STONEWALL_BYTES, STONEWALL_S,
                       WEAR_OUT_BLOCKS)
 from .hist import latency_metrics, merge

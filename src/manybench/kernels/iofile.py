@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from .base import KernelError, SlotContext
+from ..node.wire_types import SlotContext
+from .base import KernelError
 from .native import user_message
 from .peers import Group
 from .scratchfs import open_below, same_file

@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass
 from types import ModuleType
 
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param
 from .figures import ELAPSED, LATENCY, OPS_RATE
 from .native import native, result_from_native, user_message
 from .scratchfs import below, open_below, root_of

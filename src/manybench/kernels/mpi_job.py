@@ -35,7 +35,8 @@ from typing import IO
 
 from ..launchers import Job, Launcher, LauncherError, resolve
 from ..launchers.base import how_ended
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param
 from .binding import cpulist
 from . import job_leftovers
 from .figures import JOB

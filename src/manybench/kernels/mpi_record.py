@@ -18,7 +18,7 @@ from ..extra_keys import (ARGV, MISSING_METRICS, RANK_FAILURES, SERIES, STDERR, 
 from ..launchers.base import how_ended
 from ..results.contract import WarningKind
 from ..status import Status
-from .base import Result
+from ..node.wire_types import Result
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .command import EXIT_STATUS, TAIL_BYTES, extract_metrics
 from .facts import METRICS, Fact

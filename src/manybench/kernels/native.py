@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from .base import KernelError, Result
 from ..status import Status
+from ..node.wire_types import Result
+from .base import KernelError
 from .hist import decode, latency_metrics
 
 

@@ -30,7 +30,8 @@ from ..status import Status
 from types import ModuleType
 from typing import Any
 
-from .base import Kernel, KernelError, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param
 from .figures import BANDWIDTH, HIDDEN, LATENCY, LOWER, Figure
 from .native import native, result_from_native
 from .rank_keys import phase_token

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from .base import Kernel, Result, SlotContext, Standalone
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, Standalone
 from .figures import CYCLE, LATENESS, SKEW, SYNC_OVERHEAD
 from .native import native, result_from_native
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from ..extra_keys import CACHE_DROPS, SUBMIT_CALLS
-from .base import REQUIRED, Kernel, KernelError, Param, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import REQUIRED, Kernel, KernelError, Param
 from .facts import Fact
 from .native import native, result_from_native, user_message
 from .iofile import ALIGN, explain, file_problems, laid_out, slot_file

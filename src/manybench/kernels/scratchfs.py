@@ -10,7 +10,8 @@ import errno
 import os
 import stat
 
-from .base import KernelError, SlotContext
+from ..node.wire_types import SlotContext
+from .base import KernelError
 from .native import native, user_message
 
 

@@ -16,7 +16,8 @@ from types import ModuleType
 from typing import Any
 
 from ..inventory.caches import Cache, cache_total, describe, node_caches
-from .base import Kernel, KernelError, Param, Result, SlotContext, Standalone
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError, Param, Standalone
 from .facts import Fact
 from .figures import LOWER, STREAM_RATES, Figure
 from .native import native, result_from_native

@@ -34,7 +34,8 @@ from typing import IO, Any
 
 from ..status import Status
 
-from .base import Kernel, KernelError, Result, SlotContext
+from ..node.wire_types import Result, SlotContext
+from .base import Kernel, KernelError
 from .binding import MIN_CPU_NS, allowed_count, cpu_figures
 from .figures import WRAP_EXIT, WRAP_STARTUP
 from .hist import HIST_BUCKETS

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
-from ..kernels import WARM_UP, Result
+from ..kernels import WARM_UP
 from ..kernels.rank_keys import run_key
 from ..status import Status
 from . import pipe
@@ -31,6 +31,7 @@ from .context import ContextError, slot_context
 from .scratch import Scratch
 from .spin_hold import held_place, held_result, sleepers
 from .telemetry import Telemetry
+from .wire_types import Result
 
 TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
 # a prepare (files laid out, a wrap's launcher started) may take this long when the task
@@ -120,7 +121,8 @@ class Agent:
     def _warm_up(self) -> None:
         """One unrecorded null phase: first-use costs (imports, page faults) are paid here,
         not by the first measured phase."""
-        warm = WirePhase(-1, WARM_UP, WireTask("warm-up"), {}, self.nslots)
+        warm = WirePhase(index=-1, task=WireTask(name="warm-up"), kernel=WARM_UP, variant="",
+                         rep=0, workers=self.nslots, params={})
         everywhere = tuple(sorted(os.sched_getaffinity(0)))
         self.prepare(Prepare(warm, [Assignment(SlotPlace(i, -1, everywhere, False), i)
                                     for i in range(self.nslots)]))

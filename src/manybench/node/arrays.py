@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
-from ..kernels.base import Result
+from .wire_types import Extra, Hist, Metrics, Result
 
 STAMPS = ("start_ns", "end_ns", "armed_ns")   # in the clock of the node that took them
 
@@ -30,10 +30,11 @@ class SlotResults:
     bytes: list[int] = field(default_factory=list)
     status: list[str] = field(default_factory=list)
     error: dict[int, str] = field(default_factory=dict)      # entry -> error, where not ""
-    metrics: dict[int, dict] = field(default_factory=dict)   # entry -> metrics, where any
-    extra: dict[int, dict] = field(default_factory=dict)
-    hist: dict[int, dict] = field(default_factory=dict)
-    samples: dict[int, list] = field(default_factory=dict)   # entry -> [[t_ns...], [done...]]
+    metrics: dict[int, Metrics] = field(default_factory=dict)   # entry -> metrics, where any
+    extra: dict[int, Extra] = field(default_factory=dict)
+    hist: dict[int, Hist] = field(default_factory=dict)
+    # entry -> [[t_ns...], [done...]]
+    samples: dict[int, list[list[int] | list[float]]] = field(default_factory=dict)
     sample_unit: dict[int, str] = field(default_factory=dict)
 
     @classmethod

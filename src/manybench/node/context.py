@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 
 from ..inventory.topology import topology
-from ..kernels import KERNELS, SlotContext
+from ..kernels import KERNELS
 from ..kernels.command import builtin_values
 from ..templates import render
 from .protocol import SlotPlace, WirePhase
 from .scratch import Scratch, ScratchError
+from .wire_types import SlotContext
 
 MBKERNEL = "mbkernel"   # its name in the slot's scratch directory
 

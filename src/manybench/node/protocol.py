@@ -58,8 +58,9 @@ Two hops, one vocabulary:
   SlotExit()                     the slot ends
 
 A phase crosses as a WirePhase: frozen plain data (str, int, float, tuples, dicts), only what
-a node reads of it, built from the coordinator's Phase in one place (engines/base.wire_phase).
-No model object crosses: the coordinator's model may change without a protocol change.
+a node reads of it (node/wire_types.py: the fields of the coordinator's Phase it names, made
+from them), built from the Phase in one place (engines/base.wire_phase). No model object
+crosses: the model may change without a protocol change, except in a field that crosses.
 
 Encoding (codec.py): the envelope, MAGIC then the version as an unsigned short, then the
 message as msgpack: each wire type (WIRE_TYPES, in that fixed order) is an extension whose
@@ -67,11 +68,13 @@ code is its place in the table and whose data is the array of its fields. No pic
 or a coordinator that gets something else refuses it and runs nothing. On a direct channel
 each envelope is a frame: its length (4 bytes, big-endian) ahead of it.
 
-Versions: PROTOCOL_VERSION changes with any message here. `decode` reads the body only when
-the version is its own: a node with another manybench is refused at its first answer (Info),
-naming both versions, before anything of it is read; a node refuses a request of another
-version unread, on the relay and on the direct channel (whose Hello carries it too). Start
-carries the version too, which the agent checks on both engines.
+Versions: PROTOCOL_VERSION changes with any message here (node/wire_pins.py holds the
+version's fingerprint, node/fingerprint.py: a change without a bump fails the fast pass).
+`decode` reads the body only when the version is its own: a node with another manybench is
+refused at its first answer (Info), naming both versions, before anything of it is read; a
+node refuses a request of another version unread, on the relay and on the direct channel
+(whose Hello carries it too). Start carries the version too, which the agent checks on both
+engines.
 
 Times: every t0_ns sent to a node and every stamp in its results, a CommandOutput or a
 snapshot's taken_ns coming back is in that NODE's clock (CLOCK_REALTIME there).
@@ -85,11 +88,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inventory.topology import Cpu
-from ..kernels.base import Result, SlotContext
-from ..results.contract import TelemetryRow
 from .arrays import SlotResults
 from .codec import Codec
+from .wire_types import (Cpu, Inventory, NoiseReading, Published, Result, SlotContext, Snapshot,
+                         TelemetryRow, WirePhase, WireTask)
 
 # The version of everything in this module: bump it with any change to a message's fields or
 # meaning. The envelope (MAGIC, then the version as an unsigned short) never changes.
@@ -97,8 +99,10 @@ from .codec import Codec
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
 # mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
 # 6: no message changed (bumped for TaskSpec.order, which stays on the coordinator: a
-# version once used is kept); 7: WireTask.startup_timeout
-PROTOCOL_VERSION = 7
+# version once used is kept); 7: WireTask.startup_timeout; 8: WirePhase and WireTask made
+# from model.Phase and TaskSpec (WirePhase's fields in Phase's order), every field typed (the
+# maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py)
+PROTOCOL_VERSION = 8
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size
@@ -180,51 +184,6 @@ class Assignment:
     rank: int
 
 
-# -- what a node gets of a phase ---------------------------------------------------------------
-@dataclass(frozen=True)
-class WireTask:
-    """What kernels read of a phase's task (SlotContext.spec): a command's argv templates and
-    how its output becomes metrics, its timeout, a parallel task's launcher."""
-    name: str
-    command: tuple[str, ...] | None = None   # argv templates; None: a built-in kernel
-    shell: bool = False
-    timeout: float | None = None             # seconds
-    metrics: dict[str, str] = field(default_factory=dict)   # name -> regex
-    parse: str | None = None                 # a parsers/ name
-    env: dict[str, str] = field(default_factory=dict)
-    launcher: str | None = None              # a parallel task's MPI launcher
-    launcher_args: tuple[str, ...] = ()
-    startup_timeout: float | None = None     # seconds: launch to every rank held
-
-
-@dataclass(frozen=True)
-class WirePhase:
-    """What a node needs of one phase, as plain data (engines/base.wire_phase builds it)."""
-    index: int                  # -1: the agent's own warm-up
-    kernel: str
-    task: WireTask
-    params: dict                # the point's values, parsed (bytes, seconds)
-    workers: int
-    rep: int = 0
-    variant: str = ""
-    env: dict[str, str] = field(default_factory=dict)    # task env + variant env
-    vars: dict[str, str] = field(default_factory=dict)   # the variant's template values
-    wrap: tuple[str, ...] | None = None   # the variant's launcher prefix templates
-    resources: dict = field(default_factory=dict)        # [placement.resources], checked
-    sample: float = 0.0         # s between progress samples; 0: none
-    # a [[concurrent]] group's phase: its tasks' phases, ranks in order; empty otherwise
-    members: tuple[WirePhase, ...] = ()
-
-    def member_of(self, rank: int) -> tuple[WirePhase, int]:
-        """The phase a rank of this phase runs and its rank within it."""
-        first = 0
-        for m in self.members:
-            if rank < first + m.workers:
-                return m, rank - first
-            first += m.workers
-        return self, rank
-
-
 # -- engine -> agent ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Info:
@@ -240,7 +199,7 @@ class NodeInfo:
     host: str                   # where other nodes' slots reach it
     pid: int
     machine: str                # boot id: nodes on one machine share its cpus
-    inventory: dict = field(default_factory=dict)   # inventory.environment.collect() there
+    inventory: Inventory = field(default_factory=dict)   # environment.collect() there
 
 
 @dataclass(frozen=True)
@@ -257,7 +216,7 @@ class MeasureNoise:
 
 @dataclass(frozen=True)
 class NoiseFloor:
-    floor: dict | None          # inventory/noise.measure(); None: not measured there
+    floor: NoiseReading | None  # inventory/noise.measure(); None: not measured there
 
 
 @dataclass(frozen=True)
@@ -318,13 +277,13 @@ class Prepare:
 @dataclass(frozen=True)
 class Prepared:
     failed: SlotResults         # slots whose prepare failed, and why
-    published: dict[int, dict]  # slot -> what its kernel published for peers
+    published: dict[int, Published]   # slot -> what its kernel published for peers
     notices: list[str] = field(default_factory=list)   # slots replaced since: for warnings
 
 
 @dataclass(frozen=True)
 class Connect:
-    peers: dict[int, dict]      # rank -> published info + "host"
+    peers: dict[int, Published]   # rank -> published info + "host"
 
 
 @dataclass(frozen=True)
@@ -375,8 +334,8 @@ class CommandOutput:
 @dataclass(frozen=True)
 class CommandsDone:
     outputs: list[CommandOutput]   # the commands run, in order; the last failed if any did
-    before: dict                   # snapshots (provenance.snapshot) around them
-    after: dict
+    before: Snapshot               # snapshots (provenance.snapshot) around them
+    after: Snapshot
 
 
 @dataclass(frozen=True)
@@ -387,7 +346,7 @@ class TakeSnapshot:
 
 @dataclass(frozen=True)
 class SnapshotTaken:
-    data: dict                     # provenance.snapshot(dirs, programs) on the node
+    data: Snapshot                 # provenance.snapshot(dirs, programs) on the node
 
 
 @dataclass(frozen=True)
@@ -469,7 +428,7 @@ class SlotPrepare:
 
 @dataclass(frozen=True)
 class SlotConnect:
-    peers: dict[int, dict]
+    peers: dict[int, Published]
 
 
 @dataclass(frozen=True)
@@ -491,7 +450,7 @@ class SlotExit:
 
 @dataclass(frozen=True)
 class SlotReady:
-    info: dict | None
+    info: Published | None
     child: int = 0      # the process group of the child it forked (a command), 0: none
 
 
@@ -512,7 +471,8 @@ class SlotPong:
 
 
 # -- the wire types, in their fixed order: a type's code is its place (codec.py) ---------------
-# Append only; any change here is a protocol change (PROTOCOL_VERSION).
+# Append only; any change here or to a field of a type reached from here is a protocol change
+# (PROTOCOL_VERSION): node/wire_pins.py pins its fingerprint (node/fingerprint.py).
 WIRE_TYPES = (Info, NodeInfo, Cpu, Renew, MeasureNoise, NoiseFloor, Start, DirectOffer, Started,
               Hello, SlotPlace, Assignment, WireTask, WirePhase, Prepare, Prepared, SlotResults,
               Connect, Connected, Run, Finished, TelemetryRow, RunCommands, CommandOutput,

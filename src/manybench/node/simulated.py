@@ -29,7 +29,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from ..inventory.topology import Cpu
 from ..security import auth
 from ..status import OK_TEXT
 from .arrays import SlotResults
@@ -41,6 +40,7 @@ from .protocol import (Abort, Close, CommandOutput, CommandsDone, Connect, Conne
                        Finished, Info, MeasureNoise, NodeInfo, NoiseFloor, Ping, Prepare,
                        Prepared, ProtocolMismatch, Renew, Run, RunCommands, SnapshotTaken,
                        Start, Started, TakeSnapshot, decode, encode)
+from .wire_types import Cpu
 
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..extra_keys import WARNINGS
 from .. import _native
-from ..kernels import KERNELS, Kernel, Result, SlotContext
+from ..kernels import KERNELS, Kernel
 from ..kernels.base import KernelError
 from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
                                self_cpu)
@@ -27,6 +27,7 @@ from .sampler import Sampler
 from .spin_choice import SpinChoice
 from .protocol import (CODEC, SlotConnect, SlotConnected, SlotDone, SlotExit, SlotGo,
                        SlotPing, SlotPlace, SlotPong, SlotPrepare, SlotReady, WirePhase)
+from .wire_types import Result, SlotContext
 
 SPIN_NS = 300_000   # the last stretch before T0 is spun: on cpus of the slot's own, idle
 

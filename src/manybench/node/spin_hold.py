@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..extra_keys import WARNINGS
-from ..kernels import Result
 from ..kernels.binding import cpulist
 from ..kernels.figures import CPU_BUSY, SPIN_HELD
 from ..results.contract import WarningKind
 from .protocol import SlotPlace
+from .wire_types import Result
 
 
 def sleepers(last: Iterable[tuple[int, Result | None]]) -> dict[int, float]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from ..results.contract import TelemetryRow
+from .wire_types import TelemetryRow
 
 GUARD_NS = 20_000_000     # no reading from go until 20 ms after T0: the slots are starting
 # a boundary reading needs this much since the last (the plan's shortest interval): rows of

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..model import Phase
 from ..status import TextEnum
+from ..node.wire_types import TelemetryRow  # noqa: F401  (results' own row, declared with the wire)
 
 
 class RunStatus(TextEnum):
@@ -323,27 +324,3 @@ class Sample:
     t_s: float
     done: float
     unit: str
-
-
-@dataclass
-class TelemetryRow:
-    """One node over one sampling interval ending at `t_ns` (coordinator clock).
-
-    Rates are averages over the interval; memory figures are levels at its end. `phase_id`
-    is the phase running on the node during the interval, or None between phases.
-    """
-    run: str
-    node: str
-    t_ns: int
-    interval_s: float
-    phase_id: int | None
-    cpu_user_pct: float
-    cpu_system_pct: float
-    cpu_iowait_pct: float
-    mem_used_bytes: int
-    mem_cached_bytes: int
-    disk_read_bps: float
-    disk_write_bps: float
-    disk_busy_pct: float        # busiest disk's busy time share over the interval
-    net_rx_bps: float
-    net_tx_bps: float

@@ -12,7 +12,8 @@ import sqlite3
 from dataclasses import fields
 from typing import Iterator
 
-from .contract import Sample, SeriesPoint, TelemetryRow
+from ..node.wire_types import TelemetryRow
+from .contract import Sample, SeriesPoint
 from .export import BATCH_ROWS, Table
 
 # table -> (its rows' dataclass, the order Store gives them in)

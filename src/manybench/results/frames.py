@@ -12,7 +12,7 @@ Columns (docs/results-api.md):
              prepare_node, window_s, cleanup_s (contract.PhaseTimes; None before schema 8),
              params (dict), then unless nested "param.<name>"
   samples    contract.Sample's fields
-  telemetry  contract.TelemetryRow's fields
+  telemetry  TelemetryRow's fields (node/wire_types.py)
   series     contract.SeriesPoint's fields: size-indexed tables parsers read (OSU, IMB)
   nodes      contract.StoredNode's fields but inventory (dict), then unless nested each
              scalar of the inventory as "inventory.<key>"
@@ -26,8 +26,9 @@ from dataclasses import asdict, fields
 from typing import Any, Iterable
 
 from ..extra_keys import MISSING_METRICS, RANK, SERIES, STDERR, STDOUT
+from ..node.wire_types import TelemetryRow
 from ..record import COLUMNS, Record
-from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase, TelemetryRow
+from .contract import PhaseTimes, Sample, SeriesPoint, StoredNode, StoredPhase
 from .store import Store
 
 TABLES = ("records", "phases", "samples", "telemetry", "nodes", "series")

@@ -27,13 +27,14 @@ from urllib.parse import quote
 from ..extra_keys import MISSING_METRICS
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
+from ..node.wire_types import TelemetryRow
 from ..record import Record
 from ..timebase import now_ns
 from .liveness import status_of
 from ..status import Status
-from .contract import (STEPS, NodeCommand, PhaseStatus, PhaseTimes, RunInfo, RunNotes,
-                       RunStatus, Sample, SeriesPoint, Snapshot, StoredNode, StoredPhase,
-                       TelemetryRow, Warning, WarningKind, step_label)
+from .contract import (STEPS, NodeCommand, PhaseStatus, PhaseTimes, RunInfo,
+                       RunNotes, RunStatus, Sample, SeriesPoint, Snapshot, StoredNode,
+                       StoredPhase, Warning, WarningKind, step_label)
 from . import aggregate_rows, record_read
 from .phase_read import aggregate_stored, column as _column, phases_of, records_by_phase
 from .record_rows import dumps as _dumps, phase_rows

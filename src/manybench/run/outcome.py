@@ -11,12 +11,13 @@ from ..status import OK_TEXT, Status
 from ..results.contract import PhaseStatus, WarningKind
 from ..engines.base import Node, Results, Work
 from ..gc_pause import gc_paused
-from ..kernels import Result, kernel
+from ..kernels import kernel
 from ..kernels import figures as F
 from ..model import Phase
 from ..node.arrays import SlotResults
+from ..node.wire_types import Result, TelemetryRow
 from ..record_columns import RecordColumns
-from ..results.contract import PhaseTimes, Sample, TelemetryRow
+from ..results.contract import PhaseTimes, Sample
 from .samples import samples_at
 
 try:     # plan checks and dry runs work without the C extension (kernels/native.py)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..inventory.topology import Cpu, topology
+from ..inventory.topology import topology
 from ..node.protocol import Assignment, SlotPlace
+from ..node.wire_types import Cpu
 from ..plan.binding import explicit_sets
 
 

@@ -31,8 +31,8 @@ from ..kernels import figures as F
 from ..kernels.figures import UNIT_SUFFIX
 from ..kernels import kernel
 from ..kernels.binding import parse_cpulist
+from ..node.wire_types import TelemetryRow
 from ..record import Record
-from ..results.contract import TelemetryRow
 from ..results.store import Store
 # a warning writes a value as the report's tables do (times, sizes, counts)
 from ..report.formats import ns, param_formatter, plural

@@ -23,8 +23,9 @@ from ...analysis.values import Value, metric_spreads, point_values
 from ...model import GROUP_KERNEL
 from ...inventory.peaks import Peaks
 from ...analysis.throughput import planned_interval
+from ...node.wire_types import TelemetryRow
 from ...record import Record
-from ...results.contract import RunInfo, Sample, StoredPhase, TelemetryRow
+from ...results.contract import RunInfo, Sample, StoredPhase
 from ...results.store import Store
 from .. import header as head
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ...results.contract import TelemetryRow
+from ...node.wire_types import TelemetryRow
 from ..colunits import rate_unit
 from .data import TaskData
 from .style import figure
