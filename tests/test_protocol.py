@@ -152,6 +152,8 @@ def _metric_names(path: str, names: set[str]) -> list[str]:
 NOT_METRICS = {("inventory/environment.py", "gflops"), ("analysis/reference.py", "mb_s"), ("plan/reference.py", "mb_s"),
                ("results/store.py", "exit_status"), ("plan/schema.py", "launcher"),
                ("plan/tasks.py", "launcher"), ("node/wire_types.py", "launcher"),
+               # the extra key that names a rank's job (extra_keys.JOB), beside the metric
+               ("extra_keys.py", "job"),
                # a package's version (pyproject's, an inventory's), not a tool's printed one
                ("bundle.py", "version"), ("inventory/provenance.py", "version")}
 

@@ -143,7 +143,8 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
     warnings = []
     for (a, b), (path, shared) in sorted(paths.items()):
         if shared and nodes.get(a) and nodes.get(b) and nodes[a] != nodes[b]:
-            warnings.append((WarningKind.JOB_SHARED_MEMORY, f"ranks {a} (node {nodes[a]}) and {b} "
-                             f"(node {nodes[b]}) talked through {path}, as their MPI "
-                             "chose: figures between those nodes are not the network's"))
+            warnings.append((WarningKind.JOB_SHARED_MEMORY,
+                             f"ranks {a} (node {nodes[a]}) and {b} (node {nodes[b]}) talked "
+                             f"through {path}, as their MPI chose: figures between those "
+                             "nodes are not the network's"))
     return "; ".join(parts), warnings
