@@ -16,6 +16,7 @@ import yaml
 
 from manybench import config
 from manybench.config import ConfigError, read
+from manybench.config.doc import schema_leaves
 
 
 def _defaults() -> dict:
@@ -28,21 +29,11 @@ def _schema() -> dict:
         return yaml.safe_load(f)
 
 
-def _schema_leaves(schema: dict, prefix: str = "") -> dict[str, dict]:
-    out = {}
-    for key, spec in schema.get("properties", {}).items():
-        if spec.get("type") == "object":
-            out.update(_schema_leaves(spec, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = spec
-    return out
-
-
 def test_the_defaults_are_valid_and_every_key_is_described():
     schema = _schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(_defaults())
-    described = _schema_leaves(schema)
+    described = schema_leaves(schema)
     assert set(described) == set(read({}))        # no key without a meaning, nor the reverse
     assert all(spec.get("description") for spec in described.values())
     for short, long in config.SHORTER:
