@@ -103,7 +103,7 @@ class DaskEngine(ChannelEngine):
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
         if self.expected:
-            self.client.wait_for_workers(self.expected, timeout=600)
+            self.client.wait_for_workers(self.expected, timeout=timing("engines.workers_wait"))
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         infos = self._submit(self._infos(list(workers))).result()
         refused = [str(e) for e in infos.values() if isinstance(e, ProtocolMismatch)]
