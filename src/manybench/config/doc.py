@@ -19,7 +19,8 @@ from . import DEFAULTS, ENV_PREFIX, NEST, SCHEMA, _leaves, _yaml
 BEGIN = ("<!-- every timing: written by `python -m manybench.config.doc --write "
          "docs/configuration.md` from config/manybench.yaml and schema.yaml; edit those -->")
 END = "<!-- end of every timing -->"
-# a value quoted in a page with its key: "10 s (`lease.length`)", "5 minutes (`mpi.startup_timeout`)"
+# a value quoted in a page with its key: "10 s (`lease.length`)", "5 minutes
+# (`mpi.startup_timeout`)"
 QUOTED = re.compile(r"(\d+(?:\.\d+)?)\s?(ms|s|seconds?|m|min|minutes?|h|hours?|days?)\s?"
                     r"\(`([a-z_]+\.[a-z_]+)`\)")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "second": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0,

@@ -30,7 +30,6 @@ from .direct import Fanout, NodeLost
 from .relays import form_groups, relay_clocks
 
 
-
 class ChannelEngine(Engine):
     def __init__(self, fanout: Fanout) -> None:
         self.fanout = fanout

@@ -35,7 +35,6 @@ from .telemetry import Telemetry
 from .wire_types import Result
 
 
-
 @dataclass
 class SlotHandle:
     index: int
@@ -291,8 +290,9 @@ class Agent:
                 self.running[i].ready = True     # ready when it takes the go
                 self.running[i].prepare = msg
         timeout = self.phase.task.timeout if self.phase else None
-        self.deadline = None if timeout is None else (
-            time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + self.kill_grace_s)
+        self.deadline = None if timeout is None else (time.monotonic() + timeout
+                                                      + max(0, (t0_ns - time.time_ns()) / 1e9)
+                                                      + self.kill_grace_s)
         self.t0_ns = t0_ns
         self.went_ns = time.time_ns()    # the phase's rows are from here (telemetry)
         go = b""     # packed once for every slot: the loop is the dispatch time
