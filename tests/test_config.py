@@ -245,3 +245,15 @@ def test_every_timing_constant_is_configured_or_a_declared_definition():
     assert not {f: n for f, n in extra.items() if n}, (
         "a timing constant in the code: put it in config/manybench.yaml (and schema.yaml), "
         "or, if it defines a figure, in DEFINITIONS here")
+
+
+def test_every_key_is_read_somewhere_and_every_key_read_exists():
+    """A timing("...") with a typo would be a KeyError mid-run; a key no module reads is a
+    setting that does nothing."""
+    used = set()
+    for root, _, files in os.walk(SRC):
+        for name in files:
+            if name.endswith(".py"):
+                text = open(os.path.join(root, name)).read()
+                used |= set(re.findall(r"""timing\(["']([a-z_]+\.[a-z_]+)["']\)""", text))
+    assert used == set(read({}))
