@@ -35,7 +35,7 @@ def test_the_defaults_are_valid_and_every_key_is_described():
     jsonschema.Draft202012Validator(schema).validate(_defaults())
     described = schema_leaves(schema)
     assert set(described) == set(read({}))        # no key without a meaning, nor the reverse
-    assert all(spec.get("description") for spec in described.values())
+    assert all(spec.get("description") and spec.get("x-read-by") for spec in described.values())
     for short, long in config.SHORTER:
         assert short in described and long in described
 

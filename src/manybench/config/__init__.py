@@ -6,7 +6,7 @@ user file and then by the environment (MANYBENCH_SECTION__KEY=value), read once 
     config.timing("lease.length")      # 10.0
 
 A bad value is a ConfigError naming the key and where it came from (the CLI: exit 2). Values
-the nodes must share with their coordinator (schema.yaml's `x-owner: coordinator`) are the
+the nodes must share with their coordinator (schema.yaml's `x-read-by`) are the
 coordinator's: it sends them (Start, Renew) or records them (the run's notes); a node's own
 file or environment does not decide them.
 

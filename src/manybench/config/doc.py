@@ -45,13 +45,12 @@ def schema_leaves(schema: dict, prefix: str = "") -> dict[str, dict]:
 def markdown() -> str:
     defaults = _leaves(_yaml(DEFAULTS))
     specs = schema_leaves(_yaml(SCHEMA))
-    rows = ["| key | default | variable | whose | meaning |", "|---|---|---|---|---|"]
+    rows = ["| key | default | variable | read by | meaning |", "|---|---|---|---|---|"]
     for key, value in defaults.items():
         spec = specs[key]
         var = ENV_PREFIX + NEST.join(key.split(".")).upper()
-        whose = "the coordinator's" if spec.get("x-owner") == "coordinator" else "each process's"
         text = " ".join(spec["description"].replace("|", "\\|").split())
-        rows.append(f"| `{key}` | {value} | `{var}` | {whose} | {text} |")
+        rows.append(f"| `{key}` | {value} | `{var}` | {spec['x-read-by']} | {text} |")
     return "\n".join(rows) + "\n"
 
 
