@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from manybench import config
-from manybench.config import ConfigError, read
+from manybench.config import ConfigError, defaults, read
 from manybench.config.doc import schema_leaves
 
 
-def _defaults() -> dict:
+def _default_yaml() -> dict:
     with open(config.DEFAULTS) as f:
         return yaml.safe_load(f)
 
@@ -32,9 +32,9 @@ def _schema() -> dict:
 def test_the_defaults_are_valid_and_every_key_is_described():
     schema = _schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    jsonschema.Draft202012Validator(schema).validate(_defaults())
+    jsonschema.Draft202012Validator(schema).validate(_default_yaml())
     described = schema_leaves(schema)
-    assert set(described) == set(read({}))        # no key without a meaning, nor the reverse
+    assert set(described) == set(defaults())        # no key without a meaning, nor the reverse
     assert all(spec.get("description") and spec.get("x-read-by") for spec in described.values())
     for short, long in config.SHORTER:
         assert short in described and long in described
@@ -58,7 +58,7 @@ def test_a_user_file_then_the_environment_override_the_defaults(tmp_path):
     assert got["lease.length"] == 20.0                   # the file's
     assert got["lease.renew"] == 0.5                     # the environment's, over the file's
     assert got["results.lock_wait"] == 60.0
-    assert got["heartbeat.stale"] == read({})["heartbeat.stale"]   # untouched: the default
+    assert got["heartbeat.stale"] == defaults()["heartbeat.stale"]   # untouched: the default
     other = tmp_path / "elsewhere.yaml"
     other.write_text("heartbeat:\n  every: 1s\n")
     assert read({"MANYBENCH_CONFIG": str(other)})["heartbeat.every"] == 1.0
@@ -93,9 +93,9 @@ BAD = [
 
 
 @pytest.mark.parametrize("env, said", BAD)
-def test_a_bad_value_names_its_key_and_where_it_came_from(env, said):
+def test_a_bad_value_names_its_key_and_where_it_came_from(tmp_path, env, said):
     with pytest.raises(ConfigError) as e:
-        read(env)
+        read({"XDG_CONFIG_HOME": str(tmp_path), **env})     # no user file
     assert said in str(e.value)
 
 
@@ -256,4 +256,4 @@ def test_every_key_is_read_somewhere_and_every_key_read_exists():
             if name.endswith(".py"):
                 text = open(os.path.join(root, name)).read()
                 used |= set(re.findall(r"""timing\(["']([a-z_]+\.[a-z_]+)["']\)""", text))
-    assert used == set(read({}))
+    assert used == set(defaults())

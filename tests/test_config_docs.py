@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from manybench.config import read
+from manybench.config import defaults
 from manybench.config.doc import BEGIN, QUOTED, main, quoted_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 
 
-def disagreements(text: str, defaults: dict[str, float]) -> list[str]:
+def disagreements(text: str, known: dict[str, float]) -> list[str]:
     """Each quoted value whose key is unknown or whose default is another."""
     out = []
     for m in QUOTED.finditer(text):
         number, unit, key = m.groups()
-        if key not in defaults:
+        if key not in known:
             out.append(f"{m.group(0)}: no such key")
-        elif abs(quoted_seconds(number, unit) - defaults[key]) > 1e-9 * defaults[key]:
-            out.append(f"{m.group(0)}: the default is {defaults[key]:g} s")
+        elif abs(quoted_seconds(number, unit) - known[key]) > 1e-9 * known[key]:
+            out.append(f"{m.group(0)}: the default is {known[key]:g} s")
     return out
 
 
@@ -32,23 +32,23 @@ def test_the_pages_table_of_timings_is_the_packages():
 
 
 def test_no_page_quotes_a_timing_the_defaults_disagree_with():
-    defaults = read({})
+    known = defaults()
     found = {}
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        found[page.name] = disagreements(text, defaults)
+        found[page.name] = disagreements(text, known)
     assert not {p: d for p, d in found.items() if d}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert {m.group(3) for m in QUOTED.finditer(readme)} >= {"lease.length", "lease.renew"}
 
 
 def test_a_quote_that_disagrees_is_found():
-    defaults = read({})
-    assert disagreements("renewed every 2 s (`lease.renew`)", defaults) == []
-    assert disagreements("runs out after 15 s (`lease.length`)", defaults) == [
+    known = defaults()
+    assert disagreements("renewed every 2 s (`lease.renew`)", known) == []
+    assert disagreements("runs out after 15 s (`lease.length`)", known) == [
         "15 s (`lease.length`): the default is 10 s"]
-    assert disagreements("within 5 minutes (`mpi.startup_timeout`)", defaults) == []
-    assert disagreements("within 3 s (`lease.lenght`)", defaults) == [
+    assert disagreements("within 5 minutes (`mpi.startup_timeout`)", known) == []
+    assert disagreements("within 3 s (`lease.lenght`)", known) == [
         "3 s (`lease.lenght`): no such key"]
 
 

@@ -75,13 +75,18 @@ def user_file(environ: Mapping[str, str] | None = None) -> str:
         "manybench.yaml")
 
 
-def read(environ: Mapping[str, str]) -> dict[str, float]:
-    """The defaults, the user file's and the environment's values over them: every key in
-    seconds, checked."""
+def defaults() -> dict[str, float]:
+    """The package's own values, whatever the user's file or environment say (docs, tests)."""
+    return read({}, user=False)
+
+
+def read(environ: Mapping[str, str], user: bool = True) -> dict[str, float]:
+    """The defaults, the user file's (unless not `user`) and the environment's values over
+    them: every key in seconds, checked."""
     tree = _yaml(DEFAULTS)
     origin: dict[str, str] = {key: DEFAULTS for key in _leaves(tree)}
     path = user_file(environ)
-    if os.path.isfile(path) or environ.get(ENV_FILE):
+    if user and (os.path.isfile(path) or environ.get(ENV_FILE)):
         _merge(tree, _yaml(path) or {}, path, origin)
     for name in sorted(environ):
         rest = name[len(ENV_PREFIX):]
