@@ -144,6 +144,14 @@ def test_version_reads_no_configuration():
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_a_run_records_the_timings_it_changed():
+    from manybench.inventory import environment
+    assert config.overridden() == {} or os.path.isfile(config.user_file())
+    with config.set({"lease.length": 3.0}):
+        assert config.overridden()["lease.length"] == 3.0
+        assert environment.collect()["timings"]["lease.length"] == 3.0
+
+
 # -- values the nodes share with their coordinator -----------------------------------------
 
 def test_a_nodes_lease_has_its_coordinators_length_from_the_start(monkeypatch):

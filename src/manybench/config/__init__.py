@@ -75,6 +75,12 @@ def user_file(environ: Mapping[str, str] | None = None) -> str:
         "manybench.yaml")
 
 
+def overridden() -> dict[str, float]:
+    """The keys whose values here are not the package's (a run records them: inventory)."""
+    own = defaults()
+    return {key: value for key, value in load().items() if value != own[key]}
+
+
 def defaults() -> dict[str, float]:
     """The package's own values, whatever the user's file or environment say (docs, tests)."""
     return read({}, user=False)
