@@ -10,9 +10,9 @@ the nodes must share with their coordinator (schema.yaml's `x-read-by`) are the
 coordinator's: it sends them (Start, Renew) or records them (the run's notes); a node's own
 file or environment does not decide them.
 
-Importing this module costs nothing beyond `os`: YAML is read at the first value asked, and
-jsonschema only when a user file or variable overrides a default (the defaults are checked
-against the schema by the tests).
+Importing this module costs next to nothing (os, contextlib, typing): YAML is read at the first
+value asked, and jsonschema imported only when a user file or variable overrides a default
+(the defaults are checked against the schema by the tests). `manybench --version` reads none.
 """
 from __future__ import annotations
 
