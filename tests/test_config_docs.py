@@ -63,3 +63,12 @@ def test_a_changed_default_makes_the_page_stale(tmp_path, monkeypatch):
     assert main(["--check", str(page)]) == 1
     assert main(["--write", str(page)]) == 0 and main(["--check", str(page)]) == 0
     assert "| `lease.length` | 12s |" in page.read_text()
+
+
+def test_the_pages_example_of_a_bad_value_is_what_the_command_says(tmp_path):
+    import pytest
+    from manybench.config import ConfigError, read
+    with pytest.raises(ConfigError) as e:
+        read({"XDG_CONFIG_HOME": str(tmp_path), "MANYBENCH_LEASE__RENEW": "12s"})
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert f"manybench: configuration: {e.value}\n" in page
