@@ -8,7 +8,8 @@ from pathlib import Path
 from manybench.config import defaults
 from manybench.config.doc import BEGIN, QUOTED, main, quoted_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
+# the tree this test is in, wherever in tests/ it sits
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 
 
