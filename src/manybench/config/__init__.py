@@ -12,7 +12,8 @@ file or environment does not decide them.
 
 Importing this module costs next to nothing (os, contextlib, typing): YAML is read at the first
 value asked, and jsonschema imported only when a user file or variable overrides a default
-(the defaults are checked against the schema by the tests). `manybench --version` reads none.
+(the defaults are checked against the schema by the tests). The command line reads it before
+a command only when something overrides a default (check).
 """
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def timing(key: str) -> float:
     """The timing `key` ("section.name") in seconds."""
     values = _values if _values is not None else load()
     return values[key]
+
+
+def check() -> None:
+    """Read now when a user file or a variable overrides a default, so a bad value is found
+    before a command starts (ConfigError); with neither, nothing: the defaults are valid (the
+    tests check them) and are read at the first value asked, so a command that asks none
+    (`--help`) never imports YAML."""
+    env = os.environ
+    if os.path.isfile(user_file(env)) or env.get(ENV_FILE) or any(
+            name.startswith(ENV_PREFIX) and NEST in name for name in env):
+        load()
 
 
 def load() -> dict[str, float]:
