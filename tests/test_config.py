@@ -186,6 +186,27 @@ def test_the_coordinators_lease_and_renewals_are_one_configuration():
     assert renewer.every_s == config.timing("lease.renew") < renewer.lease_s
 
 
+def test_the_slots_inherit_the_configuration_read_before_their_fork(tmp_path, monkeypatch):
+    """A slot never reads YAML itself (inside a phase it would cost ~10 ms of its cpu): the
+    agent reads the configuration before it forks them."""
+    from manybench.node.agent import Agent
+    from manybench.node.protocol import Start
+    monkeypatch.setattr(config, "_values", None)          # as in a fresh agent process
+    read_at_fork = []
+    fork = Agent._fork
+
+    def _fork(self, i):
+        read_at_fork.append(config._values is not None)
+        return fork(self, i)
+    monkeypatch.setattr(Agent, "_fork", _fork)
+    agent = Agent.of(Start("r", "n", 2, str(tmp_path), kill_grace_s=7.0))
+    try:
+        agent.start()
+    finally:
+        agent.close()
+    assert read_at_fork == [True, True]
+
+
 def test_an_agent_kills_at_its_coordinators_grace_not_its_own():
     from manybench.node.agent import Agent
     from manybench.node.protocol import Start

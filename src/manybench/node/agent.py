@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
-from ..config import timing
+from ..config import load as load_config, timing
 from ..kernels import WARM_UP
 from ..kernels.rank_keys import run_key
 from ..status import Status
@@ -108,6 +108,7 @@ class Agent:
     def start(self) -> int:
         """Fork the pool and warm it up; returns how long one round trip to all slots took."""
         sweep_stale()     # what killed runs' slots left behind on this node
+        load_config()     # before the fork: the slots inherit it, none reads YAML in a phase
         self.slots = [self._fork(i) for i in range(self.nslots)]
         self._warm_up()
         t = time.monotonic_ns()
