@@ -242,9 +242,10 @@ def test_ctrl_c_on_a_cluster_stops_every_node(four_nodes, plan_file, tmp_path):
 def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(plan_file,
                                                                                tmp_path):
     """Nothing renews the nodes' leases after SIGKILL: each node's agent stops its slots and
-    their commands within the lease (engines/lease.py), and `report` says the run was killed."""
+    their commands within the lease (engines/lease.py), and `report` says the run was killed.
+    The lease is the coordinator's (6 s, sent in its Start), not the nodes' own (300 s)."""
     import psutil
-    from manybench.engines.lease import LEASE_S
+    lease_s = 6.0
     marker = f"{time.time() % 1000 + 6000:.3f}"
     plan = plan_file(f"""
         [placement]
@@ -254,10 +255,12 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
         command = ["sh", "-c", "sleep {marker} & sleep {marker}"]
     """)
     out = str(tmp_path / "res")
-    with DaskLab(2, slots=1) as lab:
+    with DaskLab(2, slots=1, env={"MANYBENCH_LEASE__LENGTH": "300s"}) as lab:
         proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out,
                                  "-q", "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "MANYBENCH_LEASE__LENGTH": f"{lease_s}s",
+                                     "MANYBENCH_LEASE__RENEW": "1s"})
 
         def sleepers():
             return [p for p in psutil.process_iter(["cmdline"])
@@ -268,12 +271,12 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
             while time.monotonic() < deadline and len(sleepers()) < 4:
                 time.sleep(0.2)
             assert len(sleepers()) == 4               # both nodes' commands and children
-            time.sleep(LEASE_S / 2)                   # renewed: the run goes on meanwhile
+            time.sleep(lease_s / 2)                   # renewed: the run goes on meanwhile
             assert len(sleepers()) == 4
             proc.kill()                               # our own coordinator, by its pid
             proc.communicate(timeout=30)
             killed_at = time.monotonic()
-            while sleepers() and time.monotonic() < killed_at + LEASE_S + 15:
+            while sleepers() and time.monotonic() < killed_at + lease_s + 15:
                 time.sleep(0.2)
             assert sleepers() == []       # gone before their own end: the lease ran out
         finally:
@@ -283,19 +286,18 @@ def test_a_killed_coordinators_nodes_stop_their_slots_when_the_lease_runs_out(pl
     assert any(line.split()[:2] == ["status", "killed"] for line in status.splitlines())
 
 
-def test_phases_on_the_direct_channel_hold_the_lease_without_renewals(tmp_path, monkeypatch):
+def test_phases_on_the_direct_channel_hold_the_lease_without_renewals(tmp_path):
     """While rounds come on the agents' direct channels, the coordinator renews no lease over
     Dask's RPC, and the workers keep their nodes past several lease lengths (the agents'
     stamps: node/lease.py); with no round, renewals resume; with neither, the nodes stop
     within the lease."""
-    import functools
     from distributed import Client
+    from manybench import config
     from manybench.engines import dask as engine_mod
     from manybench.node.protocol import Ping
     lease_s, every_s = 3.0, 0.6
-    monkeypatch.setattr(engine_mod, "LeaseRenewer", functools.partial(
-        engine_mod.LeaseRenewer, lease_s=lease_s, every_s=every_s))
-    with DaskLab(2, slots=1) as lab:
+    with DaskLab(2, slots=1) as lab, config.set({"lease.length": lease_s,
+                                                 "lease.renew": every_s}):
         client = Client(lab.scheduler, timeout="30s", security=client_security())
         engine = engine_mod.DaskEngine(client, on_close=client.close, expected=2)
         engine.start("lease", 1, str(tmp_path), False)

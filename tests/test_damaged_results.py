@@ -14,8 +14,8 @@ import traceback
 import pytest
 from click.testing import CliRunner
 
+from manybench import config
 from manybench.cli import main
-from manybench.results import store as store_mod
 
 PLAN = 'name = "n"\nrepeat = 3\n[[task]]\nname = "n"\nkernel = "null"\n'
 READERS = ["report", "export", "diff", "compare", "history", "resume", "run -o"]
@@ -166,12 +166,12 @@ LOCKS = [(cmd, True) for cmd in READERS] + [("resume", False), ("run -o", False)
 @pytest.mark.parametrize("cmd, exclusive_mode", LOCKS)
 def test_a_locked_results_db_is_waited_on_then_exit_2(results, tmp_path, monkeypatch, cmd,
                                                        exclusive_mode):
-    monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.5)
     d = tmp_path / "copy"
     shutil.copytree(results, d)
     holder = _hold_lock(str(d / "results.db"), exclusive_mode)
     try:
-        res = invoke(*reader_args(cmd, str(d), results))
+        with config.set({"results.lock_wait": 0.5}):
+            res = invoke(*reader_args(cmd, str(d), results))
     finally:
         holder.kill()
         holder.wait()

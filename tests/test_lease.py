@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from manybench import config
 from manybench.node import lease as L
 
 
@@ -73,7 +74,8 @@ def test_the_watch_sleeps_to_the_leases_end_not_in_steps(monkeypatch):
             await real(0)
         lease.stop()
     _run(go())
-    assert waits and min(waits) > L.CHECK_S      # one sleep to the end, not a step of 0.5 s
+    # one sleep to the end, not a step of lease.check (0.5 s)
+    assert waits and min(waits) > config.timing("lease.check")
 
 
 def test_a_lease_run_out_is_extended_from_when_the_agent_last_heard_the_coordinator():

@@ -22,7 +22,7 @@ LIMIT_BYTES = 1_000_000
 # The coordinator in a process of its own, its resident size read at the start of phase
 # FIRST and of the last phase, each after a full collection: the coordinator pauses and
 # freezes the collector around phases and collects in full only every minute
-# (gc_pause.PhaseCollector.FULL_S), so what a collection reclaims is not growth (a step of
+# (run.gc_full, config/), so what a collection reclaims is not growth (a step of
 # ~230 KB between phases 1,000 and 2,000 of the local engine, flat after, 12 KB after a
 # collection; it made this test fail now and then).
 SCRIPT = f"""

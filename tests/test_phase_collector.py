@@ -8,6 +8,7 @@ import gc
 import pytest
 
 from builders import instant_node_engine
+from manybench import config
 from manybench.gc_pause import PhaseCollector
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
@@ -44,8 +45,8 @@ def test_off_from_the_go_frozen_until_the_commit():
 
 def test_a_long_phase_has_the_collector_back_on():
     c = PhaseCollector()
-    c.LONG_S = 0.0
-    c.pause(lead_s=0.0)
+    with config.set({"run.gc_long": 0.0}):
+        c.pause(lead_s=0.0)
     assert not gc.isenabled()
     c.waiting()
     assert gc.isenabled()
@@ -68,14 +69,13 @@ def test_a_collector_off_before_stays_off():
 
 def test_cycles_made_between_commits_are_collected_within_full_s():
     """Phase after short phase the young collections may never come: a full collection at
-    a commit once FULL_S has passed takes the cycles made meanwhile."""
+    a commit once run.gc_full has passed takes the cycles made meanwhile."""
     import weakref
 
     class Cycle:
         pass
 
     c = PhaseCollector()
-    c.FULL_S = 0.0
     c.full_at = 0.0
     c.pause(lead_s=0.0)
     a = Cycle()

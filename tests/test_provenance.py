@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from manybench import config
 from manybench.inventory import environment, provenance, tunables
 
 
@@ -105,8 +106,8 @@ def test_unknown_programs_are_never_run_and_hung_tools_time_out(tmp_path, monkey
     # the test's own time limit): given up on, its process killed
     _script(bin_dir / "qperf", f"echo $$ > {tmp_path}/qperf.pid\nexec sleep 3600\n")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(provenance, "VERSION_TIMEOUT_S", 0.5)
-    s = provenance.snapshot([], ["mytool", "qperf"])
+    with config.set({"inventory.version_timeout": 0.5}):
+        s = provenance.snapshot([], ["mytool", "qperf"])
     assert s["programs"]["mytool"]["found"] and not marker.exists()
     assert "version" not in s["programs"]["qperf"]
     pid = int((tmp_path / "qperf.pid").read_text())

@@ -14,6 +14,7 @@ import time
 import psutil
 import pytest
 
+from manybench import config
 from manybench.kernels import doorway
 from manybench.kernels.base import KernelError
 from manybench.kernels.doorway import Doorway, descends
@@ -216,7 +217,7 @@ def test_a_peer_past_its_time_or_its_line_length_is_dropped(monkeypatch):
         while len(door.peers) == 2:               # the long one, once read whole
             door.heard([door.peers[1].sock])
         assert door.peers[0].sock.getpeername() == quiet.getsockname()
-        now[0] += doorway.HELLO_S                  # the quiet one's time is up
+        now[0] += config.timing("mpi.doorway_hello")                  # the quiet one's time is up
         door.heard([])
         assert door.peers == [] and door.refused == 2
         for s in (quiet, long):

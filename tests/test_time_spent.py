@@ -22,6 +22,7 @@ import time
 import pytest
 
 from builders import S, T, pinfo, rec
+from manybench import config
 from manybench.analysis.time_spent import TimeSpent
 from manybench.engines.local import LocalEngine
 from manybench.kernels import KERNELS
@@ -82,10 +83,10 @@ def slow_run(tmp_path_factory):
     lines: list[str] = []
     try:
         _slowed(mp, marks)
-        mp.setattr(P, "LINE_EVERY_S", 0.05)
         mp.setattr(P.sys, "stderr", _Log(lines))     # a log file: no terminal
         plan = parse_plan(PLAN, "slow.toml", ())
-        outcome = Coordinator(plan, expand(plan), out, LocalEngine(), ["test"]).run()
+        with config.set({"run.progress_every": 0.05}):
+            outcome = Coordinator(plan, expand(plan), out, LocalEngine(), ["test"]).run()
     finally:
         mp.undo()
         for s, handler in saved.items():
@@ -160,7 +161,7 @@ def test_the_report_says_where_the_time_went_and_names_the_slowest_prepare(slow_
 
 @pytest.mark.e2e
 def test_progress_lines_on_a_stderr_that_is_no_terminal(slow_run):
-    """A batch job's log showed nothing for minutes: a line every LINE_EVERY_S, saying what
+    """A batch job's log showed nothing for minutes: a line every run.progress_every, saying what
     the run does and for how long, and a last one at the end."""
     err = slow_run[1]
     lines = [x for x in err.splitlines() if x.startswith("progress: ")]
@@ -221,13 +222,14 @@ def test_time_spent_adds_up_a_resumed_run_from_its_resume():
 def test_progress_lines_come_every_n_seconds_and_say_what_the_run_does(capsys):
     now = [100.0]
     bar = P.RunProgress(4, clock=lambda: now[0])    # stderr is captured: no terminal
+    every = config.timing("run.progress_every")
     with bar:
         bar.point("w workers=2", 0)
         bar.doing("preparing")
-        now[0] += P.LINE_EVERY_S / 2
+        now[0] += every / 2
         bar.tick()
         assert capsys.readouterr().err == ""     # not yet
-        now[0] += P.LINE_EVERY_S
+        now[0] += every
         bar.tick()
         [line] = capsys.readouterr().err.splitlines()
         assert line.startswith("progress: 0/4 phases, 0:00:15 elapsed")
@@ -235,7 +237,7 @@ def test_progress_lines_come_every_n_seconds_and_say_what_the_run_does(capsys):
         bar.doing("running")
         records = [rec(0, s, T, T, T + S, kernel="meta.mkdir", ops=500) for s in range(2)]
         bar.advance(records)
-        now[0] += P.LINE_EVERY_S
+        now[0] += every
         bar.point("w workers=2", 1)
         bar.doing("preparing")
         [line] = capsys.readouterr().err.splitlines()

@@ -177,6 +177,11 @@ class _Main(click.Group):
 def main() -> None:
     """Synchronized many-task benchmarks: many slots start at the same instant, phase after
     phase; results land in results.db and come out as reports."""
+    from .config import ConfigError, check
+    try:       # an override read before any command: a bad timing is exit 2 here, not mid-run
+        check()
+    except ConfigError as e:
+        raise errs.UserError(f"configuration: {e}") from None
 
 
 @main.command()

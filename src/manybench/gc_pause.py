@@ -14,6 +14,8 @@ import gc
 import time
 from typing import Any, Callable, TypeVar
 
+from .config import timing
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -37,25 +39,22 @@ class PhaseCollector:
     next phase's lead): walked by every young collection meanwhile, they cost ~60 ms a phase
     at 1,000 nodes x 64 slots. So the collector is off from the go until the records are
     made, and those are then frozen (gc.freeze: left out of every collection) until their
-    commit thaws them. A long phase (minutes) turns it back on LONG_S after its T0, so what
+    commit thaws them. A long phase (minutes) turns it back on run.gc_long after its T0, so what
     the process makes meanwhile (the Dask client's own) is collected as usual; nothing is
     ever left frozen past the next commit. Phase after short phase, the young collections
     that would move cycles made meanwhile (by any thread) to where a full collection finds
-    them may never come: a full collection every FULL_S bounds them."""
-
-    LONG_S = 1.0
-    FULL_S = 60.0
+    them may never come: a full collection every run.gc_full bounds them."""
 
     def __init__(self) -> None:
         self.until: float | None = None    # while this holds the collector off: until when
         self.frozen = False
-        self.full_at = time.monotonic() + self.FULL_S
+        self.full_at = time.monotonic() + timing("run.gc_full")
 
     def pause(self, lead_s: float) -> None:
         """The go is about to be sent, lead_s before T0."""
         if gc.isenabled():
             gc.disable()
-            self.until = time.monotonic() + max(lead_s, 0.0) + self.LONG_S
+            self.until = time.monotonic() + max(lead_s, 0.0) + timing("run.gc_long")
 
     def waiting(self) -> None:
         """Still waiting for replies: the collector back on once the phase is long."""
@@ -81,4 +80,4 @@ class PhaseCollector:
             gc.unfreeze()
             if time.monotonic() > self.full_at:
                 gc.collect()
-                self.full_at = time.monotonic() + self.FULL_S
+                self.full_at = time.monotonic() + timing("run.gc_full")

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..results.contract import WarningKind
 from .. import timebase
+from ..config import timing
 from ..node.arrays import SlotResults
 from ..node.clock import Offset
 from ..node.procs import open_files
@@ -27,11 +28,6 @@ from ..node.wire_types import Result
 from .base import Engine, Node, Work, with_go
 from .direct import Fanout, NodeLost
 from .relays import form_groups, relay_clocks
-
-LOST_GRACE_S = 30.0           # a node silent this long past a task's timeout is lost
-# how often a phase still waiting asks whoever watches the nodes which are alive (Dask: the
-# scheduler's answer describes every worker, a large message at 64 nodes): not every poll
-CHECK_WORKERS_S = 2.0
 
 
 class ChannelEngine(Engine):
@@ -171,7 +167,8 @@ class ChannelEngine(Engine):
         timeout = self.phase.task.timeout if self.phase else None
         if timeout is not None:
             lead = max(0.0, (self.t0_ns - timebase.now_ns()) / 1e9)
-            self.deadline = time.monotonic() + lead + timeout + LOST_GRACE_S
+            # a node silent this long past the task's timeout is lost
+            self.deadline = time.monotonic() + lead + timeout + timing("engines.lost_grace")
         self.fanout.send(reqs, self._envelopes(reqs))
         self.pending = bool(reqs)
 
@@ -182,7 +179,9 @@ class ChannelEngine(Engine):
             if self.deadline is not None and time.monotonic() > self.deadline:
                 for n in list(self.fanout.waiting):
                     self._lose(n, NodeLost(f"node {n} lost: no answer past the timeout"))
-            elif time.monotonic() - self.checked >= CHECK_WORKERS_S:
+            # now and then, not every poll, ask whoever watches the nodes which are alive
+            # (Dask: the scheduler's answer describes every worker, a large message at 64 nodes)
+            elif time.monotonic() - self.checked >= timing("engines.check_workers"):
                 self.checked = time.monotonic()
                 self._check_workers()
             if not self.fanout.wait(0):

@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import time
 from typing import Any, Callable
 
+from ..config import timing
 from ..results.contract import WarningKind
 from ..node.clock import measure_offset
 from ..security import auth
@@ -32,7 +33,6 @@ from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
 
-CLOSE_S = 30.0                # every node's answer to Close / Abort within this
 # what waiting on the client's event loop raises when the answer does not come
 STUCK = (cf.TimeoutError, cf.CancelledError, RuntimeError)
 
@@ -103,7 +103,7 @@ class DaskEngine(ChannelEngine):
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
         if self.expected:
-            self.client.wait_for_workers(self.expected, timeout=600)
+            self.client.wait_for_workers(self.expected, timeout=timing("engines.workers_wait"))
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         infos = self._submit(self._infos(list(workers))).result()
         refused = [str(e) for e in infos.values() if isinstance(e, ProtocolMismatch)]
@@ -134,7 +134,8 @@ class DaskEngine(ChannelEngine):
             self._submit(self._noise()).result()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
                                                 self.telemetry_s, secret=self.secret,
-                                                host=n.host)
+                                                host=n.host, lease_s=timing("lease.length"),
+                                                kill_grace_s=timing("node.kill_grace"))
                                   for n in self.nodes})
         for name, r in replies.items():
             if not isinstance(r, Started):
@@ -259,7 +260,8 @@ class DaskEngine(ChannelEngine):
                     self.tell(WarningKind.CLEANUP, "", f"the lease renewals did not stop ({e!r})")
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
             try:
-                got = self._submit(self._all(live)).result(timeout=CLOSE_S) if live else {}
+                got = (self._submit(self._all(live)).result(timeout=timing("engines.close"))
+                       if live else {})
             except STUCK as e:
                 got = {n: e for n in live}
             for n, r in got.items():

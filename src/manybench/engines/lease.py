@@ -1,7 +1,8 @@
 """The coordinator's side of the Dask nodes' leases (node/lease.py): renew every live node's
-lease every RENEW_S (protocol.Renew), so a node whose coordinator is gone stops its slots
-within LEASE_S. A node that heard the coordinator on its direct channel since the last
-renewal is skipped: its agent stamped that, and its worker counts the stamp as a renewal.
+lease every lease.renew (protocol.Renew, config/), so a node whose coordinator is gone stops
+its slots within lease.length; the Start sent that length first, so every node holds the
+coordinator's from the start. A node that heard the coordinator on its direct channel since
+the last renewal is skipped: its agent stamped that, and its worker counts the stamp as a renewal.
 The first renewal goes to every node: it sets the lease's length.
 
 The renewals run on the Dask client's event loop, apart from the phase's own requests, so a
@@ -13,21 +14,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
+from ..config import timing
 from ..node.protocol import Renew
-
-LEASE_S = 10.0     # a node stops this long after the last renewal it got
-RENEW_S = 2.0      # renewed this often: several renewals may be lost or late first
 
 
 class LeaseRenewer:
     def __init__(self, send: Callable[[str, Renew], Awaitable[Any]],
                  live: Callable[[], list[str]],
-                 heard: Callable[[], set[str]] = set, lease_s: float = LEASE_S,
-                 every_s: float = RENEW_S) -> None:
+                 heard: Callable[[], set[str]] = set, lease_s: float | None = None,
+                 every_s: float | None = None) -> None:
         """send: (worker address, request) -> its reply; live: the live nodes' addresses;
-        heard: those that heard the coordinator otherwise within every_s."""
+        heard: those that heard the coordinator otherwise within every_s; lease_s, every_s:
+        lease.length and lease.renew unless given."""
         self.send, self.live, self.heard = send, live, heard
-        self.lease_s, self.every_s = lease_s, every_s
+        self.lease_s = timing("lease.length") if lease_s is None else lease_s
+        self.every_s = timing("lease.renew") if every_s is None else every_s
         self.sent = 0               # renewals sent (tests, benchmarks)
         self._task: asyncio.Task | None = None
 

@@ -6,6 +6,7 @@ import time
 from typing import Callable
 
 from .. import timebase
+from ..config import timing
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
@@ -34,7 +35,8 @@ class LocalEngine(Engine):
         try:      # the same check as a Dask node's agent, before anything else
             # the run's secret: what its slots derive a parallel task's job secrets from
             agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
-                                   secret=auth.new_secret(), host=LOOPBACK))
+                                   secret=auth.new_secret(), host=LOOPBACK,
+                                   kill_grace_s=timing("node.kill_grace")))
         except ProtocolMismatch as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()

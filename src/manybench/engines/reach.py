@@ -9,9 +9,8 @@ import socket
 import ssl
 from typing import Any
 
+from ..config import timing
 from .base import EngineError
-
-HANDSHAKE_S = 5.0     # the probe's TLS handshake: a slow one is closed, not waited for twice
 
 
 def connect_timeout_s() -> float:
@@ -51,7 +50,7 @@ def check_reachable(address: str, security: Any = None) -> None:
                           "dropping the connection, or no host at that address)") from None
     except OSError as e:
         raise EngineError(f"{said}: {e.strerror or e}") from None
-    _close(sock, scheme, security, min(HANDSHAKE_S, timeout))
+    _close(sock, scheme, security, min(timing("engines.probe_handshake"), timeout))
 
 
 def _close(sock: socket.socket, scheme: str, security: Any, timeout: float) -> None:

@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Any
 
+from ..config import timing
 from ..results.contract import WarningKind
 from ..node.clock import measure_offset
 from ..security import auth
@@ -152,7 +153,8 @@ class SimulatedEngine(ChannelEngine):
         self.sync_clocks()
         started = self._must(self._round({
             n.name: Start(run, n.name, n.slots, default_dir, keep, self.telemetry_s,
-                          secret=self.secret) for n in self.nodes}), "Start")
+                          secret=self.secret, kill_grace_s=timing("node.kill_grace"))
+            for n in self.nodes}), "Start")
         t = time.monotonic_ns()
         self._must(self._round({n.name: Ping() for n in self.nodes}), "Ping")
         rpc = time.monotonic_ns() - t

@@ -17,9 +17,8 @@ from typing import Any
 
 from distributed.deploy.spec import ProcessInterface
 
+from ..config import timing
 from ..security.credentials import FILES, Credentials
-
-READY_S = 120.0       # a remote process must say it is listening within this
 
 
 class Remote(ProcessInterface):
@@ -55,7 +54,7 @@ class Remote(ProcessInterface):
         cmd = f"{self.python} -m manybench " + " ".join(
             shlex.quote(a) for a in [*self.args(), "--host", self.listen, *access])
         self.proc = await self.connection.create_process(cmd)
-        await asyncio.wait_for(self._wait_ready(), READY_S)
+        await asyncio.wait_for(self._wait_ready(), timing("engines.ssh_ready"))
         await super().start()
 
     async def _wait_ready(self) -> None:

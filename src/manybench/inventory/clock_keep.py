@@ -29,13 +29,12 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..config import timing
 from .. import cachedir
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-LOCK_WAIT_S = 2.0            # others hold the lock for a read and a rename: microseconds
 MAX_BYTES = 4096             # the file is ~100 bytes; more is not ours
-STALE_S = 30 * 86400         # files of other boots are removed after a month unchanged
 PLAUSIBLE_GHZ = (0.05, 20.0)
 _OPEN = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -124,14 +123,16 @@ def _locked(dfd: int) -> Iterator[None]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotKept("its lock is not a regular file")
-        deadline = time.monotonic() + LOCK_WAIT_S
+        # others hold the lock for a read and a rename: microseconds
+        deadline = time.monotonic() + timing("inventory.clock_lock_wait")
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise NotKept(f"its lock was held over {LOCK_WAIT_S:g} s") from None
+                    held = timing("inventory.clock_lock_wait")
+                    raise NotKept(f"its lock was held over {held:g} s") from None
                 time.sleep(0.005)
         yield
     finally:
@@ -183,7 +184,8 @@ def _write(dfd: int, name: str, data: dict) -> None:
 
 
 def _prune(dfd: int, current: str) -> None:
-    """Remove other boots' files unchanged for STALE_S (a month): one file a boot remains."""
+    """Remove other boots' files unchanged for inventory.clock_stale (a month): one file a
+    boot remains."""
     now = time.time()
     with contextlib.suppress(OSError), os.scandir(dfd) as entries:
         for e in entries:
@@ -191,5 +193,5 @@ def _prune(dfd: int, current: str) -> None:
                     or not e.name.endswith(".json"):
                 continue
             with contextlib.suppress(OSError):
-                if now - e.stat(follow_symlinks=False).st_mtime > STALE_S:
+                if now - e.stat(follow_symlinks=False).st_mtime > timing("inventory.clock_stale"):
                     os.unlink(e.name, dir_fd=dfd)

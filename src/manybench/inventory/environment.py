@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import psutil
 
-from .. import __version__
+from .. import __version__, config
 from . import clock_keep, network, peaks, topology, tunables
 from .cpu_peak import (MEASURED_CLOCK, CoreFlops, Measured, core_flops, frequencies,
                        parse_cpuinfo)
@@ -256,7 +256,8 @@ def collect() -> dict:
     memory_total, distances), memory_total, os, kernel, python, governor, tuned_profile,
     tunables (THP, cpufreq, cpuidle, SMT, tuned, sysctls, kernel command line: tunables.py),
     network (interfaces and RDMA ports: network.py),
-    manybench, build (how its C kernels were compiled: _native.build_info()); cpu (SIMD, FMA
+    manybench, build (how its C kernels were compiled: _native.build_info()), timings (those
+    of config/ this process does not have at their defaults: key -> seconds); cpu (SIMD, FMA
     pipes, flops per cycle, base and max clock, memory channels,
     each with where it came from) and peaks (peaks.Peaks.as_dict(): values, basis, detected,
     overrides from MANYBENCH_PEAKS)."""
@@ -282,6 +283,7 @@ def collect() -> dict:
         "network": _safe(network.collect),
         "manybench": __version__,
         "build": _safe(_build),
+        "timings": _safe(config.overridden),
     }
     both = _safe(lambda: _cpu_and_peaks(env))
     env["cpu"], env["peaks"] = both if both else (None, None)

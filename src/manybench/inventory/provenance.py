@@ -24,6 +24,7 @@ import subprocess
 import time
 from typing import Any
 
+from ..config import timing
 from .environment import PROBE_ERRORS, _read, collect
 from .tunables import selected
 
@@ -38,7 +39,6 @@ VERSION_ARGS: dict[str, list[str]] = {
 }
 VERSION_ARGS["bwa"] = []   # bwa has no version flag: with no arguments it prints its usage,
                            # "Version: 0.7.17-r1188" among it, and exits
-VERSION_TIMEOUT_S = 3.0
 
 _versions: dict[tuple, str | None] = {}     # (path, mtime, size) -> version line
 _packages: dict[tuple, dict] = {}           # (path, realpath, package db mtime) -> facts
@@ -208,7 +208,7 @@ def _version(path: str, name: str, env: dict[str, str]) -> str | None:
     key = (path, st.st_mtime_ns, st.st_size)    # a reinstalled tool is asked again
     if key not in _versions:
         env = {"USER": _user(), **env}     # ch-run refuses to start without USER
-        got = _capture([path, *args], VERSION_TIMEOUT_S, env)
+        got = _capture([path, *args], timing("inventory.version_timeout"), env)
         line = None
         if got is not None:
             lines = [l.strip() for l in (got[1] + "\n" + got[2]).splitlines() if l.strip()]

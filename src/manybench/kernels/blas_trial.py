@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import timing
+
 _AVX512 = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl")
 # (library family, variable, value, /proc/cpuinfo flags the variant's kernels need), fastest
 # first. OpenBLAS: the x86_64 DYNAMIC_ARCH cores worth forcing on a cpu with AVX (the older
@@ -40,7 +42,6 @@ VARIANTS = (
     ("mkl", "MKL_ENABLE_INSTRUCTIONS", "AVX", ("avx",)),
 )
 KNOBS = tuple(sorted({v for _, v, _, _ in VARIANTS}))
-TIMEOUT_S = 120
 
 # The child: load, say what runs, time about trial_ns of products; one JSON line. Its rate is
 # taken over the process's CPU time per thread as well as the wall clock: on a shared
@@ -151,10 +152,10 @@ def run_trial(v: Variant, threads: int, n: int, seed: int, alpha: float, beta: f
     argv = [sys.executable, "-c", CHILD, v.path, str(n), str(seed), repr(alpha), repr(beta),
             str(threads), str(trial_ns)]
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
-                           check=False)
+        p = subprocess.run(argv, capture_output=True, text=True, env=env,
+                           timeout=timing("kernels.blas_trial"), check=False)
     except subprocess.TimeoutExpired:
-        return Trial(v, error=f"no answer in {TIMEOUT_S} s")
+        return Trial(v, error=f"no answer in {timing('kernels.blas_trial'):g} s")
     if p.returncode < 0:
         return Trial(v, error=f"died of {_signal_name(p.returncode)}")
     lines = p.stdout.strip().splitlines()

@@ -1,7 +1,7 @@
 """The connections a slot's listening socket takes (a rank's socket, an abort port), heard
-side by side without waiting on any: each gets HELLO_S and LINE_MAX for its first line,
-PEERS_MAX at once, so a silent, slow or endless peer holds nothing and is dropped. What a
-first line means is the caller's to judge (rank_link.py).
+side by side without waiting on any: each gets mpi.doorway_hello (config/) and LINE_MAX for
+its first line, PEERS_MAX at once, so a silent, slow or endless peer holds nothing and is
+dropped. What a first line means is the caller's to judge (rank_link.py).
 
 Also what a slot knows of a Unix peer from the kernel: its uid and pid (SO_PEERCRED, taken
 at its connect, not from anything it says) and whether it descends from a process.
@@ -15,10 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-# a peer's time from its connect to its first line: libmbrank takes microseconds, but a rank
-# starved of cpu (a node's ranks busy-polling in MPI_Init) may take seconds; a silent peer
-# holds nothing meanwhile (peers are heard side by side), only a place among PEERS_MAX
-HELLO_S = 30.0
+from ..config import timing
+
 LINE_MAX = 4096     # a first line longer than this is no peer of ours (mbrank.c's LINE)
 PEERS_MAX = 32      # peers heard at once: the oldest is dropped for a new one
 ANCESTRY_MAX = 64   # parents followed up from a process looking for an ancestor
@@ -125,7 +123,10 @@ class Doorway:
             conn.setblocking(False)
             if len(self.peers) >= PEERS_MAX:
                 self._drop(self.peers[0])
-            self.peers.append(Peer(conn, now + HELLO_S, pid))
+            # a peer's time from its connect to its first line: libmbrank takes
+            # microseconds, but a rank starved of cpu (a node's ranks busy-polling in
+            # MPI_Init) may take seconds; a silent peer holds only a place among PEERS_MAX
+            self.peers.append(Peer(conn, now + timing("mpi.doorway_hello"), pid))
 
     def refuse(self, peer: Peer, why: bytes = b"") -> None:
         """Close a peer heard and not taken, telling it `why` (a line) when given."""

@@ -16,6 +16,7 @@ import errno
 import os
 from types import ModuleType
 
+from ..config import timing
 from ..extra_keys import FILE
 from . import io_ior
 from ..node.wire_types import Result, SlotContext
@@ -31,7 +32,6 @@ from .peers import Group
 from .rank_keys import phase_token
 from .scratchfs import make_dir, root_of
 
-PEER_TIMEOUT_S = 300.0   # wear_out: how long the slots wait for each other
 
 _COMMON = {
     "dir": Param("dir", "Directory to work under; each slot uses {dir}/<run>/<slot>/. "
@@ -131,7 +131,7 @@ def _prepare_write(ctx: SlotContext, params: dict) -> IoState:
             token = phase_token(ctx.job_key, "io group", ctx.run, ctx.phase)
         except ValueError as e:
             raise KernelError(f"io.write (wear_out): {e}") from None
-        st.group = Group(ctx.rank, ctx.workers, PEER_TIMEOUT_S + (st.duration or 0),
+        st.group = Group(ctx.rank, ctx.workers, timing("kernels.io_peers") + (st.duration or 0),
                          "io.write (wear_out)", token, ctx.host)
     return st
 

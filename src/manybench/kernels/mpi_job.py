@@ -12,8 +12,8 @@ its rank, native/mbrank.c the rank's side):
            rank is held: in MPI_Init after the real one returned, or before main() for a
            program that is not MPI-linked. Launcher start-up, wire-up and MPI_Init happen
            here, outside the window, bounded by the task's startup_timeout (else
-           START_TIMEOUT_S), not its timeout: a launcher that hangs on a bad host is ended
-           soon, and its output and status are kept on the job's first record.
+           mpi.startup_timeout, config/), not its timeout: a launcher that hangs on a bad
+           host is ended soon, and its output and status are kept on the job's first record.
   run      every slot sends its rank T0 in its node's clock; the rank waits for T0, stamps
            its start and returns from MPI_Init; its MPI_Finalize (or exit) stamps its end.
            The job's first slot also waits for the launcher: its exit status and output are
@@ -38,6 +38,7 @@ from ..launchers.base import how_ended
 from ..node.wire_types import Result, SlotContext
 from .base import Kernel, KernelError, Param
 from .binding import cpulist
+from ..config import timing
 from . import job_leftovers
 from .figures import JOB
 from .mpi_phase import finish_jobs
@@ -48,12 +49,6 @@ from .rank_keys import JobKeys
 from .rank_link import (AbortChannel, RankGone, RankLink, socket_name, tell_abort,
                         tell_abort_remote)
 
-START_TIMEOUT_S = 300.0    # launcher start-up to every rank held, when the task gives no
-                           # startup_timeout (thousands of ranks over ssh take minutes)
-LAUNCHER_SAID_S = 5.0      # a rank gone before it was ready: how long its launcher may take to exit
-LEFTOVER_S = 1.0           # a launcher running this long after its rank ended: what holds it?
-LEFTOVER_POLL_S = 0.25     # ... looked for again after a kill
-LEFTOVER_MAX_S = 8.0       # ... and at most this far apart while ranks still run
 LIBRARY = "libmbrank.so"
 # programs that exec or start the real program: let through, so that one is the rank
 PASS = ("env", "numactl", "taskset", "nice", "chrt", "time", "sh", "bash", "dash", "ch-run",
@@ -327,10 +322,12 @@ def _told(st: JobSlot) -> str | None:
 
 def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
     st.connect_mono = time.monotonic_ns()
-    bound = st.ctx.spec.startup_timeout or START_TIMEOUT_S
+    # mpi.startup_timeout: thousands of ranks over ssh take minutes
+    bound = st.ctx.spec.startup_timeout or timing("mpi.startup_timeout")
+    said_s = timing("mpi.launcher_exit")   # a rank gone: how long its launcher may take to exit
     # the job's other slots wait a little longer: its first slot, which holds the launcher's
     # account of why, ends the start-up at the bound and tells them
-    deadline = time.monotonic() + bound + (0 if st.jrank == 0 else LAUNCHER_SAID_S)
+    deadline = time.monotonic() + bound + (0 if st.jrank == 0 else said_s)
     try:
         if st.jrank == 0:
             _start(st, peers)
@@ -346,7 +343,7 @@ def _connect(st: JobSlot, peers: dict[int, dict]) -> None:
                    f"launch (launcher start-up, wire-up and MPI_Init: the task's "
                    f"startup_timeout{given})" + _launcher_said(st, 0))
         elif isinstance(e, RankGone):
-            msg = f"rank {st.jrank} of job {st.job} {e}" + _launcher_said(st, LAUNCHER_SAID_S)
+            msg = f"rank {st.jrank} of job {st.job} {e}" + _launcher_said(st, said_s)
         else:
             msg = str(e)
         if st.jrank == 0:   # the job's other slots stop waiting
@@ -400,11 +397,11 @@ def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
 
 def _wait_launcher(launch: Launch, deadline: float | None) -> None:
     """Wait for the job's launcher until the deadline (then kill it). Still running
-    LEFTOVER_S after this slot's rank ended, and no rank left in its tree here: what a rank
+    mpi.leftover after this slot's rank ended, and no rank left in its tree here: what a rank
     left holding its output (job_leftovers.py) is killed and named on the record, so the job
     ends when its ranks did rather than at the timeout. Looked for less often as it goes on
     (ranks on other nodes may still run)."""
-    step = LEFTOVER_S
+    step = timing("mpi.leftover")
     while True:
         until = time.monotonic() + step
         if deadline is not None:
@@ -423,9 +420,9 @@ def _wait_launcher(launch: Launch, deadline: float | None) -> None:
         if found:
             launch.leftovers += [job_leftovers.describe(p) for p in found]
             job_leftovers.kill(found)
-            step = LEFTOVER_POLL_S
+            step = timing("mpi.leftover_poll")    # looked for again soon after a kill
         else:
-            step = min(step * 2, LEFTOVER_MAX_S)
+            step = min(step * 2, timing("mpi.leftover_max"))
 
 
 PAIR_NS = 50_000     # two clock reads this close are one instant, for a deadline

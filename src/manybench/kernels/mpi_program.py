@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 
 from .. import cachedir
+from ..config import timing
 
 SOURCE = os.path.join(os.path.dirname(__file__), "native", "mpi", "mbmpi.c")
 # the programs and their own flags: mbhimeno is the Himeno benchmark with MPI ranks and
@@ -89,7 +90,7 @@ def build(family: str = "auto", mpicc: str | None = None, force: bool = False,
     os.close(fd)
     try:
         done = subprocess.run([cc, *flags, "-o", tmp, source], capture_output=True,
-                              text=True, timeout=600)
+                              text=True, timeout=timing("mpi.build_timeout"))
         if done.returncode != 0:
             raise MpiBuildError(f"{cc} failed to build {source}:\n{done.stderr.strip()}")
         os.chmod(tmp, 0o755)

@@ -30,6 +30,7 @@ from ..status import Status
 from types import ModuleType
 from typing import Any
 
+from ..config import timing
 from ..node.wire_types import Result, SlotContext
 from .base import Kernel, KernelError, Param
 from .figures import BANDWIDTH, HIDDEN, LATENCY, LOWER, Figure
@@ -43,7 +44,6 @@ _MAGIC = b"mbnet\x00\x00\x01"
 # can make it, so another user's connection is a stranger, dropped)
 _HELLO = struct.Struct("!8sII32s")
 _ACK = b"mbnet-ok"
-_RETRY_S = 0.05
 
 _COMMON = {
     "port": Param("int", "Listening port base: the server of pair k (ranks 2k, 2k+1) listens "
@@ -265,7 +265,7 @@ def _dial(st: _State, host: str, port: int, deadline: float) -> socket.socket:
             except OSError as e:
                 s.close()
                 last = e.strerror or str(e) or type(e).__name__
-        time.sleep(min(_RETRY_S, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(timing("kernels.net_retry"), max(0.0, deadline - time.monotonic())))
 
 
 def _configure(st: _State, s: socket.socket) -> None:

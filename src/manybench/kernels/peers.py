@@ -5,8 +5,8 @@ adds to every rank's published info.
 
 A rank proves it is one of the phase's slots by the group's token (rank_keys.phase_token:
 only the run's slots can make it); a connection that does not, or says nothing within
-HELLO_S, is dropped and rank 0 goes on waiting for its own, so no other user can join the
-group and feed it a number.
+mpi.peer_hello (config/), is dropped and rank 0 goes on waiting for its own, so no other
+user can join the group and feed it a number.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import socket
 import struct
 import time
 
+from ..config import timing
 from .base import KernelError
 
-HELLO_S = 2.0        # a connection must prove itself within this
 _INT = struct.Struct("!q")
 
 
@@ -68,7 +68,8 @@ class Group:
                 while len(self.socks) < self.workers - 1:
                     self.listener.settimeout(max(0.001, deadline - time.monotonic()))
                     conn, _ = self.listener.accept()
-                    conn.settimeout(max(0.001, min(HELLO_S, deadline - time.monotonic())))
+                    hello_s = timing("mpi.peer_hello")
+                    conn.settimeout(max(0.001, min(hello_s, deadline - time.monotonic())))
                     try:
                         ours = hmac.compare_digest(_recv(conn, len(self.token)), self.token)
                     except OSError:

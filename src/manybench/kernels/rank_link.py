@@ -11,7 +11,7 @@ The name is the job's secret (rank_keys.py) but any user of the node reads it in
     launcher forks here). A rank started on another node (by orted, a hydra proxy, over
     ssh) descends from nothing this slot knows: its token is its proof.
 A refused peer is closed and the slot waits on for its real rank. Peers are heard side by
-side, each with doorway.HELLO_S to say its first line, so a silent or slow one holds
+side, each with mpi.doorway_hello to say its first line, so a silent or slow one holds
 nothing.
 
 The slot learns the rank's pid from the socket (SO_PEERCRED, not from what the rank says),
@@ -36,12 +36,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..config import timing
 from .base import KernelError
 from .binding import proc_binding
 from .doorway import Doorway, Peer, descends, same_user
 from .rank_keys import JobKeys
 
-POLL_S = 0.1   # how often a wait looks at what else may have gone wrong (the launcher)
 REFUSED = b"refused: not a rank of this job (no job token, not its launcher's child)\n"
 # the start page (native/mbrank.c): realtime ns, monotonic ns, cpu, written (1 once stamped)
 START_PAGE = struct.Struct("=qqii")
@@ -149,11 +149,12 @@ class RankLink:
     @staticmethod
     def _wait(socks: list, deadline: float | None, watch: Callable[[], str | None]) -> list:
         """Those of `socks` ready to read, once any is (KernelError, TimeoutError: as _line;
-        an empty list after POLL_S when none is: a doorway's peers have their own times)."""
+        an empty list after mpi.rank_poll when none is: a doorway's peers have their own times)."""
         why = watch()
         if why:
             raise KernelError(why)
-        left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+        poll_s = timing("mpi.rank_poll")   # how often it looks at what else may have gone wrong
+        left = poll_s if deadline is None else min(poll_s, deadline - time.monotonic())
         if left <= 0:
             raise TimeoutError
         return select.select(socks, [], [], left)[0]

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any
 
+from ..config import timing
 from ..status import Status
 
 from ..node.wire_types import Result, SlotContext
@@ -42,8 +43,6 @@ from .hist import HIST_BUCKETS
 from .native import native
 from .scratchfs import install_copy, root_of
 
-START_TIMEOUT_S = 600.0   # a container start that takes longer is taken for a hang
-EXIT_TIMEOUT_S = 60.0     # after the result: the launcher's exit
 TAIL_BYTES = 2048         # of the launcher's stderr, in errors
 MBKERNEL = "mbkernel"
 
@@ -129,7 +128,7 @@ def _launch_failure(st: State, line: str | None) -> KernelError:
         _, err, text = (line.split(" ", 2) + [""])[:3]
         from .native import user_message   # noqa: PLC0415
         return KernelError(user_message(f"{st.kernel.name} inside the wrap", int(err), text))
-    what = (f"did not start within {START_TIMEOUT_S:g}s" if line is None
+    what = (f"did not start within {timing('kernels.container_start'):g}s" if line is None
             else f"exited with status {code} before the kernel was ready")
     return KernelError(f"wrap {' '.join(st.argv[:3])} ...: {what}{_stderr_tail(st)}")
 
@@ -170,7 +169,7 @@ def _prepare(ctx: SlotContext, params: dict) -> State:
     timeout = ctx.spec.timeout if ctx.spec is not None else None
     st = State(kernel, args, argv, proc, Lines(proc.stdout.fileno()), err, timeout,
                settle_ns=ctx.settle_ns)
-    line = _first_line(st.lines, t + START_TIMEOUT_S)
+    line = _first_line(st.lines, t + timing("kernels.container_start"))  # else a hang
     st.startup_s = time.monotonic() - t
     if line == "started":   # the kernel's prepare has no time limit, as a plain slot's
         line = st.lines.readline(None)
@@ -240,9 +239,10 @@ def _run(st: State, t0_ns: int, spin_ns: int) -> Result:
                             f"{code}){_stderr_tail(st)}")
     d = fields(line)
     res = st.kernel.standalone.finish(d, st.args)
-    late = st.lines.readline(EXIT_TIMEOUT_S)   # mbkernel's own late error (closing the file)
+    # mbkernel's own late error (closing the file)
+    late = st.lines.readline(timing("kernels.container_exit"))
     try:
-        code = st.proc.wait(EXIT_TIMEOUT_S)
+        code = st.proc.wait(timing("kernels.container_exit"))
     except subprocess.TimeoutExpired:
         _kill(st)
         code = st.proc.wait()
@@ -288,7 +288,7 @@ def _cleanup(st: State) -> None:
         # pass it on is killed
         try:
             st.proc.stdin.close()
-            st.proc.wait(EXIT_TIMEOUT_S)
+            st.proc.wait(timing("kernels.container_exit"))
         except (OSError, subprocess.TimeoutExpired):
             _kill(st)
             st.proc.wait()

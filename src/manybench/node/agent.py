@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
+from ..config import load as load_config, timing
 from ..kernels import WARM_UP
 from ..kernels.rank_keys import run_key
 from ..status import Status
@@ -32,11 +33,6 @@ from .scratch import Scratch
 from .spin_hold import held_place, held_result, sleepers
 from .telemetry import Telemetry
 from .wire_types import Result
-
-TIMEOUT_GRACE_S = 5.0   # beyond a task's own timeout before the agent kills the slot itself
-# a prepare (files laid out, a wrap's launcher started) may take this long when the task
-# gives no timeout of its own; past it, or past the task's timeout, the slot is stopped
-DEFAULT_PREPARE_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -71,8 +67,11 @@ class Running:
 class Agent:
     def __init__(self, node: str, run: str, slots: int, default_dir: str,
                  keep: bool = False, telemetry_s: float = 0.0, secret: str = "",
-                 host: str = "") -> None:
+                 host: str = "", kill_grace_s: float = 0.0) -> None:
+        """kill_grace_s: beyond a task's own timeout before the agent kills the slot itself,
+        the coordinator's (Start); 0: this process's node.kill_grace (tests)."""
         self.node = node
+        self.kill_grace_s = kill_grace_s or timing("node.kill_grace")
         # what the slots of a parallel task's jobs derive their secrets from: never the
         # run's secret itself (kernels/rank_keys.py)
         self.job_key = run_key(secret)
@@ -103,12 +102,13 @@ class Agent:
         speaks another protocol version (both engines start their agents here)."""
         check_version(req.protocol, "the coordinator")
         return cls(req.node, req.run, req.slots, req.default_dir, req.keep, req.telemetry_s,
-                   req.secret, req.host)
+                   req.secret, req.host, req.kill_grace_s)
 
     # -- slot pool -------------------------------------------------------------------
     def start(self) -> int:
         """Fork the pool and warm it up; returns how long one round trip to all slots took."""
         sweep_stale()     # what killed runs' slots left behind on this node
+        load_config()     # before the fork: the slots inherit it, none reads YAML in a phase
         self.slots = [self._fork(i) for i in range(self.nslots)]
         self._warm_up()
         t = time.monotonic_ns()
@@ -200,7 +200,9 @@ class Agent:
         """Send the phase to its slots and wait until each is ready or has failed."""
         for i, msg in self._slot_prepares(req).items():
             self._send_prepare(i, msg)
-        limit = req.phase.task.timeout or DEFAULT_PREPARE_TIMEOUT_S
+        # a prepare (files laid out, a wrap's launcher started) may take node.prepare_timeout
+        # when the task gives no timeout of its own; past it the slot is stopped
+        limit = req.phase.task.timeout or timing("node.prepare_timeout")
         deadline = time.monotonic() + limit
         measured = req.phase.index >= 0      # not the pool's warm-up
         began = time.time_ns()
@@ -289,8 +291,9 @@ class Agent:
                 self.running[i].ready = True     # ready when it takes the go
                 self.running[i].prepare = msg
         timeout = self.phase.task.timeout if self.phase else None
-        self.deadline = None if timeout is None else (
-            time.monotonic() + max(0, (t0_ns - time.time_ns()) / 1e9) + timeout + TIMEOUT_GRACE_S)
+        self.deadline = None if timeout is None else (time.monotonic() + timeout
+                                                      + max(0, (t0_ns - time.time_ns()) / 1e9)
+                                                      + self.kill_grace_s)
         self.t0_ns = t0_ns
         self.went_ns = time.time_ns()    # the phase's rows are from here (telemetry)
         go = b""     # packed once for every slot: the loop is the dispatch time

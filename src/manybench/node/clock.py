@@ -25,8 +25,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
+from ..config import timing
 from ..security import auth
-from .direct import CONNECT_S, open_channel
+from .direct import open_channel
 from .gate import Door, Gate, drain
 
 ECHO_SAMPLES = 40
@@ -34,7 +35,6 @@ REQUEST = 8                 # bytes of a request: its number in the connection
 STAMP = struct.Struct("<q")
 TAG = 16                    # bytes of a reply's HMAC kept (of 32)
 REPLY = STAMP.size + TAG
-IDLE_S = 60.0               # an opened connection silent this long is closed
 OPEN_MAX = 64               # opened connections at once; beyond, the longest idle goes
 
 
@@ -101,7 +101,8 @@ class EchoServer:
 
     def _serve(self) -> None:
         while not self.closed:
-            for k, _ in self.sel.select(IDLE_S / 4):
+            idle_s = timing("node.echo_idle")    # an opened connection silent this long is closed
+            for k, _ in self.sel.select(idle_s / 4):
                 if k.data is None:
                     self._take_new()
                 elif not answer_one(k.fileobj, self.key(), k.data, self.clock):
@@ -109,7 +110,7 @@ class EchoServer:
                 else:
                     self.open[k.fileobj] = time.monotonic()
                     self.open.move_to_end(k.fileobj)
-            idle = time.monotonic() - IDLE_S
+            idle = time.monotonic() - idle_s
             while self.open and next(iter(self.open.values())) < idle:
                 self._drop(next(iter(self.open)))
         for conn in list(self.open):
@@ -154,15 +155,16 @@ class EchoServer:
 
 
 def measure_offset(host: str, port: int, key: bytes, samples: int = ECHO_SAMPLES,
-                   timeout: float = CONNECT_S) -> Offset:
+                   timeout: float | None = None) -> Offset:
     """Cristian's algorithm: the exchange with the shortest round trip wins; its node stamp
     is compared with the midpoint of our send and receive, and its RTT/2 bounds the error.
     key: the run's echo key (auth.derive(secret, "echo")); timeout: each exchange's bound,
-    as long as the handshake's (CONNECT_S, a direct channel's): a relay measuring members
+    node.connect unless given, as a direct channel's handshake: a relay measuring members
     of 1,000 simulated nodes on 2 cpus under a load of ~10 ran past 5 s (test_simulated). ConnectionError when the echo
     closes, or a reply's tag shows its stamp was not the node's."""
     who = f"the clock echo at {host}:{port}"
-    s, session = open_channel(host, port, False, key, "echo", None, who, CONNECT_S)
+    timeout = timing("node.connect") if timeout is None else timeout
+    s, session = open_channel(host, port, False, key, "echo", None, who, timeout)
     got = []
     with s:
         s.settimeout(timeout)

@@ -218,6 +218,8 @@ class AgentPlugin(WorkerPlugin):
         if not auth.valid(key, tag, b"Start", request):
             return encode(Failed("refused Start: its HMAC is not its own secret's"))
         self.run, self.call_key = start.run, key
+        if start.lease_s > 0:     # the coordinator's length from the start, not this node's
+            self.lease.length = start.lease_s
         self.echo_key = auth.derive(start.secret, "echo")
         return None
 

@@ -27,13 +27,12 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..config import timing
 from ..security import auth
 from .gate import PRE_AUTH_MAX, Door, Gate, Refused, answer
 
 FRAME = struct.Struct("!I")
 MAX_FRAME = 1 << 30          # a length beyond this is not ours: the connection is dropped
-CONNECT_S = 10.0             # to connect, finish TLS and the handshake, in all
-IO_S = 60.0                  # a frame begun must be sent or read to its end within this
 READ_MAX = 1 << 20           # what one read of a ready socket takes at most
 _scratch = threading.local()
 
@@ -125,13 +124,14 @@ def tune(sock: socket.socket) -> None:
 
 
 def open_channel(host: str, port: int, tls: bool, key: bytes, use: str,
-                 ctx: ssl.SSLContext | None, who: str, timeout: float = CONNECT_S
+                 ctx: ssl.SSLContext | None, who: str, timeout: float | None = None
                  ) -> tuple[socket.socket, bytes]:
     """A channel a node serves for the run (gate.py), open: connected, TLS where it listens
-    with it, the handshake done, all within `timeout`; and its session (both nonces).
+    with it, the handshake done, all within `timeout` (node.connect unless given); and its
+    session (both nonces).
     DirectRefused (the node's reason), ValueError (not the run's node), ProtocolMismatch or
     OSError otherwise."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (timing("node.connect") if timeout is None else timeout)
 
     def left(sock: socket.socket) -> socket.socket:
         rest = deadline - time.monotonic()
@@ -158,7 +158,7 @@ def connect(host: str, port: int, tls: bool, secret: str, ctx: ssl.SSLContext | 
     """A node's direct channel, open and tuned; as open_channel otherwise."""
     sock, _ = open_channel(host, port, tls, auth.derive(secret, "direct"), "direct", ctx, who)
     tune(sock)
-    sock.settimeout(IO_S)
+    sock.settimeout(timing("node.frame_io"))   # a frame begun is sent or read whole by then
     return sock
 
 

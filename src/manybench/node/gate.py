@@ -2,9 +2,9 @@
 connections are accepted and authenticated off the serving loop, so no connection, however
 slow, silent or many, delays a phase.
 
-A connection must, within HANDSHAKE_S of its accept, in all: finish TLS (where the cluster
-is secured), read our Challenge(nonce, use) and answer Hello(nonce, proof) whose proof is
-the HMAC of both nonces under the run's key for this use (security/auth.py); it then gets
+A connection must, within node.handshake (config/) of its accept, in all: finish TLS (where
+the cluster is secured), read our Challenge(nonce, use) and answer Hello(nonce, proof) whose
+proof is the HMAC of both nonces under the run's key for this use (security/auth.py); it then gets
 Welcome(proof of ours) and is handed to the server. Before that no frame may exceed
 PRE_AUTH_MAX bytes (nothing large is ever allocated for a stranger), and nothing it sends
 is acted on. Failing any of it, it gets Failed(why) when it can take it, and is closed.
@@ -29,14 +29,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..config import timing
 from ..security import auth
 from .protocol import (Challenge, Failed, Hello, ProtocolMismatch, Welcome, check_version,
                        decode, encode)
 
-# TLS, Challenge, Hello and Welcome in all, from the accept: long enough for a peer starved of
-# cpu (a relay measuring 8 members at once among 1,000 simulated nodes on 2 loaded cpus took
-# over 5 s), short enough that a stranger holds a place briefly; off the serving loop either way
-HANDSHAKE_S = 10.0
 PRE_AUTH_MAX = 4096        # the largest frame a connection may send before it is authenticated
 PENDING_MAX = 256          # connections in their handshake at once; beyond, the oldest goes
 FRAME = struct.Struct("!I")
@@ -153,8 +150,13 @@ class Gate:
     """One thread that accepts on every door given it and drives their connections'
     handshakes (several nodes of a simulated cluster share one)."""
 
-    def __init__(self, handshake_s: float = HANDSHAKE_S, pending_max: int = PENDING_MAX) -> None:
-        self.handshake_s, self.pending_max = handshake_s, pending_max
+    def __init__(self, handshake_s: float | None = None, pending_max: int = PENDING_MAX) -> None:
+        # TLS, Challenge, Hello and Welcome in all, from the accept (node.handshake): long
+        # enough for a peer starved of cpu (a relay measuring 8 members at once among 1,000
+        # simulated nodes on 2 loaded cpus took over 5 s), short enough that a stranger holds
+        # a place briefly; off the serving loop either way
+        self.handshake_s = timing("node.handshake") if handshake_s is None else handshake_s
+        self.pending_max = pending_max
         self.sel = selectors.DefaultSelector()
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)

@@ -24,8 +24,8 @@ import tempfile
 import time
 from typing import Awaitable, Callable
 
-DEFAULT_LEASE_S = 15.0    # until the coordinator's first renewal names its own length
-CHECK_S = 0.5             # how often a node whose lease is released looks again
+from ..config import timing
+
 LATE_S = 0.005            # a watch wakes this long after the lease's end (timers wake early)
 
 
@@ -74,7 +74,9 @@ class Lease:
         read when the lease runs out: a later renewal the worker did not see."""
         self.heard = heard
         self.until: float | None = None     # monotonic; None: no run holds the node
-        self.length = DEFAULT_LEASE_S
+        # the coordinator's lease.length, from its Start (renew) and every Renew; this
+        # process's own only until then (no run holds the node: nothing to stop)
+        self.length = timing("lease.length")
         self._task: asyncio.Task | None = None
         self._on_expiry: Callable[[], Awaitable[None]] | None = None
         self._wake_at: float | None = None  # when the watch wakes next (monotonic)
@@ -107,7 +109,7 @@ class Lease:
             self._task = self._task.get_loop().create_task(self._watch(self._on_expiry))
 
     async def _watch(self, on_expiry: Callable[[], Awaitable[None]]) -> None:
-        """Sleep to the lease's end and look again there, not every CHECK_S: renewals (every
+        """Sleep to the lease's end and look again there, not every lease.check: renewals (every
         few seconds) only push the end on, so this wakes about once per lease length, where
         it woke the worker's event loop twice a second on every node for nothing."""
         while True:
@@ -117,7 +119,8 @@ class Lease:
                 await on_expiry()
                 continue
             now = time.monotonic()
-            wait = CHECK_S if self.until is None else max(0.0, self.until - now) + LATE_S
+            wait = (timing("lease.check") if self.until is None
+                    else max(0.0, self.until - now) + LATE_S)
             self._wake_at = now + wait
             await asyncio.sleep(wait)
 

@@ -18,7 +18,7 @@ Two hops, one vocabulary:
                                                          not sent to a node that heard it on
                                                          its direct channel meanwhile
   MeasureNoise(seconds)          -> NoiseFloor(floor) inventory/noise.py, before Start
-  Start(run, node, slots, ..., protocol, secret, host)
+  Start(run, node, slots, ..., protocol, secret, host, lease_s, kill_grace_s)
                                  -> Started(dispatch_ns, direct, why)   refused unless protocol
                                                          matches; direct: where the agent
                                                          listens for the run's coordinator
@@ -101,7 +101,8 @@ from .wire_types import (Cpu, Inventory, NoiseReading, Published, Result, SlotCo
 # 6: no message changed (bumped for TaskSpec.order, which stays on the coordinator: a
 # version once used is kept); 7: WireTask.startup_timeout; 8: WirePhase and WireTask made
 # from model.Phase and TaskSpec (WirePhase's fields in Phase's order), every field typed (the
-# maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py)
+# maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py);
+# Start.lease_s and .kill_grace_s (the coordinator's timings, config/)
 PROTOCOL_VERSION = 8
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
@@ -231,6 +232,11 @@ class Start:
     secret: str = ""            # the run's: a direct channel must present it (Hello)
     host: str = ""              # where other nodes' slots reach this node's (Node.host): a
                                 # parallel task's abort port listens there only
+    # the coordinator's timings (config/), never a node's own: a Dask node's lease length
+    # (lease.length; 0: no lease holds the node) and how long past a task's timeout the agent
+    # kills its slots itself (node.kill_grace; under the coordinator's engines.lost_grace)
+    lease_s: float = 0.0
+    kill_grace_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ PINNED: dict[str, str] = {
     'MeasureNoise': 'seconds: float',
     'NoiseFloor': 'floor: NoiseReading | None',
     'Start': 'run: str; node: str; slots: int; default_dir: str; keep: bool; telemetry_s: float; '
-             'protocol: int; secret: str; host: str',
+             'protocol: int; secret: str; host: str; lease_s: float; kill_grace_s: float',
     'DirectOffer': 'port: int; tls: bool',
     'Started': 'dispatch_ns: int; direct: DirectOffer | None; why: str',
     'Hello': 'nonce: bytes; proof: bytes; protocol: int',

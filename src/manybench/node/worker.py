@@ -18,10 +18,9 @@ import dask
 import distributed.core
 from distributed import Worker
 
+from ..config import timing
 from .dask_plugin import AgentPlugin
 
-TICK_S = 5.0    # how often the worker's event loop checks itself (Dask's default: 20 ms)
-STALL_S = 3.0   # a tick this late is logged as a stall (Dask's default limit)
 HTTP_ROUTES = ["distributed.http.health"]    # what a node's HTTP server answers: "ok"
 
 
@@ -73,8 +72,9 @@ def _quiet_config() -> None:
     # second (a wake-up of its event loop each: every node, every second of a run); on a node
     # that runs benchmarks (and on 64 namespace nodes sharing a few cpus) idle workers must
     # stay idle
+    tick_s = timing("node.tick")     # Dask's default: 20 ms
     dask.config.set({"distributed.worker.profile.enabled": False,
-                     "distributed.admin.tick.interval": f"{TICK_S}s",
+                     "distributed.admin.tick.interval": f"{tick_s}s",
                      "distributed.admin.tick.cycle": "10s",
                      "distributed.admin.system-monitor.interval": "10s",
                      "distributed.admin.system-monitor.disk": False,
@@ -86,7 +86,7 @@ def _quiet_config() -> None:
     # a limit read once, when distributed.core is imported: with ticks 5 s apart every tick
     # was logged as a 5 s stall, which misled more than one diagnosis. A stall is still told
     # when it delays a tick by 3 s.
-    distributed.core.tick_maximum_delay = TICK_S + STALL_S
+    distributed.core.tick_maximum_delay = tick_s + timing("node.tick_stall")
 
 
 async def _serve(address: str, name: str | None, slots: int | None, host: str, sec,

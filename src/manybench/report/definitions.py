@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from .. import docpage
 from ..analysis import sketch as S
 from ..analysis.metric_units import shown_unit
 from ..kernels import KERNELS, SHARED
@@ -130,29 +131,12 @@ def markdown() -> str:
 
 def with_section(text: str) -> str:
     """The page with its generated section replaced (appended when it has none)."""
-    section = f"{BEGIN}\n{markdown()}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        return head + section + rest.split(END, 1)[1]
-    return text.rstrip("\n") + "\n\n" + section + "\n"
+    return docpage.with_section(text, BEGIN, END, markdown())
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("--write", "--check"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(argv[1], encoding="utf-8") as f:
-        text = f.read()
-    new = with_section(text)
-    if argv[0] == "--check":
-        if new != text:
-            print(f"{argv[1]}: its list of figures is not what the declarations say: run "
-                  f"python -m manybench.report.definitions --write {argv[1]}", file=sys.stderr)
-            return 1
-        return 0
-    with open(argv[1], "w", encoding="utf-8") as f:
-        f.write(new)
-    return 0
+    return docpage.main(argv, with_section, __doc__, "its list of figures is not what the "
+                        "declarations say: run python -m manybench.report.definitions")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,7 @@ class RunNotes:
     host: str = ""
     pid_started: float = 0.0    # its process start time, epoch s (a reused pid differs)
     heartbeat_ns: int = 0       # renewed every few seconds while it runs (run/heartbeat.py)
+    heartbeat_stale_s: float = 0.0   # older than this: gone (its heartbeat.stale; 0: the reader's)
     # where time went that no phase holds (report: "time outside the windows")
     start_s: float | None = None   # starting the nodes, before the run's row (started_ns)
     end_s: float | None = None     # ending them (slots stopped, scratch removed), in ended_ns

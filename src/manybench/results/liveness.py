@@ -2,7 +2,9 @@
 coordinator never does. So the row keeps the coordinator's pid, host and process start time,
 and a heartbeat the coordinator renews (run/heartbeat.py); a reader that finds the process
 gone (same host: the pid is not there, or is another process) or the heartbeat stale says
-`killed`. Runs stored before these notes existed stay `running` (nothing tells).
+`killed`. Runs stored before these notes existed stay `running` (nothing tells). How old is
+stale is the coordinator's (its heartbeat.stale, in the notes): a reader's own configuration
+could call a live run with a slower heartbeat killed.
 """
 from __future__ import annotations
 
@@ -11,10 +13,9 @@ import time
 
 import psutil
 
+from ..config import timing
 from .contract import RunInfo, RunStatus
 
-HEARTBEAT_S = 5.0             # how often a live coordinator renews its heartbeat
-HEARTBEAT_STALE_S = 60.0      # older than this: its coordinator is gone (load may delay one)
 START_SLACK_S = 1.0           # process start times are rounded to clock ticks
 
 
@@ -45,6 +46,7 @@ def status_of(info: RunInfo, now_ns: int | None = None) -> str:
     if n.pid and n.host == this_host() and not alive_here(n.pid, n.pid_started):
         return RunStatus.KILLED
     now_ns = time.time_ns() if now_ns is None else now_ns
-    if n.heartbeat_ns and now_ns - n.heartbeat_ns > HEARTBEAT_STALE_S * 1e9:
+    stale_s = n.heartbeat_stale_s or timing("heartbeat.stale")
+    if n.heartbeat_ns and now_ns - n.heartbeat_ns > stale_s * 1e9:
         return RunStatus.KILLED
     return RunStatus.RUNNING

@@ -24,6 +24,7 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
+from ..config import timing
 from ..extra_keys import MISSING_METRICS
 from ..gc_pause import gc_paused
 from ..model import Phase, Plan
@@ -42,12 +43,11 @@ from .schema import SCHEMA_VERSION, DamagedError, SchemaError, check, integrity,
 
 DB_NAME = "results.db"
 WRITER_CACHE_KIB = 256   # the coordinator's SQLite page cache
-LOCK_WAIT_S = 10.0   # how long an open or a write waits for another process's lock
 def db_problem(e: sqlite3.Error) -> str:
     """SQLite's complaint, a lock stated with the time waited for it."""
     text = str(e)
     if "locked" in text or "busy" in text:
-        return f"locked by another process (waited {LOCK_WAIT_S:g} s for it)"
+        return f"locked by another process (waited {timing('results.lock_wait'):g} s for it)"
     return text
 
 
@@ -107,13 +107,13 @@ class Store:
 
     def _busy(self) -> None:
         # A checkpoint by the writer may briefly hold a lock a reader wants, and vice versa;
-        # wait for it rather than fail, up to LOCK_WAIT_S.
-        self._db.execute(f"PRAGMA busy_timeout={round(LOCK_WAIT_S * 1000)}")
+        # wait for it rather than fail, up to results.lock_wait.
+        self._db.execute(f"PRAGMA busy_timeout={round(timing('results.lock_wait') * 1000)}")
 
     def check_writable(self) -> None:
         """Take the write lock once and let it go: a file another process holds is found
         before a run starts (sqlite3.OperationalError 'database is locked' after
-        LOCK_WAIT_S), not at its first commit."""
+        results.lock_wait), not at its first commit."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("ROLLBACK")

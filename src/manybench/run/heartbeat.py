@@ -7,21 +7,25 @@ import os
 import sqlite3
 import threading
 
+from ..config import timing
 from ..results.contract import RunNotes
-from ..results.liveness import HEARTBEAT_S, process_started, this_host
+from ..results.liveness import process_started, this_host
 from ..results.store import Store
 
 
 def stamp(notes: RunNotes) -> RunNotes:
-    """Notes naming this process as the run's coordinator."""
+    """Notes naming this process as the run's coordinator, and how old its heartbeat may
+    be before readers call it gone (its own heartbeat.stale, not theirs)."""
     pid = os.getpid()
     notes.pid, notes.host, notes.pid_started = pid, this_host(), process_started(pid)
+    notes.heartbeat_stale_s = timing("heartbeat.stale")
     return notes
 
 
 class Heartbeat:
-    def __init__(self, store: Store, run_id: str, every_s: float = HEARTBEAT_S) -> None:
-        self.store, self.run_id, self.every_s = store, run_id, every_s
+    def __init__(self, store: Store, run_id: str, every_s: float | None = None) -> None:
+        self.store, self.run_id = store, run_id
+        self.every_s = timing("heartbeat.every") if every_s is None else every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="manybench-heartbeat",
                                         daemon=True)

@@ -2,9 +2,9 @@
 the phases so far), the last phase's aggregate rate, and the current point.
 
 On a terminal it is a bar redrawn in place. When stderr is not a terminal (a batch job's
-log, CI, a pipe) it is a plain line every LINE_EVERY_S seconds (never a bar's escapes), which
-also says what the run is doing and for how long: a prepare of minutes shows as such, not as
-silence; the last is written at the end when any was.
+log, CI, a pipe) it is a plain line every run.progress_every (config/), never a bar's
+escapes, which also says what the run is doing and for how long: a prepare of minutes shows
+as such, not as silence; the last is written at the end when any was.
 
 Refreshed by the coordinator's own loop (no refresh thread: slots are forked from this
 process, and forking with threads alive is unsafe).
@@ -22,11 +22,10 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Column
 
 from ..analysis.phase_figures import phase_figures
+from ..config import timing
 from ..printable import printable
 from ..record import Record
 from ..units import format_rate
-
-LINE_EVERY_S = 10.0     # a progress line at most this often when stderr is not a terminal
 
 
 def rate_text(records: list[Record]) -> str:
@@ -49,13 +48,13 @@ def clock_text(seconds: float) -> str:
 
 class ProgressLines:
     """The plain lines written where there is no terminal: one at most every `every_s`
-    seconds (default LINE_EVERY_S), as the coordinator's loop ticks, on `clock` (default
+    seconds (default run.progress_every), as the coordinator's loop ticks, on `clock` (default
     time.monotonic)."""
 
     def __init__(self, total: int, every_s: float | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         self.total = total
-        self.every_s = LINE_EVERY_S if every_s is None else every_s
+        self.every_s = timing("run.progress_every") if every_s is None else every_s
         self.clock = clock or time.monotonic
         self.began = self.written = self.since = self.clock()
         self.done, self.label, self.what = 0, "", ""

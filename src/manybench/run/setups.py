@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import timing
 from ..engines.base import Engine
 from ..model import Phase, Plan, Variant
 from ..plan.expand import distinct
 from ..node.protocol import CommandsDone, RunCommands
 from ..templates import render
-
-SETUP_TIMEOUT_S = 600.0   # a tuned profile switch or a mount; a hung command must not hang the run
 
 
 @dataclass
@@ -110,7 +109,7 @@ class Setups:
                   for a in argv] for argv in getattr(v, step)]
         expected = {n.name for n in self.engine.nodes} - set(self.engine.lost_nodes())
         done = self.engine.run_commands(RunCommands(
-            commands=argvs, env=dict(v.env), timeout=SETUP_TIMEOUT_S,
+            commands=argvs, env=dict(v.env), timeout=timing("run.setup_timeout"),
             dirs=self.dirs, programs=self.programs))
         self.save(v.name, step, done)
         missing = sorted(expected - set(done))
