@@ -6,6 +6,7 @@ import time
 from typing import Callable
 
 from .. import timebase
+from ..build_isa import CpuMismatch
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
@@ -35,7 +36,7 @@ class LocalEngine(Engine):
             # the run's secret: what its slots derive a parallel task's job secrets from
             agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
                                    secret=auth.new_secret(), host=LOOPBACK))
-        except ProtocolMismatch as e:
+        except (ProtocolMismatch, CpuMismatch) as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()
         inventory = collect()    # before the slots fork: nothing of theirs in the figures

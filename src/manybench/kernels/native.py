@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from ..build_isa import CpuMismatch
 from .base import KernelError, Result
 from .hist import decode, latency_metrics
 
@@ -24,6 +25,8 @@ def native() -> ModuleType:
     if _NATIVE is None:
         try:
             from .. import _native
+        except CpuMismatch as e:      # built, for a cpu this one is not
+            raise KernelError(str(e)) from e
         except ImportError as e:
             raise KernelError("manybench's C kernels are not built: run `pip install .` (or "
                               "`python setup.py build_ext --inplace`) in the source tree "
