@@ -255,6 +255,13 @@ def build_command() -> list[str]:
     return [*shlex.split(info["compiler"]), *py, *running_cflags(info)]
 
 
+def running_clone() -> str:
+    """The symbol suffix of the hot loops' clones this cpu runs ("arch_x86_64_v4", "default";
+    "" in a build without clones: the functions themselves)."""
+    clone = _native.build_info()["clone"]
+    return clone if clone in ("", "default") else f"arch_{clone.replace('-', '_')}"
+
+
 def compiler_missing() -> str | None:
     """Why C peers cannot be built here (the extension's compiler is not on PATH), or None."""
     cc = shlex.split(_native.build_info()["compiler"])

@@ -199,3 +199,23 @@ def test_the_extension_is_not_loaded_on_a_cpu_without_its_instructions(tmp_path)
                          check=True).stdout.splitlines()
     assert "lacks sse4_2" in out[0] and out[1] == "not loaded", out
     assert out[2] == out[0]      # a kernel's error is the refusal, not "not built"
+
+
+@pytest.mark.e2e
+def test_a_run_on_a_cpu_without_the_builds_instructions_ends_with_the_refusal(tmp_path):
+    # `manybench run` in a process whose /proc/cpuinfo lacks SSE4.2: one line naming the
+    # build's -march and the cpu's flags, exit 2, no traceback and no slot started
+    flags = sorted((build_isa.cpu_flags() or set(build_isa.build_isa()["flags"])) - {"sse4_2"})
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(f"processor\t: 0\nflags\t\t: {' '.join(flags)}\n")
+    (tmp_path / "plan.toml").write_text('[[task]]\nname = "n"\nkernel = "null"\n')
+    script = ("import sys\nfrom manybench import build_isa\n"
+              f"build_isa.CPUINFO = {str(fake)!r}\n"
+              "from manybench.cli import main\n"
+              "sys.argv = ['manybench', 'run', 'plan.toml']\nmain()\n")
+    res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("manybench: the local agent: this cpu cannot run manybench's "
+                                 f"C kernels: they were built for -march={INFO['march']}")
+    assert "lacks sse4_2" in res.stderr and "Traceback" not in res.stderr
