@@ -171,6 +171,11 @@ def test_the_agent_and_the_local_engine_refuse_the_cpu_before_any_slot(monkeypat
     with pytest.raises(EngineError) as e:
         engine.start("r", 1, "/tmp", False)
     assert str(e.value) == f"the local agent: {msg}" and engine.agent is None
+    # a cluster's node (Dask, ssh): its server answers the run's Start with the refusal
+    from manybench.node.protocol import Failed
+    from manybench.node.server import AgentServer
+    server = AgentServer(None)
+    assert server.reply(Start("r", "n", 1, "/tmp")) == Failed(msg) and server.agent is None
 
 
 def test_the_extension_is_not_loaded_on_a_cpu_without_its_instructions(tmp_path):
