@@ -130,18 +130,26 @@ def test_the_clone_bound_is_the_best_this_cpu_has():
     assert {fn: suffix for fn in bound} == {fn: c.rsplit(".", 1)[1] for fn, c in bound.items()}
 
 
+@pytest.fixture
+def simulated():
+    """check() reads the simulated cpu, and this process's own again afterwards."""
+    build_isa._mismatch_here.cache_clear()
+    yield
+    build_isa._mismatch_here.cache_clear()
+
+
 def refuse(monkeypatch, isa: dict, lacking: set[str]) -> str:
     """The refusal of a cpu like this one less `lacking`, for a build of `isa`."""
     here = build_isa.cpu_flags() or set()
     monkeypatch.setattr(build_isa, "build_isa", lambda: isa)
     monkeypatch.setattr(build_isa, "cpu_flags", lambda: (here | set(isa["flags"])) - lacking)
-    monkeypatch.setattr(build_isa, "_done", False)
+    build_isa._mismatch_here.cache_clear()
     with pytest.raises(CpuMismatch) as e:
         build_isa.check()
     return str(e.value)
 
 
-def test_a_cpu_without_the_builds_instructions_is_refused_naming_both(monkeypatch):
+def test_a_cpu_without_the_builds_instructions_is_refused_naming_both(monkeypatch, simulated):
     # this build's own requirement, on a cpu without SSE4.2 and POPCNT (older than v2)
     msg = refuse(monkeypatch, build_isa.build_isa(), {"sse4_2", "popcnt"})
     assert f"-march={INFO['march']}" in msg
@@ -155,11 +163,11 @@ def test_a_cpu_without_the_builds_instructions_is_refused_naming_both(monkeypatc
     assert "avx2" in msg.split("its flags:")[1]
     # a cpu that has them all is not refused
     monkeypatch.setattr(build_isa, "cpu_flags", lambda: set(native_isa["flags"]))
-    monkeypatch.setattr(build_isa, "_done", False)
+    build_isa._mismatch_here.cache_clear()
     build_isa.check()
 
 
-def test_the_agent_and_the_local_engine_refuse_the_cpu_before_any_slot(monkeypatch):
+def test_the_agent_and_the_local_engine_refuse_the_cpu_before_any_slot(monkeypatch, simulated):
     from manybench.engines.base import EngineError
     from manybench.engines.local import LocalEngine
     from manybench.node.agent import Agent

@@ -11,6 +11,7 @@ native requires the build machine's own instruction sets.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -73,15 +74,14 @@ def running_cflags(info: dict) -> list[str]:
     return [f"-march={clone}" if f.startswith("-march=") else f for f in info["cflags"]]
 
 
-_checked: str | None = None
-_done = False
+@functools.cache
+def _mismatch_here() -> str | None:
+    return mismatch(build_isa(), cpu_flags())
 
 
 def check() -> None:
-    """CpuMismatch when this cpu lacks an instruction set the build requires; read once per
-    process."""
-    global _checked, _done
-    if not _done:
-        _checked, _done = mismatch(build_isa(), cpu_flags()), True
-    if _checked:
-        raise CpuMismatch(_checked)
+    """CpuMismatch when this cpu lacks an instruction set the build requires (read once per
+    process)."""
+    why = _mismatch_here()
+    if why:
+        raise CpuMismatch(why)
