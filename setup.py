@@ -67,7 +67,8 @@ def _native_arch() -> str:
 # POPCNT); none where the compiler takes no such value (another architecture: its own baseline)
 PORTABLE_MARCH = "x86-64-v2"
 # MANYBENCH_MARCH=native (or "znver4", ...): everything built for that processor, no clones.
-# MANYBENCH_PORTABLE=1 asks for the default (it was the way out of -march=native before).
+# (MANYBENCH_PORTABLE=1, the way out of -march=native before, is no longer read: portable is
+# the default.)
 ASKED_MARCH = os.environ.get("MANYBENCH_MARCH", "").strip()
 # THE compile flags of the kernels, defined here only: the extension is compiled with them,
 # they are carried into it (MB_CFLAGS -> _native.build_info()["cflags"]) and benchmarks/
