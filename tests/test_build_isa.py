@@ -5,11 +5,13 @@ extension loads, with a message naming both, never a SIGILL."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -40,6 +42,10 @@ V3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe"}
 V4 = V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
 
 
+# the clones' symbol suffixes: loops_serial.arch_x86_64_v4, loops_serial.default
+SUFFIXES = {"default" if t == "default" else f"arch_{t.replace('-', '_')}" for t in INFO["clones"]}
+
+
 def functions_beyond_baseline(binary: str) -> dict[str, int]:
     """function -> how many of its instructions are beyond x86-64-v2 (objdump -d)."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
@@ -58,8 +64,7 @@ def functions_beyond_baseline(binary: str) -> dict[str, int]:
 def is_clone(fn: str) -> bool:
     """A target clone of a hot loop, or an OpenMP loop outlined from one: loops_serial.
     arch_x86_64_v4, loops_omp._omp_fn.0.arch_x86_64_v3 (not .default: that one is baseline)."""
-    parts = fn.split(".")
-    return any(f"arch_{t.replace('-', '_')}" in parts for t in INFO["clones"] if t != "default")
+    return any(part in SUFFIXES - {"default"} for part in fn.split("."))
 
 
 def library_functions() -> set[str]:
@@ -93,9 +98,10 @@ def test_the_built_objects_carry_no_instruction_beyond_the_baseline_outside_the_
     assert ours == {name: {} for name in OBJECTS}
 
 
-def bound_clones() -> dict[str, str]:
-    """Each cloned function of the loaded extension -> the clone the loader bound it to: the
-    value its resolver left in the GOT slot of the function's IRELATIVE relocation."""
+def clone_slots() -> dict[str, tuple[int, dict[str, int]]]:
+    """Each cloned function of the loaded extension -> (the address of its GOT slot, which
+    its IRELATIVE relocation had the loader fill with what its resolver chose; its clones by
+    suffix -> their addresses). Every call of it goes through that slot (its PLT stub)."""
     path = native.__file__
     symbols: dict[int, list[str]] = {}
     for line in subprocess.run(["objdump", "-t", path], capture_output=True, text=True,
@@ -106,16 +112,40 @@ def bound_clones() -> dict[str, str]:
     with open("/proc/self/maps") as f:
         base = next(int(line.split("-")[0], 16) for line in f
                     if line.rstrip().endswith(path) and line.split()[2] == "00000000")
-    bound = {}
+    slots = {}
     for line in subprocess.run(["readelf", "-rW", path], capture_output=True, text=True,
                                check=True).stdout.splitlines():
         parts = line.split()
         if len(parts) >= 4 and parts[2] == "R_X86_64_IRELATIVE":
             resolver = next(s for s in symbols[int(parts[3], 16)] if s.endswith(".resolver"))
-            got = ctypes.c_uint64.from_address(base + int(parts[0], 16)).value - base
-            bound[resolver.removesuffix(".resolver")] = next(
-                s for s in symbols[got] if s.startswith(resolver.removesuffix("resolver")))
+            fn = resolver.removesuffix(".resolver")
+            clones = {s[len(fn) + 1:]: base + a for a, names in symbols.items() for s in names
+                      if s[len(fn) + 1:] in SUFFIXES and s.startswith(fn + ".")}
+            slots[fn] = (base + int(parts[0], 16), clones)
+    return slots
+
+
+def bound_clones() -> dict[str, str]:
+    """Each cloned function of the loaded extension -> the clone its GOT slot holds."""
+    bound = {}
+    for fn, (slot, clones) in clone_slots().items():
+        held = ctypes.c_uint64.from_address(slot).value
+        bound[fn] = next(f"{fn}.{suffix}" for suffix, a in clones.items() if a == held)
     return bound
+
+
+def rebind(suffix: str) -> None:
+    """Every cloned function bound to its clone `suffix` instead ("default": the build's
+    baseline), as the resolver of a cpu of that level would have: the GOT slots made
+    writable for it (they are read-only once relocated)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    page = os.sysconf("SC_PAGE_SIZE")
+    for fn, (slot, clones) in clone_slots().items():
+        start = slot & ~(page - 1)
+        if libc.mprotect(start, page, 3) != 0:     # PROT_READ | PROT_WRITE
+            raise OSError(ctypes.get_errno(), "mprotect")
+        ctypes.c_uint64.from_address(slot).value = clones[suffix]
 
 
 @portable
@@ -232,3 +262,55 @@ def test_a_run_on_a_cpu_without_the_builds_instructions_ends_with_the_refusal(tm
     assert res.stderr.startswith("manybench: the local agent: this cpu cannot run manybench's "
                                  f"C kernels: they were built for -march={INFO['march']}")
     assert "lacks sse4_2" in res.stderr and "Traceback" not in res.stderr
+
+
+PEER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                    "peers", "himeno_ref.c")
+# in a fresh process: every clone bound to one suffix, then Himeno's gosa (grid XS, 5
+# iterations, 1 thread) and mem.stream with 1 and 2 threads (its own check of the arrays)
+CLONE_RUN = """
+import json, sys
+import test_build_isa as t
+from builders import run_kernel
+from manybench.kernels import SlotContext
+t.rebind(sys.argv[1])
+ctx = SlotContext(run="r", node="n", slot=0, rank=0, workers=1, cpu=-1, scratch=sys.argv[2],
+                  shared=sys.argv[2])
+h = run_kernel("cpu.himeno", ctx, {"grid": "XS", "iterations": 5})
+s = [run_kernel("mem.stream", ctx, {"elements": 100000, "ntimes": 3, "threads": n})
+     for n in (1, 2)]
+print(json.dumps({"bound": sorted(set(c.rsplit(".", 1)[1] for c in t.bound_clones().values())),
+                  "gosa": f"{h.metrics['gosa']:e}", "himeno": h.status,
+                  "stream": [r.status for r in s], "errors": [r.error for r in s]}))
+"""
+
+
+@portable
+def test_every_clone_computes_what_himenoBMTxp_built_for_its_level_does(tmp_path):
+    # the clones this cpu does not pick never run here: each bound in turn, as a cpu of
+    # its level would bind it, must pass mem.stream's check and print himenoBMTxp's gosa
+    # built for that level (the baseline's without FMA, v3's and v4's with it)
+    cc = shlex.split(INFO["compiler"])
+    flags = [f for v in ("CFLAGS", "CCSHARED") for f in
+             shlex.split(sysconfig.get_config_var(v) or "")]
+    here = os.path.dirname(os.path.abspath(__file__))
+    gosas = {}
+    for target in INFO["clones"]:
+        suffix = "default" if target == "default" else f"arch_{target.replace('-', '_')}"
+        march = INFO["march"] if target == "default" else target
+        exe = str(tmp_path / f"himeno_{suffix}")
+        subprocess.run([*cc, *flags, *[f for f in INFO["cflags"] if not f.startswith("-march=")],
+                        f"-march={march}", "-DXSMALL", "-o", exe, PEER, "-lm"], check=True,
+                       capture_output=True)
+        out = subprocess.run([exe, "0.01", "5"], check=True, capture_output=True, text=True)
+        printed = re.search(r"Gosa : (\S+)", out.stdout).group(1)
+        res = subprocess.run([sys.executable, "-c", CLONE_RUN, suffix, str(tmp_path)],
+                             capture_output=True, text=True, check=True, cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": here})
+        got = json.loads(res.stdout)
+        assert got["bound"] == [suffix], got
+        assert got["himeno"] == "ok" and got["stream"] == ["ok", "ok"], got
+        assert got["gosa"] == printed, (target, got["gosa"], printed)
+        gosas[target] = printed
+    # the clones are different code: the baseline's gosa is not the FMA clones'
+    assert gosas["default"] != gosas[INFO["clones"][0]], gosas
