@@ -1,8 +1,12 @@
 """The C kernels are a CPython extension built by setuptools: `pip install .` compiles them.
 
-They are compiled for the machine that builds them (-march=native, as STREAM's and Himeno's
-users build them) when the compiler accepts it; MANYBENCH_PORTABLE=1 builds for the
-architecture's baseline instead (a shared install on a cluster of unlike nodes).
+They are compiled portable by default: for x86-64-v2 (where the compiler accepts it), so one
+install serves every node of a cluster (a shared file system holds one install for nodes of
+several processors), with the hot loops (mem.stream's, cpu.himeno's Jacobi) compiled as well for
+x86-64-v3 and v4 and picked when the extension loads (gcc's target_clones: clones.h).
+MANYBENCH_MARCH=native (or any -march value) builds everything for that processor instead, with
+no clones; the processor's instructions are then required of every node, and checked before
+the extension loads (build_isa.json, manybench/build_isa.py).
 MANYBENCH_SANITIZE=1 builds everything C (the extension, mbkernel, libmbrank.so) under
 AddressSanitizer and UndefinedBehaviorSanitizer, for tests only (scripts/sanitized.sh): the
 sanitizers' runtimes must then be preloaded into Python (docs/architecture.md). The compile
@@ -10,6 +14,7 @@ flags are defined here once and carried into the extension (`_native.build_info(
 record how their kernels were built and benchmarks build their C peers the same way.
 """
 import glob
+import json
 import os
 import shlex
 import subprocess
@@ -22,7 +27,7 @@ from setuptools.command.build_ext import build_ext
 NATIVE = "src/manybench/kernels/native/"
 # core (timing, io, meta, spawn) and the kernel families, each a kernel file plus a bind file
 CORE = ["module.c", "timing.c", "io.c", "scratch.c", "spawn.c", "numa.c", "families.c",
-        "records.c", "wire.c"]
+        "records.c", "wire.c", "clones.c"]
 FAMILIES = ["meta", "stream", "himeno", "dgemm", "randio", "net", "probe"]
 SOURCES = CORE + [f"{f}.c" for f in FAMILIES] + [f"bind_{f}.c" for f in FAMILIES]
 
@@ -58,15 +63,62 @@ def _native_arch() -> str:
     return ""
 
 
-PORTABLE = os.environ.get("MANYBENCH_PORTABLE", "") not in ("", "0")
+# the default -march: the x86-64 baseline every node of a current cluster has (SSE4.2,
+# POPCNT); none where the compiler takes no such value (another architecture: its own baseline)
+PORTABLE_MARCH = "x86-64-v2"
+# MANYBENCH_MARCH=native (or "znver4", ...): everything built for that processor, no clones.
+# (MANYBENCH_PORTABLE=1, the way out of -march=native before, is no longer read: portable is
+# the default.)
+ASKED_MARCH = os.environ.get("MANYBENCH_MARCH", "").strip()
 # THE compile flags of the kernels, defined here only: the extension is compiled with them,
 # they are carried into it (MB_CFLAGS -> _native.build_info()["cflags"]) and benchmarks/
 # builds its C peers from build_info(), never from a copy
 CFLAGS = ["-O3", "-std=gnu11", "-Wall", "-fopenmp"]
 MARCH = ""
-if not PORTABLE and _accepts("-march=native"):
-    CFLAGS.append("-march=native")
-    MARCH = _native_arch() or "native"
+if ASKED_MARCH:
+    if not _accepts(f"-march={ASKED_MARCH}"):
+        raise SystemExit(f"MANYBENCH_MARCH={ASKED_MARCH}: {CC} does not accept "
+                         f"-march={ASKED_MARCH}")
+    CFLAGS += [f"-march={ASKED_MARCH}", "-DNB_NO_CLONES"]
+    MARCH = (_native_arch() or "native") if ASKED_MARCH == "native" else ASKED_MARCH
+elif _accepts(f"-march={PORTABLE_MARCH}"):
+    CFLAGS.append(f"-march={PORTABLE_MARCH}")
+    MARCH = PORTABLE_MARCH
+
+# /proc/cpuinfo's name of each instruction set that a -march lets the compiler use in C code
+# without intrinsics, by the macro the compiler defines for it: the flags a node's cpu must
+# have to run this build (build_isa.json, checked before the extension loads)
+ISA_FLAGS = {
+    "__SSE__": "sse", "__SSE2__": "sse2", "__SSE3__": "pni", "__SSSE3__": "ssse3",
+    "__SSE4_1__": "sse4_1", "__SSE4_2__": "sse4_2", "__POPCNT__": "popcnt",
+    "__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16": "cx16", "__LAHF_SAHF__": "lahf_lm",
+    "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma", "__F16C__": "f16c",
+    "__BMI__": "bmi1", "__BMI2__": "bmi2", "__LZCNT__": "abm", "__MOVBE__": "movbe",
+    "__ADX__": "adx", "__AES__": "aes", "__PCLMUL__": "pclmulqdq", "__SHA__": "sha_ni",
+    "__GFNI__": "gfni", "__VAES__": "vaes", "__VPCLMULQDQ__": "vpclmulqdq",
+    "__AVXVNNI__": "avx_vnni", "__AVX512F__": "avx512f", "__AVX512CD__": "avx512cd",
+    "__AVX512BW__": "avx512bw", "__AVX512DQ__": "avx512dq", "__AVX512VL__": "avx512vl",
+    "__AVX512IFMA__": "avx512ifma", "__AVX512VBMI__": "avx512vbmi",
+    "__AVX512VBMI2__": "avx512_vbmi2", "__AVX512VNNI__": "avx512_vnni",
+    "__AVX512BITALG__": "avx512_bitalg", "__AVX512VPOPCNTDQ__": "avx512_vpopcntdq",
+    "__AVX512BF16__": "avx512_bf16", "__AVX512FP16__": "avx512_fp16",
+    "__AVX512VP2INTERSECT__": "avx512_vp2intersect",
+}
+
+
+def _required_flags() -> list[str]:
+    """The cpu flags (ISA_FLAGS) the compiler may use with CFLAGS' -march, from the macros
+    it predefines for it; [] when it says none (another architecture)."""
+    march = [f for f in CFLAGS if f.startswith("-march=")]
+    try:
+        out = subprocess.run([*shlex.split(CC), *march, "-dM", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    macros = {line.split()[1] for line in out.splitlines() if line.startswith("#define ")}
+    return sorted({flag for macro, flag in ISA_FLAGS.items() if macro in macros})
+
+
 SANITIZE = os.environ.get("MANYBENCH_SANITIZE", "") not in ("", "0")
 SANITIZERS = "address,undefined"    # build_info()["sanitize"]: "" when not sanitized
 # any report ends the process (no recovery), with frames to read; -fno-wrapv undoes
@@ -89,8 +141,9 @@ def _c_string(text: str) -> str:
     return f'"{body}"'
 
 
+# The extension is manybench._native_c; manybench/_native.py loads it once the cpu is checked
 native = Extension(
-    "manybench._native",
+    "manybench._native_c",
     sources=[NATIVE + s for s in SOURCES],
     depends=sorted(glob.glob(NATIVE + "*.h")) + [NATIVE + "mbkernel.c", NATIVE + "mbrank.c"],
     extra_compile_args=CFLAGS,
@@ -138,12 +191,23 @@ def build_mbrank(out: str) -> None:
         raise RuntimeError(f"building libmbrank.so failed: {' '.join(cmd)}\n{done.stderr}")
 
 
+def write_build_isa(out: str) -> None:
+    """build_isa.json: the -march the kernels were built for and the cpu flags it requires,
+    read (manybench/build_isa.py) before the extension is loaded, which on a cpu without them
+    could die of an illegal instruction."""
+    with open(out, "w") as f:
+        json.dump({"march": MARCH, "flags": _required_flags()}, f, indent=1)
+        f.write("\n")
+
+
 class BuildExt(build_ext):
-    """The extension, then mbkernel and libmbrank.so beside it (in the source tree with
-    --inplace)."""
+    """The extension, then build_isa.json, mbkernel and libmbrank.so beside it (in the source
+    tree with --inplace)."""
 
     def run(self) -> None:
         super().run()
+        package = os.path.dirname(self.get_ext_fullpath("manybench._native_c"))
+        write_build_isa(os.path.join(package, "build_isa.json"))
         kernels = os.path.dirname(self.get_ext_fullpath("manybench.kernels.mbkernel"))
         os.makedirs(kernels, exist_ok=True)
         build_mbkernel(os.path.join(kernels, "mbkernel"))

@@ -5,7 +5,8 @@
 
 Peer: benchmarks/peers/himeno_ref.c (himenoBMTxp.c's static arrays, initmt, jacobi, fflop
 and mflops), compiled into a temporary directory with the compiler and flags the package's
-extension was built with (harness.compile_c: _native.build_info()) and the grid's size macro.
+extension was built with (harness.compile_c: _native.build_info(), with the -march of the
+clone of cpu.himeno's Jacobi this cpu runs) and the grid's size macro.
 A first run of the peer calibrates the iteration count as himenoBMTxp does (for `seconds`
 instead of 60 s); every run of both then does that same count: cpu.himeno with
 iterations fixed, one slot, threads = 1, through the kernel's own prepare/run; both pinned as
@@ -104,7 +105,7 @@ def main() -> int:
             return 1
         print(f"  calibration: himenoBMTxp {warm['mflops']:.1f} MFLOPS, {nn} iterations for "
               f"{args.seconds:g}s (used by both from here on)", flush=True)
-        ours_loops = work.loops(_native.__file__, ("jacobi",))
+        ours_loops = work.loops(_native.__file__, ("jacobi",), harness.running_clone())
         peer_loops = work.loops(exe, ("jacobi",))
         print(f"work per iteration: both {nn} iterations of the same grid, 34 flops per "
               "point (himeno's count), the same rehearsal gosa; compiled loops:\n"

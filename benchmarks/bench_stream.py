@@ -8,8 +8,8 @@ Peer: upstream stream.c (McCalpin's, 5.10) from the STREAM_C variable (a path to
 e.g. from github.com/jeffhammond/STREAM), else benchmarks/peers/stream_ref.c (stream.c's
 structure re-written: static arrays, NTIMES, best of times, MB = 10^6 bytes; the run says
 which). Compiled into a temporary directory with the compiler and flags the package's
-extension was built with (harness.compile_c: _native.build_info(), -O3 -march=native unless
-the package was built portable) and -DSTREAM_ARRAY_SIZE=elements -DNTIMES=ntimes, run with
+extension was built with (harness.compile_c: _native.build_info(), with the -march of the
+clone of mem.stream's loops this cpu runs, x86-64-v4 on an AVX-512 machine) and -DSTREAM_ARRAY_SIZE=elements -DNTIMES=ntimes, run with
 OMP_NUM_THREADS=threads. manybench: mem.stream with its default size (STREAM's rule against
 this node's caches, as a plan without `elements` gets; --elements N gives both N instead) and
 the same ntimes, one slot, through the kernel's own prepare/run; the peer is built with the
@@ -107,7 +107,7 @@ def main() -> int:
               f"({3 * 8 * elements / 1e6:.0f} MB), ntimes {args.ntimes}, cpus {affinity}",
               flush=True)
         ours_loops = work.loops(_native.__file__, ("loops_serial",) if threads == 1 else
-                                ("loops_omp._omp_fn",))
+                                ("loops_omp._omp_fn",), harness.running_clone())
         peer_loops = work.loops(exe, ("main._omp_fn",))
         print(f"work per element: both {elements} elements x ntimes {args.ntimes}, "
               "Triad 24 bytes (STREAM's count); compiled loops:\n"

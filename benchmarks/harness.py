@@ -52,6 +52,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (SRC,
                                                                    os.environ.get("PYTHONPATH"))))}
 
 from manybench import _native  # noqa: E402
+from manybench.build_isa import running_cflags  # noqa: E402
 from manybench.inventory.topology import topology  # noqa: E402
 from manybench.node import slot as _slot  # noqa: E402
 from manybench.run.placement import place  # noqa: E402
@@ -246,11 +247,19 @@ def pct(values: list[float], q: float) -> float:
 def build_command() -> list[str]:
     """The extension's own compile command line, without sources and outputs: the compiler
     it was built with, sysconfig's CFLAGS and CCSHARED (which setuptools put first), then
-    setup.py's flags (build_info()["cflags"])."""
+    setup.py's flags (build_info()["cflags"]) with the -march of the hot loops' clone this cpu
+    runs (build_isa.running_cflags: a portable build's x86-64-v4 clone on an AVX-512 cpu)."""
     info = _native.build_info()
     py = [f for var in ("CFLAGS", "CCSHARED") for f in
           shlex.split(sysconfig.get_config_var(var) or "")]
-    return [*shlex.split(info["compiler"]), *py, *info["cflags"]]
+    return [*shlex.split(info["compiler"]), *py, *running_cflags(info)]
+
+
+def running_clone() -> str:
+    """The symbol suffix of the hot loops' clones this cpu runs ("arch_x86_64_v4", "default";
+    "" in a build without clones: the functions themselves)."""
+    clone = _native.build_info()["clone"]
+    return clone if clone in ("", "default") else f"arch_{clone.replace('-', '_')}"
 
 
 def compiler_missing() -> str | None:

@@ -186,12 +186,13 @@ _INSN = re.compile(r"^\s*[0-9a-f]+:\s+(v?(?:fmadd|fmsub|fnmadd|mul|add|sub|div|m
 _WIDTH = (("zmm", 512), ("ymm", 256), ("xmm", 128))
 
 
-def loops(binary: str, functions: tuple[str, ...]) -> Counter:
+def loops(binary: str, functions: tuple[str, ...], clone: str = "") -> Counter:
     """(instruction kind, vector width) -> count, over the functions whose names start with
     one of `functions` in `binary` (objdump -d): the floating point moves and arithmetic the
     compiler emitted. Two sides whose main loops use the same kinds at the same widths (FMA
     on 512-bit registers, say, and no non-temporal stores on either) do the same work per
-    element; unrolling and epilogues change the counts, not the kinds."""
+    element; unrolling and epilogues change the counts, not the kinds. clone: only the clones
+    of that name ("arch_x86_64_v4": harness.running_clone()), the code that runs here."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
                          text=True, check=True).stdout
     kinds: Counter = Counter()
@@ -199,7 +200,8 @@ def loops(binary: str, functions: tuple[str, ...]) -> Counter:
     for line in out.splitlines():
         head = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
         if head:
-            inside = head.group(1).startswith(functions)
+            inside = (head.group(1).startswith(functions)
+                      and (not clone or head.group(1).endswith(f".{clone}")))
             continue
         m = _INSN.match(line) if inside else None
         if not m:

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("manybench._native",
                     reason="C kernels not built (python setup.py build_ext --inplace)")
 from manybench import _native  # noqa: E402
+from manybench.build_isa import running_cflags  # noqa: E402
 from manybench.kernels.himeno import GRIDS  # noqa: E402
 from builders import ctx_for, run_kernel  # noqa: E402
 
@@ -56,7 +57,7 @@ def test_gosa_is_the_one_himenoBMTxp_prints(tmp_path):
     exe = str(tmp_path / "himeno_ref")
     flags = [f for v in ("CFLAGS", "CCSHARED") for f in
              shlex.split(sysconfig.get_config_var(v) or "")]
-    subprocess.run([*cc, *flags, *info["cflags"], "-DXSMALL", "-o", exe, PEER, "-lm"],
+    subprocess.run([*cc, *flags, *running_cflags(info), "-DXSMALL", "-o", exe, PEER, "-lm"],
                    check=True, capture_output=True)
     out = subprocess.run([exe, "0.01", "5"], check=True, capture_output=True, text=True).stdout
     printed = re.search(r"Gosa : (\S+)", out).group(1)

@@ -143,13 +143,19 @@ def test_runs_store_the_peaks_of_their_machine(plan_file, tmp_path):
 
 @pytest.mark.e2e
 def test_the_kernels_build_is_recorded_and_shown():
-    """How the C kernels were compiled (setup.py's flags, -march=native unless the build was
-    portable) is in every environment and in `manybench info`."""
-    from manybench import _native
+    """How the C kernels were compiled (setup.py's flags: portable x86-64-v2 with cloned hot
+    loops, unless MANYBENCH_MARCH asked for one processor), the cpu flags the build requires
+    and the clone this cpu runs are in every environment and in `manybench info`."""
+    from manybench import _native, build_isa
     build = environment.collect()["build"]
-    assert build == _native.build_info()
+    assert build == {**_native.build_info(), "requires": build_isa.build_isa()["flags"]}
     assert "-O3" in build["cflags"] and build["compiler"] and build["compiler_version"]
-    assert ("-march=native" in build["cflags"]) == bool(build["march"])
+    assert f"-march={build['march']}" in build["cflags"] or "-march=native" in build["cflags"]
+    assert ("-DNB_NO_CLONES" in build["cflags"]) != bool(build["clones"])
+    assert "sse4_2" in build["requires"]
     out = run_cli("info").stdout
     flags = " ".join(build["cflags"])
     assert f"built by {build['compiler']} {build['compiler_version']} with {flags}" in out
+    assert f"for {build['march']}" in out
+    if build["clones"]:
+        assert f"hot loops cloned for {', '.join(build['clones'])}: {build['clone']} here" in out

@@ -10,10 +10,10 @@ for this interpreter `pip wheel` (which also builds any dependency published onl
 sdist); for another target `pip download --only-binary=:all:` with its Python version and
 platform tags, since nothing can be built for it here.
 
-manybench's wheel is built portable by default (MANYBENCH_PORTABLE=1: no -march=native), as
-the bundle installs on nodes that may be older than the bundling machine, where code built
-for this processor dies of an illegal instruction; `native=True` (`--native`) builds it for
-this processor, for nodes of the same kind. An sdist for another target is built there, for
+manybench's wheel is built portable, setup.py's default (x86-64-v2, the hot loops cloned for
+v3 and v4 and picked at load time), as the bundle installs on nodes that may be older than
+the bundling machine; `native=True` (`--native`) builds it for this processor
+(MANYBENCH_MARCH=native), for nodes of the same kind (another is refused when it loads it). An sdist for another target is built there, for
 that machine.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _pip(*args: str, env: dict[str, str] | None = None) -> None:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
     # The user's pip config may point --find-links elsewhere; the bundle must be whole.
     env = {**{k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_NO_INDEX",
-                                                               "MANYBENCH_PORTABLE")},
+                                                               "MANYBENCH_MARCH")},
            **(env or {})}
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
@@ -77,9 +77,10 @@ def build_note(native: bool) -> str:
     """What the bundle says of how manybench's C kernels were compiled."""
     if native:
         return ("manybench's C kernels built -march=native: for nodes with this processor's "
-                "instruction set (an older node may die of an illegal instruction)")
-    return ("manybench's C kernels built portable (no -march=native): they run on any "
-            "x86-64 node; --native builds them for this processor")
+                "instruction sets (a node without them refuses to load them)")
+    return ("manybench's C kernels built portable (-march=x86-64-v2, the hot loops also for "
+            "x86-64-v3 and v4, picked on each node): they run on any x86-64-v2 node; --native "
+            "builds them for this processor")
 
 
 def bundle(directory: str, source: str | None = None, python_version: str | None = None,
@@ -115,7 +116,7 @@ def _write(root: Path, out: Path, python_version: str | None, platform: str | No
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns(
             ".git", "build", "dist", "*.egg-info", "*.so", "__pycache__", ".pytest_cache"))
         _pip("wheel", "--no-deps", "-w", str(out), str(copy),
-             env={} if native else {"MANYBENCH_PORTABLE": "1"})
+             env={"MANYBENCH_MARCH": "native"} if native else {})
     if not foreign:
         # every dependency as a wheel, manybench resolved from the wheel just written
         _pip("wheel", "-w", str(out), "--find-links", str(out), req)

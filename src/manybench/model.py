@@ -134,9 +134,10 @@ class Phase:
     warmup: bool = False              # a warm-up repetition (rep < 0): run, stored, not analysed
     sample: float = 0.0               # s between progress samples inside the phase; 0: none
 
-    # Pickled to the slots every phase. object's default __getstate__ reads __dict__, which
-    # makes each phase keep a dict of its own for the rest of the run (~140 bytes a phase,
-    # the whole plan's phases being alive): hand pickle the fields instead.
+    # Slots get a WirePhase (node/wire_types.py), never a pickled Phase; what still copies or
+    # pickles a phase (copy.copy, a process pool) must not make it keep a dict of its own:
+    # object's default __getstate__ reads __dict__, which materialises one for the rest of
+    # the run (~140 bytes a phase, the whole plan's phases alive). The fields instead.
     def __getstate__(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 

@@ -6,6 +6,7 @@ import time
 from typing import Callable
 
 from .. import timebase
+from ..build_isa import CpuMismatch
 from ..config import timing
 from ..inventory import noise
 from ..inventory.environment import collect
@@ -37,7 +38,7 @@ class LocalEngine(Engine):
             agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
                                    secret=auth.new_secret(), host=LOOPBACK,
                                    kill_grace_s=timing("node.kill_grace")))
-        except ProtocolMismatch as e:
+        except (ProtocolMismatch, CpuMismatch) as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()
         inventory = collect()    # before the slots fork: nothing of theirs in the figures

@@ -234,12 +234,14 @@ def _cpu_and_peaks(env: dict) -> tuple[dict, dict]:
 
 
 def _build() -> dict | None:
-    """How this install's C kernels were built (compiler, flags: setup.py), or None."""
+    """How this install's C kernels were built (compiler, flags: setup.py; the clone of the
+    hot loops this cpu runs) and the cpu flags the build requires (build_isa.json), or None."""
+    from .. import build_isa
     try:
         from .. import _native
     except ImportError:
         return None
-    return _native.build_info()
+    return {**_native.build_info(), "requires": build_isa.build_isa().get("flags", [])}
 
 
 def _os_name() -> str | None:

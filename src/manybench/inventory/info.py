@@ -67,6 +67,9 @@ def info_text(env: dict) -> str:
         lines.append(f"kernels   built by {build.get('compiler')} {build.get('compiler_version')}"
                      f" with {flags}"
                      + (f" (for {build['march']})" if build.get("march") else " (portable)"))
+        if build.get("clones"):   # runs stored before the clones have none
+            lines.append(f"          hot loops cloned for {', '.join(build['clones'])}: "
+                         f"{build.get('clone')} here")
     lines.append(f"governor  {g('governor') or 'unknown'}"
                  + (f", tuned {g('tuned_profile')}" if g("tuned_profile") else ""))
     floor = g("noise")

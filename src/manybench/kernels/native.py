@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from ..build_isa import CpuMismatch
 from ..status import Status
 from ..node.wire_types import Result
 from .base import KernelError
@@ -26,6 +27,8 @@ def native() -> ModuleType:
     if _NATIVE is None:
         try:
             from .. import _native
+        except CpuMismatch as e:      # built, for a cpu this one is not
+            raise KernelError(str(e)) from e
         except ImportError as e:
             raise KernelError("manybench's C kernels are not built: run `pip install .` (or "
                               "`python setup.py build_ext --inplace`) in the source tree "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Callable
 
+from ..build_isa import check as check_cpu
 from ..config import load as load_config, timing
 from ..kernels import WARM_UP
 from ..kernels.rank_keys import run_key
@@ -99,8 +100,11 @@ class Agent:
     @classmethod
     def of(cls, req: Start) -> Agent:
         """The agent a Start asks for; ProtocolMismatch when the coordinator that sent it
-        speaks another protocol version (both engines start their agents here)."""
+        speaks another protocol version, CpuMismatch when this node's cpu lacks instructions
+        the C kernels were built for (both engines start their agents here, before any slot
+        loads the kernels)."""
         check_version(req.protocol, "the coordinator")
+        check_cpu()
         return cls(req.node, req.run, req.slots, req.default_dir, req.keep, req.telemetry_s,
                    req.secret, req.host, req.kill_grace_s)
 

@@ -30,6 +30,7 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
+from ..build_isa import CpuMismatch
 from .agent import Agent
 from .direct import Listener, TlsFiles, client_context, recv_frame, send_frame
 from .lease import Heard
@@ -69,7 +70,7 @@ class AgentServer:
         """handle's answer, or Failed saying why it has none (a refused Start: the versions)."""
         try:
             return self.handle(req)
-        except ProtocolMismatch as e:
+        except (ProtocolMismatch, CpuMismatch) as e:    # refused: no traceback to read
             return Failed(str(e))
         except Exception as e:
             return Failed(f"{e!r}\n{traceback.format_exc(limit=5)}")

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clones.h"
 #include "himeno.h"
 #include "nb_omp.h"
 
@@ -90,8 +91,9 @@ static inline void copy_back(const nb_himeno *h, int i)
 }
 
 /* nn iterations; *first = the first iteration's gosa. Returns the last one's. */
-/* noinline: one call per run; benchmarks/ sets its compiled code beside himenoBMTxp's */
-__attribute__((noinline)) static float jacobi(nb_himeno *h, int nn, float *first)
+/* noinline: one call per run; benchmarks/ sets its compiled code beside himenoBMTxp's.
+ * NB_CLONES: compiled for several targets, this cpu's picked at load time (clones.h) */
+NB_CLONES __attribute__((noinline)) static float jacobi(nb_himeno *h, int nn, float *first)
 {
     const int imax = h->imax;
     const float omega = h->omega;

@@ -18,6 +18,7 @@
 
 #include "native.h"
 #include "bind.h"
+#include "clones.h"
 
 /* ---- helpers ---- */
 
@@ -501,6 +502,30 @@ static PyObject *py_read_stamp(PyObject *self, PyObject *args)
 #define __VERSION__ "unknown"
 #endif
 
+/* the targets the hot loops are cloned for (clones.h), as a list of str: [] without clones */
+static PyObject *clone_targets(void)
+{
+#ifdef NB_CLONE_TARGETS
+    static const char *const targets[] = {NB_CLONE_TARGETS};
+    const size_t n = sizeof targets / sizeof *targets;
+#else
+    static const char *const *targets = NULL;
+    const size_t n = 0;
+#endif
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        /* "arch=x86-64-v4" -> "x86-64-v4", as nb_clone_target() names them */
+        const char *t = strncmp(targets[i], "arch=", 5) ? targets[i] : targets[i] + 5;
+        PyObject *s = PyUnicode_FromString(t);
+        if (!s) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
 static PyObject *py_build_info(PyObject *self, PyObject *unused)
 {
     /* MB_CFLAGS is setup.py's flags joined by spaces (none holds whitespace): split back */
@@ -511,14 +536,21 @@ static PyObject *py_build_info(PyObject *self, PyObject *unused)
     Py_DECREF(joined);
     if (!cflags)
         return NULL;
-    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s,s:s}", "compiler", MB_CC, "compiler_version",
-                         __VERSION__, "cflags", cflags, "openmp", PyBool_FromLong(MB_OPENMP),
-                         "march", MB_MARCH, "sanitize", MB_SANITIZE);
+    PyObject *clones = clone_targets();
+    if (!clones) {
+        Py_DECREF(cflags);
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:s,s:N,s:N,s:s,s:s,s:N,s:s}", "compiler", MB_CC,
+                         "compiler_version", __VERSION__, "cflags", cflags, "openmp",
+                         PyBool_FromLong(MB_OPENMP), "march", MB_MARCH, "sanitize", MB_SANITIZE,
+                         "clones", clones, "clone", nb_clone_target());
 }
 
 static PyMethodDef methods[] = {
     {"build_info", py_build_info, METH_NOARGS,
-     "build_info() -> {compiler, compiler_version, cflags (list), openmp, march}"},
+     "build_info() -> {compiler, compiler_version, cflags (list), openmp, march, sanitize, "
+     "clones (list), clone}"},
     {"now_ns", py_now_ns, METH_NOARGS, "CLOCK_REALTIME in ns."},
     {"progress", py_progress, METH_NOARGS,
      "Bytes or ops the timed call under way has done so far (0 before its first)."},
@@ -569,12 +601,13 @@ PyObject *nb_result_dict(nb_result *r, int with_fsync) { return result_dict(r, w
 PyObject *nb_raise_errno(int err, const char *msg) { return raise_errno(err, msg); }
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "manybench._native",
+    /* imported by manybench/_native.py once the cpu is checked (build_isa.py) */
+    PyModuleDef_HEAD_INIT, "manybench._native_c",
     "The C side of the slot: waiting for T0, timed kernels, exec at T0 (see API.md).", -1,
     methods,
 };
 
-PyMODINIT_FUNC PyInit__native(void)
+PyMODINIT_FUNC PyInit__native_c(void)
 {
     PyObject *m = PyModule_Create(&moduledef);
     if (m && PyModule_AddIntConstant(m, "HIST_BUCKETS", HIST_BUCKETS) < 0)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clones.h"
 #include "nb_omp.h"
 #include "stream.h"
 
@@ -23,8 +24,9 @@
 /* ---- the four kernels: one thread, plain loops ---- */
 
 /* noinline: one call per run; the loops stay a function of their own, so benchmarks/ can
- * set their compiled code beside the reference's (work.loops) */
-__attribute__((noinline)) static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
+ * set their compiled code beside the reference's (work.loops). NB_CLONES: compiled for
+ * several targets, this cpu's picked at load time (clones.h) */
+NB_CLONES __attribute__((noinline)) static void loops_serial(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
 {
     double *restrict a = __builtin_assume_aligned(s->a, ARRAY_ALIGN);
     double *restrict b = __builtin_assume_aligned(s->b, ARRAY_ALIGN);
@@ -52,7 +54,7 @@ __attribute__((noinline)) static void loops_serial(nb_stream *s, int ntimes, int
 
 /* ---- the same with `#pragma omp parallel for` on each, as STREAM under OpenMP ---- */
 
-__attribute__((noinline)) static void loops_omp(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
+NB_CLONES __attribute__((noinline)) static void loops_omp(nb_stream *s, int ntimes, int64_t *times, int64_t *t)
 {
     double *restrict a = __builtin_assume_aligned(s->a, ARRAY_ALIGN);
     double *restrict b = __builtin_assume_aligned(s->b, ARRAY_ALIGN);
