@@ -45,7 +45,7 @@ from ..results.store import Store
 from .placement import assign, oversubscribed, spread_counts
 from .progress import RunProgress
 from .quality import run_checks
-from .outcome import InFlight, PhaseOutcome, Said, collect
+from .outcome import InFlight, PhaseOutcome, PhaseWarning, collect
 from .schedule import Scheduler
 from . import interrupts
 from . import clock_steps
@@ -253,15 +253,15 @@ class Coordinator:
         unset = "" if unfit else (self.setups.before(phase) or "")
         if unfit or unset:
             self._flush()
-            why = (Said(WarningKind.NODE_LOST, unfit, key=("unfit", phase.point)) if unfit
-                   else Said(WarningKind.SETUP, unset, key=(WarningKind.SETUP, phase.variant)))
+            why = (PhaseWarning(WarningKind.NODE_LOST, unfit, key=("unfit", phase.point)) if unfit
+                   else PhaseWarning(WarningKind.SETUP, unset, key=(WarningKind.SETUP, phase.variant)))
             # its records have no T0; the phase is stored with the instant it was decided
             done = replace(collect(self.run_id, phase, nodes, work_of(phase, nodes), 0, {},
                                    missing=why.message), t0=timebase.now_ns(), said=(why,))
         else:
             done = self._run_phase(phase, live, bar)
         said = done.said + tuple(_metric_warnings(phase, done.records)) + tuple(
-            Said(WarningKind.SLOT_REPLACED, notice) for notice in self.engine.take_notices())
+            PhaseWarning(WarningKind.SLOT_REPLACED, notice) for notice in self.engine.take_notices())
         return replace(done, telemetry=tuple(self.engine.telemetry()), said=said)
 
     def _work(self, phase: Phase, nodes: list[Node]) -> Work:
@@ -305,7 +305,7 @@ class Coordinator:
         self.in_flight = None
         self._watch_clock(phase, nodes, during=True)
         stalled = flag_stalls(done.records)     # flagged in place: metrics.stall_s
-        said = [Said(WarningKind.STRAGGLER, text, node=node, task=task, phase=at)
+        said = [PhaseWarning(WarningKind.STRAGGLER, text, node=node, task=task, phase=at)
                 for node, task, at, text in stall_texts(stalled)]
         waits = self.engine.waits()
         said += self.gaps.judge(phase, t0, polled, {n: r.elapsed_ns for n, r in results.items()},
@@ -400,7 +400,7 @@ class Coordinator:
         self.failed += done.failed
 
 
-def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
+def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[PhaseWarning]:
     """The kernels' own warnings their records carry, and command metrics that matched
     nothing."""
     extras = records.column("extra")
@@ -412,9 +412,9 @@ def _metric_warnings(phase: Phase, records: RecordColumns) -> Iterator[Said]:
     for i in said:
         node, extra = nodes[i], extras[i]
         for kind, text in extra.get(WARNINGS, ()):   # a kernel's own (kernels/)
-            yield Said(kind, text, node=node, task=phase.task.name)
+            yield PhaseWarning(kind, text, node=node, task=phase.task.name)
         for name in extra.get(MISSING_METRICS, ()):
-            yield Said(WarningKind.MISSING_METRIC, f"task {phase.task.name}: metric {name!r} matched "
+            yield PhaseWarning(WarningKind.MISSING_METRIC, f"task {phase.task.name}: metric {name!r} matched "
                        "nothing in the command's output", task=phase.task.name,
                        phase=phase.index)
 

@@ -37,7 +37,7 @@ from ..results.contract import WarningKind
 from ..analysis.stats import median, median_without
 from ..kernels import kernel
 from ..model import Phase
-from .outcome import Said
+from .outcome import PhaseWarning
 
 MARGIN_S = 0.5        # this much longer than usual is a gap ...
 FACTOR = 1.0          # ... and this many times the usual longer
@@ -73,7 +73,7 @@ class Gaps:
         self.prepare: dict[str, deque[float]] = {}     # point -> its phases' median prepare
 
     def judge(self, phase: Phase, t0: int, polled: int, elapsed: dict[str, Sequence[int]],
-              waited: dict[str, float], answered: dict[str, int]) -> list[Said]:
+              waited: dict[str, float], answered: dict[str, int]) -> list[PhaseWarning]:
         """This phase's gap warning (one, naming every node that kept the coordinator
         waiting), or none; its waits join the history either way (arguments: go_waits)."""
         go = go_waits(t0, polled, elapsed, waited, answered)
@@ -120,17 +120,17 @@ def _largest(*refs: float | None) -> float | None:
     return max(got) if got else None
 
 
-def gap_said(phase: Phase, lost: dict[str, tuple[float, float]]) -> Said:
+def gap_said(phase: Phase, lost: dict[str, tuple[float, float]]) -> PhaseWarning:
     """One warning for the phase: each node and the seconds it cost."""
     where = f"phase {phase.index} (task {phase.task.name})"
     why = ("answers came late: a stopped or stalled agent, a slow or stalled connection? The "
            "phase's figures are its slots' own and are kept")
     if len(lost) == 1:
         (node, (over, usual)), = lost.items()
-        return Said(WarningKind.GAP, f"{where}: the coordinator waited {over:.2f} s longer than usual on "
+        return PhaseWarning(WarningKind.GAP, f"{where}: the coordinator waited {over:.2f} s longer than usual on "
                     f"node {node} (usual {usual:.3f} s): its {why}", node=node,
                     task=phase.task.name, phase=phase.index)
     named = ", ".join(f"{n} ({over:.2f} s)" for n, (over, _) in
                       sorted(lost.items(), key=lambda kv: -kv[1][0]))
-    return Said(WarningKind.GAP, f"{where}: the coordinator waited longer than usual on nodes {named}: "
+    return PhaseWarning(WarningKind.GAP, f"{where}: the coordinator waited longer than usual on nodes {named}: "
                 f"their {why}", task=phase.task.name, phase=phase.index)

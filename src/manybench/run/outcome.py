@@ -32,7 +32,7 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
 
 @dataclass(frozen=True)
-class Said:
+class PhaseWarning:
     """A warning a phase raised (run/warnings.py stores and tells it)."""
     kind: WarningKind
     message: str
@@ -52,7 +52,7 @@ class PhaseOutcome:
     go_ns: int | None = None      # when its go was sent (the phase cycle); None: not run
     status: str = PhaseStatus.OK  # the stored phase's
     telemetry: tuple[TelemetryRow, ...] = ()
-    said: tuple[Said, ...] = ()
+    said: tuple[PhaseWarning, ...] = ()
     times: PhaseTimes = PhaseTimes()   # where its time went (run/times.py); none: not run
 
     @property
