@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from ..record_table import RESULT, made
 from ..units import parse_duration, parse_size
 from .facts import Fact
 from .figures import (EVERY_SLOT, FSYNC, GFLOPS, MFLOPS, SLOT, STREAM_RATES, VERSION, Figure,
@@ -128,27 +129,12 @@ class SlotContext:
     host: str = ""      # where other nodes' slots reach this node (the engine's Node.host)
 
 
-@dataclass(frozen=True)
+@made(RESULT, frozen=True)
 class Result:
-    """What a timed run measured; the slot turns it into a record. Built whole, once: a kernel
-    makes its metrics and extra first; a later step makes a new one (dataclasses.replace)."""
-    start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
-    end_ns: int = 0       # CLOCK_REALTIME at the last instant
-    elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start
-    armed_ns: int = 0     # CLOCK_REALTIME when the slot began waiting for T0 (early margin)
-    ops: int = 0
-    bytes: int = 0
-    status: str = "ok"    # ok | error | timeout
-    error: str = ""
-    metrics: dict = field(default_factory=dict)
-    hist: dict | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
-    extra: dict = field(default_factory=dict)  # stdout/stderr tails, the library or engine
-                                               # used (Kernel.facts), ...: stored, exported
-                                               # after the contract's columns
-    # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
-    # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
-    samples: list[tuple[int, float]] = field(default_factory=list)
-    sample_unit: str = ""
+    """What a timed run measured; the slot turns it into a record. Built whole, once, by
+    keyword: a kernel makes its metrics and extra first; a later step makes a new one
+    (dataclasses.replace). Its fields, each with its meaning and default, are the record
+    table's `result` layer (record_table.py)."""
 
 
 @dataclass(frozen=True)

@@ -97,8 +97,9 @@ from .codec import Codec
 # answered with the run's secret (Challenge, Hello, Welcome), never the secret itself, every
 # mb_call is signed; Start.host, SlotContext.job_key and .host (a parallel task's rank links);
 # 6: no message changed (bumped for TaskSpec.order, which stays on the coordinator: a
-# version once used is kept); 7: WireTask.startup_timeout
-PROTOCOL_VERSION = 7
+# version once used is kept); 7: WireTask.startup_timeout; 8: SlotResults' and Result's fields
+# in the record table's order (record_table.py: elapsed_ns before armed_ns, hist before extra)
+PROTOCOL_VERSION = 8
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size

@@ -5,6 +5,7 @@ its outcome; nothing about a phase travels beside it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..engines.base import Node, Results, Work
 from ..gc_pause import gc_paused
@@ -13,6 +14,7 @@ from ..kernels import figures as F
 from ..model import Phase
 from ..node.arrays import SlotResults
 from ..record_columns import RecordColumns
+from ..record_table import ARRAYS, RECORD, of
 from ..results.contract import PhaseTimes, Sample, TelemetryRow
 from .samples import samples_at
 
@@ -25,6 +27,14 @@ except ImportError:
 
 ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
 OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
+
+# a record's fields that come from its slot's result (record_table.py): each from the
+# arrays' field it is made from; metrics and extra the coordinator completes (_slot_metrics,
+# _slot_extra), the others as the arrays hold them
+_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
+_FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
+_FROM_SLOT = tuple(f for f in of(RECORD) if f.source == "slot"
+                   and f.name not in ("metrics", "extra"))
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,12 @@ class InFlight:
     work: Work
     t0: int
     go_ns: int
+
+
+def _head(phase: Phase) -> tuple:
+    """A phase's values of its records (record_columns.HEAD), in their order."""
+    got = [get(phase) for get in _FROM_PHASE]
+    return tuple(v() if callable(v) else v for v in got)
 
 
 def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], node: Node,
@@ -112,13 +128,19 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
     clock = {OFFSET: node.offset_ns, ERROR: node.error_ns}
     if lead_ns is not None:
         clock[LEAD] = lead_ns
-    metrics = _slot_metrics(sparse("metrics", None), clock, armed, t0)
-    extra = _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])
+    own = {"slot": slots, "cpu": [c for _, c, _ in assigned],
+           "metrics": _slot_metrics(sparse("metrics", None), clock, armed, t0),
+           "extra": _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])}
+    for f in _FROM_SLOT:
+        name = f.source_field
+        if name not in _SPARSE:
+            own[f.name] = [e / f.per for e in column(name)] if f.per else column(name)
+        elif f.factory is None:
+            own[f.name] = sparse(name, f.default)
+        else:       # a value of its own for each record that has none
+            own[f.name] = [f.factory() if v is None else v for v in sparse(name, None)]
     series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
-    cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
-                column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
-                column("ops"), column("bytes"), column("status"), sparse("error", ""),
-                metrics, sparse("hist", None), extra, series)
+    cols.extend(head_col, node.name, own, series)
 
 
 def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict]:
@@ -175,8 +197,7 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
     # each phase's HEAD values (a group's members' too), one tuple shared by every node
-    heads = {id(p): (p.index, p.task.name, p.kernel, p.variant, p.rep, p.workers,
-                     p.record_params()) for p in (phase, *phase.members)}
+    heads = {id(p): _head(p) for p in (phase, *phase.members)}
     lacking = SlotResults.of({0: Result(status="error", error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
