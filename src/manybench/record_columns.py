@@ -26,6 +26,7 @@ OWN = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
 # a record's own values that are often one for a whole phase (every slot ok, no error, no
 # histogram, the same count of ops or bytes): the store writes such a value once too
 ALIKE = tuple(f.name for f in _TABLE if f.alike)
+_OWN_GIVEN = tuple(name for name in OWN if name != "node")     # extend's columns
 # the phase's values bound as they are (params, JSON, is shared by identity: rows())
 _HEAD_PLAIN = tuple((at, name) for at, name in enumerate(HEAD) if name != "params")
 
@@ -65,9 +66,8 @@ class RecordColumns(Sequence[Record]):
                                                      for x in columns["extra"]))
         self.head += heads
         self.node += [node] * len(heads)
-        for name in OWN:
-            if name != "node":
-                getattr(self, name).extend(columns[name])
+        for name in _OWN_GIVEN:
+            getattr(self, name).extend(columns[name])
 
     def _heads(self, heads: list[tuple]) -> None:
         """Keep one_head up to date with these records' HEADs added."""
@@ -86,10 +86,8 @@ class RecordColumns(Sequence[Record]):
         column); once the records are made, that one."""
         if self.made is not None:
             return self.made[i]
-        values = {**self.shared, **dict(zip(HEAD, self.head[i]))}
-        for name in OWN:
-            values[name] = getattr(self, name)[i]
-        return Record(**values)
+        return Record(**self.shared, **dict(zip(HEAD, self.head[i])),
+                      **{name: getattr(self, name)[i] for name in OWN})
 
     def records(self) -> list[Record]:
         """Every record as a Record, made once; from then on, the phase's records."""
@@ -104,8 +102,7 @@ class RecordColumns(Sequence[Record]):
 
     def _make(self) -> list[Record]:
         """Every record, made a column at a time (as record(i) makes each)."""
-        return [from_values(values)
-                for values in zip(*[self.column(name) for name in FIELD_NAMES])]
+        return list(map(from_values, *[self.column(name) for name in FIELD_NAMES]))
 
     def __len__(self) -> int:
         return len(self.node)

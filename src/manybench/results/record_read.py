@@ -86,7 +86,7 @@ class RecordReader:
             r[_HIST_AT] = _hist_in(r[_HIST_AT])
         except (ValueError, TypeError, AttributeError) as e:
             raise damaged(self.path, f, r[0], r[1], r[_SLOT_AT], e) from None
-        return from_values(r)
+        return from_values(*r)
 
 
 def damaged(path: str, column: str, run: str, phase: int, slot: int, e: Exception

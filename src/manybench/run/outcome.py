@@ -33,8 +33,12 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 # _slot_extra), the others as the arrays hold them
 _SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
 _FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
-_FROM_SLOT = tuple(f for f in of(RECORD) if f.source == "slot"
-                   and f.name not in ("metrics", "extra"))
+_FROM_SLOT = [f for f in of(RECORD) if f.source == "slot" and f.name not in ("metrics", "extra")]
+# (its name, the arrays' field, its divisor or 0) of each made from a list
+_DENSE = tuple((f.name, f.source_field, f.per) for f in _FROM_SLOT if f.source_field not in _SPARSE)
+# (its name, the arrays' field, its empty value, its factory) of each made from a map
+_SPARSE_OF = tuple((f.name, f.source_field, f.default, f.factory) for f in _FROM_SLOT
+                   if f.source_field in _SPARSE)
 
 
 @dataclass(frozen=True)
@@ -131,14 +135,11 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
     own = {"slot": slots, "cpu": [c for _, c, _ in assigned],
            "metrics": _slot_metrics(sparse("metrics", None), clock, armed, t0),
            "extra": _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])}
-    for f in _FROM_SLOT:
-        name = f.source_field
-        if name not in _SPARSE:
-            own[f.name] = [e / f.per for e in column(name)] if f.per else column(name)
-        elif f.factory is None:
-            own[f.name] = sparse(name, f.default)
-        else:       # a value of its own for each record that has none
-            own[f.name] = [f.factory() if v is None else v for v in sparse(name, None)]
+    for name, arrays, per in _DENSE:
+        own[name] = [e / per for e in column(arrays)] if per else column(arrays)
+    for name, arrays, empty, factory in _SPARSE_OF:
+        own[name] = (sparse(arrays, empty) if factory is None     # else a value of its own
+                     else [factory() if v is None else v for v in sparse(arrays, None)])
     series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
     cols.extend(head_col, node.name, own, series)
 
