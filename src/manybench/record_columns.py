@@ -14,7 +14,7 @@ from itertools import repeat
 from typing import Any, Iterator, Sequence, overload
 
 from .record import FIELD_NAMES, Record, from_values
-from .record_table import RECORD, of
+from .record_table import RECORD, compiled, of
 
 _TABLE = of(RECORD)
 # what every record of the columns shares: the run's (run, T0)
@@ -26,9 +26,13 @@ OWN = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
 # a record's own values that are often one for a whole phase (every slot ok, no error, no
 # histogram, the same count of ops or bytes): the store writes such a value once too
 ALIKE = tuple(f.name for f in _TABLE if f.alike)
-_OWN_GIVEN = tuple(name for name in OWN if name != "node")     # extend's columns
 # the phase's values bound as they are (params, JSON, is shared by identity: rows())
 _HEAD_PLAIN = tuple((at, name) for at, name in enumerate(HEAD) if name != "params")
+
+# (columns, {name: its new values}) -> each of OWN but the node extended by them: a line
+# per field (a getattr and a method call each cost twice the line: once per node per phase)
+_extend = compiled("extend", ["cols", "new"],
+                   [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"], {})
 
 
 class RecordColumns(Sequence[Record]):
@@ -66,8 +70,7 @@ class RecordColumns(Sequence[Record]):
                                                      for x in columns["extra"]))
         self.head += heads
         self.node += [node] * len(heads)
-        for name in _OWN_GIVEN:
-            getattr(self, name).extend(columns[name])
+        _extend(self, columns)
 
     def _heads(self, heads: list[tuple]) -> None:
         """Keep one_head up to date with these records' HEADs added."""
