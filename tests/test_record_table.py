@@ -47,7 +47,7 @@ def test_record_result_and_arrays_are_the_tables_fields():
     for fl, f in zip(dataclasses.fields(Record), _layer(rt.RECORD)):
         assert (fl.type, fl.metadata["sql"], fl.metadata["json"], fl.metadata["export"]) == (
             f.type, f.sql, f.json, f.export)
-        if f.default is not rt._NO or f.factory:
+        if f.default is not rt.REQUIRED or f.factory:
             assert _default(fl) == f.empty()
         else:
             assert fl.default is dataclasses.MISSING and fl.default_factory is dataclasses.MISSING

@@ -26,7 +26,7 @@ ALL = frozenset((RESULT, ARRAYS, RECORD))
 NODE = frozenset((RESULT, ARRAYS))           # measured on the node, not a record's column
 STORED = frozenset((RECORD,))                # a record's only
 SOURCES = ("run", "phase", "place", "slot")
-_NO: Any = type("NoDefault", (), {"__repr__": lambda self: "no default"})()   # required
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()   # no default
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Field:
     name: str
     type: str                       # its annotation, as written in a record
     sql: str = ""                   # its records column's SQL type ("": not a record's)
-    default: Any = _NO
+    default: Any = REQUIRED
     factory: Callable[[], Any] | None = None     # a fresh default each (a dict, a list)
     layers: frozenset[str] = ALL
     source: str = "slot"            # where a record's value comes from (SOURCES)
@@ -50,12 +50,18 @@ class Field:
     alike: bool = False             # often one value for a whole phase: stored once then
     since: int = 1                  # the results schema version that added its column
 
+    def __post_init__(self) -> None:
+        # its name is an attribute, a column and a name in generated code (compiled)
+        if not self.name.isidentifier() or self.source not in SOURCES:
+            raise ValueError(f"record table: field {self.name!r} (source {self.source!r})")
+
     def empty(self) -> Any:
         """Its default, a fresh one where it is made by a factory."""
         return self.factory() if self.factory is not None else self.default
 
     @property
     def source_field(self) -> str:
+        """What its value is made from: `of`, else its own name."""
         return self.of or self.name
 
 
@@ -114,15 +120,15 @@ TABLE: tuple[Field, ...] = (
 del F
 
 
-def of(layer: str, table: tuple[Field, ...] | None = None) -> tuple[Field, ...]:
+def of(layer: str) -> tuple[Field, ...]:
     """The fields a layer carries, in the table's order."""
-    return tuple(f for f in (TABLE if table is None else table) if layer in f.layers)
+    return tuple(f for f in TABLE if layer in f.layers)
 
 
 def _spec(f: Field, metadata: dict) -> Any:
     if f.factory is not None:
         return dataclasses.field(default_factory=f.factory, metadata=metadata)
-    if f.default is _NO:
+    if f.default is REQUIRED:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=f.default, metadata=metadata)
 
@@ -140,8 +146,8 @@ def made(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
                 spec: Any = dataclasses.field(default_factory=dict if f.sparse else list)
             else:
                 annotation = f.type
-                spec = _spec(f, {"sql": f.sql, "json": f.json,
-                                             "export": f.export} if layer == RECORD else {})
+                spec = _spec(f, {"sql": f.sql, "json": f.json, "export": f.export}
+                             if layer == RECORD else {})
             own[f.name] = annotation
             setattr(cls, f.name, spec)
         cls.__annotations__ = own
@@ -164,7 +170,7 @@ def compiled(name: str, args: Sequence[str], body: list[str], scope: dict[str, A
     """The function `name`(args) of these lines (indented as nested in it), made from the
     table's field names: the hot paths' code, written per field as by hand, made from the
     one declaration instead (as dataclasses makes __init__)."""
-    assert all(a.isidentifier() for a in args)
+    assert all(a.isidentifier() for a in args)     # (the table's names: Field checks them)
     source = f"def {name}({', '.join(args)}):\n" + "".join(f"    {line}\n" for line in body)
     exec(source, scope)     # noqa: S102 (its names are the table's, identifiers)
     return scope[name]
