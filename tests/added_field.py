@@ -25,17 +25,18 @@ table.insert(names.index("bytes") + 1, RETRIES)
 table.insert(names.index("error") + 2, NOTE)
 rt.TABLE = tuple(table)
 
-from manybench.engines.base import Node  # noqa: E402  (made from the table above)
-from manybench.kernels.base import Result  # noqa: E402
-from manybench.model import Phase, Plan, TaskSpec  # noqa: E402
-from manybench.node import protocol  # noqa: E402
-from manybench.node.arrays import SlotResults  # noqa: E402
-from manybench.node.protocol import Assignment, Finished, SlotPlace  # noqa: E402
-from manybench.record import COLUMNS  # noqa: E402
-from manybench.results import schema  # noqa: E402
-from manybench.results.export import export  # noqa: E402
-from manybench.results.store import Store  # noqa: E402
-from manybench.run.outcome import collect  # noqa: E402
+# imported once the table is changed: each layer is made from it at import
+from manybench.engines.base import Node
+from manybench.kernels.base import Result
+from manybench.model import Phase, Plan, TaskSpec
+from manybench.node import protocol
+from manybench.node.arrays import SlotResults
+from manybench.node.protocol import Assignment, Finished, SlotPlace
+from manybench.record import COLUMNS
+from manybench.results import schema
+from manybench.results.export import export
+from manybench.results.store import Store
+from manybench.run.outcome import collect
 
 # the schema version that adds their columns
 schema.SCHEMA_VERSION += 1

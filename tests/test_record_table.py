@@ -126,7 +126,8 @@ def test_a_field_added_to_the_table_reaches_every_layer(tmp_path):
                                               cpu=0, t0_ns=T, params={})])
     new.mkdir()
     out = subprocess.run([sys.executable, os.path.join(HERE, "added_field.py"), str(old),
-                          str(new)], capture_output=True, text=True, timeout=120)
+                          str(new)], check=False, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["result_defaults"] == [0, ""]

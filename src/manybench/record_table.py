@@ -18,6 +18,7 @@ Each layer is built keyword-only: no caller depends on the order of the fields.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -138,7 +139,7 @@ def made(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
     first) made a keyword-only dataclass with the layer's fields added, each with its
     default and, for a record, its `sql`, `json` and `export` as the field's metadata."""
     def make(cls: type) -> type:
-        own = dict(cls.__dict__.get("__annotations__", {}))
+        own = dict(inspect.get_annotations(cls))
         for f in of(layer):
             if layer == ARRAYS:
                 kind = f.packed[0] if f.packed else f.type
