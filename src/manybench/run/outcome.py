@@ -28,23 +28,21 @@ except ImportError:
 ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
 OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
-# a record's fields that come from its slot's result (record_table.py): each from the
-# arrays' field it is made from; metrics and extra the coordinator completes (_slot_metrics,
-# _slot_extra), the others as the arrays hold them
-_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
+# a record's fields that come from its phase (record_table.py): each an attribute of the
+# Phase (a method: what it returns)
 _FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
-_FROM_SLOT = [f for f in of(RECORD) if f.source == "slot" and f.name not in ("metrics", "extra")]
-_DENSE = [f for f in _FROM_SLOT if f.source_field not in _SPARSE]
-_SPARSE_OF = [f for f in _FROM_SLOT if f.source_field in _SPARSE]
-# by kind, its names and the arrays' fields (taken with a map: a loop's turn per field costs
-# as much as the field's column, once per node per phase): a list as it is, a list divided,
-# a map's values (its empty value where none), a map's values (a fresh default where none)
-_AS_IS = [(f.name, f.source_field) for f in _DENSE if not f.per]
-_DIVIDED = [(f.name, f.source_field, f.per) for f in _DENSE if f.per]
-_EMPTY = [(f.name, f.source_field, f.default) for f in _SPARSE_OF if f.factory is None]
-_FRESH = [(f.name, f.source_field, f.factory) for f in _SPARSE_OF if f.factory is not None]
-_AS_IS_NAMES, _AS_IS_OF = [n for n, _ in _AS_IS], [a for _, a in _AS_IS]
-_EMPTY_NAMES, _EMPTY_OF, _EMPTY_VALUE = ([e[k] for e in _EMPTY] for k in range(3))
+# and those that come from its slot's result: each from the arrays' field it is made from;
+# metrics and extra the coordinator completes (_slot_metrics, _slot_extra), the others as
+# the arrays hold them
+_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
+_FROM_SLOT = [f for f in of(RECORD)
+              if f.source == "slot" and f.name not in ("metrics", "extra")]
+# (its name, the arrays' field, its divisor or 0) of each made from a list
+_DENSE = tuple((f.name, f.source_field, f.per) for f in _FROM_SLOT
+               if f.source_field not in _SPARSE)
+# (its name, the arrays' field, its empty value, its factory) of each made from a map
+_SPARSE_OF = tuple((f.name, f.source_field, f.default, f.factory) for f in _FROM_SLOT
+                   if f.source_field in _SPARSE)
 
 
 @dataclass(frozen=True)
@@ -141,12 +139,11 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
     own = {"slot": slots, "cpu": [c for _, c, _ in assigned],
            "metrics": _slot_metrics(sparse("metrics", None), clock, armed, t0),
            "extra": _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])}
-    own.update(zip(_AS_IS_NAMES, map(column, _AS_IS_OF)))
-    own.update(zip(_EMPTY_NAMES, map(sparse, _EMPTY_OF, _EMPTY_VALUE)))
-    for name, arrays, per in _DIVIDED:
-        own[name] = [e / per for e in column(arrays)]
-    for name, arrays, factory in _FRESH:
-        own[name] = [factory() if v is None else v for v in sparse(arrays, None)]
+    for name, arrays, per in _DENSE:
+        own[name] = [e / per for e in column(arrays)] if per else column(arrays)
+    for name, arrays, empty, factory in _SPARSE_OF:
+        own[name] = (sparse(arrays, empty) if factory is None     # else a value of its own
+                     else [factory() if v is None else v for v in sparse(arrays, None)])
     series = any("series" in x for a in (arr, lacking) for x in a.extra.values())
     cols.extend(head_col, node.name, own, series)
 
