@@ -13,7 +13,7 @@ import pytest
 import agg_reference
 from manybench.analysis import aggregates
 from manybench.record import Record
-from manybench.record_columns import RecordColumns
+from manybench.record_columns import OWN, RecordColumns
 from manybench.results import aggregate_rows
 from manybench.results.contract import StoredPhase
 
@@ -36,11 +36,13 @@ def _simulated(nodes: int, odd: int = 0) -> list[Record]:
             i = n * SLOTS + s
             start = T0 + 200 + i % 997 * 50
             out.append(Record(
-                "r", 3, "sync", "null", "", 0, nodes * SLOTS, f"sim{n:04d}", s, s, T0, start,
-                start + 100_000, 1e-4, 1, 0, "ok", "", {},
-                {"clock_offset_ns": i % 613 - 300, "clock_error_ns": 19_000 + i % 7919,
-                 "lead_ns": 44_003_007, "armed_late_ns": 0},
-                None, {"armed_ns": T0 - 1000, "rank": i}))
+                run="r", phase=3, task="sync", kernel="null", variant="", rep=0,
+                workers=nodes * SLOTS, node=f"sim{n:04d}", slot=s, cpu=s, t0_ns=T0,
+                start_ns=start, end_ns=start + 100_000, elapsed_s=1e-4, ops=1, bytes=0,
+                status="ok", error="", params={},
+                metrics={"clock_offset_ns": i % 613 - 300, "clock_error_ns": 19_000 + i % 7919,
+                         "lead_ns": 44_003_007, "armed_late_ns": 0},
+                hist=None, extra={"armed_ns": T0 - 1000, "rank": i}))
     for k in range(odd):                      # the same few whatever the phase's size
         r = out[k * 37]
         if k % 4 == 0:
@@ -74,12 +76,14 @@ def _mixed() -> list[Record]:
             if s == 28:                               # armed late
                 m["armed_late_ns"] = 1000 + n
             task, kernel = ("a", "null") if s % 2 else ("b", "io.write")
-            out.append(Record("r", 3, task, kernel, "", 0, 1200, f"n{n:02d}", s, 9 if s == 29 else s % 4, T0,
-                              T0 + 10 * s + (200_000 if s in (27, 29) else 0), T0 + 10_000 + s,
-                              0.0 if s % 9 == 0 else 1e-5 * (s + 1), s, 1024 * s,
-                              "ok" if (n + s) % 11 else "failed", "", {"size": 1}, m,
-                              {5: s} if s % 2 else None,
-                              {"missing_metrics": ["z"]} if s == 3 else {}))
+            out.append(Record(
+                run="r", phase=3, task=task, kernel=kernel, variant="", rep=0, workers=1200,
+                node=f"n{n:02d}", slot=s, cpu=9 if s == 29 else s % 4, t0_ns=T0,
+                start_ns=T0 + 10 * s + (200_000 if s in (27, 29) else 0),
+                end_ns=T0 + 10_000 + s, elapsed_s=0.0 if s % 9 == 0 else 1e-5 * (s + 1),
+                ops=s, bytes=1024 * s, status="ok" if (n + s) % 11 else "failed", error="",
+                params={"size": 1}, metrics=m, hist={5: s} if s % 2 else None,
+                extra={"missing_metrics": ["z"]} if s == 3 else {}))
     return out
 
 
@@ -113,9 +117,7 @@ def test_a_phase_of_columns_aggregates_as_its_records_do():
     recs = _simulated(100, odd=8)
     cols = RecordColumns("r", T0)
     for r in recs:
-        cols.add(("3", "sync", "null", "", 0, 6400, {}), r.node, r.slot, r.cpu, r.start_ns,
-                 r.end_ns, r.elapsed_s, r.ops, r.bytes, r.status, r.error, r.metrics, r.hist,
-                 r.extra)
+        cols.add(("3", "sync", "null", "", 0, 6400, {}), **{n: getattr(r, n) for n in OWN})
     cols.head = [(3, "sync", "null", "", 0, 6400, {})] * len(recs)
     assert aggregate_rows.phase_text(_phase(), cols) == _reference(_phase(), recs)
 

@@ -189,8 +189,9 @@ def test_a_phases_stalls_are_told_in_one_warning_per_task():
     from manybench.run.stalls import stall_texts
 
     def rec(node: str, slot: int, stall: float, task: str = "t") -> Record:
-        return Record("r", 3, task, "null", "", 0, 64, node, slot, slot, 0, 1, 2, 1e-9, 1, 0,
-                      "ok", "", {}, {"stall_s": stall}, None, {})
+        return Record(run="r", phase=3, task=task, kernel="null", variant="", rep=0,
+                      workers=64, node=node, slot=slot, cpu=slot, t0_ns=0, start_ns=1, end_ns=2,
+                      elapsed_s=1e-9, ops=1, bytes=0, params={}, metrics={"stall_s": stall})
 
     many = [rec(f"n{i // 64:03d}", i % 64, 0.6 + i / 1e4) for i in range(640)]
     told = stall_texts(many + [rec("n999", 0, 0.7, task="other")])
@@ -220,7 +221,7 @@ def test_stalls_of_an_all_ok_phase_of_columns_are_the_definitions():
     flags what the definition flags, as columns and as Records."""
     import random
     from builders import rec
-    from manybench.record_columns import RecordColumns
+    from manybench.record_columns import OWN, RecordColumns
     S = 1_000_000_000
     rnd = random.Random(7)
     for n in (2, 3, 17, 300):
@@ -230,7 +231,7 @@ def test_stalls_of_an_all_ok_phase_of_columns_are_the_definitions():
         cols = RecordColumns("r", T)
         for r in records:
             cols.add((r.phase, r.task, r.kernel, r.variant, r.rep, r.workers, r.params),
-                     r.node, r.slot, r.cpu, r.start_ns, r.end_ns, r.elapsed_s, r.ops, r.bytes,
-                     r.status, r.error, dict(r.metrics), r.hist, dict(r.extra))
+                     **{**{n: getattr(r, n) for n in OWN},
+                        "metrics": dict(r.metrics), "extra": dict(r.extra)})
         assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(cols)} == want, n
         assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(records)} == want, n

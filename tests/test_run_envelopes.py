@@ -25,7 +25,8 @@ def _messages() -> list:
     work = [P.Assignment(P.SlotPlace(s, s, (s,), s % 2 == 0, 40_000, (0,)), s) for s in range(3)]
     return [P.Run(T, work, phase), P.Run(T, work, None), P.Run(T, [], None),
             P.Prepare(phase, work), P.Forward({"a": b"x", "b": b""}),
-            P.Finished(SlotResults([1], [T], [T + 1], [T - 1], [1], [1], [0], ["ok"]), [], []),
+            P.Finished(SlotResults(slot=[1], start_ns=[T], end_ns=[T + 1], armed_ns=[T - 1],
+                                   elapsed_ns=[1], ops=[1], bytes=[0], status=["ok"]), [], []),
             P.Start("run", "n1", 2, "/tmp", True, 1.0, secret="s"), P.Ping(), P.Failed("x"),
             phase, work[0]]                        # shared values: packed apart as a whole
 

@@ -14,25 +14,36 @@ from itertools import repeat
 from typing import Any, Iterator, Sequence, overload
 
 from .extra_keys import SERIES
-from .record import FIELDS, Record
+from .record import FIELD_NAMES, Record, from_values
+from .record_table import RECORD, compiled, of
 
-# what each record takes from its phase (or a group member's): index, task, kernel,
-# variant, rep, workers, params, in Record's field order
-HEAD = ("phase", "task", "kernel", "variant", "rep", "workers", "params")
-OWN = ("node", "slot", "cpu", "start_ns", "end_ns", "elapsed_s", "ops", "bytes", "status",
-       "error", "metrics", "hist", "extra")
-assert tuple(f.name for f in FIELDS) == ("run", *HEAD[:6], *OWN[:3], "t0_ns", *OWN[3:10],
-                                         "params", *OWN[10:])
-
-
+_TABLE = of(RECORD)
+# what every record of the columns shares: the run's (run, T0)
+RUN = tuple(f.name for f in _TABLE if f.source == "run")
+# what each record takes from its phase (or a group member's), in Record's field order
+HEAD = tuple(f.name for f in _TABLE if f.source == "phase")
+# each record's own: where its slot is (node, slot, cpu) and what it measured
+OWN = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
 # a record's own values that are often one for a whole phase (every slot ok, no error, no
 # histogram, the same count of ops or bytes): the store writes such a value once too
-ALIKE = ("ops", "bytes", "status", "error", "hist")
+ALIKE = tuple(f.name for f in _TABLE if f.alike)
+# the phase's values bound as they are (params, JSON, is shared by identity: rows())
+_HEAD_PLAIN = tuple((at, name) for at, name in enumerate(HEAD) if name != "params")
+
+# (columns, {name: its new values}) -> each of OWN but the node extended by them: a line
+# per field (a getattr and a method call each cost twice the line: once per node per phase)
+_extend = compiled("extend", ["cols", "new"],
+                   [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"], {})
 
 
 class RecordColumns(Sequence[Record]):
-    def __init__(self, run: str, t0: int) -> None:
+    def __init__(self, run: str, t0: int, **shared: Any) -> None:
+        """run, t0 and any other field the run's records share (RUN), by name."""
         self.run, self.t0 = run, t0
+        self.shared = {"run": run, "t0_ns": t0, **shared}
+        if set(self.shared) != set(RUN):
+            raise TypeError(f"RecordColumns takes the run's fields {', '.join(RUN)}, not "
+                            f"{', '.join(self.shared)}")
         self.head: list[tuple] = []          # per record: its phase's HEAD values
         for name in OWN:
             setattr(self, name, [])
@@ -42,50 +53,25 @@ class RecordColumns(Sequence[Record]):
         self.one_head: tuple | None = None
         self.series = False        # whether a record's extra holds "series" (store.py)
 
-    def add(self, head: tuple, node: str, slot: int, cpu: int, start_ns: int, end_ns: int,
-            elapsed_s: float, ops: int, nbytes: int, status: str, error: str, metrics: dict,
-            hist: dict | None, extra: dict) -> None:
-        """One record: its phase's HEAD values, then its own."""
+    def add(self, head: tuple, **own: Any) -> None:
+        """One record: its phase's HEAD values, then its own (OWN), by name."""
         self._heads([head])
-        self.series = self.series or SERIES in extra
+        self.series = self.series or SERIES in own["extra"]
         self.head.append(head)
-        self.node.append(node)
-        self.slot.append(slot)
-        self.cpu.append(cpu)
-        self.start_ns.append(start_ns)
-        self.end_ns.append(end_ns)
-        self.elapsed_s.append(elapsed_s)
-        self.ops.append(ops)
-        self.bytes.append(nbytes)
-        self.status.append(status)
-        self.error.append(error)
-        self.metrics.append(metrics)
-        self.hist.append(hist)
-        self.extra.append(extra)
+        for name in OWN:
+            getattr(self, name).append(own[name])
 
-    def extend(self, heads: list[tuple], node: str, slot: list[int], cpu: list[int],
-               start_ns: list[int], end_ns: list[int], elapsed_s: list[float], ops: list[int],
-               nbytes: list[int], status: list[str], error: list[str], metrics: list[dict],
-               hist: list[dict | None], extra: list[dict], series: bool = True) -> None:
-        """One node's records at once, a list per field (its name repeated): `add` a
-        column at a time. series: whether an extra may hold "series" (False: the caller
-        knows none does)."""
+    def extend(self, heads: list[tuple], node: str, columns: dict[str, list],
+               series: bool = True) -> None:
+        """One node's records at once: each record's phase's HEAD values, and a list per
+        field of OWN but the node (by name). series: whether an extra may hold "series"
+        (False: the caller knows none does)."""
         self._heads(heads)
-        self.series = self.series or (series and any(SERIES in x for x in extra))
+        self.series = self.series or (series and any(SERIES in x
+                                                     for x in columns["extra"]))
         self.head += heads
-        self.node += [node] * len(slot)
-        self.slot += slot
-        self.cpu += cpu
-        self.start_ns += start_ns
-        self.end_ns += end_ns
-        self.elapsed_s += elapsed_s
-        self.ops += ops
-        self.bytes += nbytes
-        self.status += status
-        self.error += error
-        self.metrics += metrics
-        self.hist += hist
-        self.extra += extra
+        self.node += [node] * len(heads)
+        _extend(self, columns)
 
     def _heads(self, heads: list[tuple]) -> None:
         """Keep one_head up to date with these records' HEADs added."""
@@ -104,23 +90,23 @@ class RecordColumns(Sequence[Record]):
         column); once the records are made, that one."""
         if self.made is not None:
             return self.made[i]
-        h = self.head[i]
-        return Record(self.run, h[0], h[1], h[2], h[3], h[4], h[5], self.node[i],
-                      self.slot[i], self.cpu[i], self.t0, self.start_ns[i], self.end_ns[i],
-                      self.elapsed_s[i], self.ops[i], self.bytes[i], self.status[i],
-                      self.error[i], h[6], self.metrics[i], self.hist[i], self.extra[i])
+        return Record(**self.shared, **dict(zip(HEAD, self.head[i])),
+                      **{name: getattr(self, name)[i] for name in OWN})
 
     def records(self) -> list[Record]:
         """Every record as a Record, made once; from then on, the phase's records."""
         if self.made is None:
-            self.made = [self.record(i) for i in range(len(self.node))]
+            self.made = self._make()
         return self.made
 
     def passing(self) -> list[Record]:
         """The records for one pass (a phase's aggregates), not kept when they were not made
         yet: the phase's insert then reads the columns (_column_rows), not 64,000 Records."""
-        return self.made if self.made is not None else [self.record(i)
-                                                         for i in range(len(self.node))]
+        return self.made if self.made is not None else self._make()
+
+    def _make(self) -> list[Record]:
+        """Every record, made a column at a time (as record(i) makes each)."""
+        return list(map(from_values, *[self.column(name) for name in FIELD_NAMES]))
 
     def __len__(self) -> int:
         return len(self.node)
@@ -143,10 +129,8 @@ class RecordColumns(Sequence[Record]):
             return [getattr(r, name) for r in self.made]
         if name in OWN:
             return getattr(self, name)
-        if name == "run":
-            return [self.run] * len(self)
-        if name == "t0_ns":
-            return [self.t0] * len(self)
+        if name in self.shared:
+            return [self.shared[name]] * len(self)
         at = HEAD.index(name)
         if self.one_head is not None:
             return [self.one_head[at]] * len(self)
@@ -164,18 +148,18 @@ class RecordColumns(Sequence[Record]):
             return None
         n = len(self)
         first = self.one_head
-        shared: dict[str, Any] = {"run": self.run, "t0_ns": self.t0}
+        shared: dict[str, Any] = dict(self.shared)
         cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
         if n and first is not None:                      # one phase: its values once
-            shared.update(zip(HEAD[:6], first[:6]))
+            shared.update((name, first[at]) for at, name in _HEAD_PLAIN)
             params = encoded.get("params") or self.column("params")
             if all(p is params[0] for p in params):      # its params, encoded once
                 shared["params"] = params[0]
             else:
                 cols["params"] = params
         else:
-            for k, name in enumerate(HEAD[:6]):
-                cols[name] = [h[k] for h in self.head]
+            for at, name in _HEAD_PLAIN:
+                cols[name] = [h[at] for h in self.head]
             cols["params"] = encoded.get("params") or self.column("params")
         if not share:
             cols.update((name, repeat(value, n)) for name, value in shared.items())
@@ -185,5 +169,5 @@ class RecordColumns(Sequence[Record]):
                 col = cols[name]
                 if col.count(col[0]) == n:     # equal is enough: the columns' affinity
                     shared[name] = col[0]      # stores 1 and 1.0 alike, as bound
-        own = [cols[f.name] for f in FIELDS if f.name not in shared]
+        own = [cols[name] for name in FIELD_NAMES if name not in shared]
         return shared, zip(*own)

@@ -76,8 +76,9 @@ def result_from_native(d: Mapping[str, Any],
         hist=h or None, extra=dict(extra or {}), samples=[], sample_unit="")
     if fields:
         made.update(fields)
-        if not made.keys() <= _RESULT_FIELDS:
-            return Result(**made)      # its TypeError names the field that is not one
+    if made.keys() != _RESULT_FIELDS:
+        return Result(**made)      # a field not given: its default; its TypeError names
+                                   # one given that is not a field
     # every field given: made as Result(**made) makes it (a frozen dataclass, no
     # __post_init__), without its __init__'s call per field (every phase of every slot)
     out = object.__new__(Result)

@@ -11,64 +11,45 @@ at a time (failures, tests).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from dataclasses import field
+from typing import Any, Iterator, Mapping
 
-from .wire_types import Extra, Hist, Metrics, Result
+from ..record_table import ARRAYS, compiled, made, of
+from .wire_types import Extra, Hist, Metrics, Result  # noqa: F401  (the maps: named by the table's types)
 
-STAMPS = ("start_ns", "end_ns", "armed_ns")   # in the clock of the node that took them
+FIELDS = of(ARRAYS)
+# in the clock of the node that took them (engines/base.py moves them)
+STAMPS = tuple(f.name for f in FIELDS if f.stamp and not f.sparse)
+_DENSE = tuple(f.name for f in FIELDS if not f.sparse)
+_SPARSE = tuple(f for f in FIELDS if f.sparse)
+
+# results (slot -> Result) -> SlotResults' fields: one pass over the slots, a line per field
+# (a field's attribute read inline costs a fifth of a getattr or an attrgetter's)
+_columns = compiled("columns", ["results"], [
+    "slots = sorted(results)",
+    *(f"{f.name} = {{}}" if f.sparse else f"{f.name} = []" for f in FIELDS),
+    "for i, s in enumerate(slots):",
+    "    r = results[s]",
+    *(f"    {f.name}.append(r.{f.name})" for f in FIELDS if not f.sparse),
+    *(line for f in _SPARSE for line in (
+        f"    if r.{f.name}:",
+        f"        {f.name}[i] = " + (f"pack_{f.name}(r.{f.name})" if f.packed else f"r.{f.name}"))),
+    "return {'slot': slots, " + ", ".join(f"{f.name!r}: {f.name}" for f in FIELDS) + "}"],
+    {f"pack_{f.name}": f.packed[1] for f in _SPARSE if f.packed})
 
 
-@dataclass(frozen=True)
+@made(ARRAYS, frozen=True)
 class SlotResults:
+    """A node's slots' results, entry i slot[i]'s: a list per field of the record table's
+    `arrays` layer, or, for a sparse one, a map entry -> value where it has one (a field's
+    `packed` form where it has one). Keyword-only."""
     slot: list[int] = field(default_factory=list)
-    start_ns: list[int] = field(default_factory=list)     # 0: not stamped (failed before)
-    end_ns: list[int] = field(default_factory=list)
-    armed_ns: list[int] = field(default_factory=list)
-    elapsed_ns: list[int] = field(default_factory=list)
-    ops: list[int] = field(default_factory=list)
-    bytes: list[int] = field(default_factory=list)
-    status: list[str] = field(default_factory=list)
-    error: dict[int, str] = field(default_factory=dict)      # entry -> error, where not ""
-    metrics: dict[int, Metrics] = field(default_factory=dict)   # entry -> metrics, where any
-    extra: dict[int, Extra] = field(default_factory=dict)
-    hist: dict[int, Hist] = field(default_factory=dict)
-    # entry -> [[t_ns...], [done...]]
-    samples: dict[int, list[list[int] | list[float]]] = field(default_factory=dict)
-    sample_unit: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: Mapping[int, Result]) -> SlotResults:
         """Per-slot results as arrays, by slot (one pass: it runs on every node every phase)."""
-        slots = sorted(results)
-        start, end, armed, elapsed, ops, nbytes, status = [], [], [], [], [], [], []
-        error, metrics, extra, hist, samples, unit = {}, {}, {}, {}, {}, {}
-        for i, s in enumerate(slots):
-            r = results[s]
-            start.append(r.start_ns)
-            end.append(r.end_ns)
-            armed.append(r.armed_ns)
-            elapsed.append(r.elapsed_ns)
-            ops.append(r.ops)
-            nbytes.append(r.bytes)
-            status.append(r.status)
-            if r.error:
-                error[i] = r.error
-            if r.metrics:
-                metrics[i] = r.metrics
-            if r.extra:
-                extra[i] = r.extra
-            if r.hist:
-                hist[i] = r.hist
-            if r.samples:
-                samples[i] = [[t for t, _ in r.samples], [d for _, d in r.samples]]
-            if r.sample_unit:
-                unit[i] = r.sample_unit
         out = object.__new__(cls)     # frozen: its __init__ would set each field by a call
-        out.__dict__.update(slot=slots, start_ns=start, end_ns=end, armed_ns=armed,
-                            elapsed_ns=elapsed, ops=ops, bytes=nbytes, status=status,
-                            error=error, metrics=metrics, extra=extra, hist=hist,
-                            samples=samples, sample_unit=unit)
+        out.__dict__.update(_columns(results))
         return out
 
     def moved(self, **columns: list | dict) -> SlotResults:
@@ -79,13 +60,14 @@ class SlotResults:
 
     def result(self, i: int) -> Result:
         """Entry i as a Result (its dicts are this object's: copy before changing them)."""
-        got = self.samples.get(i)
-        return Result(start_ns=self.start_ns[i], end_ns=self.end_ns[i],
-                      elapsed_ns=self.elapsed_ns[i], armed_ns=self.armed_ns[i], ops=self.ops[i],
-                      bytes=self.bytes[i], status=self.status[i], error=self.error.get(i, ""),
-                      metrics=self.metrics.get(i, {}), hist=self.hist.get(i),
-                      extra=self.extra.get(i, {}), samples=list(zip(*got)) if got else [],
-                      sample_unit=self.sample_unit.get(i, ""))
+        values: dict[str, Any] = {name: getattr(self, name)[i] for name in _DENSE}
+        for f in _SPARSE:
+            got = getattr(self, f.name).get(i)
+            if got is None:
+                values[f.name] = f.empty()
+            else:
+                values[f.name] = got if f.packed is None else f.packed[2](got)
+        return Result(**values)
 
     # -- read as a mapping slot -> Result ------------------------------------------------------
     def index(self) -> dict[int, int]:

@@ -102,7 +102,9 @@ from .wire_types import (Cpu, Inventory, NoiseReading, Published, Result, SlotCo
 # version once used is kept); 7: WireTask.startup_timeout; 8: WirePhase and WireTask made
 # from model.Phase and TaskSpec (WirePhase's fields in Phase's order), every field typed (the
 # maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py);
-# Start.lease_s and .kill_grace_s (the coordinator's timings, config/)
+# Start.lease_s and .kill_grace_s (the coordinator's timings, config/); SlotResults' and
+# Result's fields in the record table's order (record_table.py: elapsed_ns before armed_ns,
+# hist before extra)
 PROTOCOL_VERSION = 8
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")

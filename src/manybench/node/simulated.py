@@ -135,8 +135,9 @@ class SimNode:
         start = max(t0, armed)
         end = start + self.spec.work_ns
         k = len(slots)
-        res = SlotResults(slots, [start] * k, [end] * k, [armed] * k,
-                          [self.spec.work_ns] * k, [1] * k, [0] * k, [OK_TEXT] * k)
+        res = SlotResults(slot=slots, start_ns=[start] * k, end_ns=[end] * k,
+                          armed_ns=[armed] * k, elapsed_ns=[self.spec.work_ns] * k,
+                          ops=[1] * k, bytes=[0] * k, status=[OK_TEXT] * k)
         due = end - self.offset_ns + self.spec.delay_ns
         if self.spec.jitter_ns:
             due += self.rng.randint(0, self.spec.jitter_ns)

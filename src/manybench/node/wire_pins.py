@@ -34,10 +34,11 @@ PINNED: dict[str, str] = {
                  'members: tuple[WirePhase, ...]; sample: float',
     'Prepare': 'phase: WirePhase; work: list[Assignment]',
     'Prepared': 'failed: SlotResults; published: dict[int, Published]; notices: list[str]',
-    'SlotResults': 'slot: list[int]; start_ns: list[int]; end_ns: list[int]; armed_ns: list[int]; '
-                   'elapsed_ns: list[int]; ops: list[int]; bytes: list[int]; status: list[str]; '
-                   'error: dict[int, str]; metrics: dict[int, dict[str, float | str]]; '
-                   'extra: dict[int, dict[str, open]]; hist: dict[int, dict[int, int]]; '
+    'SlotResults': 'slot: list[int]; start_ns: list[int]; end_ns: list[int]; '
+                   'elapsed_ns: list[int]; armed_ns: list[int]; ops: list[int]; bytes: list[int]; '
+                   'status: list[str]; error: dict[int, str]; '
+                   'metrics: dict[int, dict[str, float | str]]; '
+                   'hist: dict[int, dict[int, int] | None]; extra: dict[int, dict[str, open]]; '
                    'samples: dict[int, list[list[int] | list[float]]]; sample_unit: dict[int, str]',
     'Connect': 'peers: dict[int, Published]',
     'Connected': 'failed: SlotResults',

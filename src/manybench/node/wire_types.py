@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from ..model import Phase, Resources, TaskSpec  # noqa: F401  (Resources: named by a field type)
-from ..status import Status
+from ..record_table import RESULT, made
 
 # open data: values of any plain shape, keys chosen by what collects them (the fingerprint
 # names it so)
@@ -117,27 +117,12 @@ Hist = dict[int, int]               # latency bucket -> count (kernels/hist.py)
 Extra = dict[str, Open]             # stdout/stderr tails, facts (Kernel.facts), rank, ...
 
 
-@dataclass(frozen=True)
+@made(RESULT, frozen=True)
 class Result:
-    """What a timed run measured; the slot turns it into a record. Built whole, once: a kernel
-    makes its metrics and extra first; a later step makes a new one (dataclasses.replace)."""
-    start_ns: int = 0     # CLOCK_REALTIME at the first instant of timed work
-    end_ns: int = 0       # CLOCK_REALTIME at the last instant
-    elapsed_ns: int = 0   # CLOCK_MONOTONIC end - start
-    armed_ns: int = 0     # CLOCK_REALTIME when the slot began waiting for T0 (early margin)
-    ops: int = 0
-    bytes: int = 0
-    status: str = Status.OK   # a record's Status (lost: the coordinator's, never a slot's)
-    error: str = ""
-    metrics: Metrics = field(default_factory=dict)
-    hist: Hist | None = None   # sparse latency histogram {bucket: count} (see kernels/hist.py)
-    extra: Extra = field(default_factory=dict)  # stdout/stderr tails, the library or engine
-                                                # used (Kernel.facts), ...: stored, exported
-                                                # after the contract's columns
-    # progress inside the window (node/sampler.py): (CLOCK_REALTIME ns, cumulative done) at a
-    # fixed interval, the last at end_ns; unit "bytes" | "ops"; empty when not sampled
-    samples: list[tuple[int, float]] = field(default_factory=list)
-    sample_unit: str = ""
+    """What a timed run measured; the slot turns it into a record. Built whole, once, by
+    keyword: a kernel makes its metrics and extra first; a later step makes a new one
+    (dataclasses.replace). Its fields, each with its meaning and default, are the record
+    table's `result` layer (record_table.py)."""
 
 
 # -- what a node gets of a phase -----------------------------------------------------------------

@@ -12,10 +12,9 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from ..record import FIELDS, Record
+from ..record import FIELD_NAMES, FIELDS, Record, from_values
 from .schema import DamagedError
 
-FIELD_NAMES = tuple(f.name for f in FIELDS)
 COLUMNS = ", ".join(f"rec.{f}" for f in FIELD_NAMES)     # a row's columns, in Record's order
 _JSON_AT = tuple(i for i, f in enumerate(FIELDS) if f.metadata["json"])
 _PARAMS_AT, _HIST_AT = FIELD_NAMES.index("params"), FIELD_NAMES.index("hist")
@@ -87,7 +86,7 @@ class RecordReader:
             r[_HIST_AT] = _hist_in(r[_HIST_AT])
         except (ValueError, TypeError, AttributeError) as e:
             raise damaged(self.path, f, r[0], r[1], r[_SLOT_AT], e) from None
-        return Record(*r)
+        return from_values(*r)
 
 
 def damaged(path: str, column: str, run: str, phase: int, slot: int, e: Exception

@@ -17,7 +17,7 @@ import orjson
 
 from ..extra_keys import RANK, SERIES
 from ..record import FIELDS, Record
-from ..record_columns import RecordColumns
+from ..record_columns import OWN, RecordColumns
 
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
@@ -85,6 +85,8 @@ _GET_RECORD = operator.attrgetter(*_REC_FIELDS)       # a record's columns, in o
 _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
 _EXTRA_AT = _REC_FIELDS.index("extra")
+# a record's own JSON columns (its params, its phase's, are encoded once: _column_rows)
+_OWN_JSON = tuple(name for name in _REC_JSON if name in OWN)
 
 
 def phase_rows(run_id: str, phase_index: int, records: Sequence[Record]
@@ -129,10 +131,10 @@ def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | Non
             text = params[id(p)] = _dumps_fast(p)
         ptexts.append(text)
     share = len(records) >= SHARE_MIN_ROWS
-    got = records.rows({"params": ptexts, "metrics": _dumps_each(records.metrics),
-                        "extra": _dumps_each(records.extra),
-                        "hist": [None if h is None else _hist_out(h) for h in records.hist]},
-                       share)
+    encoded = {name: _dumps_each(records.column(name)) for name in _OWN_JSON}
+    encoded["params"] = ptexts
+    encoded["hist"] = [None if h is None else _hist_out(h) for h in records.hist]
+    got = records.rows(encoded, share)
     if got is None:
         return None
     shared, rows = got

@@ -19,6 +19,12 @@ change a file).
   8  + phases.prepare_s, prepare_node, window_s, cleanup_s (where a phase's time went: its
        prepare and connect rounds, its timed window, its wait after the window; NULL for
        phases stored before and for phases not run)
+  9  + aggregates (each phase's, from its records)
+
+The records table is the record table's (record_table.py): a field added there says the
+version that adds it (`since`), and a file of an older version gets its column, with the
+field's default in every stored record, when it is migrated to that version
+(_record_columns_added).
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from typing import Callable
 
 from .contract import WarningKind
 from ..record import FIELDS
+from ..record_table import RECORD, of
 
 SCHEMA_VERSION = 9
 AGGREGATED = 9      # the first version that stores each phase's aggregates
@@ -287,6 +294,21 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: 
                                                               7: _v7_to_v8, 8: _v8_to_v9}
 
 
+def _record_columns_added(db: sqlite3.Connection, version: int) -> None:
+    """Add the records columns of the fields that schema `version` added (record_table.py:
+    Field.since), each with its default in the records already stored (a NOT NULL column
+    needs one)."""
+    for f in of(RECORD):
+        if f.since == version:
+            default = f.empty()
+            if f.json:
+                default = json.dumps(default, separators=(",", ":"))
+            literal = "NULL" if default is None else (
+                "'" + default.replace("'", "''") + "'" if isinstance(default, str)
+                else repr(default))
+            db.execute(f"ALTER TABLE records ADD COLUMN {f.name} {f.sql} DEFAULT {literal}")
+
+
 def version(db: sqlite3.Connection) -> int:
     v = db.execute("PRAGMA user_version").fetchone()[0]
     if v == 0 and db.execute("SELECT 1 FROM sqlite_master WHERE name='runs'").fetchone():
@@ -345,7 +367,9 @@ def upgrade(db: sqlite3.Connection, path: str,
             _script(db, _V9)
         else:
             for old in range(v, SCHEMA_VERSION):
-                MIGRATIONS[old](db)
+                if old in MIGRATIONS:
+                    MIGRATIONS[old](db)
+                _record_columns_added(db, old + 1)
             if v < 9 and fill is not None:
                 fill(db)
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

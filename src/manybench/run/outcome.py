@@ -5,6 +5,7 @@ its outcome; nothing about a phase travels beside it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..extra_keys import ARMED_NS, RANK, SERIES
 from ..status import OK_TEXT, Status
@@ -17,6 +18,7 @@ from ..model import Phase
 from ..node.arrays import SlotResults
 from ..node.wire_types import Result, TelemetryRow
 from ..record_columns import RecordColumns
+from ..record_table import ARRAYS, RECORD, of
 from ..results.contract import PhaseTimes, Sample
 from .samples import samples_at
 
@@ -29,6 +31,22 @@ except ImportError:
 
 ARMED_LATE, LEAD = F.ARMED_LATE.name, F.LEAD.name
 OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
+
+# a record's fields that come from its phase (record_table.py): each an attribute of the
+# Phase (a method: what it returns)
+_FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
+# and those that come from its slot's result: each from the arrays' field it is made from;
+# metrics and extra the coordinator completes (_slot_metrics, _slot_extra), the others as
+# the arrays hold them
+_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
+_FROM_SLOT = [f for f in of(RECORD)
+              if f.source == "slot" and f.name not in ("metrics", "extra")]
+# (its name, the arrays' field, its divisor or 0) of each made from a list
+_DENSE = tuple((f.name, f.source_field, f.per) for f in _FROM_SLOT
+               if f.source_field not in _SPARSE)
+# (its name, the arrays' field, its empty value, its factory) of each made from a map
+_SPARSE_OF = tuple((f.name, f.source_field, f.default, f.factory) for f in _FROM_SLOT
+                   if f.source_field in _SPARSE)
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,12 @@ class InFlight:
     work: Work
     t0: int
     go_ns: int
+
+
+def _head(phase: Phase) -> tuple:
+    """A phase's values of its records (record_columns.HEAD), in their order."""
+    got = [get(phase) for get in _FROM_PHASE]
+    return tuple(v() if callable(v) else v for v in got)
 
 
 def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], node: Node,
@@ -116,13 +140,16 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
     clock = {OFFSET: node.offset_ns, ERROR: node.error_ns}
     if lead_ns is not None:
         clock[LEAD] = lead_ns
-    metrics = _slot_metrics(sparse("metrics", None), clock, armed, t0)
-    extra = _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])
+    own = {"slot": slots, "cpu": [c for _, c, _ in assigned],
+           "metrics": _slot_metrics(sparse("metrics", None), clock, armed, t0),
+           "extra": _slot_extra(sparse("extra", None), armed, [rank for _, _, rank in assigned])}
+    for name, arrays, per in _DENSE:
+        own[name] = [e / per for e in column(arrays)] if per else column(arrays)
+    for name, arrays, empty, factory in _SPARSE_OF:
+        own[name] = (sparse(arrays, empty) if factory is None     # else a value of its own
+                     else [factory() if v is None else v for v in sparse(arrays, None)])
     series = any(SERIES in x for a in (arr, lacking) for x in a.extra.values())
-    cols.extend(head_col, node.name, slots, [c for _, c, _ in assigned],
-                column("start_ns"), column("end_ns"), [e / 1e9 for e in column("elapsed_ns")],
-                column("ops"), column("bytes"), column("status"), sparse("error", ""),
-                metrics, sparse("hist", None), extra, series)
+    cols.extend(head_col, node.name, own, series)
 
 
 def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict]:
@@ -179,8 +206,7 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
     # each phase's HEAD values (a group's members' too), one tuple shared by every node
-    heads = {id(p): (p.index, p.task.name, p.kernel, p.variant, p.rep, p.workers,
-                     p.record_params()) for p in (phase, *phase.members)}
+    heads = {id(p): _head(p) for p in (phase, *phase.members)}
     lacking = SlotResults.of({0: Result(status=Status.ERROR, error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
