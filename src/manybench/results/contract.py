@@ -191,6 +191,8 @@ class RunInfo:
     environment: dict           # the coordinator's inventory (inventory/environment.py)
     notes: RunNotes
     phases: int = 0             # phases stored
+    options: dict | None = None  # the run command's options as parsed (schema 10); None:
+                                 # stored before, or started otherwise than by the command
 
 
 @dataclass(frozen=True)

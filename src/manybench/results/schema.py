@@ -20,6 +20,8 @@ change a file).
        prepare and connect rounds, its timed window, its wait after the window; NULL for
        phases stored before and for phases not run)
   9  + aggregates (each phase's, from its records)
+  10 + runs.options (the run command's options as parsed, JSON, for --resume; NULL for runs
+       stored before: a resume parses their argv)
 
 The records table is the record table's (record_table.py): a field added there says the
 version that adds it (`since`), and a file of an older version gets its column, with the
@@ -36,7 +38,7 @@ from .contract import WarningKind
 from ..record import FIELDS
 from ..record_table import RECORD, of
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 AGGREGATED = 9      # the first version that stores each phase's aggregates
 
 
@@ -212,6 +214,8 @@ CREATE TABLE IF NOT EXISTS aggregates (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS aggregates_phase ON aggregates (run, phase);
 """
+# json: the `run` command's options as click parsed them (run/resume.py reuses them)
+_V10_OPTIONS = "ALTER TABLE runs ADD COLUMN options TEXT"
 
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
@@ -288,10 +292,16 @@ def _v8_to_v9(db: sqlite3.Connection) -> None:
     _script(db, _V9)
 
 
+def _v9_to_v10(db: sqlite3.Connection) -> None:
+    """Add runs.options, NULL: runs before version 10 kept only their command line."""
+    db.execute(_V10_OPTIONS)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                               3: _v3_to_v4, 4: _v4_to_v5,
                                                               5: _v5_to_v6, 6: _v6_to_v7,
-                                                              7: _v7_to_v8, 8: _v8_to_v9}
+                                                              7: _v7_to_v8, 8: _v8_to_v9,
+                                                              9: _v9_to_v10}
 
 
 def _record_columns_added(db: sqlite3.Connection, version: int) -> None:
@@ -365,6 +375,7 @@ def upgrade(db: sqlite3.Connection, path: str,
             _v5_to_v6(db)
             _v7_to_v8(db)
             _script(db, _V9)
+            _v9_to_v10(db)
         else:
             for old in range(v, SCHEMA_VERSION):
                 if old in MIGRATIONS:

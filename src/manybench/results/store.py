@@ -152,13 +152,16 @@ class Store:
             db.execute("COMMIT")
 
     def begin_run(self, run_id: str, plan: Plan, argv: list[str], environment: dict,
-                  notes: RunNotes | None = None) -> None:
-        """Record a new run as 'running'."""
+                  notes: RunNotes | None = None, options: dict | None = None) -> None:
+        """Record a new run as 'running'; options: its command's, as parsed (a resume reuses
+        them), None when it was started otherwise."""
         row = (run_id, plan.name, plan.source or "", _dumps(plan.raw or {}), _dumps(list(argv)),
                now_ns(), None, RunStatus.RUNNING, _dumps(environment or {}),
-               _dumps((notes or RunNotes()).to_json()))
+               _dumps((notes or RunNotes()).to_json()),
+               None if options is None else _dumps(options))
         self._write([("INSERT INTO runs (id, name, plan_source, plan_raw, argv, started_ns, "
-                      "ended_ns, status, environment, notes) VALUES (?,?,?,?,?,?,?,?,?,?)", row)])
+                      "ended_ns, status, environment, notes, options) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)])
 
     def resume_run(self, run_id: str, notes: RunNotes) -> None:
         """Mark a stored run as 'running' again (run --resume), with its new coordinator's
@@ -309,7 +312,8 @@ class Store:
                         plan_raw=col(r, "plan_raw"), argv=col(r, "argv", list),
                         started_ns=r["started_ns"], ended_ns=r["ended_ns"], status=r["status"],
                         environment=col(r, "environment"),
-                        notes=RunNotes.from_json(col(r, "notes")), phases=r["n_phases"])
+                        notes=RunNotes.from_json(col(r, "notes")), phases=r["n_phases"],
+                        options=None if r["options"] is None else col(r, "options"))
                 for r in rows]
         for info in infos:    # a `running` row whose coordinator is gone reads `killed`
             info.status = status_of(info)
