@@ -335,6 +335,7 @@ def instant_node_engine():
     class InstantNode(Engine):
         def __init__(self, outdir: str = "", interrupt_at: int | None = None,
                      warnings: list | None = None) -> None:
+            super().__init__()
             self.outdir, self.interrupt_at = outdir, interrupt_at
             self.nodes = [Node("a", 2, topology())]
             self.index, self.t0, self.ending = -1, 0, list(warnings or [])

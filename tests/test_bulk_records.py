@@ -25,6 +25,7 @@ class _ArrayEngine(Engine):
     """Two nodes answering in their own clocks, as arrays."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.nodes = [Node("a", 2, (), offset_ns=OFF["a"], error_ns=40),
                       Node("b", 1, (), offset_ns=OFF["b"], error_ns=60)]
 

@@ -27,7 +27,7 @@ STATUS_TEXTS = {s.value for e in (Status, RunStatus, PhaseStatus) for s in e}
 KIND_TEXTS = {k.value for k in WarningKind} | set(RENAMED_KINDS)   # old names too
 # bare texts in src/ that are not ours: each with why
 NOT_OURS = {
-    ("cli_errors.py", "ok"): "SQLite's PRAGMA quick_check answers 'ok'",
+    ("cli/errors.py", "ok"): "SQLite's PRAGMA quick_check answers 'ok'",
     ("results/schema.py", "ok"): "SQLite's PRAGMA integrity_check answers 'ok'",
     ("kernels/mpi_record.py", "timeout"): "how a rank ended (ENDINGS), made a Status below",
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from manybench.engines import floors
-from manybench.engines.base import Node
+from manybench.engines.base import EngineConfig, Node
 from manybench.engines.dask import DaskEngine
 from manybench.engines.direct import NodeLost
 from manybench.inventory.topology import Cpu
@@ -68,8 +68,8 @@ class _Probes:
 
 
 def _engine(nodes: list[Node], probes: _Probes) -> DaskEngine:
-    engine = DaskEngine(object())
-    engine.nodes, engine.noise_s, engine._call = nodes, 0.4, probes.call
+    engine = DaskEngine(object(), config=EngineConfig(noise_s=0.4))
+    engine.nodes, engine._call = nodes, probes.call
     return engine
 
 

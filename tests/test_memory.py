@@ -30,6 +30,7 @@ import gc, json, sys, tempfile
 import psutil
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 from builders import instant_node_engine
+from manybench.engines.base import EngineConfig
 from manybench.engines.local import LocalEngine
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
@@ -49,7 +50,7 @@ def measured(self, *args, **kw):
 
 Coordinator._run_phase = measured
 out_dir = tempfile.mkdtemp()
-engine = LocalEngine() if sys.argv[3] == "local" else instant_node_engine()(out_dir)
+engine = LocalEngine(EngineConfig.of(plan)) if sys.argv[3] == "local" else instant_node_engine()(out_dir)
 out = Coordinator(plan, expand(plan), out_dir, engine, ["test"], progress=False).run()
 print(json.dumps({{"status": out.status, "rss": rss}}))
 """

@@ -32,6 +32,7 @@ class _Fake(Engine):
     """An engine with one node whose clock runs 7 us behind: records what crosses."""
 
     def __init__(self, publish: bool) -> None:
+        super().__init__()
         self.nodes = [Node("a", 2, (), offset_ns=-7000, host="10.0.0.1"),
                       Node("b", 2, (), offset_ns=0, host="10.0.0.2")]
         self.publish, self.sent, self.peers = publish, {}, None

@@ -234,20 +234,3 @@ def test_a_resume_counts_the_kept_phases_failures_without_reading_records(tmp_pa
     monkeypatch.setattr(Store, "records", lambda *a, **k: pytest.fail("read every record"))
     info, kept = latest_run(str(tmp_path))
     assert (info.run_id, kept.done, kept.failed) == ("r1", {0, 1}, 2)
-
-
-def test_a_resume_finds_where_the_run_ran(tmp_path):
-    """The stored run's cluster options, in either spelling; none for a run on this machine."""
-    from manybench.run.resume import stored_engine
-    for argv, want in (
-            (["manybench", "run", "p.toml", "-q"], {}),
-            (["manybench", "run", "p.toml", "--simulate=6x4,loss=0.1", "--fanout", "3"],
-             {"simulate": "6x4,loss=0.1", "fanout": "3"}),
-            (["manybench", "run", "p.toml", "--scheduler", "tcp://10.0.0.1:8786", "--set",
-              "repeat=2"], {"scheduler": "tcp://10.0.0.1:8786"})):
-        d = tmp_path / str(len(argv))
-        st = Store(d)
-        st.begin_run("r", plan(), argv, {}, RunNotes())
-        st.end_run("r", "interrupted")
-        st.close()
-        assert stored_engine(str(d)) == want

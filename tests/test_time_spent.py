@@ -24,6 +24,7 @@ import pytest
 from builders import S, T, pinfo, rec
 from manybench import config
 from manybench.analysis.time_spent import TimeSpent
+from manybench.engines.base import EngineConfig
 from manybench.engines.local import LocalEngine
 from manybench.kernels import KERNELS
 from manybench.plan import parse_plan
@@ -86,7 +87,8 @@ def slow_run(tmp_path_factory):
         mp.setattr(P.sys, "stderr", _Log(lines))     # a log file: no terminal
         plan = parse_plan(PLAN, "slow.toml", ())
         with config.set({"run.progress_every": 0.05}):
-            outcome = Coordinator(plan, expand(plan), out, LocalEngine(), ["test"]).run()
+            outcome = Coordinator(plan, expand(plan), out, LocalEngine(EngineConfig.of(plan)),
+                                  ["test"]).run()
     finally:
         mp.undo()
         for s, handler in saved.items():

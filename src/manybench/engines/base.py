@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..gc_pause import gc_paused
 from ..kernels import kernel
-from ..model import Phase
+from ..model import Phase, Plan
 from ..node.arrays import STAMPS, SlotResults
 from ..node.protocol import Assignment, CommandsDone, RunCommands, WirePhase, WireTask
 from ..results.contract import WarningKind
@@ -148,19 +148,44 @@ def snapshot_to_coordinator(data: dict, node: Node) -> dict:
     return {**data, "taken_ns": data["taken_ns"] - node.offset_ns}
 
 
-class Engine(ABC):
-    nodes: list[Node]
-    dispatch_hint_ns: int = 0   # a round trip to every slot, measured at start: the first lead
-    t0_ns: int = 0              # the phase under way's T0, coordinator's clock
-    telemetry_s: float = 0.0    # interval of each node's telemetry (set before start); 0: none
-    noise_s: float = 0.0        # each node's noise floor measurement (inventory/noise.py) at
-                                # start, before its slots run; 0: none (set before start)
+@dataclass(frozen=True)
+class EngineConfig:
+    """What an engine is given for a run, in its constructor; checked there."""
+    telemetry_s: float = 0.0      # interval of each node's telemetry; 0: none
+    noise_s: float = 0.0          # each node's noise floor measurement (inventory/noise.py) at
+                                  # start, before its slots run; 0: none
     per_relay: int | None = None  # on a cluster, nodes per relay (engines/relays.py): None
-                                  # automatic, 0 none (set before start)
-    # what the coordinator waited on each node in the phase under way (run/gaps.py): seconds
-    # in its prepare and connect rounds, and when its results came in (coordinator's clock)
-    waited: dict[str, float]
-    answered: dict[str, int]
+                                  # automatic, 0 none
+
+    def __post_init__(self) -> None:
+        for name in ("telemetry_s", "noise_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"EngineConfig.{name}: seconds, 0 or more, not {value!r}")
+        if self.per_relay is not None and (isinstance(self.per_relay, bool) or not
+                                           isinstance(self.per_relay, int) or self.per_relay < 0):
+            raise ValueError(f"EngineConfig.per_relay: None, 0 or a node count, not "
+                             f"{self.per_relay!r}")
+
+    @classmethod
+    def of(cls, plan: Plan, per_relay: int | None = None) -> EngineConfig:
+        """A run of this plan: its telemetry and noise floor (--fanout: per_relay)."""
+        return cls(plan.telemetry, plan.noise, per_relay)
+
+
+class Engine(ABC):
+    def __init__(self, config: EngineConfig = EngineConfig()) -> None:
+        self.config = config
+        self.nodes: list[Node] = []
+        self.dispatch_hint_ns = 0   # a round trip to every slot, measured at start: the first lead
+        self.t0_ns = 0              # the phase under way's T0, coordinator's clock
+        self.notices: list[str] = []    # what nodes said of their slots (take_notices)
+        self.told: list[tuple[WarningKind, str, str]] = []   # its own warnings (tell)
+        # what the coordinator waited on each node in the phase under way (run/gaps.py):
+        # seconds in its prepare and connect rounds, and when its results came in
+        # (coordinator's clock)
+        self.waited: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
 
     @abstractmethod
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
@@ -177,21 +202,19 @@ class Engine(ABC):
         """Nodes lost so far, with why."""
         return {}
 
-    notices: list[str]
-
     def take_notices(self) -> list[str]:
         """What nodes said of their slots since last asked (a slot replaced), for warnings."""
-        out, self.notices = list(getattr(self, "notices", [])), []
+        out, self.notices = self.notices, []
         return out
 
     def tell(self, kind: WarningKind, node: str, text: str) -> None:
         """A warning of the engine's own, outside any record (run/warnings.py's kinds)."""
-        self.__dict__.setdefault("told", []).append((kind, node, text))
+        self.told.append((kind, node, text))
 
     def take_warnings(self) -> list[tuple[WarningKind, str, str]]:
         """(kind, node, text) told since last asked: a node that did not confirm the run's
         end, say. Asked after close() and abort() too."""
-        out, self.told = list(getattr(self, "told", [])), []
+        out, self.told = self.told, []
         return out
 
     # -- one phase, in the coordinator's terms -------------------------------------------------
@@ -224,7 +247,7 @@ class Engine(ABC):
         """(waited, answered) of the phase under way: per node, the seconds its prepare and
         connect rounds took, and when its results came in (the coordinator's clock); a node
         the engine did not time is absent."""
-        return getattr(self, "waited", {}), getattr(self, "answered", {})
+        return self.waited, self.answered
 
     def telemetry(self) -> list[TelemetryRow]:
         """Every node's telemetry rows taken since the last call, t_ns in the coordinator's

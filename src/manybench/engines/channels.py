@@ -25,18 +25,17 @@ from ..node.protocol import (CommandsDone, Connect, Connected, Finished, Member,
                              Prepared, Request, Run, RunCommands, SnapshotTaken, TakeSnapshot,
                              WirePhase, encode_with, pack_value)
 from ..node.wire_types import Result
-from .base import Engine, Node, Work, with_go
+from .base import Engine, EngineConfig, Node, Work, with_go
 from .direct import Fanout, NodeLost
 from .relays import form_groups, relay_clocks
 
 
 class ChannelEngine(Engine):
-    def __init__(self, fanout: Fanout) -> None:
+    def __init__(self, fanout: Fanout, config: EngineConfig = EngineConfig()) -> None:
+        super().__init__(config)
         self.fanout = fanout
         self.rows: dict[str, list] = {}     # telemetry received with results, not yet taken
-        self.nodes: list[Node] = []
         self.lost: dict[str, str] = {}      # node -> why
-        self.notices: list[str] = []        # slots replaced on nodes (Engine.take_notices)
         self.pending = False                # a phase's Run sent, its replies not all in
         self.deadline: float | None = None
         self.work: Work = {}
@@ -46,8 +45,6 @@ class ChannelEngine(Engine):
         self.done: dict[str, SlotResults] = {}
         self.checked = 0.0                  # monotonic time of the last _check_workers
         self.packed: dict[str, tuple[list, bytes]] = {}   # node -> its work, packed
-        self.waited: dict[str, float] = {}
-        self.answered: dict[str, int] = {}
 
     @staticmethod
     def open_files_for(nodes: int) -> None:
@@ -60,7 +57,7 @@ class ChannelEngine(Engine):
         """Relays for the largest runs (engines/relays.py: when, and who relays whom) among
         the nodes on channels of their own (on_own: how a relay reaches each); how each node
         is reached goes in its inventory."""
-        formed, left = form_groups(self.fanout, on_own, self.per_relay)
+        formed, left = form_groups(self.fanout, on_own, self.config.per_relay)
         by_name = {n.name: n for n in self.nodes}
         for relay, members in formed.items():
             by_name[relay].inventory["relay_for"] = members

@@ -18,7 +18,8 @@ from .hostfile import load_hostfile
 from ..model import Plan
 from ..security import credentials as creds
 from .access import Access, resolve, scheduler_address
-from .base import EngineError  # noqa: F401  (re-exported for the command line)
+from . import Where
+from .base import EngineConfig, EngineError  # noqa: F401  (EngineError: re-exported)
 from .dask import DaskEngine
 from .reach import check_reachable
 
@@ -40,17 +41,29 @@ def _client(address: Any, access: Access) -> Any:
         raise EngineError(f"cannot reach the Dask scheduler at {address}: {e}") from None
 
 
+def make(plan: Plan, where: Where, config: EngineConfig) -> DaskEngine:
+    """The engine registry's maker (engines/__init__.py): --scheduler, --hosts or --cluster."""
+    access = (where.slots, where.credentials, where.insecure)
+    if where.scheduler:
+        return from_scheduler(plan, where.scheduler, *access, config=config)
+    if where.hosts:
+        return from_hosts(plan, where.hosts, *access, config=config)
+    return from_cluster(plan, where.cluster, *access, config=config)
+
+
 def from_scheduler(plan: Plan, address: str, slots: int | None,
-                   credentials: str | None = None, insecure: bool = False) -> DaskEngine:
+                   credentials: str | None = None, insecure: bool = False,
+                   config: EngineConfig = EngineConfig()) -> DaskEngine:
     access = resolve(plan, credentials, insecure)
     address = scheduler_address(address, access)
     check_reachable(address, access.security())    # refused: at once, not after Dask's 30 s
     client = _client(address, access)
-    return DaskEngine(client, default_slots=slots, on_close=client.close, access=access)
+    return DaskEngine(client, default_slots=slots, on_close=client.close, access=access,
+                      config=config)
 
 
 def from_hosts(plan: Plan, path: str, slots: int | None, credentials: str | None = None,
-               insecure: bool = False) -> DaskEngine:
+               insecure: bool = False, config: EngineConfig = EngineConfig()) -> DaskEngine:
     """The scheduler on the hostfile's first host, a worker on each, started over SSH
     (engines/ssh.py), with credentials made for this cluster unless some are given."""
     from .ssh import ssh_cluster
@@ -76,7 +89,7 @@ def from_hosts(plan: Plan, path: str, slots: int | None, credentials: str | None
     by_ip = {_resolve(h): h for h in names}
     counts = {h: s for h, s in hosts if s}
     return DaskEngine(client, slots=counts, default_slots=slots, expected=len(hosts),
-                      host_names=by_ip, access=access,
+                      host_names=by_ip, access=access, config=config,
                       on_close=_closer(client, cluster, (lambda: creds.remove(made))
                                        if made else None))
 
@@ -139,7 +152,7 @@ def jobqueue_options(kind: str, plan: Plan, slots: int | None,
 
 def _jobqueue(kind: str) -> Callable[..., DaskEngine]:
     def start(plan: Plan, slots: int | None, credentials: str | None = None,
-              insecure: bool = False) -> DaskEngine:
+              insecure: bool = False, config: EngineConfig = EngineConfig()) -> DaskEngine:
         import dask_jobqueue
         access = resolve(plan, credentials, insecure, make_default=True)
         opts = jobqueue_options(kind, plan, slots, access)
@@ -153,12 +166,12 @@ def _jobqueue(kind: str) -> Callable[..., DaskEngine]:
         client = _client(cluster, access)
         per_node = int(opts["job_script_prologue"][0].split("=")[1])
         return DaskEngine(client, default_slots=per_node, expected=nodes, access=access,
-                          on_close=_closer(client, cluster))
+                          on_close=_closer(client, cluster), config=config)
     return start
 
 
 def in_allocation(plan: Plan, slots: int | None, credentials: str | None = None,
-                  insecure: bool = False) -> DaskEngine:
+                  insecure: bool = False, config: EngineConfig = EngineConfig()) -> DaskEngine:
     """Inside a Slurm allocation: a scheduler here, one `manybench worker` per allocated node
     started with srun, with the cluster's credentials (in the shared home directory, made
     there when there are none); nodes and slots are the allocation's."""
@@ -188,7 +201,7 @@ def in_allocation(plan: Plan, slots: int | None, credentials: str | None = None,
             except subprocess.TimeoutExpired:
                 srun.kill()
     return DaskEngine(client, default_slots=per_node, expected=nodes, access=access,
-                      on_close=_closer(client, cluster, stop_srun))
+                      on_close=_closer(client, cluster, stop_srun), config=config)
 
 
 def _worker_access(access: Access) -> list[str]:
@@ -224,8 +237,8 @@ CLUSTERS: dict[str, Callable[..., DaskEngine]] = {kind: _jobqueue(kind) for kind
 
 
 def from_cluster(plan: Plan, kind: str, slots: int | None, credentials: str | None = None,
-                 insecure: bool = False) -> DaskEngine:
+                 insecure: bool = False, config: EngineConfig = EngineConfig()) -> DaskEngine:
     """--cluster KIND; `slurm` inside an allocation (SLURM_JOB_ID set) uses the allocation."""
     if kind == "slurm" and os.environ.get("SLURM_JOB_ID"):
-        return in_allocation(plan, slots, credentials, insecure)
-    return CLUSTERS[kind](plan, slots, credentials, insecure)
+        return in_allocation(plan, slots, credentials, insecure, config)
+    return CLUSTERS[kind](plan, slots, credentials, insecure, config)

@@ -28,7 +28,7 @@ from ..node.protocol import (Abort, Close, Failed, Info, MeasureNoise, Member, N
                              decode, encode)
 from . import floors
 from .access import INSECURE_TEXT, Access
-from .base import EngineError, Node
+from .base import EngineConfig, EngineError, Node
 from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect, refusal
 from .lease import LeaseRenewer
@@ -41,12 +41,13 @@ class DaskEngine(ChannelEngine):
     def __init__(self, client: Any, slots: dict[str, int] | None = None,
                  default_slots: int | None = None, on_close: Callable[[], None] | None = None,
                  expected: int | None = None, host_names: dict[str, str] | None = None,
-                 access: Access | None = None) -> None:
+                 access: Access | None = None, config: EngineConfig = EngineConfig()) -> None:
         """client: a connected distributed.Client. slots: per-node slot counts (hostfile or
         allocation) by node name; default_slots: --slots for every node; expected: wait for
         this many workers; host_names: worker host -> node name (hostfile names); access:
-        how the cluster is secured (access.py; None: as the client's security says)."""
-        super().__init__(Fanout(self._relay))
+        how the cluster is secured (access.py; None: as the client's security says); config:
+        the run's (base.EngineConfig)."""
+        super().__init__(Fanout(self._relay), config)
         self.client = client
         self.slots_by_name = slots or {}
         self.default_slots = default_slots
@@ -130,10 +131,10 @@ class DaskEngine(ChannelEngine):
             self.tell(WarningKind.INSECURE, "", INSECURE_TEXT)
         self.open_files_for(len(self.nodes))
         self.nodes.sort(key=lambda n: n.name)
-        if self.noise_s > 0:
+        if self.config.noise_s > 0:
             self._submit(self._noise()).result()
         replies = self._wait_all({n.name: Start(run, n.name, n.slots, default_dir, keep,
-                                                self.telemetry_s, secret=self.secret,
+                                                self.config.telemetry_s, secret=self.secret,
                                                 host=n.host, lease_s=timing("lease.length"),
                                                 kill_grace_s=timing("node.kill_grace"))
                                   for n in self.nodes})
@@ -207,7 +208,7 @@ class DaskEngine(ChannelEngine):
                 floor = None
                 for by in group:     # the probe failed there (node lost): the next measures
                     try:
-                        got = await self._call(by.name, MeasureNoise(self.noise_s))
+                        got = await self._call(by.name, MeasureNoise(self.config.noise_s))
                     except (NodeLost, RuntimeError):
                         continue
                     floor = floors.shared(got.floor, group, by)

@@ -11,23 +11,26 @@ from ..config import timing
 from ..inventory import noise
 from ..inventory.environment import collect
 from ..inventory.topology import topology
+from ..model import Plan
 from ..node.agent import Agent
 from ..node.protocol import (CommandsDone, Connect, Prepare, ProtocolMismatch, RunCommands,
                              Start, WirePhase)
 from ..security import auth
-from .base import Engine, EngineError, Node, Results, Work, with_go
+from .base import Engine, EngineConfig, EngineError, Node, Results, Work, with_go
 
 LOOPBACK = "127.0.0.1"    # this machine's only node: its slots reach each other here
 
 
+def make(plan: Plan, where: object, config: EngineConfig) -> LocalEngine:
+    """The engine registry's maker (engines/__init__.py): this machine."""
+    return LocalEngine(config)
+
+
 class LocalEngine(Engine):
-    def __init__(self) -> None:
+    def __init__(self, config: EngineConfig = EngineConfig()) -> None:
+        super().__init__(config)
         self.agent: Agent | None = None
-        self.nodes: list[Node] = []
-        self.notices: list[str] = []
         self.light: Prepare | None = None    # the phase under way, when its prepare is light
-        self.waited: dict[str, float] = {}
-        self.answered: dict[str, int] = {}
 
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
@@ -35,14 +38,14 @@ class LocalEngine(Engine):
         node = socket.gethostname().split(".")[0]
         try:      # the same check as a Dask node's agent, before anything else
             # the run's secret: what its slots derive a parallel task's job secrets from
-            agent = Agent.of(Start(run, node, n, default_dir, keep, self.telemetry_s,
+            agent = Agent.of(Start(run, node, n, default_dir, keep, self.config.telemetry_s,
                                    secret=auth.new_secret(), host=LOOPBACK,
                                    kill_grace_s=timing("node.kill_grace")))
         except (ProtocolMismatch, CpuMismatch) as e:
             raise EngineError(f"the local agent: {e}") from None
         cpus = topology()
         inventory = collect()    # before the slots fork: nothing of theirs in the figures
-        inventory["noise"] = noise.measure([c.id for c in cpus], self.noise_s)
+        inventory["noise"] = noise.measure([c.id for c in cpus], self.config.noise_s)
         self.agent = agent
         self.dispatch_hint_ns = self.agent.start()
         self.nodes = [Node(node, n, cpus, host=LOOPBACK, inventory=inventory)]

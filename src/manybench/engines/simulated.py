@@ -29,7 +29,8 @@ from ..node.protocol import (Abort, Close, DirectOffer, Info, Member, NodeInfo, 
                              ProtocolMismatch, Request, Start, Started)
 from ..node.simulated import SimSpec
 from ..units import parse_duration
-from .base import EngineError, Node
+from . import Where
+from .base import EngineConfig, EngineError, Node
 from .channels import ChannelEngine
 from .direct import DirectRefused, Fanout, NodeLost, connect
 from .relays import per_relay_for, plan_groups
@@ -75,9 +76,17 @@ def parse_spec(text: str) -> SimSpec:
     return SimSpec(nodes, slots, **fields)
 
 
+def make(plan: object, where: Where, config: EngineConfig) -> SimulatedEngine:
+    """The engine registry's maker (engines/__init__.py): --simulate SPEC."""
+    try:
+        return SimulatedEngine(parse_spec(where.simulate or ""), config)
+    except ValueError as e:
+        raise EngineError(f"--simulate: {e}") from None
+
+
 class SimulatedEngine(ChannelEngine):
-    def __init__(self, spec: SimSpec) -> None:
-        super().__init__(Fanout(self._no_relay))
+    def __init__(self, spec: SimSpec, config: EngineConfig = EngineConfig()) -> None:
+        super().__init__(Fanout(self._no_relay), config)
         self.spec = spec
         self.secret = auth.new_secret()
         self.procs: list[subprocess.Popen] = []
@@ -96,7 +105,7 @@ class SimulatedEngine(ChannelEngine):
         to a process: a relay blocks on its members (node/simulated_relay.py)."""
         spec = self.spec
         names = spec.node_names()
-        relays = set(plan_groups(names, per_relay_for(len(names), self.per_relay)))
+        relays = set(plan_groups(names, per_relay_for(len(names), self.config.per_relay)))
         members = [n for n in names if n not in relays]
         per = max(1, math.ceil(len(members) / (spec.processes or max(
             1, min(math.ceil(len(members) / NODES_PER_PROCESS), 2 * (os.cpu_count() or 1))))))
@@ -152,7 +161,7 @@ class SimulatedEngine(ChannelEngine):
                           for p in ports})
         self.sync_clocks()
         started = self._must(self._round({
-            n.name: Start(run, n.name, n.slots, default_dir, keep, self.telemetry_s,
+            n.name: Start(run, n.name, n.slots, default_dir, keep, self.config.telemetry_s,
                           secret=self.secret, kill_grace_s=timing("node.kill_grace"))
             for n in self.nodes}), "Start")
         t = time.monotonic_ns()

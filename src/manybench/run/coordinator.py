@@ -84,9 +84,10 @@ class Outcome:
 class Coordinator:
     def __init__(self, plan: Plan, phases: list[Phase], outdir: str, engine: Engine,
                  argv: list[str], slots: int | None = None, progress: bool | None = None,
-                 resume: Resume | None = None) -> None:
+                 resume: Resume | None = None, options: dict | None = None) -> None:
         self.plan, self.phases, self.outdir, self.engine = plan, phases, outdir, engine
         self.resume = resume   # run --resume: the stored run it continues (run/resume.py)
+        self.options = options    # the run command's, as parsed: stored for a resume
         self.argv, self.slots, self.show_progress = argv, slots, progress
         self.scheduler = Scheduler(late_target=plan.late_target)
         self.failed = 0
@@ -108,8 +109,6 @@ class Coordinator:
         default_dir = self.plan.scratch or os.path.join(os.path.abspath(self.outdir), "scratch")
         os.makedirs(default_dir, exist_ok=True)
         largest = max((p.workers for p in distinct(self.phases)), default=1)
-        self.engine.telemetry_s = self.plan.telemetry
-        self.engine.noise_s = self.plan.noise
         nodes = self.engine.start(run_id, self.slots or self.plan.slots, default_dir,
                                   self.plan.keep, largest)
         # stalls this long are the nodes' noise: the lead does not chase them (run/schedule.py)
@@ -188,7 +187,8 @@ class Coordinator:
                 store.resume_run(run_id, stamp(notes))
                 self.failed = self.resume.failed
             else:
-                store.begin_run(run_id, self.plan, self.argv, collect_environment(), stamp(notes))
+                store.begin_run(run_id, self.plan, self.argv, collect_environment(), stamp(notes),
+                                self.options)
             beat = Heartbeat(store, run_id).start()
             self.store, self.run_id, self.nodes = store, run_id, nodes
             self.warnings = Warnings(store, run_id)

@@ -16,8 +16,8 @@ from .coordinator import capacity, check_nodes, work_of
 
 def on_cluster(plan: Plan, phases: list[Phase], engine: Engine, slots: int | None
                ) -> tuple[list[str], list[str]]:
-    """(lines to print, problems of the plan on these nodes)."""
-    engine.telemetry_s = engine.noise_s = 0.0
+    """(lines to print, problems of the plan on these nodes); the engine is made without
+    telemetry or a noise floor (base.EngineConfig's defaults)."""
     largest = max((p.workers for p in distinct(phases)), default=1)
     with tempfile.TemporaryDirectory(prefix="manybench-dry-run-") as scratch:
         nodes = engine.start("dry-run", slots or plan.slots, plan.scratch or scratch, False,

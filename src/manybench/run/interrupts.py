@@ -18,7 +18,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # library code may swallow it: raised inside a callback (a weakref's, as an import ends)
 # it is printed as "Exception ignored" and lost; a Dask client then waited 10 s on a
 # module lock the lost interrupt left taken and failed an assertion (exit 1, a traceback).
-# Kept here, the command still ends as interrupted (entry.py, cli.py), and a run stops at
+# Kept here, the command still ends as interrupted (entry.py, cli/group.py), and a run stops at
 # its next phase (check()).
 _came = False
 

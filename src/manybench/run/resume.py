@@ -5,8 +5,9 @@ campaigns).
 The plan must be the one the run started with: the same TOML text and the same --set
 overrides (the validated plan compared as a whole), else nothing runs (exit 2, the reason
 named). Without a PLAN argument the stored plan text is used; without --set (--slots), the
-stored run's. Phases stored `ok` are kept; every other phase (the interrupted one, those never
-reached) runs now and replaces what was there.
+stored run's (its options as parsed, kept in the run's row: cli/run_options.py). Phases
+stored `ok` are kept; every other phase (the interrupted one, those never reached) runs now
+and replaces what was there.
 """
 from __future__ import annotations
 
@@ -33,52 +34,6 @@ class Resume:
     info: RunInfo           # the stored run (its status as a reader tells it)
     done: set[int]          # phase indices stored ok: kept
     failed: int             # records of the kept phases whose status is not ok
-
-
-def stored_options(argv: list[str]) -> tuple[list[str], int | None]:
-    """The --set overrides and --slots of a stored command line."""
-    sets: list[str] = []
-    slots = None
-    it = iter(argv)
-    for a in it:
-        if a == "--set":
-            sets.append(next(it, ""))
-        elif a.startswith("--set="):
-            sets.append(a[len("--set="):])
-        elif a == "--slots":
-            slots = _int(next(it, ""))
-        elif a.startswith("--slots="):
-            slots = _int(a[len("--slots="):])
-    return sets, slots
-
-
-ENGINE_OPTIONS = ("--scheduler", "--hosts", "--cluster", "--simulate", "--fanout",
-                  "--credentials")
-ENGINE_FLAGS = ("--insecure",)
-
-
-def stored_engine(directory: str) -> dict[str, str]:
-    """Where DIR's latest run ran: its --scheduler, --hosts, --cluster or --simulate, its
-    --fanout and how it reached them (--credentials, --insecure) as given ({} when on this
-    machine), for a resume that names none (a resume of
-    a run of 1,000 simulated nodes x 64 slots started 64,000 slots on this machine)."""
-    info, _ = latest_run(directory)
-    found: dict[str, str] = {}
-    it = iter(info.argv)
-    for a in it:
-        name, eq, value = a.partition("=")
-        if name in ENGINE_OPTIONS:
-            found[name[2:]] = value if eq else next(it, "")
-        elif a in ENGINE_FLAGS:
-            found[a[2:]] = "1"
-    return found
-
-
-def _int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
 
 
 def latest_run(directory: str) -> tuple[RunInfo, Resume]:
@@ -108,13 +63,11 @@ def latest_run(directory: str) -> tuple[RunInfo, Resume]:
     return info, Resume(info, done, failed)
 
 
-def load(directory: str, plan_path: str | None, overrides: tuple[str, ...],
+def load(resume: Resume, directory: str, plan_path: str | None, overrides: tuple[str, ...],
          slots: int | None) -> tuple[Plan, list[Phase], Resume]:
-    """The plan to resume with, its phases still to run, and the stored run."""
-    info, resume = latest_run(directory)
-    stored_sets, stored_slots = stored_options(info.argv)
-    overrides = overrides or tuple(stored_sets)     # none given: the run's own
-    slots = slots if slots is not None else stored_slots
+    """The plan to resume the stored run (latest_run's) with, given its --set and --slots
+    (the command line decides them: cli/launch.py), its phases still to run, and the run."""
+    info = resume.info
     if plan_path is None:
         text, where = info.plan_source, f"{directory} (run {info.run_id})"
     else:

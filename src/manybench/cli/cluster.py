@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from .cli_errors import fail as _fail
-from .printable import echo
+from .errors import fail as _fail
+from ..printable import echo
 
 
 def _node_access(credentials: str | None, insecure: bool, tls: tuple) -> tuple:
     """(ca, cert, key) files for a scheduler or worker, or None for --insecure; exit 2
     naming the way out when there are none."""
-    from .security import credentials as creds
+    from ..security import credentials as creds
     if insecure:
         if credentials or any(tls):
             raise _fail("give the cluster's credentials or --insecure, not both")
@@ -49,7 +49,7 @@ _INSECURE = click.option("--insecure", is_flag=True, help="No TLS and no authent
 def cluster_credentials(directory: str | None, group: str | None, days: int) -> None:
     """Make a cluster's credentials in DIRECTORY (default ~/.config/manybench/cluster): its
     own certificate authority and the certificate every member presents."""
-    from .security import credentials as creds
+    from ..security import credentials as creds
     where = directory or creds.default_dir()
     try:
         made = creds.make(where, group, days)
@@ -84,7 +84,7 @@ def scheduler(host: str | None, port: int, credentials: str | None, insecure: bo
               tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Start a Dask scheduler for manybench's workers, secured with the cluster's
     credentials (mutual TLS)."""
-    from .node.worker import run_scheduler
+    from ..node.worker import run_scheduler
     run_scheduler(host, port, _node_access(credentials, insecure,
                                            (tls_ca_file, tls_cert, tls_key)))
 
@@ -101,7 +101,7 @@ def worker(scheduler: str, name: str | None, slots: int | None, host: str | None
            credentials: str | None, insecure: bool, tls_ca_file: str | None,
            tls_cert: str | None, tls_key: str | None) -> None:
     """Start this node's agent in a Dask worker joined to SCHEDULER."""
-    from .node.worker import WorkerError, run_worker
+    from ..node.worker import WorkerError, run_worker
     files = _node_access(credentials, insecure, (tls_ca_file, tls_cert, tls_key))
     try:
         run_worker(scheduler, name, slots, host, files)

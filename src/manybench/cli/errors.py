@@ -1,6 +1,6 @@
 """The command line's user errors: each failure a user can cause or fix (a damaged results.db,
 an unknown run, an output path that cannot be written, a read-only or full results disk)
-told as one line naming the file or option, never a traceback. cli.py calls these."""
+told as one line naming the file or option, never a traceback. The commands call these."""
 from __future__ import annotations
 
 import contextlib
@@ -12,16 +12,35 @@ from typing import IO, Iterator
 
 import click
 
-from .printable import echo
+from ..printable import echo
 
 EXIT_USAGE = 2
+EXIT_FAILED = 1
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
     """A user's mistake: one line on stderr, and the exit (2) to raise."""
     echo(f"manybench: {msg}", err=True)
     return click.exceptions.Exit(EXIT_USAGE)
-EXIT_FAILED = 1
+
+
+def problems(e: Exception) -> "click.exceptions.Exit":
+    """A plan's or a hostfile's problems (e.problems), one per line on stderr, and the exit
+    (2) to raise."""
+    for problem in e.problems:
+        echo(problem, err=True)
+    return click.exceptions.Exit(EXIT_USAGE)
+
+
+def open_results(directory: str):
+    """The directory's results, read-only; exit 2 with the reason when they cannot be read."""
+    from ..results.store import SchemaError, Store
+    if not os.path.isfile(os.path.join(directory, "results.db")):
+        raise fail(f"no results.db in {directory}")
+    try:
+        return Store(directory, readonly=True)
+    except SchemaError as e:
+        raise fail(str(e))
 
 
 class UserError(click.ClickException):
@@ -41,7 +60,7 @@ def _reason(e: BaseException) -> str:
 
 def db_reason(e: sqlite3.Error) -> str:
     """SQLite's complaint in a user's words."""
-    from .results.store import db_problem
+    from ..results.store import db_problem
     text = str(e)
     if is_disk_full(e):
         return "the disk is full"
@@ -62,7 +81,7 @@ def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]
     """report/export: a damaged, truncated or empty results.db, or an unknown --run, is
     exit 2 naming it."""
     path = os.path.join(directory, "results.db")
-    from .results.schema import SchemaError
+    from ..results.schema import SchemaError
     if os.path.isfile(path) and os.path.getsize(path) == 0:
         raise UserError(f"{path} is empty: no run was ever recorded there")
     try:
@@ -77,7 +96,7 @@ def reading_results(directory: str, run_id: str | None = None) -> Iterator[None]
 
 def _damaged(db: str) -> bool:
     """Whether SQLite finds this results.db unreadable (a quick check of every page)."""
-    from .results.store import SchemaError, read_uri
+    from ..results.store import SchemaError, read_uri
     try:
         con = sqlite3.connect(read_uri(db), uri=True)     # as the readers open it
         try:
@@ -91,7 +110,7 @@ def _damaged(db: str) -> bool:
 @contextlib.contextmanager
 def reading_runs(args: list[str]) -> Iterator[None]:
     """diff/compare (DIR or DIR:RUN arguments): a damaged results.db is exit 2 naming it."""
-    from .results.schema import SchemaError
+    from ..results.schema import SchemaError
     try:
         yield
     except SchemaError as e:
@@ -113,7 +132,7 @@ def check_run(store, run_id: str | None) -> None:
 def output_file(path: str, option: str = "-o") -> None:
     """-o FILE can be written (outfile.check: a file there is left as it is until the new
     one is complete), else exit 2 naming it and why not."""
-    from .outfile import check
+    from ..outfile import check
     try:
         check(path)
     except OSError as e:
@@ -137,7 +156,7 @@ def writing(path: str, option: str = "-o") -> Iterator[None]:
 
 def _kept(path: str) -> str:
     """What a failed write left at path (outfile.replacing: the file that was there)."""
-    from .outfile import in_place
+    from ..outfile import in_place
     if path == "stdout" or not os.path.lexists(path) or in_place(path):
         return ""
     return "; the file there is left as it was" if os.path.isfile(path) else \
@@ -185,8 +204,8 @@ def own_results(outdir: str) -> None:
     """Before anything starts: a results.db already in the directory is manybench's, readable
     and not locked by another process (its runs are kept and this one added); another
     program's SQLite file is never written to. Else exit 2 naming it."""
-    from .results.schema import SchemaError
-    from .results.store import Store
+    from ..results.schema import SchemaError
+    from ..results.store import Store
     db = os.path.join(outdir, "results.db")
     if not os.path.lexists(db):
         return
@@ -208,7 +227,7 @@ def storing_results(outdir: str) -> Iterator[None]:
     """A run whose results disk fills (or fails) mid-run: what was committed stays, the
     message says why the run stopped, exit 1. A results.db found damaged as the run reads it
     back (a resume's end checks): exit 2, as every reader of it says so."""
-    from .results.schema import SchemaError
+    from ..results.schema import SchemaError
     try:
         yield
     except SchemaError as e:     # damage found reading back what is stored (the end's checks)
@@ -225,7 +244,7 @@ def storing_results(outdir: str) -> Iterator[None]:
 
 def preflight(plan, phases, distributed: bool) -> None:
     """plan/preflight.py's checks: warnings on stderr, errors one per line and exit 2."""
-    from .plan.preflight import preflight as check
+    from ..plan.preflight import preflight as check
     errors, warnings = check(plan, phases, distributed)
     for w in warnings:
         echo(f"warning: {w}", err=True)
