@@ -39,7 +39,7 @@ def test_off_from_the_go_frozen_until_the_commit():
     kept = [[i] for i in range(1000)]    # the phase's records
     c.made()
     assert gc.isenabled() and gc.get_freeze_count() >= len(kept)
-    c.committed()
+    c.unfreeze()
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
@@ -53,7 +53,7 @@ def test_a_long_phase_has_the_collector_back_on():
     c.made()
     c.resume()                           # idempotent: it is on, and stays on
     assert gc.isenabled()
-    c.committed()
+    c.unfreeze()
     assert gc.get_freeze_count() == 0
 
 
@@ -63,7 +63,7 @@ def test_a_collector_off_before_stays_off():
     c = PhaseCollector()
     c.pause(lead_s=0.0)
     c.made()
-    c.committed()
+    c.unfreeze()
     assert not gc.isenabled()
 
 
@@ -84,7 +84,7 @@ def test_cycles_made_between_commits_are_collected_within_full_s():
     del a
     c.made()                   # the cycle is frozen with the rest
     assert gone() is not None
-    c.committed()
+    c.unfreeze()
     assert gone() is None
 
 

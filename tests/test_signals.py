@@ -234,4 +234,4 @@ def test_an_interrupt_a_library_swallowed_stops_the_run_at_its_next_phase(tmp_pa
             signal.signal(s, handler)
     assert (out.status, out.exit_code) == ("interrupted", 130)
     assert _phases(str(tmp_path)) == 2 and _rows(str(tmp_path)) == ["interrupted"]
-    assert not interrupts.came()
+    assert not interrupts.interrupted()

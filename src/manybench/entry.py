@@ -18,8 +18,8 @@ def _forget_handled_interrupt() -> None:
 
 
 def main() -> None:
-    from .run.interrupts import came, ignored, own
-    own()
+    from .run.interrupts import interrupted, signals_ignored, take_signals
+    take_signals()
     try:
         from .cli import main as cli
         cli()
@@ -27,11 +27,11 @@ def main() -> None:
         # KeyboardInterrupt: outside any command (importing, parsing arguments); another
         # error after an interrupt that library code swallowed, leaving it broken
         # (interrupts.py): its consequence, and the command was interrupted
-        if not isinstance(e, KeyboardInterrupt) and not came():
+        if not isinstance(e, KeyboardInterrupt) and not interrupted():
             raise
-        with ignored():
+        with signals_ignored():
             print("interrupted", file=sys.stderr)
             sys.exit(EXIT_INTERRUPTED)
     finally:
-        with ignored():          # the command is over: no interrupt may land inside it
+        with signals_ignored():          # the command is over: no interrupt may land inside it
             _forget_handled_interrupt()

@@ -73,7 +73,7 @@ class PhaseCollector:
         self.frozen = True
         self.resume()
 
-    def committed(self) -> None:
+    def unfreeze(self) -> None:
         """The records frozen are committed (or dropped): walked again like any object."""
         if self.frozen:
             self.frozen = False

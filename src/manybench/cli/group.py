@@ -16,8 +16,8 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            from ..run.interrupts import ignored
-            with ignored():
+            from ..run.interrupts import signals_ignored
+            with signals_ignored():
                 echo("interrupted", err=True)
                 raise click.exceptions.Exit(130) from None
 

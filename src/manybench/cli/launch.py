@@ -122,8 +122,8 @@ def run(plan, phases, outdir: str, opts: RunOptions, engine=None, resume=None) -
     except EngineError as e:
         raise fail(str(e))
     except KeyboardInterrupt:    # before the first phase: nothing measured, nothing to keep
-        from ..run.interrupts import ignored
-        with ignored():          # a second Ctrl-C must not cut the abort short
+        from ..run.interrupts import signals_ignored
+        with signals_ignored():          # a second Ctrl-C must not cut the abort short
             engine.abort()
             echo("interrupted before the first phase", err=True)
             raise click.exceptions.Exit(130) from None

@@ -131,12 +131,12 @@ class Coordinator:
             code = {RunStatus.FINISHED: EXIT_OK, RunStatus.FAILED: EXIT_FAILED}.get(status, EXIT_FAILED)
         except KeyboardInterrupt:
             # further Ctrl-C / SIGTERM: they may only cut the teardown short (interrupts.py)
-            with interrupts.ignored():
+            with interrupts.signals_ignored():
                 status, code = RunStatus.INTERRUPTED, EXIT_INTERRUPTED
                 previous = signal.SIG_IGN   # until the process exits: the run is ending
                 self._flush()
                 self._save_interrupted()
-                interrupts.cut_short(self._tear_down)
+                interrupts.interruptible(self._tear_down)
                 self.engine.abort()
                 self._engine_warnings()
         except BaseException:
@@ -155,16 +155,16 @@ class Coordinator:
             # measured, stored and checked: a Ctrl-C now only cuts the nodes' close short
             # (they are aborted), and the run keeps its status
             closing = timebase.now_ns()
-            if interrupts.cut_short(self.engine.close, then_ignore=False):
-                with interrupts.ignored():
+            if interrupts.interruptible(self.engine.close, then_ignore=False):
+                with interrupts.signals_ignored():
                     self.engine.abort()
-                interrupts.own()   # ignored() leaves them so: the report may take a while
+                interrupts.take_signals()   # signals_ignored() leaves them so: the report may take a while
             end_s = (timebase.now_ns() - closing) / 1e9    # scratch removed: can be minutes
             self._engine_warnings()
         finally:
             signal.signal(signal.SIGTERM, previous)
             beat.stop()
-            self.collector.committed()     # nothing stays frozen past the run
+            self.collector.unfreeze()     # nothing stays frozen past the run
         store.end_run(run_id, status, end_s)
         store.close()
         return Outcome(run_id, status, code, self.failed,
@@ -204,7 +204,7 @@ class Coordinator:
                                  dirs, programs)
             return beat
         except KeyboardInterrupt:
-            with interrupts.ignored():   # no row yet: the update changes nothing
+            with interrupts.signals_ignored():   # no row yet: the update changes nothing
                 if beat is not None:
                     beat.stop()
                 store.end_run(run_id, RunStatus.INTERRUPTED)
@@ -340,7 +340,7 @@ class Coordinator:
             t = time.monotonic_ns()
             self._commit(self.unsaved)
             self.unsaved = None
-            self.collector.committed()
+            self.collector.unfreeze()
             self.commit_ns = time.monotonic_ns() - t
 
     def _commit(self, done: PhaseOutcome) -> None:

@@ -30,7 +30,7 @@ def raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def came() -> bool:
+def interrupted() -> bool:
     """Whether an interrupt came in this process (handled, or swallowed on its way)."""
     return _came
 
@@ -44,7 +44,7 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
-def own() -> None:
+def take_signals() -> None:
     """The command's first instruction: Ctrl-C and SIGTERM raise KeyboardInterrupt, set
     explicitly whatever was inherited (a script's background job starts with SIGINT ignored,
     and Python then leaves it ignored)."""
@@ -63,14 +63,14 @@ def _unraisable(info: "sys.UnraisableHookArgs") -> None:
 
 
 @contextmanager
-def ignored() -> Iterator[None]:
+def signals_ignored() -> Iterator[None]:
     """Ctrl-C and SIGTERM ignored inside (left so after: the run is ending)."""
     for s in SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     yield
 
 
-def cut_short(step: Callable[[], None], then_ignore: bool = True) -> bool:
+def interruptible(step: Callable[[], None], then_ignore: bool = True) -> bool:
     """Run a step that a further Ctrl-C or SIGTERM may stop; True when it was stopped.
     The signals are ignored again afterwards (then_ignore: the run is ending), or handled as
     they were before."""
