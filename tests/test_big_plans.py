@@ -7,14 +7,14 @@ import sqlite3
 import weakref
 
 import pytest
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 
 from manybench.plan import parse_plan
 from manybench.plan import expand as E
 from manybench.results.store import Store
 from manybench.run.coordinator import Coordinator
 
-_OneNode = instant_node_engine()
+_OneNode = FakeEngine
 
 
 BIG = ('repeat = 100000\nnoise = 0\n[placement]\nworkers = 2\n'

@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import json
 
-from manybench.engines.base import Engine, Node
+from fake_engine import FakeEngine
+
+from manybench.engines.base import Node
 from manybench.kernels import Result
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.node.arrays import SlotResults
@@ -21,41 +23,23 @@ T = 1_700_000_000_000_000_000
 OFF = {"a": 5_000, "b": -7_000}      # node clock minus coordinator clock
 
 
-class _ArrayEngine(Engine):
+def _answer(e: FakeEngine) -> dict:
     """Two nodes answering in their own clocks, as arrays."""
+    a = {0: Result(start_ns=T + OFF["a"] + 100, end_ns=T + OFF["a"] + 900, elapsed_ns=800,
+                   armed_ns=T + OFF["a"] - 50, ops=3, bytes=4096,
+                   metrics={"lat_p50_us": 2.5}, hist={3: 7}, extra={"note": "x"},
+                   samples=[(T + OFF["a"] + 500, 1.0), (T + OFF["a"] + 900, 3.0)],
+                   sample_unit="ops"),
+         1: Result(status="error", error="prepare: no space")}      # no stamps at all
+    b = {0: Result(start_ns=T + OFF["b"] + 120, end_ns=T + OFF["b"] + 700, elapsed_ns=580,
+                   armed_ns=T + OFF["b"] - 30, ops=1)}
+    return {"a": SlotResults.of(a), "b": SlotResults.of(b)}
 
-    def __init__(self) -> None:
-        self.nodes = [Node("a", 2, (), offset_ns=OFF["a"], error_ns=40),
-                      Node("b", 1, (), offset_ns=OFF["b"], error_ns=60)]
 
-    def start(self, *a, **k):
-        return self.nodes
-
-    def _prepare(self, phase, work, tick):
-        return {}
-
-    def _go(self, t0_by_node):
-        self.sent = t0_by_node
-
-    def poll(self, timeout):
-        return True
-
-    def _results(self):
-        a = {0: Result(start_ns=T + OFF["a"] + 100, end_ns=T + OFF["a"] + 900, elapsed_ns=800,
-                       armed_ns=T + OFF["a"] - 50, ops=3, bytes=4096,
-                       metrics={"lat_p50_us": 2.5}, hist={3: 7}, extra={"note": "x"},
-                       samples=[(T + OFF["a"] + 500, 1.0), (T + OFF["a"] + 900, 3.0)],
-                       sample_unit="ops"),
-             1: Result(status="error", error="prepare: no space")}      # no stamps at all
-        b = {0: Result(start_ns=T + OFF["b"] + 120, end_ns=T + OFF["b"] + 700, elapsed_ns=580,
-                       armed_ns=T + OFF["b"] - 30, ops=1)}
-        return {"a": SlotResults.of(a), "b": SlotResults.of(b)}
-
-    def close(self):
-        pass
-
-    def abort(self):
-        pass
+def _engine() -> FakeEngine:
+    return FakeEngine(nodes=[Node("a", 2, (), offset_ns=OFF["a"], error_ns=40),
+                             Node("b", 1, (), offset_ns=OFF["b"], error_ns=60)],
+                      answer=_answer)
 
 
 def _phase() -> Phase:
@@ -70,7 +54,7 @@ def _work() -> dict:
 
 
 def test_stamps_move_into_the_coordinators_clock_once_as_arrays():
-    engine = _ArrayEngine()
+    engine = _engine()
     engine.go(T)
     assert engine.sent == {"a": T + OFF["a"], "b": T + OFF["b"]}
     got = engine.results()
@@ -86,7 +70,7 @@ def test_stamps_move_into_the_coordinators_clock_once_as_arrays():
 
 
 def _outcome():
-    engine = _ArrayEngine()
+    engine = _engine()
     engine.go(T)
     return collect("r", _phase(), engine.nodes, _work(), T, engine.results(), go_ns=T - 2_000)
 

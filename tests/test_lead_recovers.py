@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import statistics
 
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 
 from manybench import timebase
 from manybench.kernels import Result
@@ -18,7 +18,7 @@ MS = 1_000_000
 STALLED = (300, 321)          # phases whose slots arm 500 ms after T0
 
 
-class StallingNode(instant_node_engine()):
+class StallingNode(FakeEngine):
     """Slots arm when go arrives (the coordinator's clock: this machine, offset 0), in time
     even when the coordinator itself stalled on a busy machine, and start at T0; in STALLED
     phases they arm 500 ms after T0 and start at once."""

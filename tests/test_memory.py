@@ -3,7 +3,7 @@ is released, so 20,000 null phases hold no more after phase 1,000 than at it (it
 bytes a phase: every phase kept a dict pickling made, and SQLite's cache filled).
 
 The coordinator is the real one (phase loop, placement, schedule, records, warnings, the
-store's one transaction per phase); its node is builders' instant engine, whose slots answer
+store's one transaction per phase); its node is the suite's fake engine (fake_engine.py), whose slots answer
 at once, so 20,000 phases take seconds, not minutes, and only the coordinator is measured.
 The local engine's agent is covered by the shorter real run beside it."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ SCRIPT = f"""
 import gc, json, sys, tempfile
 import psutil
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 from manybench.engines.local import LocalEngine
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
@@ -49,7 +49,7 @@ def measured(self, *args, **kw):
 
 Coordinator._run_phase = measured
 out_dir = tempfile.mkdtemp()
-engine = LocalEngine() if sys.argv[3] == "local" else instant_node_engine()(out_dir)
+engine = LocalEngine() if sys.argv[3] == "local" else FakeEngine(out_dir)
 out = Coordinator(plan, expand(plan), out_dir, engine, ["test"], progress=False).run()
 print(json.dumps({{"status": out.status, "rss": rss}}))
 """

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 from manybench.gc_pause import PhaseCollector
 from manybench.plan import parse_plan
 from manybench.plan.expand import expand
@@ -99,7 +99,7 @@ def test_a_run_leaves_the_collector_on_and_nothing_frozen(tmp_path, monkeypatch,
                 raise OSError(28, "No space left on device")
             return real(self, run_id, phase, *a, **kw)
         monkeypatch.setattr(Store, "write_phase", write_phase)
-    engine = instant_node_engine()(str(tmp_path), 2 if how == "interrupted" else None)
+    engine = FakeEngine(str(tmp_path), 2 if how == "interrupted" else None)
     c = Coordinator(plan, phases, str(tmp_path), engine, [], progress=False)
     c.scheduler.min_lead_ns = 50_000_000
     if how == "failed commit":
@@ -115,7 +115,7 @@ def test_a_phase_is_waited_for_with_the_collector_off_and_the_last_one_frozen(tm
     before it (made, not yet committed) is frozen; at the end nothing is."""
     polled, went = [], []
 
-    class Watching(instant_node_engine()):
+    class Watching(FakeEngine):
         def _go(self, t0_by_node):
             went.append((gc.isenabled(), gc.get_freeze_count() > 0))
             return super()._go(t0_by_node)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import ast
 import os
 
+from fake_engine import FakeEngine
+
 import manybench
-from manybench.engines.base import Engine, Node, to_coordinator, to_node
+from manybench.engines.base import Node, to_coordinator, to_node
 from manybench.inventory.topology import Cpu
 from manybench.kernels import KERNELS, Result, declared_metrics, kernel
 from manybench.model import Phase, TaskSpec
@@ -28,40 +30,19 @@ def test_to_node_and_back():
     assert (failed.start_ns, failed.end_ns, failed.armed_ns) == (0, 0, 0)
 
 
-class _Fake(Engine):
-    """An engine with one node whose clock runs 7 us behind: records what crosses."""
+def _fake(publish: bool) -> FakeEngine:
+    """Node a's clock runs 7 us behind; its slots started 10 and 30 ns after each node's T0."""
+    def answer(e: FakeEngine) -> dict:
+        return {"a": {0: Result(start_ns=e.sent["a"] + 10, end_ns=e.sent["a"] + 20,
+                                armed_ns=e.sent["a"] - 50)},
+                "b": {0: Result(start_ns=e.sent["b"] + 30, end_ns=e.sent["b"] + 40)}}
 
-    def __init__(self, publish: bool) -> None:
-        self.nodes = [Node("a", 2, (), offset_ns=-7000, host="10.0.0.1"),
-                      Node("b", 2, (), offset_ns=0, host="10.0.0.2")]
-        self.publish, self.sent, self.peers = publish, {}, None
-
-    def start(self, *a, **k):
-        return self.nodes
-
-    def _prepare(self, phase, work, tick):
+    def endpoints(work: dict) -> dict:
         return {n: {a.place.slot: {"port": 4000 + a.rank} for a in assigned}
-                for n, assigned in work.items()} if self.publish else {}
-
-    def _connect(self, peers, tick):
-        self.peers = peers
-
-    def _go(self, t0_by_node):
-        self.sent = t0_by_node
-
-    def poll(self, timeout):
-        return True
-
-    def _results(self):
-        return {"a": {0: Result(start_ns=self.sent["a"] + 10, end_ns=self.sent["a"] + 20,
-                                armed_ns=self.sent["a"] - 50)},
-                "b": {0: Result(start_ns=self.sent["b"] + 30, end_ns=self.sent["b"] + 40)}}
-
-    def close(self):
-        pass
-
-    def abort(self):
-        pass
+                for n, assigned in work.items()}
+    return FakeEngine(nodes=[Node("a", 2, (), offset_ns=-7000, host="10.0.0.1"),
+                             Node("b", 2, (), offset_ns=0, host="10.0.0.2")],
+                      answer=answer, endpoints=endpoints if publish else None)
 
 
 def _phase(kernel_name: str) -> Phase:
@@ -75,7 +56,7 @@ def _work() -> dict:
 
 
 def test_engines_take_and_give_the_coordinators_clock():
-    e = _Fake(publish=False)
+    e = _fake(publish=False)
     e.prepare(_phase("null"), _work(), lambda: None)
     e.go(T)
     assert e.sent == {"a": T - 7000, "b": T}       # each node gets T0 in its own clock
@@ -87,7 +68,7 @@ def test_engines_take_and_give_the_coordinators_clock():
 
 
 def test_peers_are_built_once_for_kernels_that_connect():
-    e = _Fake(publish=True)
+    e = _fake(publish=True)
     e.prepare(_phase("net.pingpong"), _work(), lambda: None)
     assert e.peers == {0: {"host": "10.0.0.1", "port": 4000},
                        1: {"host": "10.0.0.2", "port": 4001}}

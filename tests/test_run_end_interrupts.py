@@ -12,14 +12,14 @@ from __future__ import annotations
 import signal
 import sqlite3
 
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 
 from manybench.plan import parse_plan
 from manybench.plan import expand as E
 from manybench.run import coordinator as C
 from manybench.run import interrupts
 
-_OneNode = instant_node_engine()
+_OneNode = FakeEngine
 
 PLAN = 'repeat = 3\nnoise = 0\n[placement]\nworkers = 2\n[[task]]\nname = "a"\nkernel = "null"\n'
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from manybench.security import auth
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 
 from manybench.engines.base import wire_phase
 from manybench.kernels import Result
@@ -66,7 +66,7 @@ def test_light_prepare_travels_with_go_and_leaves_nothing_behind(tmp_path):
         agent.close()
 
 
-class _OneNode(instant_node_engine()):
+class _OneNode(FakeEngine):
     """This machine as one node; every poll checks what the store holds by then."""
 
     def __init__(self, outdir: str, interrupt_at: int | None = None) -> None:

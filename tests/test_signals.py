@@ -208,13 +208,13 @@ def test_an_interrupt_a_library_swallowed_still_ends_the_command_with_130(tmp_pa
 def test_an_interrupt_a_library_swallowed_stops_the_run_at_its_next_phase(tmp_path):
     """The interrupt swallowed while a phase is prepared: that phase runs and is kept, the
     run stops before the next one, interrupted."""
-    from builders import instant_node_engine
+    from fake_engine import FakeEngine
     from manybench.plan import parse_plan
     from manybench.plan import expand as E
     from manybench.run import interrupts
     from manybench.run.coordinator import Coordinator
 
-    class Swallowing(instant_node_engine()):
+    class Swallowing(FakeEngine):
         def _prepare(self, phase, work, tick):
             if phase.index == 1:
                 try:

@@ -325,7 +325,7 @@ def test_a_dask_worker_answers_typed_requests_through_its_one_handler(monkeypatc
 def test_the_coordinator_stores_what_the_engine_found_ending_the_run(tmp_path):
     """A node that did not confirm the run's end (Engine.take_warnings) is a stored warning,
     after a finished run and after an interrupted one."""
-    from builders import instant_node_engine
+    from fake_engine import FakeEngine
     from manybench.plan import parse_plan
     from manybench.plan.expand import expand
     from manybench.results.store import Store
@@ -335,7 +335,7 @@ def test_the_coordinator_stores_what_the_engine_found_ending_the_run(tmp_path):
     said = ("cleanup", "b", "node b did not confirm the run's end")
     for interrupt_at, status in ((None, "finished"), (1, "interrupted")):
         out = tmp_path / status
-        engine = instant_node_engine()(str(out), interrupt_at, [said])
+        engine = FakeEngine(str(out), interrupt_at, [said])
         res = Coordinator(plan, expand(plan), str(out), engine, [], progress=False).run()
         assert res.status == status
         with Store(str(out), readonly=True) as st:
