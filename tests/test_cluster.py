@@ -14,6 +14,7 @@ import pytest
 
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
 from conftest import client_security, export_json, run_cli
+from waits import wait_descendant
 
 pytestmark = pytest.mark.e2e
 
@@ -160,13 +161,7 @@ def test_node_lost_mid_phase(policy, plan_file, tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
                                  "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(0.2)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:   # wait until the first phase has started
-            if os.path.exists(os.path.join(out, "results.db")):
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)
+        wait_descendant(lab.workers["n2"].pid, ["sleep", "2"], proc)   # the first phase
         lab.workers["n2"].send_signal(signal.SIGKILL)     # our own worker, by its pid
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err

@@ -5,12 +5,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import export_json, loopback_scheduler, run_cli, stop
 from netns import Lab, require_netns, require_sshd
+from waits import wait_workers
 
 pytestmark = pytest.mark.e2e
 
@@ -30,13 +30,19 @@ def _certs(d) -> dict:
     return {"ca": str(d / "ca.pem"), "cert": str(d / "cert.pem"), "key": str(d / "key.pem")}
 
 
+def _security(c: dict):
+    """A client of the cluster secured with these certificates (the test's own wait)."""
+    from distributed.security import Security
+    return Security(tls_ca_file=c["ca"], tls_client_cert=c["cert"], tls_client_key=c["key"],
+                    require_encryption=True)
+
+
 def test_tls_scheduler_and_workers(plan_file, tmp_path):
     c = _certs(tmp_path)
     tls = ["--tls-ca-file", c["ca"], "--tls-cert", c["cert"], "--tls-key", c["key"]]
     addr, sched = loopback_scheduler(*tls)
     procs = [sched]
     try:
-        time.sleep(1.5)
         for name in ("t1", "t2"):
             procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
                                            "--name", name, "--slots", "1", *tls],
@@ -50,7 +56,7 @@ def test_tls_scheduler_and_workers(plan_file, tmp_path):
             name = "sync"
             kernel = "null"
         """)
-        time.sleep(3)
+        wait_workers(addr, 2, _security(c))
         out = str(tmp_path / "res")
         res = run_cli("run", plan, "-o", out, "-q", "--scheduler", addr, timeout=180)
         assert res.returncode == 0, res.stderr
@@ -125,7 +131,6 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
                  "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
     procs = [sched]
     try:
-        time.sleep(1.5)
         procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
                                        "--name", "f1", "--slots", "1", *tls],
                                       stderr=subprocess.DEVNULL))
@@ -143,7 +148,7 @@ def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warnin
             name = "sync"
             kernel = "null"
         """)
-        time.sleep(4)
+        wait_workers(addr, 2, _security(c))
         out = str(tmp_path / "res")
         res = run_cli("run", plan, "-o", out, "-q", "--scheduler", addr, timeout=180)
         assert res.returncode == 0, res.stderr

@@ -15,6 +15,7 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import export_json
+from waits import wait_descendant
 
 pytestmark = pytest.mark.e2e
 
@@ -67,10 +68,9 @@ def test_a_node_whose_direct_channel_drops_is_lost(policy, plan_file, tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
                                  "--scheduler", lab.scheduler], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not os.path.exists(os.path.join(out, "results.db")):
-            time.sleep(0.1)
-        time.sleep(1.0)          # the run's first phase is under way
+        # the first phase under way on n2 (its task started), not a time after the run began:
+        # the run measures each node's noise floor first, longer on a busy machine
+        wait_descendant(lab.workers["n2"].pid, ["sleep", "2"], proc)
         _cut_channel(lab, 2, lab.workers["n2"])
         _, err = proc.communicate(timeout=180)
         assert lab.workers["n2"].poll() is None       # the node itself never went away

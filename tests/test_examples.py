@@ -10,10 +10,8 @@ import re
 import shlex
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 
 from conftest import export_json, run_cli
 from builders import assert_export_streams
+from waits import wait_phases
 from figure_views import assert_views_agree
 from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
@@ -260,20 +259,6 @@ def test_interconnects_example_over_two_nodes(tmp_path, monkeypatch):
     assert_views_agree(out)
 
 
-def _wait_phases_stored(db: str, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until the run has stored n phases (the node is then lost mid-run, not before it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with sqlite3.connect(db) as c:
-                if c.execute("select count(*) from phases").fetchone()[0] >= n:
-                    return
-        except sqlite3.Error:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{n} phases not stored in {timeout}s (run exit {proc.poll()})")
-
-
 @pytest.mark.e2e
 def test_ha_example_loses_a_node_and_goes_on(tmp_path):
     from cluster_lab import DaskLab
@@ -285,7 +270,7 @@ def test_ha_example_loses_a_node_and_goes_on(tmp_path):
                                  "--scheduler", lab.scheduler,
                                  *[a for s in sets for a in ("--set", s)]],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_phases_stored(os.path.join(out, "results.db"), 1, proc)
+        wait_phases(out, 1, proc)   # the node is then lost mid-run, not before it
         lab.workers["n2"].send_signal(signal.SIGKILL)       # our own worker, by its pid
         _, err = proc.communicate(timeout=200)
     assert proc.returncode == 1, (proc.returncode, err[-3000:])   # finished, records lost

@@ -17,6 +17,7 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import SUITE_NOISE, stop
+from waits import phases_stored, wait_phases
 
 pytestmark = pytest.mark.e2e
 
@@ -40,25 +41,6 @@ def _started(plan: str, out_dir: str, *extra: str) -> Iterator[subprocess.Popen]
     finally:
         if proc.poll() is None:
             stop([proc])
-
-
-def _phases_done(out_dir: str) -> int:
-    try:
-        with _db(out_dir) as db:
-            return db.execute("select count(*) from phases").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _wait_for_phases(proc: subprocess.Popen, out_dir: str, n: int, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while _phases_done(out_dir) < n:
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before {n} phases were stored: "
-                                 f"{proc.stderr.read()}")
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {n} phases stored")
-        time.sleep(0.05)
 
 
 def _warnings(out_dir: str, kind: str) -> list[tuple[str, str, int]]:
@@ -96,7 +78,7 @@ def test_a_stopped_node_is_a_gap_warning_naming_it_and_the_seconds(plan_file, tm
     node. The run says so, naming the node and about the seconds, and ends 0."""
     out = str(tmp_path / "res")
     with _started(_null_plan(plan_file, 400, 1), out) as proc:
-        _wait_for_phases(proc, out, 5)
+        wait_phases(out, 5, proc)
         slots = psutil.Process(proc.pid).children()
         assert len(slots) == 1, slots
         _stopped(slots, STOP_S)
@@ -136,7 +118,7 @@ def _unattacked_on_a_busy_machine(plan: str, out: str, *extra: str) -> None:
 def test_an_unattacked_run_on_a_busy_machine_has_no_gap(plan_file, tmp_path):
     out = str(tmp_path / "res")
     _unattacked_on_a_busy_machine(_null_plan(plan_file, 300, 2), out)
-    assert _phases_done(out) == 300
+    assert phases_stored(out) == 300
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +144,7 @@ def test_a_stopped_agent_of_one_dask_node_is_the_node_named(two_nodes, plan_file
     out = str(tmp_path / "res")
     with _started(_null_plan(plan_file, 400, 2), out, "--scheduler",
                   two_nodes.scheduler) as proc:
-        _wait_for_phases(proc, out, 5)
+        wait_phases(out, 5, proc)
         _stopped([_agent(two_nodes, "n2")], STOP_S)
         _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -179,7 +161,7 @@ def test_an_unattacked_dask_run_on_a_busy_machine_has_no_gap(two_nodes, plan_fil
     out = str(tmp_path / "res")
     _unattacked_on_a_busy_machine(_null_plan(plan_file, 300, 2), out,
                                   "--scheduler", two_nodes.scheduler)
-    assert _phases_done(out) == 300
+    assert phases_stored(out) == 300
 
 
 @pytest.mark.parametrize("kernel, flagged", [("meta.mkdir", False), ("null", True)])

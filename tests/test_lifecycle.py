@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from conftest import export_json, run_cli
+from waits import phases_stored, wait_for, wait_phases
 
 
 def _db(out_dir: str) -> sqlite3.Connection:
@@ -23,23 +24,6 @@ def _start(plan: str, out_dir: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out_dir,
                              "-q", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-
-
-def _wait_for(cond, timeout: float = 60.0, what: str = "condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _phases_done(out_dir: str) -> int:
-    try:
-        return _db(out_dir).execute("select count(*) from phases").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 @pytest.mark.e2e
@@ -70,7 +54,7 @@ def test_slot_dying_while_idle_is_replaced_and_warned(plan_file, tmp_path):
             return None
         idle = [s for s in slots if not kids[s.pid]]
         return idle if len(slots) == 2 and len(idle) == 1 else None
-    victim = _wait_for(idle_slot, what="one busy slot and one idle")[0]
+    victim = wait_for(idle_slot, what="one busy slot and one idle")[0]
     victim.kill()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -98,7 +82,7 @@ def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_fil
     """)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir)
-    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+    wait_phases(out_dir, 2, proc)
     proc.send_signal(signal.SIGINT)
     for i in range(60):     # a burst: some land in the teardown, some in what follows it
         time.sleep(0.05)
@@ -111,7 +95,7 @@ def test_more_signals_during_a_slow_abort_still_end_the_run_interrupted(plan_fil
     assert "interrupted" in err
     status, = _db(out_dir).execute("select status from runs").fetchone()
     assert status == "interrupted"
-    assert _phases_done(out_dir) >= 2
+    assert phases_stored(out_dir) >= 2
 
 
 @pytest.mark.e2e
@@ -125,7 +109,7 @@ def test_a_killed_coordinator_is_reported_killed_not_running(plan_file, tmp_path
     """)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir)
-    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+    wait_phases(out_dir, 2, proc)
 
     def status_line() -> str:
         res = run_cli("report", out_dir)
@@ -266,11 +250,11 @@ def _interrupted_run(plan_file, tmp_path, kill: bool = False, text: str = RESUMA
     plan = plan_file(text)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir, "--set", "task.nap.timeout=30")
-    _wait_for(lambda: _phases_done(out_dir) >= 2, what="two phases stored")
+    wait_phases(out_dir, 2, proc)
     proc.send_signal(signal.SIGKILL if kill else signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == (-9 if kill else 130)
-    assert _phases_done(out_dir) < 8
+    assert phases_stored(out_dir) < 8
     return plan, out_dir
 
 
@@ -325,14 +309,14 @@ def test_resume_checks_the_plan_before_anything_starts_as_run_does(plan_file, tm
     prog.chmod(0o755)
     plan, out_dir = _interrupted_run(plan_file, tmp_path,
                                      text=RESUMABLE.replace('["sleep", "0.4"]', f'["{prog}"]'))
-    kept = _phases_done(out_dir)
+    kept = phases_stored(out_dir)
     prog.unlink()
     fresh = run_cli("run", plan, "--set", "task.nap.timeout=30", "-o", str(tmp_path / "new"), "-q")
     assert fresh.returncode == 2 and "not found" in fresh.stderr, fresh.stderr
     res = run_cli("run", plan, "--set", "task.nap.timeout=30", "--resume", out_dir, "-q")
     assert (res.returncode, res.stderr) == (2, fresh.stderr)
     assert _db(out_dir).execute("select status from runs").fetchone() == ("interrupted",)
-    assert _phases_done(out_dir) == kept
+    assert phases_stored(out_dir) == kept
 
 
 STOP_S = 2.0
@@ -351,7 +335,7 @@ def test_a_stopped_slots_stall_is_flagged_not_plain_ok(plan_file, tmp_path):
     """)
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir)
-    _wait_for(lambda: _phases_done(out_dir) >= 5, what="five phases stored")
+    wait_phases(out_dir, 5, proc)
     slot = psutil.Process(proc.pid).children()[1]
     slot.suspend()               # SIGSTOP, as an operator or a debugger would
     time.sleep(STOP_S)
@@ -402,8 +386,8 @@ def test_a_killed_agents_cgroups_are_swept_by_the_next_run(plan_file, tmp_path):
     out_dir = str(tmp_path / "res")
     proc = _start(plan, out_dir)
     mine = f"manybench-{proc.pid}-"
-    _wait_for(lambda: len([n for n in os.listdir(base) if n.startswith(mine)]) == 2,
-              what="the run's two slot cgroups")
+    wait_for(lambda: len([n for n in os.listdir(base) if n.startswith(mine)]) == 2,
+             what="the run's two slot cgroups")
     proc.kill()                 # nothing of the run can clean up after SIGKILL
     proc.wait()
     swept = sweep_stale()       # as the next run's agent does when it starts

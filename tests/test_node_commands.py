@@ -124,7 +124,6 @@ def shifted_worker():
     addr, sched = loopback_scheduler()
     procs = [sched]
     try:
-        time.sleep(1.5)
         procs.append(subprocess.Popen([sys.executable, "-m", "manybench", "worker", addr,
                                        "--name", "w1", "--slots", "1", "--host", "127.0.0.1"],
                                       env=node_env(SHIFT_S), stderr=subprocess.DEVNULL))

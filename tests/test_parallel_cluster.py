@@ -22,6 +22,8 @@ from cluster_lab import DaskLab
 from conftest import export_json, run_cli
 from mpi_helpers import (FAMILIES, _alive, _by_phase, _probes, abort_ports, build_probe,
                          rsh_agent, tree)
+from waits import LEFTOVER_S, wait_for
+
 from manybench.kernels.binding import parse_cpulist
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
@@ -317,10 +319,8 @@ def test_ctrl_c_during_a_job_across_nodes_leaves_nothing_on_any_node(two_nodes, 
     os.killpg(proc.pid, signal.SIGINT)            # our own run, by its process group
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
-    end = time.monotonic() + 5
-    while time.monotonic() < end and (_alive(hang) or _alive(agent)):
-        time.sleep(0.2)
-    assert _alive(hang) == [] and _alive(agent) == [] and _alive(out) == []
+    left = lambda: _alive(hang) + _alive(agent) + _alive(out)      # noqa: E731
+    wait_for(lambda: not left(), "end of the job's processes", LEFTOVER_S, detail=left)
 
 
 def _no_ranks(proc: subprocess.Popen, lab: DaskLab) -> None:

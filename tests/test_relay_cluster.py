@@ -4,18 +4,17 @@ the coordinator composed (n1's plus n3's against n1, bounds added) and still cor
 member killed mid-run is lost, the others' results kept and the run goes on."""
 from __future__ import annotations
 
-import os
 import signal
 import statistics
 import subprocess
 import sys
-import time
 
 import pytest
 
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
 from builders import stored_inventories
 from conftest import export_json, run_cli
+from waits import wait_descendant
 
 pytestmark = pytest.mark.e2e
 
@@ -73,10 +72,7 @@ def test_a_member_killed_mid_run_is_lost_and_the_run_goes_on(plan_file, tmp_path
         proc = subprocess.Popen([sys.executable, "-m", "manybench", "run", plan, "-o", out, "-q",
                                  "--scheduler", lab.scheduler, "--fanout", "2"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not os.path.exists(os.path.join(out, "results.db")):
-            time.sleep(0.1)
-        time.sleep(1.0)                                   # the first phase is under way
+        wait_descendant(lab.workers["n3"].pid, ["sleep", "2"], proc)   # the first phase
         lab.workers["n3"].send_signal(signal.SIGKILL)     # our own worker, by its pid
         _, err = proc.communicate(timeout=180)
     assert proc.returncode == 1, err

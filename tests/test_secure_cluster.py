@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from cluster_lab import DaskLab
 from conftest import client_security, export_json, loopback_scheduler, run_cli, stop
+from waits import phases_stored
 
 pytestmark = pytest.mark.e2e     # a Dask cluster of namespace nodes, a second user
 
@@ -204,7 +204,7 @@ def _held(lab: DaskLab, plan: str, out: Path) -> subprocess.Popen:
                              "-q", "--scheduler", lab.scheduler, "--set", "noise=0.01s"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     end = time.monotonic() + 120
-    while not _stored_phases(out):
+    while not phases_stored(str(out)):
         if proc.poll() is not None or time.monotonic() > end:
             proc.kill()
             raise AssertionError(f"the run did not get going: {proc.communicate()}")
@@ -212,15 +212,6 @@ def _held(lab: DaskLab, plan: str, out: Path) -> subprocess.Popen:
     return proc
 
 
-def _stored_phases(out) -> int:
-    db = out / "results.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-            return con.execute("SELECT count(*) FROM phases").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 @pytest.mark.timeout(600)

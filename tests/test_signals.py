@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from waits import phases_stored, wait_phases
+
 PLAN = """
 name = "sig"
 repeat = 40
@@ -43,29 +45,11 @@ def _rows(out: str) -> list[str]:
         con.close()
 
 
-def _phases(out: str) -> int:
-    try:
-        con = sqlite3.connect(os.path.join(out, "results.db"))
-        try:
-            return con.execute("SELECT COUNT(*) FROM phases").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
-
-
 def _interrupted(proc: subprocess.Popen, out: str) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and "Aborted!" not in err, err
     assert _rows(out) in ([], ["interrupted"]), _rows(out)
-
-
-def _wait_phase(out: str, proc: subprocess.Popen) -> None:
-    end = time.monotonic() + 120
-    while _phases(out) < 1:
-        assert proc.poll() is None and time.monotonic() < end, "no phase was stored"
-        time.sleep(0.05)
 
 
 @pytest.mark.e2e
@@ -86,7 +70,7 @@ def test_an_interrupt_mid_phase_ends_with_130_and_the_run_interrupted(tmp_path, 
     (tmp_path / "p.toml").write_text(PLAN)
     out = str(tmp_path / "out")
     proc = _start(str(tmp_path / "p.toml"), out)
-    _wait_phase(out, proc)
+    wait_phases(out, 1, proc)
     proc.send_signal(sig)
     _interrupted(proc, out)
     assert _rows(out) == ["interrupted"]
@@ -97,11 +81,11 @@ def test_a_coordinator_started_with_sigint_ignored_still_takes_ctrl_c(tmp_path):
     (tmp_path / "p.toml").write_text(PLAN)
     out = str(tmp_path / "out")
     proc = _start(str(tmp_path / "p.toml"), out, ignore_sigint=True)
-    _wait_phase(out, proc)
+    wait_phases(out, 1, proc)
     proc.send_signal(signal.SIGINT)
     _interrupted(proc, out)
     assert _rows(out) == ["interrupted"]
-    assert _phases(out) < 40     # it stopped: the run did not go on to its end
+    assert phases_stored(out) < 40     # it stopped: the run did not go on to its end
 
 
 @pytest.mark.e2e
@@ -233,5 +217,5 @@ def test_an_interrupt_a_library_swallowed_stops_the_run_at_its_next_phase(tmp_pa
         for s, handler in saved.items():    # the run ends ignoring them: not pytest
             signal.signal(s, handler)
     assert (out.status, out.exit_code) == ("interrupted", 130)
-    assert _phases(str(tmp_path)) == 2 and _rows(str(tmp_path)) == ["interrupted"]
+    assert phases_stored(str(tmp_path)) == 2 and _rows(str(tmp_path)) == ["interrupted"]
     assert not interrupts.came()
