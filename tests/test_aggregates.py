@@ -14,12 +14,13 @@ import pytest
 
 from aggregate_check import assert_aggregates_agree
 from conftest import run_cli
+from suite_paths import FIXTURES
 from manybench.analysis.sketch import EXACT_MAX, RELATIVE, Sketch, merged
 from manybench.analysis.stats import nearest_rank
 from manybench.results.schema import SCHEMA_VERSION
 from manybench.results.store import Store
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "results"
+RESULTS = FIXTURES / "results"
 
 MIXED = """
 repeat = 2
@@ -67,7 +68,7 @@ def test_aggregates_give_the_figures_the_records_give(plan_file, tmp_path):
 def _old_copy(tmp_path: Path, name: str) -> str:
     d = tmp_path / name.split(".")[0]
     d.mkdir()
-    shutil.copy(FIXTURES / name, d / "results.db")
+    shutil.copy(RESULTS / name, d / "results.db")
     return str(d)
 
 

@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 
-from pathlib import Path
 
 import pytest
 
 from conftest import run_cli
 from netns import IP, require_netns
+from suite_paths import ROOT
 
 # Slow (builds manybench's wheel and fetches every dependency once): one module-scoped bundle.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -30,7 +30,7 @@ kernel = "null"
 def wheels(tmp_path_factory):
     d = tmp_path_factory.mktemp("bundle")
     # the suite runs against the installed package: the sources are this repository
-    res = run_cli("bundle", str(d), "--source", str(Path(__file__).resolve().parent.parent),
+    res = run_cli("bundle", str(d), "--source", str(ROOT),
                   timeout=800)
     if res.returncode != 0 and "Could not find a version" in res.stderr + res.stdout:
         pytest.skip(f"bundle needs the package index (network): {res.stderr[-300:]}")

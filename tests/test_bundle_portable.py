@@ -4,11 +4,11 @@ bundling machine could die of an illegal instruction on an older node. The bundl
 MANYBENCH_PORTABLE=1 for that build unless asked for native code, and says which it did."""
 from __future__ import annotations
 
-from pathlib import Path
+
+from suite_paths import ROOT
 
 from manybench import bundle as B
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _calls(monkeypatch, **kw) -> list[tuple[tuple, dict]]:

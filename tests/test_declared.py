@@ -3,12 +3,12 @@ report, the JSON summary, comparisons and hints know its unit and role: a real r
 kernel family at a tiny size, its records checked against the declarations."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
 import pytest
 from conftest import export_json, run_cli
+from suite_paths import FIXTURES
 from manybench.kernels import figures as F
 from manybench.kernels import kernel
 
@@ -98,7 +98,7 @@ def test_every_metric_of_an_mpi_jobs_records_is_declared(tmp_path, plan_file):
         pytest.skip("openmpi not installed (mpicc.openmpi, mpirun.openmpi: Debian openmpi-bin "
                     "libopenmpi-dev)")
     probe = str(tmp_path / "probe")
-    src = os.path.join(os.path.dirname(__file__), "fixtures", "mpi", "probe.c")
+    src = str(FIXTURES / "mpi" / "probe.c")
     subprocess.run(["mpicc.openmpi", "-O1", "-fopenmp", "-o", probe, src], check=True)
     out = str(tmp_path / "res")
     plan = f"""

@@ -2,13 +2,14 @@
 declarations (report/definitions.py): the page's section must be what they say now."""
 from __future__ import annotations
 
-from pathlib import Path
+
+from suite_paths import ROOT
 
 from manybench.kernels import KERNELS, SHARED
 from manybench.kernels import figures as F
 from manybench.report.definitions import BEGIN, END, main, markdown, with_section
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "definitions.md"
+PAGE = ROOT / "docs" / "definitions.md"
 
 
 def test_the_pages_list_of_figures_is_what_the_declarations_say():

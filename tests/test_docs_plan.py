@@ -3,11 +3,12 @@ plan/schema.py without a word in the reference fails here, naming it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+
+from suite_paths import ROOT
 
 from manybench.plan.schema import _SCHEMA
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "plan.md"
+DOC = ROOT / "docs" / "plan.md"
 
 
 def _fields(schema: dict, path: str = "") -> list[str]:

@@ -21,10 +21,11 @@ from conftest import export_json, run_cli
 from builders import assert_export_streams
 from waits import wait_phases
 from figure_views import assert_views_agree
+from suite_paths import ROOT
 from manybench.plan import PlanError, load_plan
 from manybench.plan.expand import expand
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 pytestmark = pytest.mark.timeout(420)
 
 

@@ -6,10 +6,10 @@ import ast
 import os
 import sys
 
-
 from fastpass import spawn_reason
+from suite_paths import TESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = str(TESTS)
 
 CHILD = """
 import subprocess
@@ -104,11 +104,9 @@ def test_no_test_module_imports_another():
     """Shared builders live in tests/builders.py (or conftest.py): importing a test module
     from another one runs the first one's module-level code and ties the two together."""
     offenders = {}
-    for name in sorted(os.listdir(HERE)):
-        if name.endswith(".py"):
-            imported = {m for m in _imported_modules(os.path.join(HERE, name))
-                        if m.startswith("test_")}
-            if imported:
-                offenders[name] = sorted(imported)
+    for path in sorted(TESTS.rglob("*.py")):
+        imported = {m for m in _imported_modules(str(path)) if m.startswith("test_")}
+        if imported:
+            offenders[str(path.relative_to(TESTS))] = sorted(imported)
     assert offenders == {}
 

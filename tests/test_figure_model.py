@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from suite_paths import FIXTURES
+
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.record import Record
 from manybench.report import render_text
@@ -248,9 +250,8 @@ def test_a_warning_writes_values_as_the_table_does(tmp_path):
 
 def test_a_tools_version_reads_as_it_printed():
     """IMB 2021.11 was a number, shown as "2021"."""
-    from pathlib import Path
     from manybench.parsers import parse_output
-    fix = Path(__file__).parent / "fixtures" / "imb" / "IMB-MPI1_2021.11_openmpi_np2.txt"
+    fix = FIXTURES / "imb" / "IMB-MPI1_2021.11_openmpi_np2.txt"
     m, _ = parse_output("imb", fix.read_text(), "")
     assert m["version"] == "2021.11"
 

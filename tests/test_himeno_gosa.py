@@ -17,8 +17,9 @@ pytest.importorskip("manybench._native",
 from manybench import _native  # noqa: E402
 from manybench.kernels.himeno import GRIDS  # noqa: E402
 from builders import ctx_for, run_kernel  # noqa: E402
+from suite_paths import ROOT
 
-PEER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+PEER = os.path.join(ROOT, "benchmarks",
                     "peers", "himeno_ref.c")
 
 

@@ -9,10 +9,11 @@ import shutil
 import pytest
 
 from conftest import run_cli
+from suite_paths import FIXTURES
 from manybench.launchers import FAMILIES, Job, LauncherError, detect
 from manybench.launchers.base import runs
 
-FIX = os.path.join(os.path.dirname(__file__), "fixtures", "launchers")
+FIX = str(FIXTURES / "launchers")
 
 
 def _fixture(name: str) -> str:

@@ -11,14 +11,15 @@ import sys
 
 import pytest
 
+from suite_paths import FIXTURES, ROOT
+
 from manybench.kernels import mpi_program
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import mpicount  # noqa: E402
 
 pytestmark = pytest.mark.e2e   # real MPI jobs
-FIXTURE = os.path.join(HERE, "fixtures", "osu", "counts-7.4.json")
+FIXTURE = str(FIXTURES / "osu" / "counts-7.4.json")
 WINDOW = 64
 
 

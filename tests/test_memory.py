@@ -9,11 +9,12 @@ The local engine's agent is covered by the shorter real run beside it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
+
+from suite_paths import TESTS
 
 PHASES = 20_000
 FIRST = 1_000
@@ -28,7 +29,7 @@ LIMIT_BYTES = 1_000_000
 SCRIPT = f"""
 import gc, json, sys, tempfile
 import psutil
-sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+sys.path.insert(0, {str(TESTS)!r})
 from fake_engine import FakeEngine
 from manybench.engines.local import LocalEngine
 from manybench.plan import parse_plan

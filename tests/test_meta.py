@@ -14,8 +14,9 @@ from manybench.kernels.base import KernelError  # noqa: E402
 from manybench.kernels.meta import tree_dirs, tree_size  # noqa: E402
 from manybench.kernels.scratchfs import root_of  # noqa: E402
 from builders import check_latency, ctx_for, run_kernel  # noqa: E402
+from suite_paths import FIXTURES
 
-TREES = os.path.join(os.path.dirname(__file__), "fixtures", "meta", "mdtest_4.1_trees.txt")
+TREES = str(FIXTURES / "meta" / "mdtest_4.1_trees.txt")
 
 
 def root(ctx, rank: int | None = None) -> str:

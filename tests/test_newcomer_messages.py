@@ -7,16 +7,15 @@ import re
 import socket
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import free_port
+from suite_paths import ROOT
 from manybench.cli import main
 from manybench.plan import PlanError, load_plan
 
-ROOT = Path(__file__).resolve().parent.parent
 NULL_PLAN = 'name = "n"\n[[task]]\nname = "sync"\nkernel = "null"\n'
 
 

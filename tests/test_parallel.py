@@ -18,8 +18,6 @@ from waits import LEFTOVER_S, wait_for
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
-HERE = os.path.dirname(__file__)
-
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def mpi(request, tmp_path_factory):

@@ -9,10 +9,11 @@ import shutil
 import pytest
 
 from conftest import export_json, run_cli
+from suite_paths import FIXTURES
 
 pytestmark = pytest.mark.e2e   # real MPI jobs through the CLI
 
-IN_LJ = os.path.join(os.path.dirname(__file__), "fixtures", "lammps", "in.lj")
+IN_LJ = str(FIXTURES / "lammps" / "in.lj")
 HPCC_IN = "/usr/share/doc/hpcc/examples/_hpccinf.txt"
 need_openmpi = pytest.mark.skipif(not shutil.which("mpirun.openmpi"),
                                   reason="openmpi not installed (Debian openmpi-bin)")

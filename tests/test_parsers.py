@@ -9,14 +9,14 @@ import json
 import os
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from conftest import export_json, run_cli
+from suite_paths import FIXTURES
 from manybench.parsers import MODULES, PARSERS, ParseError
 
-FIX = Path(__file__).parent / "fixtures" / "parsers"
+FIX = FIXTURES / "parsers"
 
 
 def text(name: str) -> str:

@@ -6,9 +6,11 @@ import os
 
 import pytest
 
+from suite_paths import TESTS
+
 from manybench.parsers import PARSERS, ParseError, parse_output
 
-HERE = os.path.dirname(__file__)
+HERE = str(TESTS)
 
 
 def _read(kind: str, name: str) -> str:

@@ -2,7 +2,8 @@
 report, one line per series and variant, median over repetitions."""
 from __future__ import annotations
 
-import os
+
+from suite_paths import FIXTURES
 
 from manybench.model import Phase, Plan, TaskSpec
 from manybench.parsers import parse_output
@@ -13,7 +14,7 @@ from manybench.results.store import Store
 
 
 def _read(kind: str, name: str) -> str:
-    with open(os.path.join(os.path.dirname(__file__), "fixtures", kind, name)) as f:
+    with open(FIXTURES / kind / name) as f:
         return f.read()
 
 T = 1_700_000_000_000_000_000

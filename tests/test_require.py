@@ -1,12 +1,12 @@
 """MANYBENCH_REQUIRE turns a skip (something a test needs is missing) into a failure."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
-CONFTEST = os.path.join(os.path.dirname(__file__), "conftest.py")
-FASTPASS = os.path.join(os.path.dirname(__file__), "fastpass.py")    # conftest.py imports it
+from suite_paths import TESTS
+
+CONFTEST = str(TESTS / "conftest.py")
+FASTPASS = str(TESTS / "fastpass.py")    # conftest.py imports it
 SKIPPING = """
 import pytest
 

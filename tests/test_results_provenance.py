@@ -15,8 +15,9 @@ from manybench.results import schema
 from manybench.results.contract import START, NodeCommand, RunNotes, Snapshot
 from manybench.results.store import Store
 from builders import plan
+from suite_paths import FIXTURES
 
-V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
+V1 = str(FIXTURES / "results" / "v1.db")
 T = 1_700_000_000_000_000_000
 
 

@@ -17,11 +17,12 @@ import sqlite3
 import pytest
 
 from conftest import run_cli
+from suite_paths import FIXTURES
 from manybench.results.contract import PhaseTimes
 from manybench.results.schema import SCHEMA_VERSION, SchemaError
 from manybench.results.store import Store
 
-V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
+V1 = str(FIXTURES / "results" / "v1.db")
 
 
 def _copy(tmp_path, name="res") -> str:

@@ -18,9 +18,10 @@ from manybench.results import schema
 from manybench.results.contract import PhaseTimes, RunNotes
 from manybench.results.store import Store
 from builders import T0, phase, plan, recs
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+from suite_paths import FIXTURES, ROOT
+SRC = str(ROOT / "src")
 
-FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+FIX = str(FIXTURES)
 
 
 def _osu_records(run: str, i: int) -> list:

@@ -13,8 +13,9 @@ from manybench.results import schema
 from manybench.results.contract import RunNotes, Sample
 from manybench.results.store import Store
 from builders import T0, phase, plan, recs, telemetry
+from suite_paths import FIXTURES
 
-V1 = os.path.join(os.path.dirname(__file__), "fixtures", "results", "v1.db")
+V1 = str(FIXTURES / "results" / "v1.db")
 
 
 def _v3_dir(tmp_path) -> str:

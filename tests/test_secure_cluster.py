@@ -18,10 +18,11 @@ import pytest
 from cluster_lab import DaskLab
 from conftest import client_security, export_json, loopback_scheduler, run_cli, stop
 from waits import phases_stored
+from suite_paths import TESTS
 
 pytestmark = pytest.mark.e2e     # a Dask cluster of namespace nodes, a second user
 
-INTRUDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "intruder.py")
+INTRUDER = str(TESTS / "intruder.py")
 USER = "mbintruder"
 
 

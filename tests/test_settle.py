@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
+from suite_paths import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import settle  # noqa: E402
 
 MIB = 2**20

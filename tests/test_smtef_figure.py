@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from suite_paths import ROOT
+
 from manybench.kernels import KERNELS
 from manybench.kernels import figures as F
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFINITIONS = ROOT / "docs" / "definitions.md"
 # the sentence, found by its opening words, runs to its first full stop
 SENTENCE = re.compile(r"SMTEF's figure,[^.]*\.")

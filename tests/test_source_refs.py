@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from suite_paths import ROOT
+
+REPO = ROOT
 PKG = REPO / "src" / "manybench"
 MENTION = re.compile(r"(?<![\w./-])[\w./-]*\w\.(?:py|md)\b")
 SKIP = {".git", "build", "node_modules", "__pycache__"}

@@ -14,8 +14,9 @@ from manybench.results.contract import RunNotes, StoredNode, Warning
 from manybench.results.store import DB_NAME, Store
 
 from builders import T0, phase, plan, recs
+from suite_paths import ROOT, TESTS
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+SRC = str(ROOT / "src")
 
 
 def test_round_trip(tmp_path):
@@ -158,8 +159,9 @@ def test_killed_run_stays_readable(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {os.path.abspath(SRC)!r})
-        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-        from test_store import Store, plan, phase, recs, T0
+        sys.path.insert(0, {str(TESTS)!r})
+        from builders import T0, phase, plan, recs
+        from manybench.results.store import Store
         st = Store({str(tmp_path)!r})
         st.begin_run("k", plan(), ["manybench"], {{}})
         for i in range(3):

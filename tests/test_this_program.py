@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import export_json, run_cli
+from suite_paths import ROOT
 from manybench import this_program
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 pytestmark = pytest.mark.e2e
 BARE = {**os.environ, "PATH": "/usr/bin:/bin"}      # no venv, no pyenv shims: no manybench
 
