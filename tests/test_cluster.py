@@ -14,7 +14,7 @@ import pytest
 
 from cluster_lab import FAKETIME_SHIFT_S, DaskLab
 from conftest import client_security, export_json, run_cli
-from waits import wait_descendant
+from waits import LEFTOVER_S, wait_descendant, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -226,10 +226,8 @@ def test_ctrl_c_on_a_cluster_stops_every_node(four_nodes, plan_file, tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    gone_by = time.monotonic() + 15
-    while sleepers() and time.monotonic() < gone_by:
-        time.sleep(0.2)
-    assert sleepers() == []
+    wait_for(lambda: not sleepers(), "end of every node's slots' commands", LEFTOVER_S,
+             detail=sleepers)
     db = sqlite3.connect(os.path.join(out, "results.db"))
     assert db.execute("select status from runs").fetchone()[0] == "interrupted"
 
