@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from suite_paths import ROOT
+
 import manybench
 from manybench.model import Plan
 from manybench.record import Record
@@ -161,7 +163,7 @@ def test_an_old_runs_stall_and_stalls_read_back_under_their_new_names(tmp_path):
         "warning: a newer version's kind"]
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = ROOT / "docs"
 
 
 def _doc_row(text: str, starts: str) -> str:

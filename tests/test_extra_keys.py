@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from suite_paths import ROOT
+
 import manybench
 from manybench import extra_keys
 from manybench.extra_keys import EXTRA_KEYS
@@ -121,5 +123,5 @@ def test_each_declared_key_has_a_meaning_and_a_use_and_none_is_also_a_fact():
 
 
 def test_the_docs_name_every_key():
-    results = (Path(__file__).resolve().parent.parent / "docs" / "results.md").read_text()
+    results = (ROOT / "docs" / "results.md").read_text()
     assert [k for k in sorted({*EXTRA_KEYS, *FACTS}) if f"`{k}`" not in results] == []
