@@ -43,7 +43,7 @@ def test_placement_and_metric_warnings_are_stored_shown_and_told_once(plan_file,
         metrics.size = 'size (?P<value>\\d+)'
     """)
     assert res.returncode == 0, res.stderr
-    # run/quality.py's checks of the figures (tests/test_quality.py) may add theirs, after
+    # run/quality.py's checks of the figures (tests/analysis/test_quality.py) may add theirs, after
     warnings = [w for w in warnings if w.kind not in MACHINE_KINDS]
     kinds = [(w.kind, w.node, w.task) for w in warnings]
     host = nodes[0].name

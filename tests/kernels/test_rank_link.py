@@ -1,7 +1,7 @@
 """A parallel task's rank link without MPI (kernels/rank_keys.py, doorway.py, rank_link.py):
 the job's secrets, which peers a slot takes for its rank, the abort port's signed lines, and
 peers that say nothing or say it slowly. The attacks with real MPI jobs and a second user
-are tests/test_rank_socket.py."""
+are tests/kernels/test_rank_socket.py."""
 from __future__ import annotations
 
 import os

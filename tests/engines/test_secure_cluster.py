@@ -173,7 +173,7 @@ def test_a_member_without_the_runs_secret_cannot_stop_steer_or_take_its_nodes(la
     """A holder of the cluster's certificates (a second coordinator, a teammate) is not the
     run's coordinator: while the run holds the nodes, its Abort, RunCommands and Renew are
     refused, unread, and the run ends as if nothing happened (a Start of another run waits
-    for the run's lease: tests/test_wire.py)."""
+    for the run's lease: tests/node/test_wire.py)."""
     from manybench.node.protocol import Abort, Failed, Info, NodeInfo, Renew, RunCommands
     from manybench.security import auth
     out = tmp_path / "res"

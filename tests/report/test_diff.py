@@ -16,7 +16,7 @@ from manybench.results.store import Store
 
 # on a machine without cpufreq the clock is measured: two runs under the other tests' load
 # measure it apart (3.7 and 3.6 GHz), which diff leaves out as a measurement
-# (tests/test_diff_measured.py); a read clock that changed is still shown
+# (tests/node/test_diff_measured.py); a read clock that changed is still shown
 pytestmark = pytest.mark.e2e
 
 PLAN = """

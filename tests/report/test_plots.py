@@ -25,7 +25,7 @@ T = 1_700_000_000_000_000_000
 S = 1_000_000_000
 MiB = 1 << 20
 # every figure a task with samples and telemetry has (`sizes` needs OSU/IMB tables:
-# tests/test_plots_sizes.py)
+# tests/report/test_plots_sizes.py)
 ALL = [m.__name__.rsplit(".", 1)[1] for m in MODULES if not m.__name__.endswith(".sizes")]
 
 
