@@ -6,7 +6,7 @@
 # extension, MPI ranks libmbrank.so). A report ends the process that made it (no recovery) and
 # is written to a file; any report, from any process, fails this pass and is printed.
 #   bash scripts/sanitized.sh                   the C tests below
-#   bash scripts/sanitized.sh tests/test_x.py   those instead (pytest's arguments)
+#   bash scripts/sanitized.sh tests/kernels/test_x.py those instead (pytest's arguments)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,13 +52,13 @@ if _native.build_info()["sanitize"] != "address,undefined":
 # two that need mbkernel static (in a busybox image; refused as an MPI rank), which a
 # sanitized build cannot be, and the `alone` ones (races of MPI ranks' timing, which the
 # sanitizers' slowdown skews; the rank's C runs in the others too).
-TESTS=(tests/test_native.py tests/test_wire.py tests/test_codec.py tests/test_c_input_checks.py
-       tests/test_record_native.py tests/test_meta.py tests/test_randio.py tests/test_kernels.py
-       tests/test_stream_himeno.py tests/test_dgemm.py tests/test_net.py tests/test_pagecache.py
-       tests/test_hostile_scratch.py tests/test_wrap.py tests/test_parallel.py
-       tests/test_rank_lines.py
-       --deselect tests/test_wrap.py::test_charliecloud_runs_a_command_and_builtin_kernels
-       --deselect tests/test_parallel.py::test_a_statically_linked_program_is_refused)
+TESTS=(tests/kernels/test_native.py tests/node/test_wire.py tests/node/test_codec.py tests/kernels/test_c_input_checks.py
+       tests/results/test_record_native.py tests/kernels/test_meta.py tests/kernels/test_randio.py tests/kernels/test_kernels.py
+       tests/kernels/test_stream_himeno.py tests/kernels/test_dgemm.py tests/kernels/test_net.py tests/kernels/test_pagecache.py
+       tests/kernels/test_hostile_scratch.py tests/kernels/test_wrap.py tests/kernels/test_parallel.py
+       tests/kernels/test_rank_lines.py
+       --deselect tests/kernels/test_wrap.py::test_charliecloud_runs_a_command_and_builtin_kernels
+       --deselect tests/kernels/test_parallel.py::test_a_statically_linked_program_is_refused)
 [ $# -gt 0 ] && TESTS=("$@")
 status=0
 MANYBENCH_ALONE=skip MANYBENCH_ALONE_FILES='' "$work/venv/bin/python" -m pytest -q -rfEs \

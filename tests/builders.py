@@ -322,59 +322,6 @@ def survivors(tag: str) -> list:
         time.sleep(0.2)
 
 
-# ---- an engine that runs nothing: this machine as one node whose slots answer at once ------
-def instant_node_engine():
-    """An Engine class (made on first use: engines import the native build) whose one node
-    "a" answers every phase at once; `interrupt_at`: Ctrl-C while that phase runs;
-    `warnings`: what take_warnings() gives at the end (as a Dask node that did not confirm
-    the run's end)."""
-    from manybench.engines.base import Engine, Node
-    from manybench.inventory.topology import topology
-    from manybench.kernels import Result
-
-    class InstantNode(Engine):
-        def __init__(self, outdir: str = "", interrupt_at: int | None = None,
-                     warnings: list | None = None) -> None:
-            super().__init__()
-            self.outdir, self.interrupt_at = outdir, interrupt_at
-            self.nodes = [Node("a", 2, topology())]
-            self.index, self.t0, self.ending = -1, 0, list(warnings or [])
-
-        def start(self, *a, **k):
-            return self.nodes
-
-        def _prepare(self, phase, work, tick):
-            self.index, self.work = phase.index, work
-            return {}
-
-        def _go(self, t0_by_node):
-            self.t0 = t0_by_node["a"]
-
-        def poll(self, timeout):
-            if self.index == self.interrupt_at:
-                raise KeyboardInterrupt
-            return True
-
-        def _results(self):
-            return {"a": {a.place.slot: Result(start_ns=self.t0 + 1, end_ns=self.t0 + 2,
-                                               armed_ns=self.t0 - 1) for a in self.work["a"]}}
-
-        def _snapshot(self, dirs, programs):
-            return {"a": {}}
-
-        def take_warnings(self):
-            out, self.ending = self.ending, []
-            return out
-
-        def close(self):
-            pass
-
-        def abort(self):
-            pass
-
-    return InstantNode
-
-
 def stored_inventories(out: str) -> dict[str, dict]:
     """Each stored node's inventory (results.db's nodes table), by node name."""
     import json

@@ -5,11 +5,11 @@ from __future__ import annotations
 import glob
 import os
 import sys
-import time
 
 import pytest
 
 from netns import Lab, require_netns
+from waits import HANG_S, wait_workers
 
 SCHED_PORT = 8786
 FAKETIME_SHIFT_S = 0.004
@@ -80,13 +80,9 @@ class DaskLab:
             self.lab.close()
             raise
 
-    def wait_workers(self, n: int, timeout: float = 60) -> None:
-        from distributed import Client
+    def wait_workers(self, n: int, timeout: float = HANG_S) -> None:
         from conftest import client_security
-        sec = None if self.insecure else client_security()
-        with Client(self.scheduler, timeout="30s", security=sec) as c:
-            c.wait_for_workers(n, timeout=timeout)
-        time.sleep(0.2)   # plugins are set up as workers register
+        wait_workers(self.scheduler, n, None if self.insecure else client_security(), timeout)
 
     def close(self) -> None:
         self.lab.close()

@@ -1,6 +1,6 @@
 """A selector's select held once armed, for tests of a loop that serves a batch of events: the
 events of its next call are made while it waits, so they come in one batch, as on a machine
-that kept the loop off its cpu (tests/test_simulated_server.py, tests/test_gate.py)."""
+that kept the loop off its cpu (tests/node/test_simulated_server.py, tests/node/test_gate.py)."""
 from __future__ import annotations
 
 import threading

@@ -11,8 +11,9 @@ import sys
 import psutil
 import pytest
 
-HERE = os.path.dirname(__file__)
-PROBE = os.path.join(HERE, "fixtures", "mpi", "probe.c")
+from suite_paths import FIXTURES
+
+PROBE = str(FIXTURES / "mpi" / "probe.c")
 IP = shutil.which("ip") or "/usr/sbin/ip"
 # family -> (compiler wrapper, launcher, Debian packages)
 FAMILIES = {"openmpi": ("mpicc.openmpi", "mpirun.openmpi", "openmpi-bin libopenmpi-dev"),

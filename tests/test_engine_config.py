@@ -14,7 +14,7 @@ from manybench.node.simulated import SimSpec
 from manybench.plan import parse_plan
 from manybench.results.contract import WarningKind
 
-from builders import instant_node_engine
+from fake_engine import FakeEngine
 
 
 def _engines() -> list:
@@ -67,7 +67,7 @@ MADE: list = []
 def make(plan, where: Where, config: EngineConfig):
     """A registry row's maker, standing in for this machine's engine."""
     MADE.append((where, config))
-    return instant_node_engine()()
+    return FakeEngine(config=config)
 
 
 def test_the_command_line_makes_its_engine_through_the_registry(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """Per-point summaries from the phases' stored aggregates (aggregates.py): what summarize()
 and metric_spreads() make of every record, made of O(phases x nodes) summaries instead.
 Equal to them for every run whose points hold at most sketch.EXACT_MAX values of a figure,
-within sketch.RELATIVE beyond (tests/test_aggregates.py)."""
+within sketch.RELATIVE beyond (tests/results/test_aggregates.py)."""
 from __future__ import annotations
 
 from collections import Counter

@@ -55,7 +55,7 @@ class Codec:
         those whose packed bytes are reused (one object sent to every node), each with how
         many of its objects are kept (the most recent): a phase is new at every phase, a
         placement's assignments come back phase after phase. native: msgpack's hooks in C
-        where the extension is built (the same bytes and objects: tests/test_codec.py)."""
+        where the extension is built (the same bytes and objects: tests/node/test_codec.py)."""
         self.types = tuple(types)
         self.code = {t: i + 1 for i, t in enumerate(self.types)}
         self.head = {t: msgpack.ExtType(c, b"") for t, c in self.code.items()}

@@ -6,7 +6,7 @@ could not carry them), the TypedDicts a dict field is (their keys and types) and
 values). The result maps each type's name to its fields, one "name: type" each, in order, so
 two fingerprints compare field by field (`changes`) and a change names the type, the field and
 its old and new type. node/wire_pins.py holds the fingerprint of PROTOCOL_VERSION;
-tests/test_wire_fingerprint.py fails when the code's differs from its version's.
+tests/node/test_wire_fingerprint.py fails when the code's differs from its version's.
 
 Only what decides the bytes and what they mean counts: names, order, types, enum values. A
 comment does not; a default does not (the codec sends every field).
@@ -186,7 +186,7 @@ def _wrapped(head: str, lines: list[str], width: int = 99) -> str:
 
 
 PINS_HEAD = '''"""The wire's fingerprint at PROTOCOL_VERSION (node/fingerprint.py): each wire type's
-fields and types, nested, one line a type. tests/test_wire_fingerprint.py fails when the
+fields and types, nested, one line a type. tests/node/test_wire_fingerprint.py fails when the
 code's fingerprint is not VERSION's: a change to the wire bumps PROTOCOL_VERSION and pins it
 here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py` writes this
 file, the version it replaces kept in EARLIER as a digest; it refuses a change without a

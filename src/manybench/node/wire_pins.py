@@ -1,5 +1,5 @@
 """The wire's fingerprint at PROTOCOL_VERSION (node/fingerprint.py): each wire type's
-fields and types, nested, one line a type. tests/test_wire_fingerprint.py fails when the
+fields and types, nested, one line a type. tests/node/test_wire_fingerprint.py fails when the
 code's fingerprint is not VERSION's: a change to the wire bumps PROTOCOL_VERSION and pins it
 here (`python -m manybench.node.fingerprint > src/manybench/node/wire_pins.py` writes this
 file, the version it replaces kept in EARLIER as a digest; it refuses a change without a

@@ -4,7 +4,7 @@ and each kernel's `figures`), so the page cannot say what the code does not:
     python -m manybench.report.definitions --write docs/definitions.md    # regenerate
     python -m manybench.report.definitions --check docs/definitions.md    # exit 1 if stale
 
-The section sits between BEGIN and END; tests/test_definitions.py fails when it is not what
+The section sits between BEGIN and END; tests/report/test_definitions.py fails when it is not what
 this writes (the page is generated and checked in, so it reads on GitHub as it is).
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ the C extension), a phase's params once, and a phase of SHARE_MIN_ROWS records o
 the values every record shares (run, T0, the phase's) written into its INSERT once instead
 of bound with each of its rows (64,000 at 1,000 nodes x 64 slots). Records given one by one
 (made, or holding series) take the general path; both give the same rows
-(tests/test_simulated_records.py, tests/test_record_native.py).
+(tests/engines/test_simulated_records.py, tests/results/test_record_native.py).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _dumps_each(values: list) -> list[str]:
     call for a fifth of that again; the C extension cuts its text back into one value per
     record (_native.json_items; without it, a call per value). A value orjson writes
     otherwise than json reads back (a NaN or an infinity as null) or cannot write (an int
-    past 64 bits) goes to json: the same texts either way (tests/test_record_native.py)."""
+    past 64 bits) goes to json: the same texts either way (tests/results/test_record_native.py)."""
     if _json_items is not None and values:
         try:
             text = _orjson_dumps(values, str, _ORJSON_OPTS)

@@ -1,6 +1,6 @@
 /* The coordinator's record path (run/outcome.py, results/store.py): the two per-record loops
  * a phase of 64,000 slots spends most of its Python time in, done once per column here. The
- * Python code beside each call is the reference (tests/test_record_native.py checks both give
+ * Python code beside each call is the reference (tests/results/test_record_native.py checks both give
  * the same). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

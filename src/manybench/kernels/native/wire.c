@@ -3,7 +3,7 @@
  * A null node-phase crosses ~20 of them in the agent and ~15 in the slot, on processes woken
  * from sleep with cold caches, so they were a third of what a node spent on a phase's
  * Python. node/codec.py's Python hooks are the reference and the path taken without the
- * extension (tests/test_codec.py packs and unpacks every message both ways and compares).
+ * extension (tests/node/test_codec.py packs and unpacks every message both ways and compares).
  *
  *   WireHooks(types, names, heads, plain, tuple_head, ext_more, default_more, shared,
  *             recent, made, limit, unpackb, ExtType, max_nested)
