@@ -1,4 +1,4 @@
-"""Run as a program (tests/test_record_table.py): the record table with two fields added, as a
+"""Run as a program (tests/results/test_record_table.py): the record table with two fields added, as a
 maintainer would add them (one line each, the results schema's version bumped), before any
 other module of manybench is imported; then the fields followed from a kernel's Result to
 the stored, migrated and exported record. Prints what each layer got, as one JSON object.

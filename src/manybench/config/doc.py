@@ -4,7 +4,7 @@ so the page cannot say another value than the package:
     python -m manybench.config.doc --write docs/configuration.md    # regenerate
     python -m manybench.config.doc --check docs/configuration.md    # exit 1 if stale
 
-The table sits between BEGIN and END (tests/test_config_docs.py fails when it is stale).
+The table sits between BEGIN and END (tests/run/test_config_docs.py fails when it is stale).
 Other pages that quote a timing name its key beside the value, "every 2 s (`lease.renew`)",
 and the same test checks each such value against the defaults.
 """

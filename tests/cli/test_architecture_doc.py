@@ -2,10 +2,9 @@
 moved or renamed without its row fails here, naming it."""
 from __future__ import annotations
 
-import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from suite_paths import ROOT
 PACKAGE = ROOT / "src" / "manybench"
 DOC = ROOT / "docs" / "architecture.md"
 

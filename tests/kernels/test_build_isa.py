@@ -15,6 +15,7 @@ import sysconfig
 import textwrap
 
 import pytest
+from suite_paths import ROOT, TESTS
 
 native = pytest.importorskip("manybench._native", reason="the C kernels are not built")
 
@@ -264,7 +265,7 @@ def test_a_run_on_a_cpu_without_the_builds_instructions_ends_with_the_refusal(tm
     assert "lacks sse4_2" in res.stderr and "Traceback" not in res.stderr
 
 
-PEER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+PEER = os.path.join(str(ROOT), "benchmarks",
                     "peers", "himeno_ref.c")
 # in a fresh process: every clone bound to one suffix, then Himeno's gosa (grid XS, 5
 # iterations, 1 thread) and mem.stream with 1 and 2 threads (its own check of the arrays)
@@ -293,7 +294,7 @@ def test_every_clone_computes_what_himenoBMTxp_built_for_its_level_does(tmp_path
     cc = shlex.split(INFO["compiler"])
     flags = [f for v in ("CFLAGS", "CCSHARED") for f in
              shlex.split(sysconfig.get_config_var(v) or "")]
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = str(TESTS)    # the helpers beside conftest.py
     gosas = {}
     for target in INFO["clones"]:
         suffix = "default" if target == "default" else f"arch_{target.replace('-', '_')}"

@@ -25,7 +25,9 @@ from manybench.results.store import Store
 from manybench.run.outcome import collect
 
 T = 1_700_000_000_000_000_000
-HERE = os.path.dirname(os.path.abspath(__file__))
+from suite_paths import TESTS
+
+HERE = str(TESTS)      # added_field.py: a helper beside conftest.py
 
 
 def _layer(layer: str) -> list[rt.Field]:
