@@ -136,6 +136,7 @@ def test_a_scheduler_that_accepts_but_does_not_answer_keeps_dasks_timeout(tmp_pa
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)            # the kernel completes connects; nothing ever answers
         port = silent.getsockname()[1]
+        import distributed  # noqa: F401  (its defaults before set(): see test_input_safety)
         with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
             res = _invoke("run", str(plan), "--scheduler", f"tls://127.0.0.1:{port}",
                           "-o", str(tmp_path / "out"))

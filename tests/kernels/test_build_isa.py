@@ -294,7 +294,8 @@ def test_every_clone_computes_what_himenoBMTxp_built_for_its_level_does(tmp_path
     cc = shlex.split(INFO["compiler"])
     flags = [f for v in ("CFLAGS", "CCSHARED") for f in
              shlex.split(sysconfig.get_config_var(v) or "")]
-    here = str(TESTS)    # the helpers beside conftest.py
+    # the helpers beside conftest.py, and this module (imported by the child)
+    here = os.pathsep.join((str(TESTS), os.path.dirname(os.path.abspath(__file__))))
     gosas = {}
     for target in INFO["clones"]:
         suffix = "default" if target == "default" else f"arch_{target.replace('-', '_')}"

@@ -274,6 +274,8 @@ def test_a_command_missing_from_path_is_only_warned_on_a_cluster(tmp_path):
     plan = tmp_path / "c.toml"
     plan.write_text('[[task]]\nname = "c"\ncommand = ["no-such-program-manybench", "x"]\n')
     import dask
+    import distributed  # noqa: F401  (its defaults first: set() before them, the block's end
+    #                    deleted the whole "distributed" key, a later Security() KeyError)
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):   # not 30 s
         res = CliRunner().invoke(main, ["run", str(plan), "--dry-run", "--scheduler",
                                         "tls://127.0.0.1:9"])

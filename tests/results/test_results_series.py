@@ -83,6 +83,7 @@ def test_a_v4_file_gains_an_empty_series_table(tmp_path):
     db.execute("ALTER TABLE phases DROP COLUMN go_ns")     # schema 6's, after series
     for f in fields(PhaseTimes):                            # and schema 8's
         db.execute(f"ALTER TABLE phases DROP COLUMN {f.name}")
+    db.execute("ALTER TABLE runs DROP COLUMN options")      # and schema 10's
     db.execute("PRAGMA user_version=4")
     db.close()
     with Store(tmp_path, readonly=True) as ro:      # read through a migrated copy

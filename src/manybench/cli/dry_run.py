@@ -2,6 +2,8 @@
 cluster the options name (run/dry_run.py); nothing runs."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import click
 
 from ..printable import echo
@@ -10,9 +12,10 @@ from .errors import EXIT_USAGE, fail
 from .run_options import RunOptions
 
 
-def dry_run(plan, phases, opts: RunOptions) -> None:
+def dry_run(plan, phases, opts: RunOptions, engine: Callable[..., Any]) -> None:
+    """engine(plan, opts): the engine the options name (launch.py's, passed in: it launches
+    this module)."""
     if opts.place:     # the cluster's nodes and placement
-        from .launch import engine
         return _on_cluster(plan, phases, opts.slots, engine(plan, opts))
     _here(plan, phases, opts.slots)
 

@@ -68,7 +68,7 @@ def start(opts: RunOptions) -> None:
     errs.preflight(plan, phases, bool(opts.place))
     if opts.dry_run:
         from .dry_run import dry_run
-        return dry_run(plan, phases, opts)
+        return dry_run(plan, phases, opts, engine)
     outdir = opts.resume_dir or opts.outdir or os.path.join("manybench-results", plan.name)
     option = "-o" if resume is None else "--resume"
     errs.writable_results_dir(outdir, option)      # before any node or slot starts

@@ -96,7 +96,8 @@ def stored(info) -> RunOptions:
 def from_argv(argv: list[str]) -> dict:
     """A stored command line's `run` options, parsed by the `run` command itself ({} when
     it is no `manybench run`: a run started from Python)."""
-    from .run import run
+    from .group import main      # the group the commands joined (cli/__init__.py): no cycle
+    run = main.commands["run"]   # through run.py, which launches what this module defines
     if argv[1:2] != ["run"]:      # the group takes no option a run would be started with
         return {}
     args = list(argv[2:])
