@@ -1,7 +1,7 @@
 """Seed corpora for the fuzzers in fuzz/: real frames and lines, whole and cut short.
 
     python fuzz/seeds.py wire DIR   message bodies as node/protocol.py encodes them: every
-                                    message tests/test_codec.py round-trips
+                                    message tests/node/test_codec.py round-trips
     python fuzz/seeds.py rank DIR   what a slot sends its rank (kernels/rank_link.py): its
                                     place line, then its go line
 
@@ -10,6 +10,7 @@ Run with src/ and tests/ importable (scripts/fuzz.sh sets PYTHONPATH).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import sys
 from pathlib import Path
 
@@ -20,11 +21,18 @@ def cut_short(data: bytes) -> list[bytes]:
     return [data] + [data[:k] for k in sorted({1, n // 4, n // 2, 3 * n // 4, n - 1}) if 0 < k < n]
 
 
+def _test_module(name: str):
+    """A test module of tests/, in whichever of its folders it is (they are grouped by layer)."""
+    [path] = (Path(__file__).resolve().parent.parent / "tests").rglob(f"{name}.py")
+    sys.path.insert(0, str(path.parent))
+    return importlib.import_module(name)
+
+
 def wire() -> list[bytes]:
     import msgpack
     from manybench.node import protocol as P
-    from test_codec import _messages, _slot_messages
-    bodies = [P.encode(m)[P.HEADER_SIZE:] for m in _messages() + _slot_messages()]
+    codec = _test_module("test_codec")
+    bodies = [P.encode(m)[P.HEADER_SIZE:] for m in codec._messages() + codec._slot_messages()]
     # shared objects nested 300 deep: the stack overflow fixed in codec.py, kept as a seed
     nested = msgpack.packb([1])
     for _ in range(300):

@@ -37,8 +37,8 @@ build() {   # target -> $work/target
   case "$1" in
     wire) "$CLANG" "${FLAGS[@]}" -I "$inc" fuzz/wire_decode.c "$NATIVE/wire.c" -o "$work/wire" \
             -L "$libdir" -Wl,-rpath,"$libdir" -l"$pylib" -lm -ldl ;;
-    rank) "$CLANG" "${FLAGS[@]}" fuzz/rank_lines.c "$NATIVE/timing.c" "$NATIVE/numa.c" \
-            -o "$work/rank" -ldl ;;
+    rank) "$CLANG" "${FLAGS[@]}" fuzz/rank_lines.c "$NATIVE/mbtransport.c" "$NATIVE/timing.c" \
+            "$NATIVE/numa.c" -o "$work/rank" -ldl ;;
   esac
 }
 
