@@ -28,6 +28,11 @@ def test_the_jobs_line_names_each_pairs_path_and_warns_of_shared_memory_across_n
                     "0-2, 1-2; 2 of 3 ranks said"), text
     assert [k for k, _ in warns] == ["job-shared-memory"]
     assert "ranks 0 (node n1) and 1 (node n2) talked through btl vader" in warns[0][1]
+    # one warning per path, however many pairs took it
+    many = {r: parse(["pml:ob1", *(f"btl:{p}:vader" for p in range(6) if p != r)])
+            for r in range(6)}
+    warns = job_transport(many, {r: f"n{r % 2}" for r in range(6)})[1]
+    assert len(warns) == 1 and "and 8 more pairs on different nodes" in warns[0][1], warns
     # the same on one node: nothing to warn of
     assert job_transport(ranks, {0: "n1", 1: "n1", 2: "n2"})[1] == []
     # MPICH's netmod over UCX whose lanes are all memory devices is shared memory too

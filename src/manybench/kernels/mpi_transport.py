@@ -140,11 +140,18 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
             parts.append(f"{name} " + ", ".join(seen))
     if len(said) < len(ranks):
         parts.append(f"{len(said)} of {len(ranks)} ranks said")
-    warnings = []
+    # one warning per path, naming its first pair: a job of thousands of ranks across
+    # namespace nodes would otherwise say it once per pair
+    across: dict[str, list[tuple[int, int]]] = {}
     for (a, b), (path, shared) in sorted(paths.items()):
         if shared and nodes.get(a) and nodes.get(b) and nodes[a] != nodes[b]:
-            warnings.append((WarningKind.JOB_SHARED_MEMORY,
-                             f"ranks {a} (node {nodes[a]}) and {b} (node {nodes[b]}) talked "
-                             f"through {path}, as their MPI chose: figures between those "
-                             "nodes are not the network's"))
+            across.setdefault(path, []).append((a, b))
+    warnings = []
+    for path, pairs in across.items():
+        (a, b), more = pairs[0], len(pairs) - 1
+        warnings.append((WarningKind.JOB_SHARED_MEMORY,
+                         f"ranks {a} (node {nodes[a]}) and {b} (node {nodes[b]})"
+                         + (f" and {more} more pairs on different nodes" if more else "")
+                         + f" talked through {path}, as their MPI chose: figures between "
+                         "those nodes are not the network's"))
     return "; ".join(parts), warnings

@@ -48,7 +48,7 @@ static char node_words[WORDS];  /* " node:R,R,..." */
 /* -- Open MPI's bml, through the call that would print its choice ------------------------ */
 typedef void (*vverbose_fn)(int, int, const char *, va_list);
 
-static void keep_btl(const char *fmt, va_list ap)
+static void keep_btl(va_list ap)
 {
     /* "mca: bml: Using %s btl for send to %s on node %s": NAME, "[[JOB,VPID],RANK]", HOST */
     va_list cp;
@@ -56,7 +56,6 @@ static void keep_btl(const char *fmt, va_list ap)
     const char *name = va_arg(cp, const char *);
     const char *peer = va_arg(cp, const char *);
     va_end(cp);
-    (void)fmt;
     const char *comma = peer ? strrchr(peer, ',') : NULL;
     if (!name || !comma || btl_peers >= MAX_PEERS || strpbrk(name, " :\t\n"))
         return;
@@ -77,7 +76,7 @@ EXPORT void opal_output_verbose(int level, int output_id, const char *format, ..
     va_list ap;
     va_start(ap, format);
     if (format && strncmp(format, "mca: bml: Using %s btl for send to", 34) == 0)
-        keep_btl(format, ap);
+        keep_btl(ap);
     if (real)
         real(level, output_id, format, ap);
     va_end(ap);
