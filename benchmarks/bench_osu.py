@@ -23,9 +23,10 @@ iterations and warm-up, sizes MIN:MAX given to both with -m:
   OSU         osu_latency osu_bw osu_bibw osu_bcast osu_allreduce -T mpi_float osu_alltoall
 
 Work, first: each pair once more with mpicount.c preloaded (benchmarks/mpicount.py): per rank
-and (call, bytes), the calls, those inside the timer and the distinct buffers, plus the
-barriers right after a timer closed. Equal counters mean the same window, iterations,
-warm-up, buffers and per-call timing; noise cannot move them.
+and (call, bytes), the calls, those inside the timer, the distinct buffers and the pages
+beyond the message already resident at the first call (the first touch), plus the barriers
+right after a timer closed. Equal counters mean the same window, iterations, warm-up,
+buffers, first touch and per-call timing; noise cannot move them.
 Then, per test, rounds of one run of each side, the first an uncounted warm-up, alternating
 which goes first; per size, the agreement rule (harness.agreement): the same work and the
 95% interval of the median of the paired ratios (mbmpi / OSU: MB/s for bw and bibw, us for
@@ -228,7 +229,7 @@ def main() -> int:
         for size in sorted(rounds["OSU"][0]):
             ours_s, peer_s = [r[size] for r in rounds["mbmpi"]], [r[size] for r in rounds["OSU"]]
             ok &= agreement(f"{test} {size} B mbmpi / OSU", ours_s, peer_s, unit, work[test],
-                            "calls, bytes, timed calls, buffers per rank",
+                            "calls, bytes, timed calls, buffers, first touch per rank",
                             "lower" if unit == "us" else "higher")
             if GOAL.met(statistics.median(harness.paired(ours_s, peer_s))):
                 within.append(size)
