@@ -6,9 +6,13 @@
     python benchmarks/bench_osu.py --osu DIR --record tests/fixtures/osu/counts-7.4.json
 
 DIR (or $OSU_SOURCE) is an OSU micro-benchmarks 7.x source tree (the public release's
-tarball, or a mirror of it): used as it is when its programs are built in it, else
-configured and built into a directory of its own under the temporary directory with Open
-MPI's wrappers (mpicc.openmpi, mpicxx.openmpi). Without it the benchmark says so and exits 2.
+tarball, or a mirror of it), never built in: it is configured and built in a directory of
+its own under the temporary directory (a copy of the tree, `make distclean`ed when it was
+configured in place, which autotools cannot configure again out of tree) with Open MPI's
+wrappers (mpicc.openmpi, mpicxx.openmpi) and CFLAGS="-O2 -DFLOAT_PRECISION=3": OSU prints
+latencies with FLOAT_PRECISION decimals (c/util/osu_util.h, 2 unless defined), a 0.01 us
+step that is 8% of a 0.12 us bcast; mbmpi prints 3. The counting runs check that OSU's rows
+came out with 3 decimals and say so when not. Without DIR the benchmark says so and exits 2.
 OSU's code stays out of this repository: only its outputs are kept (tests/fixtures/osu/).
 
 Both sides run under Open MPI's mpirun.openmpi as 2 ranks on this machine, rank r pinned to
@@ -19,9 +23,10 @@ iterations and warm-up, sizes MIN:MAX given to both with -m:
   OSU         osu_latency osu_bw osu_bibw osu_bcast osu_allreduce -T mpi_float osu_alltoall
 
 Work, first: each pair once more with mpicount.c preloaded (benchmarks/mpicount.py): per rank
-and (call, bytes), the calls, those inside the timer and the distinct buffers, plus the
-barriers right after a timer closed. Equal counters mean the same window, iterations,
-warm-up, buffers and per-call timing; noise cannot move them.
+and (call, bytes), the calls, those inside the timer, the distinct buffers and the pages
+beyond the message already resident at the first call (the first touch), plus the barriers
+right after a timer closed. Equal counters mean the same window, iterations, warm-up,
+buffers, first touch and per-call timing; noise cannot move them.
 Then, per test, rounds of one run of each side, the first an uncounted warm-up, alternating
 which goes first; per size, the agreement rule (harness.agreement): the same work and the
 95% interval of the median of the paired ratios (mbmpi / OSU: MB/s for bw and bibw, us for
@@ -37,6 +42,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +60,9 @@ GOAL = harness.Goal("mbmpi / OSU", 0.95, upper=1.05)
 # the directories holding the programs compared (their Makefiles build c/util's objects)
 BUILT = ("c/mpi/pt2pt/standard", "c/mpi/collective/blocking")
 _ROW = re.compile(r"^(\d+)\s+([\d.]+)")
+# OSU's figures to mbmpi's 3 decimals (FLOAT_PRECISION is #ifndef-guarded in osu_util.h)
+DECIMALS = 3
+OSU_CFLAGS = f"-O2 -DFLOAT_PRECISION={DECIMALS}"
 
 
 def osu_version(source: str) -> str:
@@ -67,22 +76,29 @@ def osu_version(source: str) -> str:
 
 
 def osu_build(source: str) -> str:
-    """The directory holding c/mpi/... with OSU's programs built: `source` itself when they
-    are, else a build of it of its own (configured with Open MPI's wrappers)."""
-    if all(os.access(os.path.join(source, "c/mpi", mpicount.OSU_PAIRS[t][0]), os.X_OK)
-           for t in mpicount.OSU_PAIRS):
-        return source
-    tag = hashlib.sha256(os.path.abspath(source).encode()).hexdigest()[:12]
+    """The directory holding c/mpi/... with OSU's programs built with OSU_CFLAGS: a copy of
+    `source` of its own, configured in place (a tree already configured in place cannot be
+    configured again out of tree: the copy is `make distclean`ed first), reused while its
+    configuration stands."""
+    source = os.path.abspath(source)
+    tag = hashlib.sha256(f"{source} {MPICC} {OSU_CFLAGS}".encode()).hexdigest()[:12]
     out = os.path.join(tempfile.gettempdir(), f"manybench-osu-{tag}")
-    if os.path.exists(os.path.join(source, "config.status")):
-        out = source          # configured in its own tree: autotools refuse a second build
-    os.makedirs(out, exist_ok=True)
     if not os.path.exists(os.path.join(out, "config.status")):
-        subprocess.run([os.path.join(os.path.abspath(source), "configure"), f"CC={MPICC}",
-                        f"CXX={MPICXX}"], cwd=out, check=True, capture_output=True)
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(source, out, symlinks=True)
+        if os.path.exists(os.path.join(out, "config.status")):   # configured in place
+            subprocess.run(["make", "distclean"], cwd=out, check=True, capture_output=True)
+        subprocess.run(["./configure", f"CC={MPICC}", f"CXX={MPICXX}", f"CFLAGS={OSU_CFLAGS}"],
+                       cwd=out, check=True, capture_output=True)
     for sub in BUILT:
         subprocess.run(["make", "-j2", "-C", sub], cwd=out, check=True, capture_output=True)
     return out
+
+
+def decimals(stdout: str) -> set[int]:
+    """The decimals of a table's first figure, over its rows."""
+    return {len(m.group(2).partition(".")[2]) for m in map(_ROW.match, stdout.splitlines())
+            if m}
 
 
 def rows(stdout: str) -> dict[int, float]:
@@ -182,7 +198,10 @@ def main() -> int:
           f"2 ranks, sizes {args.sizes}; {load()}", flush=True)
     work = {}
     for test, (ours, peer) in cmds.items():
-        a, b = mpicount.run(ours, lib)[1], mpicount.run(peer, lib)[1]
+        a, (said, b) = mpicount.run(ours, lib)[1], mpicount.run(peer, lib)
+        if decimals(said) != {DECIMALS}:
+            print(f"note: {test}: OSU printed {sorted(decimals(said))} decimals, not "
+                  f"{DECIMALS}: CFLAGS={OSU_CFLAGS!r} did not take in {osu}", flush=True)
         work[test] = mpicount.differences(a, b)
         print(f"counters {test}: " + ("equal" if not work[test] else
                                       "DIFFERENT: " + "; ".join(work[test])), flush=True)
@@ -210,7 +229,7 @@ def main() -> int:
         for size in sorted(rounds["OSU"][0]):
             ours_s, peer_s = [r[size] for r in rounds["mbmpi"]], [r[size] for r in rounds["OSU"]]
             ok &= agreement(f"{test} {size} B mbmpi / OSU", ours_s, peer_s, unit, work[test],
-                            "calls, bytes, timed calls, buffers per rank",
+                            "calls, bytes, timed calls, buffers, first touch per rank",
                             "lower" if unit == "us" else "higher")
             if GOAL.met(statistics.median(harness.paired(ours_s, peer_s))):
                 within.append(size)

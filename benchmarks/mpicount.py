@@ -1,11 +1,13 @@
 """MPI work counters: the calls an MPI benchmark makes, counted where noise cannot move them.
 
 mpicount.c, preloaded into every rank, counts per rank and per (call, bytes) the calls, those
-made inside the rank's timer (between its odd and even MPI_Wtime calls) and the distinct
-buffers they used. Two programs measure the same thing when, rank by rank, they make the
-same calls with the same sizes as often, as many of them timed, on as many buffers, and
-with as many barriers right after a timer closed (OSU's barrier after each timed collective
-call):
+made inside the rank's timer (between its odd and even MPI_Wtime calls), the distinct
+buffers they used and the first touch: at the first call on each buffer, how many of the
+buffer's pages beyond the message were already resident (a buffer filled whole at the start
+has them; one filled size by size, as OSU's point-to-point tests do, has none). Two programs
+measure the same thing when, rank by rank, they make the same calls with the same sizes as
+often, as many of them timed, on as many buffers, first touched alike, and with as many
+barriers right after a timer closed (OSU's barrier after each timed collective call):
 
     lib = build("mpicc.openmpi", "/tmp/x")
     got = run(["/path/mbmpi", "bw", "-m", "8192:16384"], lib)      # {rank: {key: Count}}
@@ -40,9 +42,11 @@ OSU_PAIRS = {"latency": ["pt2pt/standard/osu_latency"], "bw": ["pt2pt/standard/o
 
 
 class Count(NamedTuple):
+    """A line of mpicount.c's files after CALL BYTES, field by field in its order."""
     calls: int
     timed: int
     buffers: int
+    resident: int      # pages beyond the message resident at the first call on each buffer
 
 
 Counts = dict[int, dict[tuple[str, int], Count]]     # rank -> (call, bytes) -> Count
@@ -61,10 +65,18 @@ def parse(texts: dict[int, str]) -> Counts:
     out: Counts = {}
     for rank, text in texts.items():
         got = out.setdefault(rank, {})
-        for line in text.splitlines():
-            call, size, calls, timed, buffers = line.split()
-            got[(call, int(size))] = Count(int(calls), int(timed), int(buffers))
+        for text_line in text.splitlines():
+            call, size, *fields = text_line.split()
+            if len(fields) != len(Count._fields):
+                raise ValueError(f"mpicount line {text_line!r}: CALL BYTES "
+                                 f"{' '.join(Count._fields).upper()} expected")
+            got[(call, int(size))] = Count(*map(int, fields))
     return out
+
+
+def line(key: tuple[str, int], c: Count) -> str:
+    """A counter as mpicount.c writes it (parse reads it back)."""
+    return " ".join(map(str, (*key, *c)))
 
 
 def run(command: list[str], lib: str, family: str = "openmpi", ranks: int = 2,
@@ -89,8 +101,7 @@ def run(command: list[str], lib: str, family: str = "openmpi", ranks: int = 2,
 
 def to_json(counts: Counts) -> dict[str, list[str]]:
     """Counts as JSON (a fixture): rank -> the lines mpicount.c writes, sorted."""
-    return {str(r): [f"{k[0]} {k[1]} {c.calls} {c.timed} {c.buffers}"
-                     for k, c in sorted(got.items())] for r, got in counts.items()}
+    return {str(r): [line(k, c) for k, c in sorted(got.items())] for r, got in counts.items()}
 
 
 def from_json(data: dict[str, list[str]]) -> Counts:
@@ -111,19 +122,21 @@ def differences(ours: Counts, peer: Counts, skip: tuple[str, ...] = UNCOMPARED) 
 
 
 def _show(c: Count | None) -> str:
-    return "none" if c is None else f"{c.calls} calls ({c.timed} timed) on {c.buffers} buffers"
+    return "none" if c is None else (f"{c.calls} calls ({c.timed} timed) on {c.buffers} buffers, "
+                                     f"{c.resident} pages beyond resident at first call")
 
 
 def table(ours: Counts, peer: Counts, names: tuple[str, str] = ("mbmpi", "OSU")) -> str:
     """Both sides' counts side by side, one line per rank and key."""
+    what = "/".join(Count._fields)
     lines = [(f"  {'rank':>4} {'call':<20} {'bytes':>8}  "
-              f"{names[0] + ' calls/timed/buffers':>28}  {names[1] + ' calls/timed/buffers':>28}")]
+              f"{names[0] + ' ' + what:>36}  {names[1] + ' ' + what:>36}")]
     for rank in sorted(set(ours) | set(peer)):
         a, b = ours.get(rank, {}), peer.get(rank, {})
         for key in sorted(set(a) | set(b)):
             cells = ["/".join(map(str, c)) if c else "-" for c in (a.get(key), b.get(key))]
             note = "" if a.get(key) == b.get(key) else \
                 "  (not compared)" if key[0] in UNCOMPARED else "  DIFFERENT"
-            lines.append(f"  {rank:>4} {key[0]:<20} {key[1]:>8}  {cells[0]:>28}  "
-                         f"{cells[1]:>28}{note}")
+            lines.append(f"  {rank:>4} {key[0]:<20} {key[1]:>8}  {cells[0]:>36}  "
+                         f"{cells[1]:>36}{note}")
     return "\n".join(lines)
