@@ -15,9 +15,9 @@ from typing import Any, Iterator, Sequence, overload
 
 from .extra_keys import SERIES
 from .record import FIELD_NAMES, Record, from_values
-from .record_table import RECORD, compiled, of
+from .record_table import RECORD, compiled, fields_of
 
-_TABLE = of(RECORD)
+_TABLE = fields_of(RECORD)
 # what every record of the columns shares: the run's (run, T0)
 RUN = tuple(f.name for f in _TABLE if f.source == "run")
 # what each record takes from its phase (or a group member's), in Record's field order

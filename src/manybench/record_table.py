@@ -124,7 +124,7 @@ TABLE: tuple[Field, ...] = (
 del F
 
 
-def of(layer: str) -> tuple[Field, ...]:
+def fields_of(layer: str) -> tuple[Field, ...]:
     """The fields a layer carries, in the table's order."""
     return tuple(f for f in TABLE if layer in f.layers)
 
@@ -143,7 +143,7 @@ def made(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
     default and, for a record, its `sql`, `json` and `export` as the field's metadata."""
     def make(cls: type) -> type:
         own = dict(inspect.get_annotations(cls))
-        for f in of(layer):
+        for f in fields_of(layer):
             if layer == ARRAYS:
                 kind = f.packed[0] if f.packed else f.type
                 annotation = f"dict[int, {kind}]" if f.sparse else f"list[{kind}]"

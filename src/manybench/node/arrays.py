@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Iterator, Mapping
 
-from ..record_table import ARRAYS, compiled, made, of
+from ..record_table import ARRAYS, compiled, fields_of, made
 from .wire_types import Extra, Hist, Metrics, Result  # noqa: F401  (the maps: named by the table's types)
 
-FIELDS = of(ARRAYS)
+FIELDS = fields_of(ARRAYS)
 # in the clock of the node that took them (engines/base.py moves them)
 STAMPS = tuple(f.name for f in FIELDS if f.stamp and not f.sparse)
 _DENSE = tuple(f.name for f in FIELDS if not f.sparse)

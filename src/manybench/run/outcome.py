@@ -18,7 +18,7 @@ from ..model import Phase
 from ..node.arrays import SlotResults
 from ..node.wire_types import Result, TelemetryRow
 from ..record_columns import RecordColumns
-from ..record_table import ARRAYS, RECORD, of
+from ..record_table import ARRAYS, RECORD, fields_of
 from ..results.contract import PhaseTimes, Sample
 from .samples import samples_at
 
@@ -34,12 +34,13 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
 # a record's fields that come from its phase (record_table.py): each an attribute of the
 # Phase (a method: what it returns)
-_FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
+_FROM_PHASE = tuple(attrgetter(f.source_field) for f in fields_of(RECORD)
+                    if f.source == "phase")
 # and those that come from its slot's result: each from the arrays' field it is made from;
 # metrics and extra the coordinator completes (_slot_metrics, _slot_extra), the others as
 # the arrays hold them
-_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
-_FROM_SLOT = [f for f in of(RECORD)
+_SPARSE = {f.name for f in fields_of(ARRAYS) if f.sparse}
+_FROM_SLOT = [f for f in fields_of(RECORD)
               if f.source == "slot" and f.name not in ("metrics", "extra")]
 # (its name, the arrays' field, its divisor or 0) of each made from a list
 _DENSE = tuple((f.name, f.source_field, f.per) for f in _FROM_SLOT
