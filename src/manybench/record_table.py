@@ -137,7 +137,7 @@ def _spec(f: Field, metadata: dict) -> Any:
     return dataclasses.field(default=f.default, metadata=metadata)
 
 
-def made(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
+def layer_dataclass(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
     """A class decorator: the class (its methods, its docstring, fields of its own declared
     first) made a keyword-only dataclass with the layer's fields added, each with its
     default and, for a record, its `sql`, `json` and `export` as the field's metadata."""

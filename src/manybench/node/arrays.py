@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Iterator, Mapping
 
-from ..record_table import ARRAYS, compiled, fields_of, made
+from ..record_table import ARRAYS, compiled, fields_of, layer_dataclass
 from .wire_types import Extra, Hist, Metrics, Result  # noqa: F401  (the maps: named by the table's types)
 
 FIELDS = fields_of(ARRAYS)
@@ -38,7 +38,7 @@ _columns = compiled("columns", ["results"], [
     {f"pack_{f.name}": f.packed[1] for f in _SPARSE if f.packed})
 
 
-@made(ARRAYS, frozen=True)
+@layer_dataclass(ARRAYS, frozen=True)
 class SlotResults:
     """A node's slots' results, entry i slot[i]'s: a list per field of the record table's
     `arrays` layer, or, for a sparse one, a map entry -> value where it has one (a field's

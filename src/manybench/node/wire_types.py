@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from ..model import Phase, Resources, TaskSpec  # noqa: F401  (Resources: named by a field type)
-from ..record_table import RESULT, made
+from ..record_table import RESULT, layer_dataclass
 
 # open data: values of any plain shape, keys chosen by what collects them (the fingerprint
 # names it so)
@@ -117,7 +117,7 @@ Hist = dict[int, int]               # latency bucket -> count (kernels/hist.py)
 Extra = dict[str, Open]             # stdout/stderr tails, facts (Kernel.facts), rank, ...
 
 
-@made(RESULT, frozen=True)
+@layer_dataclass(RESULT, frozen=True)
 class Result:
     """What a timed run measured; the slot turns it into a record. Built whole, once, by
     keyword: a kernel makes its metrics and extra first; a later step makes a new one
