@@ -15,7 +15,7 @@ from typing import Any, Iterator, Sequence, overload
 
 from .extra_keys import SERIES
 from .record import FIELD_NAMES, Record, from_values
-from .record_table import RECORD, compiled, fields_of
+from .record_table import RECORD, fields_of, generated_function
 
 _TABLE = fields_of(RECORD)
 # what every record of the columns shares: the run's (run, T0)
@@ -32,8 +32,9 @@ _HEAD_PLAIN = tuple((at, name) for at, name in enumerate(HEAD) if name != "param
 
 # (columns, {name: its new values}) -> each of OWN but the node extended by them: a line
 # per field (a getattr and a method call each cost twice the line: once per node per phase)
-_extend = compiled("extend", ["cols", "new"],
-                   [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"], {})
+_extend = generated_function(
+    "extend", ["cols", "new"], [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"],
+    {})
 
 
 class RecordColumns(Sequence[Record]):

@@ -54,7 +54,7 @@ class Field:
     since: int = 1                  # the results schema version that added its column
 
     def __post_init__(self) -> None:
-        # its name is an attribute, a column and a name in generated code (compiled)
+        # its name is an attribute, a column and a name in generated_function's code
         if not self.name.isidentifier() or self.source not in SOURCES:
             raise ValueError(f"record table: field {self.name!r} (source {self.source!r})")
 
@@ -165,12 +165,13 @@ def positional(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     cost per keyword (the hot paths: a phase's 64,000 records). Generated from the names, as
     dataclasses generates __init__: a dict filled otherwise would lose the instances' shared
     keys, and its memory (results/record_read.py)."""
-    return compiled("make", names, ["o = new(cls)", *(f"o.{n} = {n}" for n in names),
-                                    "return o"], {"new": object.__new__, "cls": cls})
+    return generated_function("make", names,
+                              ["o = new(cls)", *(f"o.{n} = {n}" for n in names), "return o"],
+                              {"new": object.__new__, "cls": cls})
 
 
-def compiled(name: str, args: Sequence[str], body: list[str], scope: dict[str, Any]
-             ) -> Callable[..., Any]:
+def generated_function(name: str, args: Sequence[str], body: list[str],
+                       scope: dict[str, Any]) -> Callable[..., Any]:
     """The function `name`(args) of these lines (indented as nested in it), made from the
     table's field names: the hot paths' code, written per field as by hand, made from the
     one declaration instead (as dataclasses makes __init__)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Iterator, Mapping
 
-from ..record_table import ARRAYS, compiled, fields_of, layer_dataclass
+from ..record_table import ARRAYS, fields_of, generated_function, layer_dataclass
 from .wire_types import Extra, Hist, Metrics, Result  # noqa: F401  (the maps: named by the table's types)
 
 FIELDS = fields_of(ARRAYS)
@@ -25,7 +25,7 @@ _SPARSE = tuple(f for f in FIELDS if f.sparse)
 
 # results (slot -> Result) -> SlotResults' fields: one pass over the slots, a line per field
 # (a field's attribute read inline costs a fifth of a getattr or an attrgetter's)
-_columns = compiled("columns", ["results"], [
+_columns = generated_function("columns", ["results"], [
     "slots = sorted(results)",
     *(f"{f.name} = {{}}" if f.sparse else f"{f.name} = []" for f in FIELDS),
     "for i, s in enumerate(slots):",
