@@ -8,8 +8,8 @@ declared once, here. The layers are made from it:
           SQL type here), its column of the export contract (record.COLUMNS) when `export`
 
 and record_columns.RecordColumns and run/outcome.collect assemble a record's fields from
-their `source`: the run's (run, T0), its phase's (record_columns.HEAD), the slot's place on
-its node (node, slot, cpu) or the slot's result (the arrays' field named `of`).
+their `source`: the run's (run, T0), its phase's (record_columns.PHASE_COLUMNS), the slot's
+place on its node (node, slot, cpu) or the slot's result (the arrays' field named `of`).
 
 Adding a field is one line here (its `since`: the results schema that adds its column,
 results/schema.py adds it to older files) and, when a kernel sets it, the kernel's code.

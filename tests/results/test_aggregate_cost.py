@@ -118,7 +118,7 @@ def test_a_phase_of_columns_aggregates_as_its_records_do():
     cols = RecordColumns("r", T0)
     for r in recs:
         cols.add(("3", "sync", "null", "", 0, 6400, {}), **{n: getattr(r, n) for n in OWN})
-    cols.head = [(3, "sync", "null", "", 0, 6400, {})] * len(recs)
+    cols.phase_values = [(3, "sync", "null", "", 0, 6400, {})] * len(recs)
     assert aggregate_rows.phase_text(_phase(), cols) == _reference(_phase(), recs)
 
 

@@ -193,7 +193,7 @@ def test_every_nodes_records_share_the_phases_values_once():
     binding them with each of 64,000 rows (they were one per node, so a phase of two nodes
     or more bound them all)."""
     done = _outcome()
-    assert done.records.one_head is not None
+    assert done.records.one_phase_values is not None
     shared, rows = done.records.rows({})
     assert {k: shared[k] for k in ("phase", "task", "workers", "params")} == {
         "phase": 4, "task": "t", "workers": 3, "params": {"size": 4096}}
