@@ -23,18 +23,18 @@ RUN = tuple(f.name for f in _TABLE if f.source == "run")
 # what each record takes from its phase (or a group member's), in Record's field order
 PHASE_COLUMNS = tuple(f.name for f in _TABLE if f.source == "phase")
 # each record's own: where its slot is (node, slot, cpu) and what it measured
-OWN = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
+SLOT_COLUMNS = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
 # a record's own values that are often one for a whole phase (every slot ok, no error, no
 # histogram, the same count of ops or bytes): the store writes such a value once too
 ALIKE = tuple(f.name for f in _TABLE if f.alike)
 # the phase's values bound as they are (params, JSON, is shared by identity: rows())
 _PHASE_PLAIN = tuple((at, name) for at, name in enumerate(PHASE_COLUMNS) if name != "params")
 
-# (columns, {name: its new values}) -> each of OWN but the node extended by them: a line
-# per field (a getattr and a method call each cost twice the line: once per node per phase)
+# (columns, {name: its new values}) -> each of SLOT_COLUMNS but the node extended by them: a
+# line per field (a getattr and a method call each cost twice the line: once per node per phase)
 _extend = generated_function(
-    "extend", ["cols", "new"], [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"],
-    {})
+    "extend", ["cols", "new"],
+    [f"cols.{name} += new[{name!r}]" for name in SLOT_COLUMNS if name != "node"], {})
 
 
 class RecordColumns(Sequence[Record]):
@@ -46,7 +46,7 @@ class RecordColumns(Sequence[Record]):
             raise TypeError(f"RecordColumns takes the run's fields {', '.join(RUN)}, not "
                             f"{', '.join(self.shared)}")
         self.phase_values: list[tuple] = []   # per record: its phase's PHASE_COLUMNS values
-        for name in OWN:
+        for name in SLOT_COLUMNS:
             setattr(self, name, [])
         self.made: list[Record] | None = None
         # the one tuple of phase values every record has, while they have one (a phase, not
@@ -55,18 +55,18 @@ class RecordColumns(Sequence[Record]):
         self.series = False        # whether a record's extra holds "series" (store.py)
 
     def add(self, phase_values: tuple, **own: Any) -> None:
-        """One record: its phase's PHASE_COLUMNS values, then its own (OWN), by name."""
+        """One record: its phase's PHASE_COLUMNS values, then its own (SLOT_COLUMNS), by name."""
         self._note_phase_values([phase_values])
         self.series = self.series or SERIES in own["extra"]
         self.phase_values.append(phase_values)
-        for name in OWN:
+        for name in SLOT_COLUMNS:
             getattr(self, name).append(own[name])
 
     def extend(self, phase_values: list[tuple], node: str, columns: dict[str, list],
                series: bool = True) -> None:
         """One node's records at once: each record's phase's PHASE_COLUMNS values, and a list
-        per field of OWN but the node (by name). series: whether an extra may hold "series"
-        (False: the caller knows none does)."""
+        per field of SLOT_COLUMNS but the node (by name). series: whether an extra may hold
+        "series" (False: the caller knows none does)."""
         self._note_phase_values(phase_values)
         self.series = self.series or (series and any(SERIES in x
                                                      for x in columns["extra"]))
@@ -93,7 +93,7 @@ class RecordColumns(Sequence[Record]):
         if self.made is not None:
             return self.made[i]
         return Record(**self.shared, **dict(zip(PHASE_COLUMNS, self.phase_values[i])),
-                      **{name: getattr(self, name)[i] for name in OWN})
+                      **{name: getattr(self, name)[i] for name in SLOT_COLUMNS})
 
     def records(self) -> list[Record]:
         """Every record as a Record, made once; from then on, the phase's records."""
@@ -129,7 +129,7 @@ class RecordColumns(Sequence[Record]):
         """A field's values, one per record (from the Records once they are made)."""
         if self.made is not None:
             return [getattr(r, name) for r in self.made]
-        if name in OWN:
+        if name in SLOT_COLUMNS:
             return getattr(self, name)
         if name in self.shared:
             return [self.shared[name]] * len(self)
@@ -151,7 +151,7 @@ class RecordColumns(Sequence[Record]):
         n = len(self)
         first = self.one_phase_values
         shared: dict[str, Any] = dict(self.shared)
-        cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
+        cols = {name: encoded.get(name, getattr(self, name)) for name in SLOT_COLUMNS}
         if n and first is not None:                      # one phase: its values once
             shared.update((name, first[at]) for at, name in _PHASE_PLAIN)
             params = encoded.get("params") or self.column("params")

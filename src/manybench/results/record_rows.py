@@ -17,7 +17,7 @@ import orjson
 
 from ..extra_keys import RANK, SERIES
 from ..record import FIELDS, Record
-from ..record_columns import OWN, RecordColumns
+from ..record_columns import SLOT_COLUMNS, RecordColumns
 
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
@@ -86,7 +86,7 @@ _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
 _EXTRA_AT = _REC_FIELDS.index("extra")
 # a record's own JSON columns (its params, its phase's, are encoded once: _column_rows)
-_OWN_JSON = tuple(name for name in _REC_JSON if name in OWN)
+_SLOT_JSON = tuple(name for name in _REC_JSON if name in SLOT_COLUMNS)
 
 
 def phase_rows(run_id: str, phase_index: int, records: Sequence[Record]
@@ -131,7 +131,7 @@ def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | Non
             text = params[id(p)] = _dumps_fast(p)
         ptexts.append(text)
     share = len(records) >= SHARE_MIN_ROWS
-    encoded = {name: _dumps_each(records.column(name)) for name in _OWN_JSON}
+    encoded = {name: _dumps_each(records.column(name)) for name in _SLOT_JSON}
     encoded["params"] = ptexts
     encoded["hist"] = [None if h is None else _hist_out(h) for h in records.hist]
     got = records.rows(encoded, share)
