@@ -207,7 +207,9 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     records = RecordColumns(run, t0)
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
-    # each phase's PHASE_COLUMNS values (a group's members' too), one tuple shared by every node
+    # each phase's PHASE_COLUMNS values (a group's members' too), one tuple shared by every
+    # node; keyed by identity (a Phase is not hashable): these phases are `phase` and its
+    # members, alive for the whole call, so no id here can be reused meanwhile
     values_by_phase = {id(p): _phase_values(p) for p in (phase, *phase.members)}
     lacking = SlotResults.of({0: Result(status=Status.ERROR, error=missing or "no result")})
     for node in nodes:
