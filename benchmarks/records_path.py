@@ -103,7 +103,7 @@ def main() -> None:
     store.begin_run("r", Plan(name="p", tasks=[spec], source="", raw={}), [], {})
     try:
         from manybench.gc_pause import PhaseCollector
-        collector: object = PhaseCollector()
+        collector = PhaseCollector()
     except ImportError:           # a tree from before the phase loop's collector
         collector = None
     c0, n0 = 0.0, 0
@@ -123,7 +123,7 @@ def main() -> None:
                     collector.unfreeze()
             done = collect("r", phase, nodelist, work, T, engine.results(), go_ns=T - 1_000_000)
             if collector is not None:     # (`made` in trees before it was named freeze)
-                (getattr(collector, "freeze", None) or getattr(collector, "made"))()
+                (getattr(collector, "freeze", None) or collector.made)()
         finally:
             if collector is not None:
                 collector.resume()

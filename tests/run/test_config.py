@@ -104,8 +104,8 @@ BAD = [
     ({"MANYBENCH_NODE__KILL_GRACE": "1m"}, "node.kill_grace (1m, from "
                                            "$MANYBENCH_NODE__KILL_GRACE) must be shorter than "
                                            "engines.lost_grace"),
-    ({"MANYBENCH_RUN__GC_PAUSE": "maybe"}, "$MANYBENCH_RUN__GC_PAUSE: run.gc_pause: 'maybe' is "
-                                           "not true or false"),
+    ({"MANYBENCH_RUN__GC_PAUSE": "maybe"}, ("$MANYBENCH_RUN__GC_PAUSE: run.gc_pause: 'maybe' "
+                                            "is not true or false")),
     ({"MANYBENCH_RUN__GC_PAUSE": "2"}, "run.gc_pause: 2.0 is not true or false"),
 ]
 
