@@ -8,11 +8,16 @@ Per phase: every node's reply to Run as it comes off the wire (protocol.encode'd
 built once: null results with the metrics a slot reads back) is decoded, its stamps moved
 into the coordinator's clock (engines/base.py Engine.results), made records (run/outcome
 collect), judged for stalls, and the phase committed to a fresh results.db (Store.write_phase,
-one transaction). CPU of this process (getrusage) over the phases after 20 warm-up ones;
-per record and per phase. Only the tree's public names are used, so either tree runs it.
+one transaction) during the next phase, with the cyclic collector around them as the
+coordinator's phase loop has it (gc_pause.PhaseCollector, where the tree has one: off from the
+go, the records frozen until their commit; run.gc_pause false: untouched). CPU of this
+process (getrusage) over the phases after 20 warm-up ones; per record and per phase; and the
+cyclic collections that ran meanwhile (gc.get_stats). Only the tree's public names are used,
+so either tree runs it.
 """
 from __future__ import annotations
 
+import gc
 import json
 import resource
 import sys
@@ -80,6 +85,11 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def collections() -> int:
+    """Cyclic collections run so far in this process, every generation."""
+    return sum(g["collections"] for g in gc.get_stats())
+
+
 def main() -> None:
     nodes, slots, phases = (int(a) for a in sys.argv[1:4])
     names = [f"n{n:04d}" for n in range(nodes)]
@@ -91,19 +101,38 @@ def main() -> None:
     spec = TaskSpec("sync", "null", {})
     store = Store(tempfile.mkdtemp(prefix="mb-records-"))
     store.begin_run("r", Plan(name="p", tasks=[spec], source="", raw={}), [], {})
-    c0 = 0.0
+    try:
+        from manybench.gc_pause import PhaseCollector
+        collector = PhaseCollector()
+    except ImportError:           # a tree from before the phase loop's collector
+        collector = None
+    c0, n0 = 0.0, 0
+    unsaved = None
     for k in range(WARM + phases):
         if k == WARM:
-            c0 = cpu()
+            c0, n0 = cpu(), collections()
         phase = Phase(k, spec, "null", "", k, nodes * slots, "spread", "core", {}, "p")
-        done = collect("r", phase, nodelist, work, T, engine.results(), go_ns=T - 1_000_000)
+        if collector is not None:
+            collector.pause(1e-3)
+        try:
+            if unsaved is not None:     # the previous phase, committed once this one's go is sent
+                unsaved_phase, unsaved_done = unsaved
+                store.write_phase("r", unsaved_phase, T, unsaved_done.records,
+                                  samples=unsaved_done.samples, go_ns=T - 1_000_000)
+                if collector is not None:
+                    collector.unfreeze()
+            done = collect("r", phase, nodelist, work, T, engine.results(), go_ns=T - 1_000_000)
+            if collector is not None:     # (`made` in trees before it was named freeze)
+                (getattr(collector, "freeze", None) or collector.made)()
+        finally:
+            if collector is not None:
+                collector.resume()
         flag_stalls(done.records)
-        store.write_phase("r", phase, T, done.records, samples=done.samples,
-                          go_ns=T - 1_000_000)
-    spent = cpu() - c0
+        unsaved = (phase, done)
+    spent, ran = cpu() - c0, collections() - n0
     store.close()
     print(json.dumps({"us_per_record": spent / phases / (nodes * slots) * 1e6,
-                      "ms_per_phase": spent / phases * 1e3}))
+                      "ms_per_phase": spent / phases * 1e3, "collections": ran}))
 
 
 if __name__ == "__main__":

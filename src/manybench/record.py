@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from .record_table import RECORD, made, positional
+from .record_table import RECORD, layer_dataclass, positional
 from .status import Status
 
 STATUSES = tuple(Status)    # status.py
 
 
-@made(RECORD)
+@layer_dataclass(RECORD)
 class Record:
     """A record's fields, keyword-only (record_table.TABLE, the `record` layer)."""
 

@@ -15,25 +15,26 @@ from typing import Any, Iterator, Sequence, overload
 
 from .extra_keys import SERIES
 from .record import FIELD_NAMES, Record, from_values
-from .record_table import RECORD, compiled, of
+from .record_table import RECORD, fields_of, generated_function
 
-_TABLE = of(RECORD)
+_TABLE = fields_of(RECORD)
 # what every record of the columns shares: the run's (run, T0)
 RUN = tuple(f.name for f in _TABLE if f.source == "run")
 # what each record takes from its phase (or a group member's), in Record's field order
-HEAD = tuple(f.name for f in _TABLE if f.source == "phase")
+PHASE_COLUMNS = tuple(f.name for f in _TABLE if f.source == "phase")
 # each record's own: where its slot is (node, slot, cpu) and what it measured
-OWN = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
+SLOT_COLUMNS = tuple(f.name for f in _TABLE if f.source in ("place", "slot"))
 # a record's own values that are often one for a whole phase (every slot ok, no error, no
 # histogram, the same count of ops or bytes): the store writes such a value once too
 ALIKE = tuple(f.name for f in _TABLE if f.alike)
 # the phase's values bound as they are (params, JSON, is shared by identity: rows())
-_HEAD_PLAIN = tuple((at, name) for at, name in enumerate(HEAD) if name != "params")
+_PHASE_PLAIN = tuple((at, name) for at, name in enumerate(PHASE_COLUMNS) if name != "params")
 
-# (columns, {name: its new values}) -> each of OWN but the node extended by them: a line
-# per field (a getattr and a method call each cost twice the line: once per node per phase)
-_extend = compiled("extend", ["cols", "new"],
-                   [f"cols.{name} += new[{name!r}]" for name in OWN if name != "node"], {})
+# (columns, {name: its new values}) -> each of SLOT_COLUMNS but the node extended by them: a
+# line per field (a getattr and a method call each cost twice the line: once per node per phase)
+_extend = generated_function(
+    "extend", ["cols", "new"],
+    [f"cols.{name} += new[{name!r}]" for name in SLOT_COLUMNS if name != "node"], {})
 
 
 class RecordColumns(Sequence[Record]):
@@ -44,45 +45,46 @@ class RecordColumns(Sequence[Record]):
         if set(self.shared) != set(RUN):
             raise TypeError(f"RecordColumns takes the run's fields {', '.join(RUN)}, not "
                             f"{', '.join(self.shared)}")
-        self.head: list[tuple] = []          # per record: its phase's HEAD values
-        for name in OWN:
+        self.phase_values: list[tuple] = []   # per record: its phase's PHASE_COLUMNS values
+        for name in SLOT_COLUMNS:
             setattr(self, name, [])
         self.made: list[Record] | None = None
-        # the one HEAD every record has, while they have one (a phase not a group): its
-        # columns are then that value repeated, not read record by record
-        self.one_head: tuple | None = None
+        # the one tuple of phase values every record has, while they have one (a phase, not
+        # a group): its columns are then that value repeated, not read record by record
+        self.one_phase_values: tuple | None = None
         self.series = False        # whether a record's extra holds "series" (store.py)
 
-    def add(self, head: tuple, **own: Any) -> None:
-        """One record: its phase's HEAD values, then its own (OWN), by name."""
-        self._heads([head])
+    def add(self, phase_values: tuple, **own: Any) -> None:
+        """One record: its phase's PHASE_COLUMNS values, then its own (SLOT_COLUMNS), by name."""
+        self._note_phase_values([phase_values])
         self.series = self.series or SERIES in own["extra"]
-        self.head.append(head)
-        for name in OWN:
+        self.phase_values.append(phase_values)
+        for name in SLOT_COLUMNS:
             getattr(self, name).append(own[name])
 
-    def extend(self, heads: list[tuple], node: str, columns: dict[str, list],
+    def extend(self, phase_values: list[tuple], node: str, columns: dict[str, list],
                series: bool = True) -> None:
-        """One node's records at once: each record's phase's HEAD values, and a list per
-        field of OWN but the node (by name). series: whether an extra may hold "series"
-        (False: the caller knows none does)."""
-        self._heads(heads)
+        """One node's records at once: each record's phase's PHASE_COLUMNS values, and a list
+        per field of SLOT_COLUMNS but the node (by name). series: whether an extra may hold
+        "series" (False: the caller knows none does)."""
+        self._note_phase_values(phase_values)
         self.series = self.series or (series and any(SERIES in x
                                                      for x in columns["extra"]))
-        self.head += heads
-        self.node += [node] * len(heads)
+        self.phase_values += phase_values
+        self.node += [node] * len(phase_values)
         _extend(self, columns)
 
-    def _heads(self, heads: list[tuple]) -> None:
-        """Keep one_head up to date with these records' HEADs added."""
-        if not heads:
+    def _note_phase_values(self, phase_values: list[tuple]) -> None:
+        """Keep one_phase_values up to date with these records' phase values added."""
+        if not phase_values:
             return
-        first = heads[0]
-        if not self.head:
-            self.one_head = first
-        if self.one_head is not None and (first is not self.one_head
-                                          or heads.count(first) != len(heads)):
-            self.one_head = None     # (count: a C loop, identity first)
+        first = phase_values[0]
+        if not self.phase_values:
+            self.one_phase_values = first
+        if self.one_phase_values is not None and (
+                first is not self.one_phase_values
+                or phase_values.count(first) != len(phase_values)):
+            self.one_phase_values = None     # (count: a C loop, identity first)
 
     # -- one by one ----------------------------------------------------------------------------
     def record(self, i: int) -> Record:
@@ -90,8 +92,8 @@ class RecordColumns(Sequence[Record]):
         column); once the records are made, that one."""
         if self.made is not None:
             return self.made[i]
-        return Record(**self.shared, **dict(zip(HEAD, self.head[i])),
-                      **{name: getattr(self, name)[i] for name in OWN})
+        return Record(**self.shared, **dict(zip(PHASE_COLUMNS, self.phase_values[i])),
+                      **{name: getattr(self, name)[i] for name in SLOT_COLUMNS})
 
     def records(self) -> list[Record]:
         """Every record as a Record, made once; from then on, the phase's records."""
@@ -127,39 +129,39 @@ class RecordColumns(Sequence[Record]):
         """A field's values, one per record (from the Records once they are made)."""
         if self.made is not None:
             return [getattr(r, name) for r in self.made]
-        if name in OWN:
+        if name in SLOT_COLUMNS:
             return getattr(self, name)
         if name in self.shared:
             return [self.shared[name]] * len(self)
-        at = HEAD.index(name)
-        if self.one_head is not None:
-            return [self.one_head[at]] * len(self)
-        return [h[at] for h in self.head]
+        at = PHASE_COLUMNS.index(name)
+        if self.one_phase_values is not None:
+            return [self.one_phase_values[at]] * len(self)
+        return [h[at] for h in self.phase_values]
 
     def rows(self, encoded: dict[str, Sequence[Any]], share: bool = True
              ) -> tuple[dict[str, Any], Iterator[tuple]] | None:
         """The records' values for the store, with the columns in `encoded` (the JSON ones,
         encoded: params, metrics, hist, extra) in place of the values: those every record
-        shares (its run and T0, and its phase's HEAD values when the records are of one
-        phase), by field, and an iterator of each record's other values in Record's field
+        shares (its run and T0, and its phase's PHASE_COLUMNS values when the records are of
+        one phase), by field, and an iterator of each record's other values in Record's field
         order; None once the records are made (the store takes them one by one then).
         share=False: none apart (every value in each row, the shared ones repeated)."""
         if self.made is not None:
             return None
         n = len(self)
-        first = self.one_head
+        first = self.one_phase_values
         shared: dict[str, Any] = dict(self.shared)
-        cols = {name: encoded.get(name, getattr(self, name)) for name in OWN}
+        cols = {name: encoded.get(name, getattr(self, name)) for name in SLOT_COLUMNS}
         if n and first is not None:                      # one phase: its values once
-            shared.update((name, first[at]) for at, name in _HEAD_PLAIN)
+            shared.update((name, first[at]) for at, name in _PHASE_PLAIN)
             params = encoded.get("params") or self.column("params")
             if all(p is params[0] for p in params):      # its params, encoded once
                 shared["params"] = params[0]
             else:
                 cols["params"] = params
         else:
-            for at, name in _HEAD_PLAIN:
-                cols[name] = [h[at] for h in self.head]
+            for at, name in _PHASE_PLAIN:
+                cols[name] = [h[at] for h in self.phase_values]
             cols["params"] = encoded.get("params") or self.column("params")
         if not share:
             cols.update((name, repeat(value, n)) for name, value in shared.items())

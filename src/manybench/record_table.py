@@ -8,8 +8,8 @@ declared once, here. The layers are made from it:
           SQL type here), its column of the export contract (record.COLUMNS) when `export`
 
 and record_columns.RecordColumns and run/outcome.collect assemble a record's fields from
-their `source`: the run's (run, T0), its phase's (record_columns.HEAD), the slot's place on
-its node (node, slot, cpu) or the slot's result (the arrays' field named `of`).
+their `source`: the run's (run, T0), its phase's (record_columns.PHASE_COLUMNS), the slot's
+place on its node (node, slot, cpu) or the slot's result (the arrays' field named `of`).
 
 Adding a field is one line here (its `since`: the results schema that adds its column,
 results/schema.py adds it to older files) and, when a kernel sets it, the kernel's code.
@@ -54,7 +54,7 @@ class Field:
     since: int = 1                  # the results schema version that added its column
 
     def __post_init__(self) -> None:
-        # its name is an attribute, a column and a name in generated code (compiled)
+        # its name is an attribute, a column and a name in generated_function's code
         if not self.name.isidentifier() or self.source not in SOURCES:
             raise ValueError(f"record table: field {self.name!r} (source {self.source!r})")
 
@@ -124,7 +124,7 @@ TABLE: tuple[Field, ...] = (
 del F
 
 
-def of(layer: str) -> tuple[Field, ...]:
+def fields_of(layer: str) -> tuple[Field, ...]:
     """The fields a layer carries, in the table's order."""
     return tuple(f for f in TABLE if layer in f.layers)
 
@@ -137,13 +137,13 @@ def _spec(f: Field, metadata: dict) -> Any:
     return dataclasses.field(default=f.default, metadata=metadata)
 
 
-def made(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
+def layer_dataclass(layer: str, *, frozen: bool = False) -> Callable[[type], type]:
     """A class decorator: the class (its methods, its docstring, fields of its own declared
     first) made a keyword-only dataclass with the layer's fields added, each with its
     default and, for a record, its `sql`, `json` and `export` as the field's metadata."""
     def make(cls: type) -> type:
         own = dict(inspect.get_annotations(cls))
-        for f in of(layer):
+        for f in fields_of(layer):
             if layer == ARRAYS:
                 kind = f.packed[0] if f.packed else f.type
                 annotation = f"dict[int, {kind}]" if f.sparse else f"list[{kind}]"
@@ -165,12 +165,13 @@ def positional(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     cost per keyword (the hot paths: a phase's 64,000 records). Generated from the names, as
     dataclasses generates __init__: a dict filled otherwise would lose the instances' shared
     keys, and its memory (results/record_read.py)."""
-    return compiled("make", names, ["o = new(cls)", *(f"o.{n} = {n}" for n in names),
-                                    "return o"], {"new": object.__new__, "cls": cls})
+    return generated_function("make", names,
+                              ["o = new(cls)", *(f"o.{n} = {n}" for n in names), "return o"],
+                              {"new": object.__new__, "cls": cls})
 
 
-def compiled(name: str, args: Sequence[str], body: list[str], scope: dict[str, Any]
-             ) -> Callable[..., Any]:
+def generated_function(name: str, args: Sequence[str], body: list[str],
+                       scope: dict[str, Any]) -> Callable[..., Any]:
     """The function `name`(args) of these lines (indented as nested in it), made from the
     table's field names: the hot paths' code, written per field as by hand, made from the
     one declaration instead (as dataclasses makes __init__)."""

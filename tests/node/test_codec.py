@@ -157,10 +157,10 @@ def test_the_hooks_in_c_pack_and_unpack_as_the_python_ones():
                             workers=1, rep=0, variant="")
         data = Codec(types, shared, native=False).pack(P.Run(T, [], phase))
         assert c.pack(c.unpack(data)) == data == py.pack(py.unpack(data))
-    for code in c.made:
-        assert list(c.made[code]) == list(py.made[code])   # the same kept, the same order
+    for code in c.decoded:
+        assert list(c.decoded[code]) == list(py.decoded[code])   # the same kept, the same order
         assert len(c.recent[code]) == len(py.recent[code]) <= shared[c.types[code - 1]]
-    assert len(c.made[c.code[P.WirePhase]]) == 16
+    assert len(c.decoded[c.code[P.WirePhase]]) == 16
     for codec in (c, py):
         with pytest.raises(ValueError, match="unknown wire type 99"):
             codec.unpack(msgpack.packb([msgpack.ExtType(99, b""), 1]))

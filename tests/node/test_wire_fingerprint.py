@@ -204,11 +204,11 @@ def test_a_field_added_to_phase_and_named_as_crossing_crosses_with_its_type():
     extended = dataclasses.make_dataclass("Phase", [("numa_hint", "list[int] | None", None)],
                                           bases=(Phase,))
     extended.__module__ = Phase.__module__
-    made = W._made_from(extended, "WirePhase", W.PHASE_FIELDS + ("numa_hint",), "doc")
-    hint = typing.get_type_hints(made, include_extras=True)["numa_hint"]
+    copy = W._wire_copy(extended, "WirePhase", W.PHASE_FIELDS + ("numa_hint",), "doc")
+    hint = typing.get_type_hints(copy, include_extras=True)["numa_hint"]
     assert F._text(hint, []) == "tuple[int, ...] | None"
     with pytest.raises(TypeError, match="Phase has no field nowhere"):
-        W._made_from(Phase, "WirePhase", W.PHASE_FIELDS + ("nowhere",), "doc")
+        W._wire_copy(Phase, "WirePhase", W.PHASE_FIELDS + ("nowhere",), "doc")
 
 
 def test_a_nodes_noise_floor_has_the_keys_its_typed_dict_declares():

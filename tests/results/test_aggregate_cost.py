@@ -13,7 +13,7 @@ import pytest
 import agg_reference
 from manybench.analysis import aggregates
 from manybench.record import Record
-from manybench.record_columns import OWN, RecordColumns
+from manybench.record_columns import SLOT_COLUMNS, RecordColumns
 from manybench.results import aggregate_rows
 from manybench.results.contract import StoredPhase
 
@@ -117,8 +117,9 @@ def test_a_phase_of_columns_aggregates_as_its_records_do():
     recs = _simulated(100, odd=8)
     cols = RecordColumns("r", T0)
     for r in recs:
-        cols.add(("3", "sync", "null", "", 0, 6400, {}), **{n: getattr(r, n) for n in OWN})
-    cols.head = [(3, "sync", "null", "", 0, 6400, {})] * len(recs)
+        cols.add(("3", "sync", "null", "", 0, 6400, {}),
+                 **{n: getattr(r, n) for n in SLOT_COLUMNS})
+    cols.phase_values = [(3, "sync", "null", "", 0, 6400, {})] * len(recs)
     assert aggregate_rows.phase_text(_phase(), cols) == _reference(_phase(), recs)
 
 

@@ -19,7 +19,7 @@ from manybench.model import Phase, Plan, TaskSpec
 from manybench.node.arrays import STAMPS, SlotResults
 from manybench.node.protocol import Assignment, SlotPlace
 from manybench.record import COLUMNS, Record
-from manybench.record_columns import ALIKE, HEAD, OWN, RUN
+from manybench.record_columns import ALIKE, PHASE_COLUMNS, RUN, SLOT_COLUMNS
 from manybench.results import schema
 from manybench.results.store import Store
 from manybench.run.outcome import collect
@@ -65,10 +65,11 @@ def test_record_result_and_arrays_are_the_tables_fields():
 
 def test_the_phases_columns_are_the_tables_by_source():
     record = _layer(rt.RECORD)
-    for names, sources in ((RUN, ("run",)), (HEAD, ("phase",)), (OWN, ("place", "slot"))):
+    for names, sources in ((RUN, ("run",)), (PHASE_COLUMNS, ("phase",)),
+                           (SLOT_COLUMNS, ("place", "slot"))):
         assert names == tuple(f.name for f in record if f.source in sources)
     assert ALIKE == tuple(f.name for f in record if f.alike)
-    assert sorted(RUN + HEAD + OWN) == sorted(f.name for f in record)
+    assert sorted(RUN + PHASE_COLUMNS + SLOT_COLUMNS) == sorted(f.name for f in record)
     for f in record:       # a slot's field is made from a field the arrays carry
         assert f.source in rt.SOURCES
         assert f.source != "slot" or rt.ARRAYS in next(
@@ -107,7 +108,7 @@ def test_the_outcome_makes_each_records_field_from_its_source():
                 assert want.items() <= value.items(), f.name
             else:
                 assert value == want, f.name
-    assert [getattr(rec, n) for n in HEAD] == [6, "tk", "null", "v", 3, 1, {"size": 8}]
+    assert [getattr(rec, n) for n in PHASE_COLUMNS] == [6, "tk", "null", "v", 3, 1, {"size": 8}]
     assert [getattr(rec, n) for n in RUN] == ["r", T]
     assert (rec.node, rec.slot, rec.cpu) == ("n", 4, 9)
     assert done.records.record(0) == rec == done.records.passing()[0]

@@ -193,7 +193,7 @@ def test_every_nodes_records_share_the_phases_values_once():
     binding them with each of 64,000 rows (they were one per node, so a phase of two nodes
     or more bound them all)."""
     done = _outcome()
-    assert done.records.one_head is not None
+    assert done.records.one_phase_values is not None
     shared, rows = done.records.rows({})
     assert {k: shared[k] for k in ("phase", "task", "workers", "params")} == {
         "phase": 4, "task": "t", "workers": 3, "params": {"size": 4096}}
@@ -205,7 +205,7 @@ def test_stalls_of_an_all_ok_phase_of_columns_are_the_definitions():
     flags what the definition flags, as columns and as Records."""
     import random
     from builders import rec
-    from manybench.record_columns import OWN, RecordColumns
+    from manybench.record_columns import SLOT_COLUMNS, RecordColumns
     S = 1_000_000_000
     rnd = random.Random(7)
     for n in (2, 3, 17, 300):
@@ -215,7 +215,7 @@ def test_stalls_of_an_all_ok_phase_of_columns_are_the_definitions():
         cols = RecordColumns("r", T)
         for r in records:
             cols.add((r.phase, r.task, r.kernel, r.variant, r.rep, r.workers, r.params),
-                     **{**{n: getattr(r, n) for n in OWN},
+                     **{**{n: getattr(r, n) for n in SLOT_COLUMNS},
                         "metrics": dict(r.metrics), "extra": dict(r.extra)})
         assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(cols)} == want, n
         assert {r.slot: r.metrics["stall_s"] for r in flag_stalls(records)} == want, n

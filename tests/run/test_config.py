@@ -65,6 +65,20 @@ def test_a_user_file_then_the_environment_override_the_defaults(tmp_path):
     assert read({"MANYBENCH_CONFIG": str(other)})["heartbeat.every"] == 1.0
 
 
+@pytest.mark.parametrize("text, pause", [("false", False), ("off", False), ("0", False),
+                                         ("True", True), ("on", True), ("1", True)])
+def test_a_switch_is_true_or_false_from_the_environment_or_a_file(tmp_path, text, pause):
+    """run.gc_pause is a switch, not a timing: a variable's text or a file's YAML value."""
+    assert defaults()["run.gc_pause"] is True
+    got = read({"XDG_CONFIG_HOME": str(tmp_path), "MANYBENCH_RUN__GC_PAUSE": text})
+    assert got["run.gc_pause"] is pause
+    user = tmp_path / "manybench.yaml"
+    user.write_text(f"run:\n  gc_pause: {text}\n")
+    assert read({"MANYBENCH_CONFIG": str(user)})["run.gc_pause"] is pause
+    with config.set({"run.gc_pause": pause}):
+        assert config.switch("run.gc_pause") is pause
+
+
 def test_it_is_read_once_and_set_changes_it_for_a_block(monkeypatch):
     first = config.load()
     monkeypatch.setenv("MANYBENCH_LEASE__LENGTH", "99s")
@@ -90,6 +104,9 @@ BAD = [
     ({"MANYBENCH_NODE__KILL_GRACE": "1m"}, "node.kill_grace (1m, from "
                                            "$MANYBENCH_NODE__KILL_GRACE) must be shorter than "
                                            "engines.lost_grace"),
+    ({"MANYBENCH_RUN__GC_PAUSE": "maybe"}, ("$MANYBENCH_RUN__GC_PAUSE: run.gc_pause: 'maybe' "
+                                            "is not true or false")),
+    ({"MANYBENCH_RUN__GC_PAUSE": "2"}, "run.gc_pause: 2.0 is not true or false"),
 ]
 
 
@@ -294,5 +311,6 @@ def test_every_key_is_read_somewhere_and_every_key_read_exists():
         for name in files:
             if name.endswith(".py"):
                 text = open(os.path.join(root, name)).read()
-                used |= set(re.findall(r"""timing\(["']([a-z_]+\.[a-z_]+)["']\)""", text))
+                used |= set(re.findall(r"""(?:timing|switch)\(["']([a-z_]+\.[a-z_]+)["']\)""",
+                                       text))
     assert used == set(defaults())

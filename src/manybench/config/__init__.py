@@ -4,6 +4,7 @@ user file and then by the environment (MANYBENCH_SECTION__KEY=value), read once 
 
     from manybench import config
     config.timing("lease.length")      # 10.0
+    config.switch("run.gc_pause")      # True: a choice, not a timing (true or false)
 
 A bad value is a ConfigError naming the key and where it came from (the CLI: exit 2). Values
 the nodes must share with their coordinator (schema.yaml's `x-read-by`) are the
@@ -31,7 +32,8 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "schema.yaml")
 SHORTER = (("lease.renew", "lease.length"), ("heartbeat.every", "heartbeat.stale"),
            ("node.kill_grace", "engines.lost_grace"))
 
-_values: dict[str, float] | None = None
+Value = float | bool      # a timing, in seconds, or a switch (its default is true or false)
+_values: dict[str, Value] | None = None
 
 
 class ConfigError(ValueError):
@@ -42,6 +44,12 @@ def timing(key: str) -> float:
     """The timing `key` ("section.name") in seconds."""
     values = _values if _values is not None else load()
     return values[key]
+
+
+def switch(key: str) -> bool:
+    """The switch `key` ("section.name"): a key whose default is true or false."""
+    values = _values if _values is not None else load()
+    return bool(values[key])
 
 
 def check() -> None:
@@ -55,7 +63,7 @@ def check() -> None:
         load()
 
 
-def load() -> dict[str, float]:
+def load() -> dict[str, Value]:
     """Read the configuration (once: later calls return the same), or raise ConfigError."""
     global _values
     if _values is None:
@@ -64,14 +72,16 @@ def load() -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def set(values: Mapping[str, float]) -> Iterator[None]:   # noqa: A001 (dask.config.set)
-    """Within the block, these keys (dotted) have these values in seconds (tests)."""
+def set(values: Mapping[str, Value]) -> Iterator[None]:   # noqa: A001 (dask.config.set)
+    """Within the block, these keys (dotted) have these values in seconds, or true or false
+    for a switch (tests)."""
     global _values
     before = dict(load())
     unknown = sorted(k for k in values if k not in before)
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]}")
-    _values = {**before, **{k: float(v) for k, v in values.items()}}
+    _values = {**before, **{k: bool(v) if isinstance(before[k], bool) else float(v)
+                            for k, v in values.items()}}
     try:
         yield
     finally:
@@ -87,21 +97,22 @@ def user_file(environ: Mapping[str, str] | None = None) -> str:
         "manybench.yaml")
 
 
-def overridden() -> dict[str, float]:
+def overridden() -> dict[str, Value]:
     """The keys whose values here are not the package's (a run records them: inventory)."""
     own = defaults()
     return {key: value for key, value in load().items() if value != own[key]}
 
 
-def defaults() -> dict[str, float]:
+def defaults() -> dict[str, Value]:
     """The package's own values, whatever the user's file or environment say (docs, tests)."""
     return read({}, user=False)
 
 
-def read(environ: Mapping[str, str], user: bool = True) -> dict[str, float]:
+def read(environ: Mapping[str, str], user: bool = True) -> dict[str, Value]:
     """The defaults, the user file's (unless not `user`) and the environment's values over
-    them: every key in seconds, checked."""
+    them: every timing in seconds, every switch true or false, checked."""
     tree = _yaml(DEFAULTS)
+    switches = {key for key, value in _leaves(tree).items() if isinstance(value, bool)}
     origin: dict[str, str] = {key: DEFAULTS for key in _leaves(tree)}
     path = user_file(environ)
     if user and (os.path.isfile(path) or environ.get(ENV_FILE)):
@@ -113,7 +124,8 @@ def read(environ: Mapping[str, str], user: bool = True) -> dict[str, float]:
             _merge(tree, _nested(keys, _scalar(environ[name])), "$" + name, origin)
     if any(where != DEFAULTS for where in origin.values()):
         _check_schema(tree, origin)
-    values = {key: _duration(key, value, origin[key]) for key, value in _leaves(tree).items()}
+    values = {key: _switch(key, value, origin[key]) if key in switches
+              else _duration(key, value, origin[key]) for key, value in _leaves(tree).items()}
     for short, long in SHORTER:
         if values[short] >= values[long]:
             raise ConfigError(f"{short} ({_said(short, tree, origin)}) must be shorter than "
@@ -187,7 +199,9 @@ def _check_schema(tree: dict, origin: dict[str, str]) -> None:
 
 
 def _why(error: Any) -> str:
-    if error.validator == "oneOf":     # the duration's two forms: say what one looks like
+    if error.validator == "oneOf":     # a value's forms (schema.yaml's $defs): say what one is
+        if error.schema.get("x-is") == "switch":
+            return f"{error.instance!r} is not true or false"
         return f"{error.instance!r} is not a duration (try 10s, 500ms, 2m, or seconds > 0)"
     return error.message
 
@@ -201,6 +215,22 @@ def _duration(key: str, value: Any, where: str) -> float:
     if s <= 0:
         raise ConfigError(f"{where}: {key}: must be more than 0, got {value!r}")
     return s
+
+
+# a switch as the environment writes it (YAML reads true/false, on/off, yes/no itself)
+_SWITCH_TEXT = {"true": True, "on": True, "yes": True, "1": True,
+                "false": False, "off": False, "no": False, "0": False}
+
+
+def _switch(key: str, value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value in (0.0, 1.0):     # "0", "1" in the environment
+        return bool(value)
+    got = _SWITCH_TEXT.get(str(value).strip().lower())
+    if got is None:
+        raise ConfigError(f"{where}: {key}: {value!r} is not true or false")
+    return got
 
 
 def _said(key: str, tree: dict, origin: dict[str, str]) -> str:

@@ -1,4 +1,4 @@
-"""docs/configuration.md's table of every timing, written from manybench.yaml and schema.yaml,
+"""docs/configuration.md's table of every timing (and switch), written from manybench.yaml and schema.yaml,
 so the page cannot say another value than the package:
 
     python -m manybench.config.doc --write docs/configuration.md    # regenerate
@@ -50,7 +50,8 @@ def markdown() -> str:
         spec = specs[key]
         var = ENV_PREFIX + NEST.join(key.split(".")).upper()
         text = " ".join(spec["description"].replace("|", "\\|").split())
-        rows.append(f"| `{key}` | {value} | `{var}` | {spec['x-read-by']} | {text} |")
+        shown = str(value).lower() if isinstance(value, bool) else value   # as YAML writes it
+        rows.append(f"| `{key}` | {shown} | `{var}` | {spec['x-read-by']} | {text} |")
     return "\n".join(rows) + "\n"
 
 

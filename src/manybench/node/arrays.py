@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Iterator, Mapping
 
-from ..record_table import ARRAYS, compiled, made, of
+from ..record_table import ARRAYS, fields_of, generated_function, layer_dataclass
 from .wire_types import Extra, Hist, Metrics, Result  # noqa: F401  (the maps: named by the table's types)
 
-FIELDS = of(ARRAYS)
+FIELDS = fields_of(ARRAYS)
 # in the clock of the node that took them (engines/base.py moves them)
 STAMPS = tuple(f.name for f in FIELDS if f.stamp and not f.sparse)
 _DENSE = tuple(f.name for f in FIELDS if not f.sparse)
@@ -25,7 +25,7 @@ _SPARSE = tuple(f for f in FIELDS if f.sparse)
 
 # results (slot -> Result) -> SlotResults' fields: one pass over the slots, a line per field
 # (a field's attribute read inline costs a fifth of a getattr or an attrgetter's)
-_columns = compiled("columns", ["results"], [
+_columns = generated_function("columns", ["results"], [
     "slots = sorted(results)",
     *(f"{f.name} = {{}}" if f.sparse else f"{f.name} = []" for f in FIELDS),
     "for i, s in enumerate(slots):",
@@ -38,7 +38,7 @@ _columns = compiled("columns", ["results"], [
     {f"pack_{f.name}": f.packed[1] for f in _SPARSE if f.packed})
 
 
-@made(ARRAYS, frozen=True)
+@layer_dataclass(ARRAYS, frozen=True)
 class SlotResults:
     """A node's slots' results, entry i slot[i]'s: a list per field of the record table's
     `arrays` layer, or, for a sparse one, a map entry -> value where it has one (a field's

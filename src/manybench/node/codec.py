@@ -74,10 +74,11 @@ class Codec:
         # its id is not reused while it is here
         self.recent: dict[int, OrderedDict[int, tuple[object, msgpack.ExtType]]] = {
             c: OrderedDict() for c in self.limit}
-        # per type, packed bytes -> the shared object unpacked from them: the same
-        # assignments come phase after phase (64 per node), made once (wire types are
+        # per type, packed bytes -> the shared object decoded from them: the same
+        # assignments come phase after phase (64 per node), decoded once (wire types are
         # frozen: one object may serve every message that holds it)
-        self.made: dict[int, OrderedDict[bytes, object]] = {c: OrderedDict() for c in self.limit}
+        self.decoded: dict[int, OrderedDict[bytes, object]] = {
+            c: OrderedDict() for c in self.limit}
         # msgpack calls a hook for every object, tuple and type head: in C they cost no frame
         # each (a null node-phase crosses ~35 of them between agent and slot); what they do
         # not take (shared objects, subclasses, refusals) comes back to _ext and _default
@@ -90,7 +91,7 @@ class Codec:
                                   (_TUPLE_HEAD, *[self.head[t] for t in self.types]), plain,
                                   _TUPLE_HEAD, self._ext, self._default,
                                   {t: self.code[t] for t in self.shared}, self.recent,
-                                  self.made, self.limit, msgpack.unpackb, msgpack.ExtType,
+                                  self.decoded, self.limit, msgpack.unpackb, msgpack.ExtType,
                                   MAX_NESTED)
             except TypeError:    # an extension built from other sources: the Python hooks
                 self.native = False
@@ -177,8 +178,8 @@ class Codec:
             raise ValueError(f"unknown wire type {code}")
         if not data:           # an object's head: the most common
             return self.marks[code]
-        made = self.made.get(code)
-        obj = None if made is None else made.get(data)
+        decoded = self.decoded.get(code)
+        obj = None if decoded is None else decoded.get(data)
         if obj is not None:
             return obj
         depth = getattr(self.nesting, "depth", 0)
@@ -192,12 +193,12 @@ class Codec:
         if code == TUPLE or not isinstance(values, list):
             raise ValueError(f"wire type {code} packed apart holds no fields")
         obj = self._make(code, values)
-        if made is not None:
+        if decoded is not None:
             # sent on (the agent hands the phase to its slots): its bytes as they came
             self._remember(obj, msgpack.ExtType(code, data))
-            made[data] = obj
-            if len(made) > self.limit[code]:
-                made.popitem(last=False)
+            decoded[data] = obj
+            if len(decoded) > self.limit[code]:
+                decoded.popitem(last=False)
         return obj
 
     def _list(self, values: list) -> Any:

@@ -146,10 +146,10 @@ class AgentPlugin(WorkerPlugin):
         refused = await self._refusal(kind, request, tag)
         if refused is not None:
             return refused
-        own = self.OWN.get(kind)
-        if own is not None:      # not behind the lock: a phase may be holding it
+        answer = self.ANSWERED_HERE.get(kind)
+        if answer is not None:      # not behind the lock: a phase may be holding it
             try:
-                return encode(await own(self, decode(request, "the coordinator")))
+                return encode(await answer(self, decode(request, "the coordinator")))
             except Exception as e:   # a probe that failed here: the coordinator says why
                 return encode(Failed(f"{kind}: {e!r}"))
         if kind == "Abort":
@@ -234,7 +234,8 @@ class AgentPlugin(WorkerPlugin):
         self.lease.release()
         self.run, self.call_key, self.echo_key = "", None, None
 
-    OWN = {"Info": info, "MeasureNoise": noise, "Renew": renew}
+    # the requests the plugin answers itself (by kind), never relayed to the agent
+    ANSWERED_HERE = {"Info": info, "MeasureNoise": noise, "Renew": renew}
 
     # -- the agent subprocess --------------------------------------------------------
     async def _spawn(self) -> None:

@@ -75,7 +75,9 @@ class SlotLoop:
         self.affinity: tuple[int, ...] = ()
         self.mems: tuple[int, ...] | None = None
         self.sample_s = 0.0     # the prepared phase's progress interval; 0: not sampled
-        self.told: list[list[str]] = []   # [kind, text] of cleanups that failed: warnings
+        # [kind, text] of warnings (a failed cleanup, a first sleep for busy cpus) carried by
+        # the next result's extra
+        self.pending_warnings: list[list[str]] = []
         # the last /proc readback of the binding and the cpus it was read with: read again
         # only when the cpus the slot may use change (a new placement, a kernel's own pin)
         self.binding: tuple[set, dict[str, str], int] | None = None
@@ -133,12 +135,13 @@ class SlotLoop:
         spin = self.choice.spins(place.affinity)
         self.busy = None if spin else self.choice.others
         if was and not spin and self.busy is not None:
-            self.told.append([WarningKind.BUSY_CPU, f"slot {place.slot} (cpus {cpulist(place.affinity)}) "
-                              f"sleeps until T0 instead of spinning from phase {ctx.phase}: "
-                              f"other work took {self.busy:.0%} of its cpus (/proc/stat, the "
-                              "run's own processes left out); a spin there would take the cpu "
-                              "from it and be preempted by it (expect wake-up lateness, tens "
-                              "of us, not a spin's few)"])
+            self.pending_warnings.append([
+                WarningKind.BUSY_CPU, f"slot {place.slot} (cpus {cpulist(place.affinity)}) "
+                f"sleeps until T0 instead of spinning from phase {ctx.phase}: "
+                f"other work took {self.busy:.0%} of its cpus (/proc/stat, the "
+                "run's own processes left out); a spin there would take the cpu "
+                "from it and be preempted by it (expect wake-up lateness, tens "
+                "of us, not a spin's few)"])
         return spin
 
     def publish(self) -> dict | None:
@@ -231,15 +234,17 @@ class SlotLoop:
             try:
                 kernel.cleanup(state)
             except Exception as e:   # kernel code, any bug: the slot and its result go on
-                self.told.append([WarningKind.CLEANUP, f"kernel {kernel.name}: its cleanup after the "
-                                  f"phase failed ({e!r}): what it opened or started may remain"])
+                self.pending_warnings.append([
+                    WarningKind.CLEANUP, f"kernel {kernel.name}: its cleanup after the phase "
+                    f"failed ({e!r}): what it opened or started may remain"])
 
     def _done(self, res: Result) -> SlotDone:
-        """The reply carrying a result, with the phase's failed cleanups as its warnings."""
-        if self.told:
-            told, self.told = self.told, []
+        """The reply carrying a result, with the warnings pending (a failed cleanup, a busy
+        cpu) as its warnings."""
+        if self.pending_warnings:
+            pending, self.pending_warnings = self.pending_warnings, []
             res = dataclasses.replace(res, extra={
-                **res.extra, WARNINGS: [*res.extra.get(WARNINGS, ()), *told]})
+                **res.extra, WARNINGS: [*res.extra.get(WARNINGS, ()), *pending]})
         return SlotDone(res)
 
     def _child(self) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from ..model import Phase, Resources, TaskSpec  # noqa: F401  (Resources: named by a field type)
-from ..record_table import RESULT, made
+from ..record_table import RESULT, layer_dataclass
 
 # open data: values of any plain shape, keys chosen by what collects them (the fingerprint
 # names it so)
@@ -117,7 +117,7 @@ Hist = dict[int, int]               # latency bucket -> count (kernels/hist.py)
 Extra = dict[str, Open]             # stdout/stderr tails, facts (Kernel.facts), rank, ...
 
 
-@made(RESULT, frozen=True)
+@layer_dataclass(RESULT, frozen=True)
 class Result:
     """What a timed run measured; the slot turns it into a record. Built whole, once, by
     keyword: a kernel makes its metrics and extra first; a later step makes a new one
@@ -161,7 +161,7 @@ def _wire_default(f: dataclasses.Field) -> Any:
     return dataclasses.field(default=f.default)
 
 
-def _made_from(model: type, name: str, names: tuple[str, ...], doc: str,
+def _wire_copy(model: type, name: str, names: tuple[str, ...], doc: str,
                methods: dict[str, Any] | None = None) -> type:
     """A frozen dataclass of these fields of `model`, in model's order, with their wire
     types (_wire_type) and defaults."""
@@ -171,16 +171,16 @@ def _made_from(model: type, name: str, names: tuple[str, ...], doc: str,
     missing = set(names) - {n for n, _, _ in spec}
     if missing:
         raise TypeError(f"{model.__name__} has no field {sorted(missing)[0]}")
-    made = dataclasses.make_dataclass(name, spec, frozen=True,
+    copy = dataclasses.make_dataclass(name, spec, frozen=True,
                                       namespace={"__doc__": doc, **(methods or {})})
-    made.__module__ = __name__
-    return made
+    copy.__module__ = __name__
+    return copy
 
 
-WireTask = _made_from(TaskSpec, "WireTask", TASK_FIELDS, """What kernels read of a phase's
+WireTask = _wire_copy(TaskSpec, "WireTask", TASK_FIELDS, """What kernels read of a phase's
     task (SlotContext.spec): a command's argv templates and how its output becomes metrics,
     its timeout, a parallel task's launcher (model.TaskSpec's fields of those names).""")
-WirePhase = _made_from(Phase, "WirePhase", PHASE_FIELDS, """What a node needs of one phase,
+WirePhase = _wire_copy(Phase, "WirePhase", PHASE_FIELDS, """What a node needs of one phase,
     as plain data (engines/base.wire_phase builds it; model.Phase's fields of those names;
     index -1: the agent's own warm-up).""", {"member_of": Phase.member_of})
 

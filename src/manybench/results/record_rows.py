@@ -17,7 +17,7 @@ import orjson
 
 from ..extra_keys import RANK, SERIES
 from ..record import FIELDS, Record
-from ..record_columns import OWN, RecordColumns
+from ..record_columns import SLOT_COLUMNS, RecordColumns
 
 _REC_FIELDS = tuple(f.name for f in FIELDS)
 _REC_JSON = tuple(f.name for f in FIELDS if f.metadata["json"])
@@ -86,7 +86,7 @@ _JSON_AT = tuple(_REC_FIELDS.index(f) for f in _REC_JSON if f != "params")
 _PARAMS_AT, _HIST_AT = _REC_FIELDS.index("params"), _REC_FIELDS.index("hist")
 _EXTRA_AT = _REC_FIELDS.index("extra")
 # a record's own JSON columns (its params, its phase's, are encoded once: _column_rows)
-_OWN_JSON = tuple(name for name in _REC_JSON if name in OWN)
+_SLOT_JSON = tuple(name for name in _REC_JSON if name in SLOT_COLUMNS)
 
 
 def phase_rows(run_id: str, phase_index: int, records: Sequence[Record]
@@ -123,15 +123,18 @@ def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | Non
     time); None when the records are to be taken one by one (made, or holding series)."""
     if not isinstance(records, RecordColumns) or records.made is not None or records.series:
         return None
-    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    # a phase's records share their params (one object): each object encoded once, by its
+    # identity (a dict is not hashable). The memo holds the object it keys, so no id in it
+    # can be reused by another object while it lives.
+    params: dict[int, tuple[dict, str]] = {}
     ptexts = []
     for p in records.column("params"):
-        text = params.get(id(p))
-        if text is None:
-            text = params[id(p)] = _dumps_fast(p)
-        ptexts.append(text)
+        got = params.get(id(p))
+        if got is None:
+            got = params[id(p)] = (p, _dumps_fast(p))
+        ptexts.append(got[1])
     share = len(records) >= SHARE_MIN_ROWS
-    encoded = {name: _dumps_each(records.column(name)) for name in _OWN_JSON}
+    encoded = {name: _dumps_each(records.column(name)) for name in _SLOT_JSON}
     encoded["params"] = ptexts
     encoded["hist"] = [None if h is None else _hist_out(h) for h in records.hist]
     got = records.rows(encoded, share)
@@ -200,11 +203,14 @@ def _encode_rows(rows: list[list]) -> None:
     for at in _JSON_AT:
         for row, text in zip(rows, _dumps_each([row[at] for row in rows])):
             row[at] = text
-    params: dict[int, str] = {}     # a phase's records share their params: encoded once
+    # each params object encoded once, as _column_rows does: the memo holds it, so its id is
+    # not reused while the memo lives (replaced by its text, a row may drop the last reference)
+    params: dict[int, tuple[dict, str]] = {}
     for row in rows:
-        p = params.get(id(row[_PARAMS_AT]))
-        if p is None:
-            p = params[id(row[_PARAMS_AT])] = _dumps_fast(row[_PARAMS_AT])
-        row[_PARAMS_AT] = p
+        p = row[_PARAMS_AT]
+        got = params.get(id(p))
+        if got is None:
+            got = params[id(p)] = (p, _dumps_fast(p))
+        row[_PARAMS_AT] = got[1]
         if row[_HIST_AT] is not None:
             row[_HIST_AT] = _hist_out(row[_HIST_AT])

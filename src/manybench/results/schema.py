@@ -36,7 +36,7 @@ from typing import Callable
 
 from .contract import WarningKind
 from ..record import FIELDS
-from ..record_table import RECORD, of
+from ..record_table import RECORD, fields_of
 
 SCHEMA_VERSION = 10
 AGGREGATED = 9      # the first version that stores each phase's aggregates
@@ -308,7 +308,7 @@ def _record_columns_added(db: sqlite3.Connection, version: int) -> None:
     """Add the records columns of the fields that schema `version` added (record_table.py:
     Field.since), each with its default in the records already stored (a NOT NULL column
     needs one)."""
-    for f in of(RECORD):
+    for f in fields_of(RECORD):
         if f.since == version:
             default = f.empty()
             if f.json:

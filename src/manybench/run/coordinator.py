@@ -162,9 +162,10 @@ class Coordinator:
             end_s = (timebase.now_ns() - closing) / 1e9    # scratch removed: can be minutes
             self._engine_warnings()
         finally:
+            # first: the collector as found and nothing frozen past the run, whatever fails next
+            self.collector.release()
             signal.signal(signal.SIGTERM, previous)
             beat.stop()
-            self.collector.unfreeze()     # nothing stays frozen past the run
         store.end_run(run_id, status, end_s)
         store.close()
         return Outcome(run_id, status, code, self.failed,
@@ -299,7 +300,7 @@ class Coordinator:
             results = self.engine.results()
             self.scheduler.observe(sent, t0, *_armed_and_started(results))
             done = collect(self.run_id, phase, nodes, work, t0, results, go_ns=sent)
-            self.collector.made()
+            self.collector.freeze()
         finally:
             self.collector.resume()
         self.in_flight = None

@@ -86,7 +86,7 @@ class Gaps:
         if waited:
             self.prepare.setdefault(phase.point, deque(maxlen=HISTORY)).append(
                 median(waited.values()))
-        return [gap_said(phase, lost)] if lost else []
+        return [gap_warning(phase, lost)] if lost else []
 
     def overs(self, phase: Phase, nodes: list[str], go: dict[str, float],
               waited: dict[str, float]) -> dict[str, tuple[float, float]]:
@@ -120,7 +120,7 @@ def _largest(*refs: float | None) -> float | None:
     return max(got) if got else None
 
 
-def gap_said(phase: Phase, lost: dict[str, tuple[float, float]]) -> PhaseWarning:
+def gap_warning(phase: Phase, lost: dict[str, tuple[float, float]]) -> PhaseWarning:
     """One warning for the phase: each node and the seconds it cost."""
     where = f"phase {phase.index} (task {phase.task.name})"
     why = ("answers came late: a stopped or stalled agent, a slow or stalled connection? The "

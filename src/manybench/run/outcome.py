@@ -18,7 +18,7 @@ from ..model import Phase
 from ..node.arrays import SlotResults
 from ..node.wire_types import Result, TelemetryRow
 from ..record_columns import RecordColumns
-from ..record_table import ARRAYS, RECORD, of
+from ..record_table import ARRAYS, RECORD, fields_of
 from ..results.contract import PhaseTimes, Sample
 from .samples import samples_at
 
@@ -34,12 +34,13 @@ OFFSET, ERROR = F.CLOCK_OFFSET.name, F.CLOCK_ERROR.name
 
 # a record's fields that come from its phase (record_table.py): each an attribute of the
 # Phase (a method: what it returns)
-_FROM_PHASE = tuple(attrgetter(f.source_field) for f in of(RECORD) if f.source == "phase")
+_FROM_PHASE = tuple(attrgetter(f.source_field) for f in fields_of(RECORD)
+                    if f.source == "phase")
 # and those that come from its slot's result: each from the arrays' field it is made from;
 # metrics and extra the coordinator completes (_slot_metrics, _slot_extra), the others as
 # the arrays hold them
-_SPARSE = {f.name for f in of(ARRAYS) if f.sparse}
-_FROM_SLOT = [f for f in of(RECORD)
+_SPARSE = {f.name for f in fields_of(ARRAYS) if f.sparse}
+_FROM_SLOT = [f for f in fields_of(RECORD)
               if f.source == "slot" and f.name not in ("metrics", "extra")]
 # (its name, the arrays' field, its divisor or 0) of each made from a list
 _DENSE = tuple((f.name, f.source_field, f.per) for f in _FROM_SLOT
@@ -91,20 +92,21 @@ class InFlight:
     go_ns: int
 
 
-def _head(phase: Phase) -> tuple:
-    """A phase's values of its records (record_columns.HEAD), in their order."""
+def _phase_values(phase: Phase) -> tuple:
+    """A phase's values of its records (record_columns.PHASE_COLUMNS), in their order."""
     got = [get(phase) for get in _FROM_PHASE]
     return tuple(v() if callable(v) else v for v in got)
 
 
-def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], node: Node,
-                  assigned: list[tuple[int, int, int]], arr: SlotResults,
+def _node_records(cols: RecordColumns, phase: Phase, values_by_phase: dict[int, tuple],
+                  node: Node, assigned: list[tuple[int, int, int]], arr: SlotResults,
                   lead_ns: int | None, lacking: SlotResults) -> None:
     """One node's records of a phase into the columns, from its arrays: (slot, cpu, rank)
     each; a slot the arrays lack gets `lacking`'s one entry. Made a column at a time, the
     phase's and the node's values taken once (a phase of 64,000 slots makes 64,000 records).
-    heads: the phase's (and its group members') HEAD values by id of the phase, one tuple
-    for every node (the store writes a value every record shares once: record_columns)."""
+    values_by_phase: the phase's (and its group members') PHASE_COLUMNS values by id of the
+    phase, one tuple for every node (the store writes a value every record shares once:
+    record_columns)."""
     t0 = cols.t0
     slots = [s for s, _, _ in assigned]
     if slots == arr.slot:                 # the node's arrays in its slots' order: as they are
@@ -131,9 +133,9 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
         return [got.get(i, empty) for i in idx] if got else [empty] * len(idx)
 
     if phase.members:     # a group's slots record their own task's phase (its index)
-        head_col = [heads[id(phase.member_of(rank)[0])] for _, _, rank in assigned]
+        values_col = [values_by_phase[id(phase.member_of(rank)[0])] for _, _, rank in assigned]
     else:
-        head_col = [heads[id(phase)]] * len(assigned)
+        values_col = [values_by_phase[id(phase)]] * len(assigned)
     armed = column("armed_ns")
     # what the coordinator adds to a slot's metrics: its node's clock, and when lead_ns is
     # known, the lead and how late the slot armed (a late start is data: late.py)
@@ -149,7 +151,7 @@ def _node_records(cols: RecordColumns, phase: Phase, heads: dict[int, tuple], no
         own[name] = (sparse(arrays, empty) if factory is None     # else a value of its own
                      else [factory() if v is None else v for v in sparse(arrays, None)])
     series = any(SERIES in x for a in (arr, lacking) for x in a.extra.values())
-    cols.extend(head_col, node.name, own, series)
+    cols.extend(values_col, node.name, own, series)
 
 
 def _slot_metrics(ms: list, clock: dict, armed: list[int], t0: int) -> list[dict]:
@@ -205,15 +207,17 @@ def collect(run: str, phase: Phase, nodes: list[Node] | tuple[Node, ...], work: 
     records = RecordColumns(run, t0)
     samples: list[Sample] = []
     lead = None if go_ns is None else t0 - go_ns
-    # each phase's HEAD values (a group's members' too), one tuple shared by every node
-    heads = {id(p): _head(p) for p in (phase, *phase.members)}
+    # each phase's PHASE_COLUMNS values (a group's members' too), one tuple shared by every
+    # node; keyed by identity (a Phase is not hashable): these phases are `phase` and its
+    # members, alive for the whole call, so no id here can be reused meanwhile
+    values_by_phase = {id(p): _phase_values(p) for p in (phase, *phase.members)}
     lacking = SlotResults.of({0: Result(status=Status.ERROR, error=missing or "no result")})
     for node in nodes:
         assigned = work.get(node.name)
         if not assigned:
             continue
         arr = results.get(node.name) or lacking
-        _node_records(records, phase, heads, node,
+        _node_records(records, phase, values_by_phase, node,
                       [(a.place.slot, a.place.cpu, a.rank) for a in assigned], arr, lead,
                       lacking)
         if arr.samples:

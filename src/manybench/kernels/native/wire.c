@@ -6,10 +6,10 @@
  * extension (tests/node/test_codec.py packs and unpacks every message both ways and compares).
  *
  *   WireHooks(types, names, heads, plain, tuple_head, ext_more, default_more, shared,
- *             recent, made, limit, unpackb, ExtType, max_nested)
+ *             recent, decoded, limit, unpackb, ExtType, max_nested)
  *     types[code], names[code]: the wire type of each code (1..; 0: the tuple) and its
  *       fields; heads[code]: its msgpack ExtType(code, b""); plain: {type: code} of the
- *       types packed inline, shared: of those packed apart and kept; recent, made: the
+ *       types packed inline, shared: of those packed apart and kept; recent, decoded: the
  *       codec's caches of shared objects ({code: {id: (obj, ext)}}, {code: {bytes: obj}}),
  *       and limit ({code: how many kept}): bytes of a shared object not seen before are
  *       unpacked (msgpack's unpackb with these hooks), made and kept here as codec._ext
@@ -61,7 +61,7 @@ typedef struct {
     PyObject *marks;        /* tuple: code -> Mark */
     PyObject *shared;       /* dict: type -> code, types packed apart and kept */
     PyObject *recent;       /* dict: code -> {id(obj): (obj, ext)} (codec.recent) */
-    PyObject *made;         /* dict: code -> {packed bytes: obj} (codec.made) */
+    PyObject *decoded;      /* dict: code -> {packed bytes: obj} (codec.decoded) */
     PyObject *limit;        /* dict: code -> how many of its objects the caches keep */
     PyObject *unpack;       /* msgpack.unpackb */
     PyObject *unpack_kw;    /* its keywords: these hooks, raw=False, strict_map_key=False */
@@ -86,7 +86,7 @@ static int hooks_traverse(Hooks *h, visitproc visit, void *arg)
     Py_VISIT(h->marks);
     Py_VISIT(h->shared);
     Py_VISIT(h->recent);
-    Py_VISIT(h->made);
+    Py_VISIT(h->decoded);
     Py_VISIT(h->limit);
     Py_VISIT(h->unpack);
     Py_VISIT(h->unpack_kw);
@@ -106,7 +106,7 @@ static int hooks_clear(Hooks *h)
     Py_CLEAR(h->marks);
     Py_CLEAR(h->shared);
     Py_CLEAR(h->recent);
-    Py_CLEAR(h->made);
+    Py_CLEAR(h->decoded);
     Py_CLEAR(h->limit);
     Py_CLEAR(h->unpack);
     Py_CLEAR(h->unpack_kw);
@@ -124,12 +124,12 @@ static void hooks_dealloc(Hooks *h)
 static PyObject *hooks_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     PyObject *types, *names, *heads, *plain, *tuple_head, *ext_more, *default_more, *shared,
-        *recent, *made, *limit, *unpack, *exttype;
+        *recent, *decoded, *limit, *unpack, *exttype;
     int max_nested;
     if (!PyArg_ParseTuple(args, "O!O!O!O!OOOO!O!O!O!OO!i:WireHooks", &PyTuple_Type, &types,
                           &PyTuple_Type, &names, &PyTuple_Type, &heads, &PyDict_Type, &plain,
                           &tuple_head, &ext_more, &default_more, &PyDict_Type, &shared,
-                          &PyDict_Type, &recent, &PyDict_Type, &made, &PyDict_Type, &limit,
+                          &PyDict_Type, &recent, &PyDict_Type, &decoded, &PyDict_Type, &limit,
                           &unpack, &PyType_Type, &exttype, &max_nested))
         return NULL;
     if (!PyType_IsSubtype((PyTypeObject *)exttype, &PyTuple_Type)) {
@@ -164,13 +164,13 @@ static PyObject *hooks_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     }
     PyObject *all[] = {types, names, heads, plain, tuple_head, ext_more, default_more, shared,
-                       recent, made, limit, unpack, exttype};
+                       recent, decoded, limit, unpack, exttype};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         Py_INCREF(all[i]);
     h->types = types, h->names = names, h->heads = heads, h->plain = plain;
     h->tuple_head = tuple_head, h->ext_more = ext_more, h->default_more = default_more;
     h->marks = marks;
-    h->shared = shared, h->recent = recent, h->made = made;
+    h->shared = shared, h->recent = recent, h->decoded = decoded;
     h->limit = limit, h->unpack = unpack, h->exttype = exttype;
     h->max_nested = max_nested;
     /* what codec._unpack passes msgpack, these hooks being its hooks (a cycle: traversed) */
@@ -212,9 +212,9 @@ static PyObject *hooks_ext(Hooks *h, PyObject *const *args, Py_ssize_t nargs)
     PyObject *key = PyLong_FromLong(code);
     if (!key)
         return NULL;
-    PyObject *made = PyDict_GetItemWithError(h->made, key);
-    if (made && PyDict_Check(made) && PyBytes_CheckExact(args[1])) {
-        PyObject *obj = PyDict_GetItemWithError(made, args[1]);
+    PyObject *decoded = PyDict_GetItemWithError(h->decoded, key);
+    if (decoded && PyDict_Check(decoded) && PyBytes_CheckExact(args[1])) {
+        PyObject *obj = PyDict_GetItemWithError(decoded, args[1]);
         if (!obj && !PyErr_Occurred())
             obj = made_anew(h, key, args[1]);
         else
@@ -277,10 +277,10 @@ static int keep_newest(PyObject *od, PyObject *key, PyObject *value, Py_ssize_t 
 static PyObject *made_anew(Hooks *h, PyObject *code, PyObject *data)
 {
     int c = (int)PyLong_AsLong(code);
-    PyObject *made = PyDict_GetItemWithError(h->made, code);
-    PyObject *recent = made ? PyDict_GetItemWithError(h->recent, code) : NULL;
+    PyObject *decoded = PyDict_GetItemWithError(h->decoded, code);
+    PyObject *recent = decoded ? PyDict_GetItemWithError(h->recent, code) : NULL;
     PyObject *limit = recent ? PyDict_GetItemWithError(h->limit, code) : NULL;
-    if (!limit || c <= 0 || !PyDict_Check(made) || !PyDict_Check(recent))
+    if (!limit || c <= 0 || !PyDict_Check(decoded) || !PyDict_Check(recent))
         return NULL;
     Py_ssize_t keep = PyLong_AsSsize_t(limit);
     if (keep < 0)
@@ -317,7 +317,7 @@ static PyObject *made_anew(Hooks *h, PyObject *code, PyObject *data)
     PyObject *id = ext ? PyLong_FromVoidPtr(obj) : NULL;
     PyObject *kept = id ? PyTuple_Pack(2, obj, ext) : NULL;
     int failed = !kept || keep_newest(recent, id, kept, keep) < 0
-        || keep_newest(made, data, obj, keep) < 0;
+        || keep_newest(decoded, data, obj, keep) < 0;
     Py_XDECREF(ext);
     Py_XDECREF(id);
     Py_XDECREF(kept);
