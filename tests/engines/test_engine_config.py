@@ -27,7 +27,7 @@ def test_an_engine_grows_no_attribute_after_its_constructor():
     """int32: the first warning an engine told grew it a `told` attribute on the fly."""
     for engine in _engines():
         before = set(vars(engine))
-        engine.tell(WarningKind.CLEANUP, "n1", "a node did not confirm the run's end")
+        engine.add_warning(WarningKind.CLEANUP, "n1", "a node did not confirm the run's end")
         assert engine.take_warnings() == [(WarningKind.CLEANUP, "n1", "a node did not "
                                                                       "confirm the run's end")]
         assert engine.take_warnings() == [] and engine.take_notices() == []

@@ -154,7 +154,7 @@ def _told(ch: AbortChannel, until=lambda: False) -> str | None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         select.select(ch.door.socks(), [], [], 0.1)
-        why = ch.told()
+        why = ch.abort_reason()
         if why is not None or until():
             return why
     pytest.fail("the abort channel neither told nor closed its peer within 60 s")

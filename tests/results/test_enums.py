@@ -65,7 +65,7 @@ def bare(path: str, tree: ast.AST) -> list[str]:
             first = _texts(node.args[0]) if node.args else []
             if name in ("count", "repeat"):
                 found = [t for t in first if t in STATUS_TEXTS]
-            elif name in ("PhaseWarning", "add", "tell", "Warning"):
+            elif name in ("PhaseWarning", "add", "add_warning", "Warning"):
                 found = [t for t in first if t in KIND_TEXTS]
             found += [t for k in node.keywords if k.arg in ("status", "kind")
                       for t in _texts(k.value) if t in STATUS_TEXTS | KIND_TEXTS]
@@ -90,7 +90,7 @@ if r.status == "ok" or st in ("error", "timeout"): pass
 n = arr.status.count("ok")
 PhaseWarning("stall", text)
 self.warnings.add("clock-step", text)
-self.tell("relay", node, f"node {node}")
+self.add_warning("relay", node, f"node {node}")
 out.append(("stalls", n.name, text))
 told.append(["busy-cpu", f"slot {s}"])
 Result(status="lost")

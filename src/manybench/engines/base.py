@@ -180,7 +180,7 @@ class Engine(ABC):
         self.dispatch_hint_ns = 0   # a round trip to every slot, measured at start: the first lead
         self.t0_ns = 0              # the phase under way's T0, coordinator's clock
         self.notices: list[str] = []    # what nodes said of their slots (take_notices)
-        self.told: list[tuple[WarningKind, str, str]] = []   # its own warnings (tell)
+        self.own_warnings: list[tuple[WarningKind, str, str]] = []   # its own warnings (add_warning)
         # what the coordinator waited on each node in the phase under way (run/gaps.py):
         # seconds in its prepare and connect rounds, and when its results came in
         # (coordinator's clock)
@@ -207,14 +207,14 @@ class Engine(ABC):
         out, self.notices = self.notices, []
         return out
 
-    def tell(self, kind: WarningKind, node: str, text: str) -> None:
+    def add_warning(self, kind: WarningKind, node: str, text: str) -> None:
         """A warning of the engine's own, outside any record (run/warnings.py's kinds)."""
-        self.told.append((kind, node, text))
+        self.own_warnings.append((kind, node, text))
 
     def take_warnings(self) -> list[tuple[WarningKind, str, str]]:
         """(kind, node, text) told since last asked: a node that did not confirm the run's
         end, say. Asked after close() and abort() too."""
-        out, self.told = self.told, []
+        out, self.own_warnings = self.own_warnings, []
         return out
 
     # -- one phase, in the coordinator's terms -------------------------------------------------

@@ -64,7 +64,7 @@ class ChannelEngine(Engine):
             for m in members:
                 by_name[m].inventory["channel"] = f"through relay {relay}"
         for m, why in left.items():
-            self.tell(WarningKind.FANOUT, m, f"node {m} is reached on its own channel, not through a "
+            self.add_warning(WarningKind.FANOUT, m, f"node {m} is reached on its own channel, not through a "
                       f"relay: {why}")
 
     def compose_clocks(self, measure: Callable[[Node], Offset]) -> None:

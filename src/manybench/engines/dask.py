@@ -128,7 +128,7 @@ class DaskEngine(ChannelEngine):
         for n in self.nodes:      # the report's header names it (report/header.py)
             n.inventory["security"] = self.access.describe()
         if self.access.insecure:
-            self.tell(WarningKind.INSECURE, "", INSECURE_TEXT)
+            self.add_warning(WarningKind.INSECURE, "", INSECURE_TEXT)
         self.open_files_for(len(self.nodes))
         self.nodes.sort(key=lambda n: n.name)
         if self.config.noise_s > 0:
@@ -196,7 +196,7 @@ class DaskEngine(ChannelEngine):
                 n.inventory["channel"] = "direct, TLS" if started[n.name].direct.tls else "direct"
                 continue
             n.inventory["channel"] = "relay"
-            self.tell(WarningKind.RELAY, n.name, f"node {n.name} is reached through its Dask worker's "
+            self.add_warning(WarningKind.RELAY, n.name, f"node {n.name} is reached through its Dask worker's "
                       f"relay, not directly: {why}; each of its phases costs more there")
 
     async def _noise(self) -> None:
@@ -258,7 +258,7 @@ class DaskEngine(ChannelEngine):
                 try:   # the nodes' leases are released by Close / Abort below
                     self._submit(self.renewer.stop()).result(timeout=5)
                 except STUCK as e:
-                    self.tell(WarningKind.CLEANUP, "", f"the lease renewals did not stop ({e!r})")
+                    self.add_warning(WarningKind.CLEANUP, "", f"the lease renewals did not stop ({e!r})")
             live = {n.name: request for n in self.nodes if n.name not in self.lost}
             try:
                 got = (self._submit(self._all(live)).result(timeout=timing("engines.close"))
@@ -267,7 +267,7 @@ class DaskEngine(ChannelEngine):
                 got = {n: e for n in live}
             for n, r in got.items():
                 if isinstance(r, BaseException):
-                    self.tell(WarningKind.CLEANUP, n, f"node {n} did not confirm the run's end "
+                    self.add_warning(WarningKind.CLEANUP, n, f"node {n} did not confirm the run's end "
                               f"({type(request).__name__}: {str(r) or type(r).__name__}): its "
                               "slots stop when its lease runs out; its scratch may remain")
         finally:

@@ -169,7 +169,7 @@ class SimulatedEngine(ChannelEngine):
         rpc = time.monotonic_ns() - t
         self.dispatch_hint_ns = max(s.dispatch_ns for s in started.values()
                                     if isinstance(s, Started)) + rpc
-        self.tell(WarningKind.SIMULATED, "", f"{self.spec.nodes} simulated nodes x {self.spec.slots} "
+        self.add_warning(WarningKind.SIMULATED, "", f"{self.spec.nodes} simulated nodes x {self.spec.slots} "
                   "slots in this machine's processes: nothing ran on them; the records are "
                   "synthetic and measure the coordinator, not a machine")
         return self.nodes
@@ -199,7 +199,7 @@ class SimulatedEngine(ChannelEngine):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-                    self.tell(WarningKind.CLEANUP, "", f"a simulated node process ({p.pid}) did not "
+                    self.add_warning(WarningKind.CLEANUP, "", f"a simulated node process ({p.pid}) did not "
                               "end with its nodes and was killed")
 
     def close(self) -> None:

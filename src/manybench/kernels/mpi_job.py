@@ -316,7 +316,7 @@ def _told(st: JobSlot) -> str | None:
     """Why the job cannot start: its launcher exited (the first slot), or the first slot
     said so (the others)."""
     if st.abort is not None:
-        return st.abort.told()
+        return st.abort.abort_reason()
     return _launcher_gone(st)
 
 

@@ -375,7 +375,7 @@ class AbortChannel:
         self.port = self.server.getsockname()[1]
         self.door = Doorway(self.server)
 
-    def told(self) -> str | None:
+    def abort_reason(self) -> str | None:
         """Why the job will not start, when its first slot said so (never blocks)."""
         why = None
         for peer, line in self.door.heard(select.select(self.door.socks(), [], [], 0)[0]):

@@ -95,7 +95,7 @@ class Agent:
         self._poller = select.poll()     # _receive's, for the fds in _polled
         self._polled: set[int] = set()
         self.asleep: dict[int, float] = {}   # the phase's slots that slept for busy cpus
-        self.held_told: set[int] = set()     # slots whose held spin was told (once each)
+        self.held_warned: set[int] = set()     # slots whose held spin was told (once each)
 
     @classmethod
     def of(cls, req: Start) -> Agent:
@@ -367,9 +367,9 @@ class Agent:
                     r = self.running[i]
                     if r.held is not None and result.status == Status.OK:
                         result = held_result(result, r.held, self.asleep,
-                                             i not in self.held_told, r.place,
+                                             i not in self.held_warned, r.place,
                                              self.phase.index if self.phase else -1)
-                        self.held_told.add(i)
+                        self.held_warned.add(i)
                     r.result = result
 
     def results(self) -> dict[int, Result]:
