@@ -48,7 +48,7 @@ class RecordColumns(Sequence[Record]):
         self.phase_values: list[tuple] = []   # per record: its phase's PHASE_COLUMNS values
         for name in SLOT_COLUMNS:
             setattr(self, name, [])
-        self.made: list[Record] | None = None
+        self.built_records: list[Record] | None = None
         # the one tuple of phase values every record has, while they have one (a phase, not
         # a group): its columns are then that value repeated, not read record by record
         self.one_phase_values: tuple | None = None
@@ -90,21 +90,21 @@ class RecordColumns(Sequence[Record]):
     def record(self, i: int) -> Record:
         """Record i (its dicts the columns' own: a change to them is a change of the
         column); once the records are made, that one."""
-        if self.made is not None:
-            return self.made[i]
+        if self.built_records is not None:
+            return self.built_records[i]
         return Record(**self.shared, **dict(zip(PHASE_COLUMNS, self.phase_values[i])),
                       **{name: getattr(self, name)[i] for name in SLOT_COLUMNS})
 
     def records(self) -> list[Record]:
         """Every record as a Record, made once; from then on, the phase's records."""
-        if self.made is None:
-            self.made = self._make()
-        return self.made
+        if self.built_records is None:
+            self.built_records = self._make()
+        return self.built_records
 
     def passing(self) -> list[Record]:
         """The records for one pass (a phase's aggregates), not kept when they were not made
         yet: the phase's insert then reads the columns (_column_rows), not 64,000 Records."""
-        return self.made if self.made is not None else self._make()
+        return self.built_records if self.built_records is not None else self._make()
 
     def _make(self) -> list[Record]:
         """Every record, made a column at a time (as record(i) makes each)."""
@@ -127,8 +127,8 @@ class RecordColumns(Sequence[Record]):
     # -- a column at a time -----------------------------------------------------------------------
     def column(self, name: str) -> Sequence[Any]:
         """A field's values, one per record (from the Records once they are made)."""
-        if self.made is not None:
-            return [getattr(r, name) for r in self.made]
+        if self.built_records is not None:
+            return [getattr(r, name) for r in self.built_records]
         if name in SLOT_COLUMNS:
             return getattr(self, name)
         if name in self.shared:
@@ -146,7 +146,7 @@ class RecordColumns(Sequence[Record]):
         one phase), by field, and an iterator of each record's other values in Record's field
         order; None once the records are made (the store takes them one by one then).
         share=False: none apart (every value in each row, the shared ones repeated)."""
-        if self.made is not None:
+        if self.built_records is not None:
             return None
         n = len(self)
         first = self.one_phase_values

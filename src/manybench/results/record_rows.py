@@ -121,7 +121,7 @@ def _column_rows(records: Sequence[Record]) -> tuple[str, Iterator[tuple]] | Non
     call: the statement, with the values every record shares in it (_insert_sharing), and
     the rows of the others, as one pass for executemany (a list of 64,000 rows costs its own
     time); None when the records are to be taken one by one (made, or holding series)."""
-    if not isinstance(records, RecordColumns) or records.made is not None or records.series:
+    if not isinstance(records, RecordColumns) or records.built_records is not None or records.series:
         return None
     # a phase's records share their params (one object): each object encoded once, by its
     # identity (a dict is not hashable). The memo holds the object it keys, so no id in it
