@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import resource
+import shutil
 import sys
 import tempfile
 
@@ -99,38 +100,43 @@ def main() -> None:
                    for s in range(slots)] for i, name in enumerate(names)}
     engine = Replies(nodelist, replies(nodes, slots))
     spec = TaskSpec("sync", "null", {})
-    store = Store(tempfile.mkdtemp(prefix="mb-records-"))
-    store.begin_run("r", Plan(name="p", tasks=[spec], source="", raw={}), [], {})
-    try:
-        from manybench.gc_pause import PhaseCollector
-        collector = PhaseCollector()
-    except ImportError:           # a tree from before the phase loop's collector
-        collector = None
-    c0, n0 = 0.0, 0
-    unsaved = None
-    for k in range(WARM + phases):
-        if k == WARM:
-            c0, n0 = cpu(), collections()
-        phase = Phase(k, spec, "null", "", k, nodes * slots, "spread", "core", {}, "p")
-        if collector is not None:
-            collector.pause(1e-3)
+    where = tempfile.mkdtemp(prefix="mb-records-")
+    try:        # the results.db is the run's only product here: none left behind
+        store = Store(where)
+        store.begin_run("r", Plan(name="p", tasks=[spec], source="", raw={}), [], {})
         try:
-            if unsaved is not None:     # the previous phase, committed once this one's go is sent
-                unsaved_phase, unsaved_done = unsaved
-                store.write_phase("r", unsaved_phase, T, unsaved_done.records,
-                                  samples=unsaved_done.samples, go_ns=T - 1_000_000)
-                if collector is not None:
-                    collector.unfreeze()
-            done = collect("r", phase, nodelist, work, T, engine.results(), go_ns=T - 1_000_000)
-            if collector is not None:     # (`made` in trees before it was named freeze)
-                (getattr(collector, "freeze", None) or collector.made)()
-        finally:
+            from manybench.gc_pause import PhaseCollector
+            collector = PhaseCollector()
+        except ImportError:           # a tree from before the phase loop's collector
+            collector = None
+        c0, n0 = 0.0, 0
+        unsaved = None
+        for k in range(WARM + phases):
+            if k == WARM:
+                c0, n0 = cpu(), collections()
+            phase = Phase(k, spec, "null", "", k, nodes * slots, "spread", "core", {}, "p")
             if collector is not None:
-                collector.resume()
-        flag_stalls(done.records)
-        unsaved = (phase, done)
-    spent, ran = cpu() - c0, collections() - n0
-    store.close()
+                collector.pause(1e-3)
+            try:
+                if unsaved is not None:     # the previous phase, committed once this one's go
+                    unsaved_phase, unsaved_done = unsaved
+                    store.write_phase("r", unsaved_phase, T, unsaved_done.records,
+                                      samples=unsaved_done.samples, go_ns=T - 1_000_000)
+                    if collector is not None:
+                        collector.unfreeze()
+                done = collect("r", phase, nodelist, work, T, engine.results(),
+                               go_ns=T - 1_000_000)
+                if collector is not None:     # (`made` in trees before it was named freeze)
+                    (getattr(collector, "freeze", None) or collector.made)()
+            finally:
+                if collector is not None:
+                    collector.resume()
+            flag_stalls(done.records)
+            unsaved = (phase, done)
+        spent, ran = cpu() - c0, collections() - n0
+        store.close()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
     print(json.dumps({"us_per_record": spent / phases / (nodes * slots) * 1e6,
                       "ms_per_phase": spent / phases * 1e3, "collections": ran}))
 
