@@ -19,6 +19,17 @@ def test_a_ranks_words_are_read_and_unknown_ones_left_out():
                  "btl": {"1": "vader", "0": "self"}, "ucx": ["posix/memory"]}
 
 
+
+def test_a_nodes_ranks_are_read_as_long_as_libmbrank_writes_them():
+    # the last node of 4,096 ranks, 64 to a node (324 characters), and as many ranks as
+    # mbtransport.c has room for, cut with "+": both read; a word longer than that room is not
+    node = "node:" + ",".join(str(r) for r in range(4032, 4096))
+    assert parse([node])["node"] == list(range(4032, 4096))
+    full = "node:" + ",".join(str(r) for r in range(600)) + ",+"
+    assert len(full) < 3000 and parse([full]) == {"node": list(range(600)), "node_cut": True}
+    assert parse(["node:" + "1," * 1500 + "2"]) == {}
+    assert parse(["ucx:" + "x" * 200]) == {}
+
 def test_the_jobs_line_names_each_pairs_path_and_warns_of_shared_memory_across_nodes():
     ranks = {0: parse(["pml:ob1", "btl:1:vader", "btl:2:tcp", "btl:0:self"]),
              1: parse(["pml:ob1", "btl:0:vader", "btl:2:tcp"]),

@@ -26,16 +26,19 @@ SHARED_BTLS = {"vader", "sm", "smcuda"}     # Open MPI's shared-memory btls
 SHOWN_PAIRS = 4                              # pairs named per path; the rest counted
 # a word as a library names things: a rank's line is its program's to write, so nothing
 # else (a terminal's escape, a spreadsheet's formula) goes on the record
-WORD = re.compile(r"[A-Za-z0-9_.:/,;+-]{1,200}")
+WORD = re.compile(r"[A-Za-z0-9_.:/,;+-]+")
+LONGEST = 200           # a word's length at most; the node's ranks up to libmbrank's room
+LONGEST_NODE = 3000     # for them (mbtransport.c WORDS): 64 ranks of 4 digits, 324
 
 
 def parse(words: list[str]) -> dict[str, Any]:
     """A rank's transport words as a dict; words it does not know are left out."""
     out: dict[str, Any] = {}
     for w in words:
-        if not WORD.fullmatch(w) or w.startswith(("-", "+")):
-            continue
         key, _, value = w.partition(":")
+        if not WORD.fullmatch(w) or w.startswith(("-", "+")) \
+                or len(w) > (LONGEST_NODE if key == "node" else LONGEST):
+            continue
         if not value:
             continue
         if key in ("pml", "mtl", "device"):
