@@ -12,8 +12,9 @@ Each rank sends, at MPI_Finalize, one line of key:value words read from its libr
   ofi:PROVIDER         a libfabric provider the rank opened a fabric of ("tcp;ofi_rxm")
 
 `parse` makes a rank's dict (the record's extra["transport"]); `job_transport` makes the job's
-one line (the fact `mpi_transport` on its first record) and a warning for each pair of ranks
-on different nodes that their library carried through shared memory.
+one line (the fact `mpi_transport` on its first record) and a warning for each path that
+carried ranks on different nodes through shared memory (the pairs worked out per rank:
+transport_pairs.py).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import re
 from typing import Any
 
 from ..results.contract import WarningKind
+from .transport_pairs import Pairs, Took
 
-SHARED_BTLS = {"vader", "sm", "smcuda"}     # Open MPI's shared-memory btls
 SHOWN_PAIRS = 4                              # pairs named per path; the rest counted
 # a word as a library names things: a rank's line is its program's to write, so nothing
 # else (a terminal's escape, a spreadsheet's formula) goes on the record
@@ -64,56 +65,9 @@ def parse(words: list[str]) -> dict[str, Any]:
     return out
 
 
-def _ucx_path(t: dict, via: str) -> tuple[str, bool]:
-    """Messages UCX carried, from the lanes of the rank's endpoints (the one to itself left
-    out): through shared memory when every lane is on a memory device (sysv, posix, cma,
-    xpmem); partly so when some are and every peer is on another node (the rank's node holds
-    only itself), as UCX's rendezvous over cma between namespace nodes."""
-    lanes = [x for x in t.get("ucx", []) if not x.startswith("self/")]
-    memory = [x for x in lanes if x.partition("/")[2].startswith("memory")]
-    if lanes and len(memory) == len(lanes):
-        return f"{via}, UCX through shared memory", True
-    if memory and t.get("node") == [t.get("rank")]:
-        network = [x for x in lanes if x not in memory]
-        return (f"{via}, UCX through {', '.join(network)} and shared memory "
-                f"({', '.join(memory)})"), True
-    return via, False
-
-
-def _path(t: dict, b: int) -> tuple[str, bool] | None:
-    """What carried rank b's messages from a rank that said t, and whether it was shared
-    memory; None when t does not say."""
-    btl = (t.get("btl") or {}).get(str(b))
-    if btl:
-        return f"btl {btl}", btl in SHARED_BTLS
-    if "device" in t and "node" in t:
-        if b in t["node"] and t.get("nolocal") != 1:
-            return "shared memory", True
-        return _ucx_path(t, f"{t['device']} network module")
-    if t.get("pml") == "ucx":
-        return _ucx_path(t, "pml ucx")
-    if t.get("ofi") and (t.get("mtl") == "ofi" or "device" in t):
-        # libfabric's shm provider is shared memory; others name their fabric
-        via = ("mtl ofi" if t.get("mtl") == "ofi" else t.get("device", "")) + ", libfabric " \
-            + ", ".join(t["ofi"])
-        return via, all(p.split(";")[0] == "shm" for p in t["ofi"])
-    return None
-
-
-def _paths(said: dict[int, dict], ranks: list[int]) -> dict[tuple[int, int], tuple[str, bool]]:
-    """Each pair of ranks (a < b) and what carried it, where one of them said."""
-    pairs: dict[tuple[int, int], tuple[str, bool]] = {}
-    for a, t in sorted(said.items()):
-        for b in ranks:
-            path = _path(t, b) if b != a else None
-            if path is not None:
-                pairs.setdefault((min(a, b), max(a, b)), path)
-    return pairs
-
-
-def _pairs_text(pairs: list[tuple[int, int]]) -> str:
-    shown = ", ".join(f"{a}-{b}" for a, b in pairs[:SHOWN_PAIRS])
-    more = len(pairs) - SHOWN_PAIRS
+def _pairs_text(took: Took) -> str:
+    shown = ", ".join(f"{a}-{b}" for a, b in took.first[:SHOWN_PAIRS])
+    more = took.count - SHOWN_PAIRS
     return shown + (f" and {more} more" if more > 0 else "")
 
 
@@ -131,12 +85,9 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
                                                       if "mtl" in first else ""))
     elif "device" in first:
         parts.append(f"MPICH {first['device']}")
-    by_path: dict[str, list[tuple[int, int]]] = {}
-    paths = _paths(said, sorted(ranks))
-    for pair, (path, _) in sorted(paths.items()):
-        by_path.setdefault(path, []).append(pair)
-    for path, pairs in by_path.items():
-        parts.append(f"{path} between ranks {_pairs_text(pairs)}")
+    by_path, across = Pairs(said, sorted(ranks), nodes).carried(SHOWN_PAIRS)
+    for path, took in by_path.items():
+        parts.append(f"{path} between ranks {_pairs_text(took)}")
     for key, name in (("ucx", "UCX lanes"), ("ofi", "libfabric")):
         seen = list(dict.fromkeys(x for t in said.values() for x in t.get(key, [])))
         if seen and not any(name in p for p in by_path):
@@ -145,13 +96,9 @@ def job_transport(ranks: dict[int, dict], nodes: dict[int, str]
         parts.append(f"{len(said)} of {len(ranks)} ranks said")
     # one warning per path, naming its first pair: a job of thousands of ranks across
     # namespace nodes would otherwise say it once per pair
-    across: dict[str, list[tuple[int, int]]] = {}
-    for (a, b), (path, shared) in sorted(paths.items()):
-        if shared and nodes.get(a) and nodes.get(b) and nodes[a] != nodes[b]:
-            across.setdefault(path, []).append((a, b))
     warnings = []
-    for path, pairs in across.items():
-        (a, b), more = pairs[0], len(pairs) - 1
+    for path, took in across.items():
+        (a, b), more = took.first[0], took.count - 1
         warnings.append((WarningKind.JOB_SHARED_MEMORY,
                          f"ranks {a} (node {nodes[a]}) and {b} (node {nodes[b]})"
                          + (f" and {more} more pairs on different nodes" if more else "")
