@@ -9,7 +9,7 @@ import pytest
 
 from manybench.kernels import mpi_transport, transport_pairs
 from manybench.kernels.mpi_transport import job_transport, parse
-from manybench.kernels.transport_pairs import SHARED_BTLS, WORK, Took, _ucx_path
+from manybench.kernels.transport_pairs import SHARED_BTLS, WORK, Took, default_path
 
 # libmbrank's limits (native/mbtransport.c, mbrank.c): btl choices kept, room for the node's
 # and the btl's words, the line sent to the slot
@@ -21,17 +21,9 @@ def _path(t: dict, b: int) -> tuple[str, bool] | None:
     btl = (t.get("btl") or {}).get(str(b))
     if btl:
         return f"btl {btl}", btl in SHARED_BTLS
-    if "device" in t and "node" in t:
-        if b in t["node"] and t.get("nolocal") != 1:
-            return "shared memory", True
-        return _ucx_path(t, f"{t['device']} network module")
-    if t.get("pml") == "ucx":
-        return _ucx_path(t, "pml ucx")
-    if t.get("ofi") and (t.get("mtl") == "ofi" or "device" in t):
-        via = ("mtl ofi" if t.get("mtl") == "ofi" else t.get("device", "")) + ", libfabric " \
-            + ", ".join(t["ofi"])
-        return via, all(p.split(";")[0] == "shm" for p in t["ofi"])
-    return None
+    if "device" in t and "node" in t and b in t["node"] and t.get("nolocal") != 1:
+        return "shared memory", True
+    return default_path(t)       # the rest of int33's _path, as it was
 
 
 class Pairwise:
