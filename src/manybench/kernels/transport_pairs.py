@@ -172,37 +172,35 @@ class Pairs:
         self.active = {a: v.default for a, v in self.views.items() if v.default}
         for node in job.nodes.values():
             node.quiet = [b for b in node.ordered if b not in self.active]
-        # the pairs a named path gives another path than the defaults would: a pair's lower
-        # rank's names (its btl's, its node's ranks above it), its upper rank's when the
-        # lower has no default (its btl's, its node's ranks without one)
-        self.special: dict[Pair, Path] = {}
-        special, active = self.special, self.active
-        for a, v in self.views.items():
+        self.special = self._special()
+
+    def _special(self) -> dict[Pair, Path]:
+        """The pairs a named path sends another way than the defaults would, found from a
+        pair's lower rank's names (its btl's, its node's ranks above it) and its upper rank's
+        when the lower has no default (its btl's, its node's ranks without one)."""
+        special: dict[Pair, Path] = {}
+        active, views = self.active, self.views
+        for a, v in views.items():
             above = v.node.ordered[bisect_right(v.node.ordered, a):] if v.node else []
             below = v.node.quiet[:bisect_right(v.node.quiet, a)] if v.node else []
             WORK["steps"] += len(v.btl) + len(above) + len(below)
             for b in itertools.chain(v.btl, above, below):
-                if b < a:
-                    if b in active:
+                if b > a:          # a names b: a's path decides
+                    pair, plain = (a, b), active.get(a) or active.get(b)
+                    if pair in special:
                         continue
-                    pair = (b, a)
-                elif b > a:
-                    pair = (a, b)
+                    path = v.to(b)
+                elif b < a and b not in active:     # b's path to a when b has one, else a's
+                    pair, plain = (b, a), active.get(a)
+                    if pair in special:
+                        continue
+                    vb = views.get(b)
+                    path = (vb and vb.to(a)) or v.to(b)
                 else:
                     continue
-                if pair not in special:
-                    path = self._decide(*pair)
-                    if path != (active.get(pair[0]) or active.get(pair[1])):
-                        special[pair] = path     # never None: a named path is one
-
-    def _decide(self, x: int, y: int) -> Path | None:
-        """A pair's path: the lower rank's view when it has one, else the upper's."""
-        for a, b in ((x, y), (y, x)):
-            v = self.views.get(a)
-            path = v and v.to(b)
-            if path:
-                return path
-        return None
+                if path != plain:
+                    special[pair] = path     # never None: a named path is one
+        return special
 
     def carried(self, shown: int) -> tuple[dict[str, Took], dict[str, Took]]:
         """Each path's pairs, and each shared-memory path's pairs on different nodes (its first
@@ -211,23 +209,25 @@ class Pairs:
         flag: dict[str, bool] = {}
         firsts: dict[str, list[Pair]] = {}
         firsts_across: dict[str, list[Pair]] = {}
-        # special pairs, one by one; what they take out of their ranks' plain pairs
+        # special pairs, path by path; what they take out of their ranks' plain pairs
         low, low_x, up, up_x = Counter[int](), Counter[int](), Counter[int](), Counter[int]()
         nodes, active = self.nodes, self.active
-        for (x, y), (text, shared) in self.special.items():
-            nx, ny = nodes.get(x), nodes.get(y)
-            d = bool(nx and ny and nx != ny)
-            low[x] += 1
-            low_x[x] += d
-            if x not in active:
-                up[y] += 1
-                up_x[y] += d
-            count[text] += 1
+        by_path: dict[Path, list[Pair]] = {}
+        for pair, path in self.special.items():
+            by_path.setdefault(path, []).append(pair)
+        for (text, shared), pairs in by_path.items():
+            far = [(x, y) for x, y in pairs
+                   if (nx := nodes.get(x)) and (ny := nodes.get(y)) and nx != ny]
+            low.update(x for x, _ in pairs)
+            low_x.update(x for x, _ in far)
+            up.update(y for x, y in pairs if x not in active)
+            up_x.update(y for x, y in far if x not in active)
+            count[text] += len(pairs)
             flag[text] = shared
-            firsts.setdefault(text, []).append((x, y))
-            if shared and d:
-                across[text] += 1
-                firsts_across.setdefault(text, []).append((x, y))
+            firsts.setdefault(text, []).extend(pairs)
+            if shared and far:
+                across[text] += len(far)
+                firsts_across.setdefault(text, []).extend(far)
         above, above_x, below, below_x = self._plain_room()
         for x, (text, shared) in self.active.items():
             flag[text] = shared
