@@ -147,9 +147,9 @@ class Line:
 
     def after(self, x: int, other_than: str | None = None) -> Iterator[int]:
         if other_than is None:
-            for y in islice(self.ranks, bisect_right(self.ranks, x), None):
+            for i in range(bisect_right(self.ranks, x), len(self.ranks)):
                 WORK["steps"] += 1
-                yield y
+                yield self.ranks[i]
             return
         i = bisect_right(self.known, x)
         while i < len(self.known):
@@ -170,6 +170,9 @@ class Pairs:
         self.views = {a: view(t, a, job) for a, t in sorted(said.items())}
         WORK["steps"] += len(ranks)
         self.active = {a: v.default for a, v in self.views.items() if v.default}
+        self.own: dict[str, list[int]] = {}     # the active ranks by their default, in order
+        for a, (text, _) in self.active.items():
+            self.own.setdefault(text, []).append(a)
         for node in job.nodes.values():
             node.quiet = [b for b in node.ordered if b not in self.active]
         self.special = self._special()
@@ -272,7 +275,7 @@ class Pairs:
         ranks with such a rank above them, merged in order."""
         WORK["steps"] += len(special)
         above, above_x, low, low_x = plain
-        own = [a for a, p in self.active.items() if p[0] == text]     # in order (views)
+        own = self.own.get(text, [])
 
         def rows_of_own() -> Iterator[Pair]:
             for x in own:
