@@ -384,3 +384,21 @@ def assert_export_streams(directory: str) -> None:
                 with open(out, newline="") as f:
                     assert f.read() == whole.getvalue(), fmt
             os.unlink(out)
+
+
+def batch_cluster(queue: str, tmp_path, *, slots: int = 2, lines: str = "") -> str:
+    """A plan's [cluster] table for one node job on a local Slurm or SGE queue (the worker
+    listens on loopback; its logs in tmp_path), `lines` added to it."""
+    return f"""
+[cluster]
+queue = "{queue}"
+nodes = 1
+slots = {slots}
+cores = 1
+memory = "1GB"
+walltime = "00:10:00"
+interface = "lo"
+local_directory = "{tmp_path}"
+log_directory = "{tmp_path}"
+{lines}
+"""

@@ -427,6 +427,20 @@ class Lab:
         return found
 
     # ---- ssh
+    def ssh_logins(self, tmp_path, slots: list[str]) -> tuple[str, str, str]:
+        """sshd on each node, node i given slots[i] in a hostfile: (the known_hosts file,
+        the client keys as TOML strings "a", "b", the hostfile) for a plan's [cluster] ssh
+        and --hosts."""
+        hosts = [self.start_sshd(i) for i in range(len(slots))]
+        known = os.path.join(str(tmp_path), "known_hosts")
+        with open(known, "w") as f:
+            f.write("".join(open(h.known_hosts).read() for h in hosts))
+        keys = ", ".join(f'"{h.client_key}"' for h in hosts)
+        hostfile = os.path.join(str(tmp_path), "hosts")
+        with open(hostfile, "w") as f:
+            f.write("".join(f"{self.ip(i)} {s}\n" for i, s in enumerate(slots)))
+        return known, keys, hostfile
+
     def start_sshd(self, i: int, port: int = 22, timeout: float = 15.0,
                    env: dict | None = None) -> SshHost:
         """Start OpenSSH's sshd (our own process, `sshd -D -f cfg`) in namespace i on ip(i):port.

@@ -75,12 +75,7 @@ def test_hosts_over_ssh(plan_file, tmp_path):
     require_netns()
     require_sshd()
     with Lab(2) as lab:
-        hosts = [lab.start_sshd(i) for i in range(2)]
-        known = tmp_path / "known_hosts"
-        known.write_text("".join(open(h.known_hosts).read() for h in hosts))
-        keys = ", ".join(f'"{h.client_key}"' for h in hosts)
-        hostfile = tmp_path / "hosts"
-        hostfile.write_text(f"{lab.ip(0)} 2\n{lab.ip(1)} slots=1\n")
+        known, keys, hostfile = lab.ssh_logins(tmp_path, ["2", "slots=1"])
         # remote commands run through sshd: carry the test's import path along
         path = os.pathsep.join(os.path.abspath(p) for p in
                                os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)

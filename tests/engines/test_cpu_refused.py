@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from builders import batch_cluster
 from cluster_lab import DaskLab
 from conftest import run_cli
 from fake_cpu import lacking_cpu, refusal_said
@@ -30,20 +31,8 @@ def _refused(res, node: str) -> None:
 
 def _batch(queue: str, tmp_path, cpu: str, extra: str = "") -> str:
     """A [cluster] of one node job whose worker (and the agent it starts) reads the cpu."""
-    return f"""
-[cluster]
-queue = "{queue}"
-nodes = 1
-slots = 2
-cores = 1
-memory = "1GB"
-walltime = "00:10:00"
-interface = "lo"
-local_directory = "{tmp_path}"
-log_directory = "{tmp_path}"
-job_script_prologue = ["export PYTHONPATH={cpu}"]
-{extra}
-"""
+    return batch_cluster(queue, tmp_path,
+                         lines=f'job_script_prologue = ["export PYTHONPATH={cpu}"]\n{extra}')
 
 
 def test_a_dask_worker_on_a_cpu_without_the_builds_instructions_is_refused(plan_file,
@@ -61,12 +50,7 @@ def test_a_host_reached_over_ssh_on_such_a_cpu_is_refused(plan_file, tmp_path):
     require_sshd()
     cpu = lacking_cpu(tmp_path / "cpu")
     with Lab(2) as lab:
-        hosts = [lab.start_sshd(i) for i in range(2)]
-        known = tmp_path / "known_hosts"
-        known.write_text("".join(open(h.known_hosts).read() for h in hosts))
-        keys = ", ".join(f'"{h.client_key}"' for h in hosts)
-        hostfile = tmp_path / "hosts"
-        hostfile.write_text(f"{lab.ip(0)} 1\n{lab.ip(1)} 1\n")
+        known, keys, hostfile = lab.ssh_logins(tmp_path, ["1", "1"])
         # the hosts' commands (the scheduler's, the workers', their agents') read the cpu
         plan = plan_file(NULL + f"""
             [cluster]

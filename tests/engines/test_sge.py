@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from builders import batch_cluster
 from conftest import export_json, run_cli
 from sge_fixture import sge  # noqa: F401  (fixture)
 
@@ -14,20 +15,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def _cluster(sge, tmp_path, extra: str = "") -> str:  # noqa: F811
-    return f"""
-[cluster]
-queue = "{sge.queue}"
-nodes = 1
-slots = 4
-cores = 1
-memory = "1GB"
-walltime = "00:10:00"
-interface = "lo"
-local_directory = "{tmp_path}"
-log_directory = "{tmp_path}"
-# -V: the job gets the submitter's environment (PYTHONPATH of a source checkout)
-job_extra_directives = ["-V"{extra}]
-"""
+    # -V: the job gets the submitter's environment (PYTHONPATH of a source checkout)
+    return batch_cluster(sge.queue, tmp_path, slots=4,
+                         lines=f'job_extra_directives = ["-V"{extra}]')
 
 
 def test_qsub_job_runs_on_the_node(sge, tmp_path):  # noqa: F811

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from builders import batch_cluster
 from conftest import export_json, run_cli
 from slurm_fixture import slurm  # noqa: F401  (fixture)
 
@@ -24,18 +25,7 @@ kernel = "null"
 
 
 def test_cluster_slurm_submits_worker_jobs(slurm, plan_file, tmp_path):
-    plan = plan_file(NULL_PLAN + f"""
-[cluster]
-queue = "{slurm.partition}"
-nodes = 1
-slots = 2
-cores = 1
-memory = "1GB"
-walltime = "00:10:00"
-interface = "lo"
-local_directory = "{tmp_path}"
-log_directory = "{tmp_path}"
-""")
+    plan = plan_file(NULL_PLAN + batch_cluster(slurm.partition, tmp_path))
     out = str(tmp_path / "res")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     res = run_cli("run", plan, "-o", out, "-q", "--cluster", "slurm", timeout=600, env=env)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from manybench.kernels import mpi_transport, transport_pairs
+from manybench.kernels import mpi_transport
 from manybench.kernels.mpi_transport import job_transport, parse
 from manybench.kernels.transport_pairs import SHARED_BTLS, WORK, Took, default_path
 
