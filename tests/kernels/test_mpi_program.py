@@ -61,6 +61,13 @@ def test_build_run_two_ranks_and_parse(family, cache):
     iters = dict(next(s for s in tables if s.name == "mbmpi_allreduce.iterations").points)
     assert set(iters.values()) == {20}
     assert metrics["latency_us"] == lat[1] and metrics["min_size_bytes"] == 1
+    # every latency, ping-pong and collective (avg, min, max), to 3 decimals: a 0.13 us
+    # broadcast at 2 would move in 8% steps against OSU's (built with 3 by bench_osu.py)
+    for table in done.stdout.split("# manybench MPI")[1:]:
+        if "Latency" in table.splitlines()[0]:
+            rows = [r.split() for r in table.splitlines()[2:] if r[:1].isdigit()]
+            assert rows and all(len(v.split(".")[1]) == 3 for r in rows for v in r[1:4]
+                                if "." in v), table
 
 
 def test_release_prints_one_skew_per_trial(cache):

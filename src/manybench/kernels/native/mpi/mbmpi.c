@@ -24,7 +24,8 @@
  * `release` times how far apart the ranks leave an MPI_Barrier (max - min of CLOCK_REALTIME
  * stamps taken right after it, per trial): the peer of a start released at T0
  * (benchmarks/bench_mpi_sync.py).
- * Latencies print with 3 decimals (OSU prints 2): a 0.15 us ping-pong needs them to show 1%.
+ * Latencies (ping-pong and collectives) print with 3 decimals (OSU prints 2): a 0.15 us
+ * ping-pong or broadcast needs them to show 1%.
  * Sizes: powers of 2 from MIN (default 1) to MAX (default 1 MiB). Iterations and warm-up
  * (untimed iterations first) are OSU's per test, fewer above 8 KiB (see LOOPS); -i and -x
  * set them for every size, as OSU's do.
@@ -220,9 +221,9 @@ static void collective(enum coll c)
         MPI_Reduce(&mine, &lo_t, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&mine, &hi_t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
-            printf("%-10ld%18.2f", size, sum / nranks);
+            printf("%-10ld%18.3f", size, sum / nranks);
             if (full)
-                printf("%18.2f%18.2f%12ld", lo_t, hi_t, n);
+                printf("%18.3f%18.3f%12ld", lo_t, hi_t, n);
             printf("\n");
         }
         if (c == BARRIER)
