@@ -15,8 +15,8 @@ from ..extra_keys import WARNINGS
 from .. import _native
 from ..kernels import KERNELS, Kernel
 from ..kernels.base import KernelError
-from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
-                               self_cpu)
+from ..kernels.binding import (MIN_CPU_NS, allowed_count, busy_figure, cpu_figures, cpulist,
+                               proc_binding, self_cpu, stat_text)
 from ..kernels.figures import CPU_BUSY, CPUS_ALLOWED, SPUN
 from ..results.contract import WarningKind
 from ..status import Status
@@ -172,6 +172,9 @@ class SlotLoop:
         self.prepared = None
         # the slot's own cpu time says something only of in-process work (_readback)
         counts_cpu = not kernel.runs_child and not kernel.sync_only
+        # how busy its cpus were, by anyone: read before the slot's cpu time and the go's
+        # wait, after them at the end, so the reads cost neither the window nor the work
+        stat0 = "" if kernel.sync_only else stat_text()
         cpu0 = self_cpu() if counts_cpu else 0.0
         sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
@@ -188,9 +191,11 @@ class SlotLoop:
         if sampler is not None and res.status == Status.OK and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
-        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0, spin)
+        cpu_s = self_cpu() - cpu0 if counts_cpu else 0.0
+        return self._readback(res, kernel, cpu_s, spin, (stat0, stat_text() if stat0 else ""))
 
-    def _readback(self, res: Result, kernel: Kernel, cpu_s: float, spin: int) -> Result:
+    def _readback(self, res: Result, kernel: Kernel, cpu_s: float, spin: int,
+                  stat: tuple[str, str] = ("", "")) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on,
         and how it waited for T0 (spun or slept, and the busy share that made it sleep)."""
@@ -205,6 +210,8 @@ class SlotLoop:
             # window long enough to dwarf it says anything about the work
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
                 m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed))
+        if stat[1] and m.get(CPUS_ALLOWED.name) and res.status == Status.OK:
+            m.update(busy_figure(*stat, str(m[CPUS_ALLOWED.name])))
         m.setdefault("mempolicy", mempolicy())
         return _with(res, metrics=m)
 
