@@ -67,3 +67,30 @@ def test_a_saturated_cpu_is_flagged_as_its_own_or_shared_never_both(own, busy, b
     assert (cpu_bound(m), cpu_shared(m)) == (bound, shared)
     if busy is not None:
         assert others_took(m) == pytest.approx(max(0.0, busy - own))
+
+
+def test_what_runs_on_a_cpu_is_named_leaving_out_the_run_s_own(tmp_path):
+    import os
+    import subprocess
+
+    from manybench.node.cpu_others import lineage, running_on
+    from waits import wait_for
+    cpu = max(os.sched_getaffinity(0))
+    loop = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        os.sched_setaffinity(loop.pid, {cpu})
+        seen = wait_for(lambda: [n for n in running_on({cpu}, lineage(os.getpid()))
+                                 if n == f"sh (pid {loop.pid})"], "the loop seen on its cpu")
+        assert seen
+        assert f"(pid {loop.pid})" not in " ".join(running_on({cpu}, lineage(loop.pid)))
+        assert os.getpid() in lineage(loop.pid) and 1 in lineage(os.getpid())
+    finally:
+        loop.kill()
+        loop.wait()
+
+
+def test_a_long_list_of_others_is_cut_to_a_few_and_a_count():
+    from manybench.node.cpu_others import SHOWN, named
+    names = [f"p (pid {i})" for i in range(SHOWN + 3)]
+    assert named(names) == ", ".join(names[:SHOWN]) + ", 3 more"
+    assert named(names[:2]) == "p (pid 0), p (pid 1)" and named([]) == ""

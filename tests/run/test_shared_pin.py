@@ -53,6 +53,7 @@ def test_a_task_whose_cpu_another_process_keeps_busy_is_flagged_at_a_shared_pin(
         assert others_took(m) >= OTHERS_SHARE, m       # the loop took a good share of it
         assert cpu_shared(m) and not cpu_bound(m)
         rep = run_cli("report", out, "--all").stdout
+        told = run_cli("report", out).stdout.replace("\n", " ")
     finally:
         loop.kill()
         loop.wait()
@@ -60,3 +61,5 @@ def test_a_task_whose_cpu_another_process_keeps_busy_is_flagged_at_a_shared_pin(
     assert f"CPU-BOUND AT A SHARED PIN: others took {others_took(m):.2f} of its cpus" in cell, rep
     assert "AT ITS PIN" not in cell, rep
     assert "other load on its node" in rep.replace("\n", " "), rep
+    # the warning names what ran there: the loop among what was runnable on that cpu
+    assert f"running there as the window ended:" in told and f"(pid {loop.pid})" in told, told

@@ -444,7 +444,8 @@ def cpu_bound(points: Sequence[PointSummary]) -> list[Hint]:
                             f"SHARED PIN: other load on its node (processes outside the task: "
                             f"another run, a daemon, a busy loop) took "
                             f"{p.cpus_others or 0:.2f} of its cpus, so it measured a share of "
-                            "them (run it on an idle node, or pin it to cpus of its own)",
+                            "them (run it on an idle node, or pin it to cpus of its own; "
+                            "the shared-pin warning names what ran there)",
                             f"cpu use {p.cpu_util or 0:.2f} of the cpus allowed "
                             f"({p.cpus_allowed or '?'}), others' {p.cpus_others or 0:.2f}: "
                             f"about all busy in {p.cpu_shared} of {p.ok} records"))
