@@ -3,10 +3,15 @@ decides (kernels/binding.py): cpu-bound at its pin (it used them up) or at a sha
 (others took a share of them)."""
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
+from waits import wait_for
 from manybench.kernels.binding import (MIN_STAT_TICKS, busy_figure, cpu_bound, cpu_shared,
                                        cpu_ticks, others_took, stat_text)
+from manybench.node.cpu_others import SHOWN, lineage, named, running_on
 
 #        user nice system idle iowait irq softirq steal guest guest_nice
 STAT = """cpu  300 0 100 500 20 5 5 10 50 0
@@ -70,11 +75,6 @@ def test_a_saturated_cpu_is_flagged_as_its_own_or_shared_never_both(own, busy, b
 
 
 def test_what_runs_on_a_cpu_is_named_leaving_out_the_run_s_own(tmp_path):
-    import os
-    import subprocess
-
-    from manybench.node.cpu_others import lineage, running_on
-    from waits import wait_for
     cpu = max(os.sched_getaffinity(0))
     loop = subprocess.Popen(["sh", "-c", "while :; do :; done"])
     try:
@@ -90,7 +90,6 @@ def test_what_runs_on_a_cpu_is_named_leaving_out_the_run_s_own(tmp_path):
 
 
 def test_a_long_list_of_others_is_cut_to_a_few_and_a_count():
-    from manybench.node.cpu_others import SHOWN, named
     names = [f"p (pid {i})" for i in range(SHOWN + 3)]
     assert named(names) == ", ".join(names[:SHOWN]) + ", 3 more"
     assert named(names[:2]) == "p (pid 0), p (pid 1)" and named([]) == ""

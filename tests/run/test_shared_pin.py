@@ -62,4 +62,4 @@ def test_a_task_whose_cpu_another_process_keeps_busy_is_flagged_at_a_shared_pin(
     assert "AT ITS PIN" not in cell, rep
     assert "other load on its node" in rep.replace("\n", " "), rep
     # the warning names what ran there: the loop among what was runnable on that cpu
-    assert f"running there as the window ended:" in told and f"(pid {loop.pid})" in told, told
+    assert "running there as the window ended:" in told and f"(pid {loop.pid})" in told, told
