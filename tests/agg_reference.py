@@ -17,7 +17,7 @@ from manybench.analysis.slot_figures import own_rate, slot_seconds
 from manybench.analysis.stats import median
 from manybench.kernels import figures as F
 from manybench.kernels import hist as H
-from manybench.kernels.binding import cpu_bound
+from manybench.kernels.binding import cpu_bound, cpu_shared
 from manybench.record import Record
 from manybench.results.contract import StoredPhase
 
@@ -73,6 +73,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
     a.allowed = dict(Counter(str(r.metrics[F.CPUS_ALLOWED.name]) for r in ok
                              if r.metrics.get(F.CPUS_ALLOWED.name)))
     a.cpu_bound = sum(cpu_bound(r.metrics) for r in ok)
+    a.cpu_shared = sum(cpu_shared(r.metrics) for r in ok)
     counted = [f.name for f in _kernel_counts(info.kernel)]
     for r in recs:
         for name in counted:

@@ -236,9 +236,14 @@ def test_a_variant_ten_percent_slower_is_significant_and_an_identical_one_is_not
     assert any(" same " in ln and NOT_SIGNIFICANT in ln for ln in lines), report.stdout
 
 
+# 10 repetitions a side: runs do not pair, so load that delays a run's processes (exec, the
+# sleep's wake-up, the reap: one-sided delays of 15-46 ms on a 0.2 s sleep beside busy loops
+# at load 8, a 6-9% spread of the logs) widens Welch's interval; with 5+5 it reached
+# [1.00, 1.26] for the 10% difference once in 5 such runs, 10+10 makes it ~0.6x as wide
+# (load that changes between the two runs still shifts one whole: at load 13-14 neither holds)
 COMPARE_PLAN = """
 name = "c"
-repeat = 5
+repeat = 10
 [[task]]
 name = "nap"
 command = ["sh", "-c", "exec sleep $NAP"]
@@ -261,7 +266,7 @@ def test_compare_across_runs(plan_file, tmp_path):
     out = run_cli("compare", a, slow, env=WIDE)
     assert out.returncode == 0, out.stderr          # no gate asked: a regression is shown
     assert "nap: B against A (per-slot time, per slot, lower is better)" in out.stdout
-    row = next(ln for ln in out.stdout.splitlines() if "5+5 welch" in ln)
+    row = next(ln for ln in out.stdout.splitlines() if "10+10 welch" in ln)
     assert WORSE in row, out.stdout
     gate = run_cli("compare", a, slow, "--fail-on-regression")
     assert gate.returncode == 1
@@ -270,7 +275,7 @@ def test_compare_across_runs(plan_file, tmp_path):
         run_id = store.runs()[-1].run_id
     itself = run_cli("compare", a, f"{a}:{run_id}", "--fail-on-regression", env=WIDE)
     assert itself.returncode == 0, itself.stderr
-    row = next(ln for ln in itself.stdout.splitlines() if "5+5 welch" in ln)
+    row = next(ln for ln in itself.stdout.splitlines() if "10+10 welch" in ln)
     assert "1.00 times" in row and NOT_SIGNIFICANT in row
 
 

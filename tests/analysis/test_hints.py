@@ -129,3 +129,13 @@ def test_cpu_bound_when_most_records_kept_their_cpus_busy():
     (h,) = H.cpu_bound([held])
     assert "CPU-BOUND AT ITS PIN" in h.text and "cpu use 1.00" in h.evidence
     assert H.cpu_bound([_point(1, ok=2, records=2, cpu_bound=1, cpu_util=0.6)]) == []
+
+
+def test_a_point_whose_cpus_others_kept_busy_is_flagged_at_a_shared_pin():
+    shared = _point(1, ok=2, records=2, cpu_shared=2, cpus_others=0.45, cpu_util=0.5,
+                    cpus_allowed="1")
+    (h,) = H.cpu_bound([shared])
+    assert "CPU-BOUND AT A SHARED PIN" in h.text and "took 0.45 of its cpus" in h.text
+    assert "other load on its node" in h.text and "ITS PIN" not in h.text
+    assert "cpu use 0.50" in h.evidence and "others' 0.45" in h.evidence
+    assert H.cpu_bound([_point(1, ok=2, records=2, cpu_shared=1, cpus_others=0.4)]) == []

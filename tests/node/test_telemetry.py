@@ -36,39 +36,60 @@ def test_a_row_is_the_deltas_over_the_interval():
     assert (row.node, row.phase_id, row.interval_s) == ("n1", 7, 2.0)
 
 
-def test_readings_come_at_the_interval_and_never_next_to_t0():
+class _Clock:
+    """The telemetry module's clock, moved by the test: whether a reading is due depends on
+    the times the test says, not on how long a busy machine kept it off the cpu (with the
+    real clock, 10 ms between two lines was "due" when the process was descheduled)."""
+    def __init__(self) -> None:
+        self.ns = time.time_ns()
+
+    def time_ns(self) -> int:
+        return self.ns
+
+    def after(self, s: float) -> int:
+        self.ns += round(s * 1e9)
+        return self.ns
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    c = _Clock()
+    monkeypatch.setattr(T, "time", c)
+    return c
+
+
+def test_readings_come_at_the_interval_and_never_next_to_t0(clock):
     off = T.Telemetry("n", 0)
     off.tick(1)
     assert off.drain() == []
     tel = T.Telemetry("n", 0.01)
+    clock.after(0.009)
     tel.tick(1)
     assert tel.drain() == []                 # not due yet
-    time.sleep(0.02)
-    tel.tick(3, t0_ns=time.time_ns())        # due, but the slots are starting
-    tel.tick(3, t0_ns=time.time_ns() + 10**9)    # or waiting for T0
+    clock.after(0.011)
+    tel.tick(3, t0_ns=clock.ns)              # due, but the slots are starting
+    tel.tick(3, t0_ns=clock.ns + 10**9)      # or waiting for T0
     assert tel.drain() == []
-    tel.tick(3, t0_ns=time.time_ns() - 10 * T.GUARD_NS)
+    tel.tick(3, t0_ns=clock.ns - T.GUARD_NS)
     [row] = tel.drain()
-    assert row.phase_id == 3 and row.interval_s >= 0.01 and 0 <= row.cpu_user_pct <= 100
-    assert row.mem_used_bytes > 0
+    assert row.phase_id == 3 and row.interval_s == pytest.approx(0.02)
+    assert 0 <= row.cpu_user_pct <= 100 and row.mem_used_bytes > 0
 
 
-def test_a_long_prepare_or_phase_ends_with_a_reading_of_its_own():
+def test_a_long_prepare_or_phase_ends_with_a_reading_of_its_own(clock):
     """Issue 29: a prepare's I/O was the first row of the phase after it. One read during it
     ends with a reading, due or not, marked as asked; one too short to be read ends with
     none of its own, and a reading due then is between phases (it holds time before it)."""
     tel = T.Telemetry("n", 0.01)
-    time.sleep(0.02)
-    began = time.time_ns()
+    began = clock.after(0.02)
     tel.tick(None)                     # read during it (due)
-    time.sleep(T.BOUNDARY_NS / 1e9 * 2)
+    clock.after(T.BOUNDARY_NS / 1e9 * 2)
     tel.boundary(7, began)             # its end: a row of its own, though not due
-    time.sleep(0.02)
-    short = time.time_ns()
+    short = clock.after(0.02)
     tel.boundary(8, short)             # nothing read since it began: the due reading
     assert [r.phase_id for r in tel.drain()] == [None, 7, None]
     quiet = T.Telemetry("n", 60.0)
-    quiet.boundary(1, time.time_ns())  # not due, nothing read since: no row
+    quiet.boundary(1, clock.ns)        # not due, nothing read since: no row
     assert quiet.drain() == []
 
 

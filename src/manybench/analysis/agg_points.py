@@ -19,7 +19,7 @@ from . import late as late_mod
 from .aggregates import LATENESS, OWN_BYTES, OWN_OPS, SLOT_S, PartAgg
 from .facts import merged as merged_facts
 from .points import (LATENCY_QUANTILES, PointSummary, _extracted, _point_of, _qname, _qorder,
-                     fill_phases)
+                     fill_phases, others_median)
 from .rates import summed
 from .sketch import Sketch, merged
 from .slot_figures import _fact
@@ -117,6 +117,10 @@ def _fill(s: PointSummary, members: list[tuple[PartAgg, list[Record]]]) -> None:
         allowed.update(a.allowed)
     s.cpus_allowed = allowed.most_common(1)[0][0] if allowed else ""
     s.cpu_bound = sum(a.cpu_bound for a in parts)
+    s.cpu_shared = sum(a.cpu_shared for a in parts)
+    busy, own = values.get(F.CPUS_BUSY.name), values.get(F.CPUS_USED.name)
+    s.cpus_others = others_median(busy.median() if busy else None,
+                                  own.median() if own else None)
     if s.kernel == GROUP_KERNEL:   # the whole of several tasks: only totals mean something
         s.latency_us, s.latency_source, s.metrics, s.metric_stats = {}, "", {}, {}
         s.metric_sums = {}

@@ -26,7 +26,7 @@ from ..extra_keys import MISSING_METRICS
 from ..status import OK_TEXT
 from ..kernels import figures as F
 from ..kernels import hist as H
-from ..kernels.binding import cpu_bound
+from ..kernels.binding import cpu_bound, cpu_shared
 from ..record import Record
 from ..results.contract import StoredPhase
 from . import late as late_mod
@@ -66,6 +66,7 @@ class PartAgg:
     said: int = 0                          # records saying they missed a metric (any status)
     allowed: dict[str, int] = field(default_factory=dict)      # cpus_allowed -> ok records
     cpu_bound: int = 0
+    cpu_shared: int = 0
     codes: dict[str, dict[int, int]] = field(default_factory=dict)
     # node -> [records, ok bytes, {task SEP cpus allowed ("": not read back): [records, ok]}]
     nodes: dict[str, list] = field(default_factory=dict)
@@ -117,6 +118,7 @@ def part_aggregate(info: StoredPhase, recs: Sequence[Record], figures: PhaseFigu
         if F.CPUS_ALLOWED.name in names else [None] * len(recs)
     a.allowed = dict(Counter(map(str, filter(None, ok_only(allowed_)))))
     a.cpu_bound = sum(map(cpu_bound, ok_metrics)) if F.CPUS_USED.name in names else 0
+    a.cpu_shared = sum(map(cpu_shared, ok_metrics)) if F.CPUS_BUSY.name in names else 0
     counted = [(*_numbers(metrics, f.name), f.name) for f in _kernel_counts(info.kernel)
                if f.name in names]
     # each counted metric in the order a record first gave it, then its codes in theirs
@@ -259,7 +261,7 @@ def to_json(a: PartAgg) -> dict[str, Any]:
             "hist": None if a.hist is None else {str(k): c for k, c in a.hist.items()},
             "clock_error": a.clock_error, "texts": a.texts, "units": a.units,
             "facts": a.facts, "kernels": a.kernels, "said": a.said, "allowed": a.allowed,
-            "cpu_bound": a.cpu_bound,
+            "cpu_bound": a.cpu_bound, "cpu_shared": a.cpu_shared,
             "codes": {k: {str(c): n for c, n in v.items()} for k, v in a.codes.items()},
             "nodes": a.nodes}
 
@@ -284,6 +286,7 @@ def from_json(phase: StoredPhase, d: dict[str, Any], shared: dict | None = None)
         clock_error=d["clock_error"], texts=d["texts"], units=d["units"], facts=d["facts"],
         kernels=d["kernels"], said=d["said"],
         allowed=d["allowed"], cpu_bound=d["cpu_bound"],
+        cpu_shared=d.get("cpu_shared", 0),    # stored before records said how busy: none
         codes={k: {int(c): n for c, n in v.items()} for k, v in d["codes"].items()},
         nodes=_shared_nodes(d["nodes"], {} if shared is None else shared))
 

@@ -435,10 +435,21 @@ def stderr_failures(records: Iterable[Record]) -> list[Hint]:
 
 
 def cpu_bound(points: Sequence[PointSummary]) -> list[Hint]:
-    """Points whose slots kept about every cpu they were allowed busy (kernels/binding.py)."""
+    """Points whose slots kept about every cpu they were allowed busy, or found them kept busy
+    by other load (kernels/binding.py)."""
     out = []
     for p in points:
-        if p.ok and p.cpu_bound * 2 > p.ok:
+        if p.ok and p.cpu_shared * 2 > p.ok:
+            out.append(Hint("cpu-bound", p.task, f"{p.task} ({_where(p)}) was CPU-BOUND AT A "
+                            f"SHARED PIN: other load on its node (processes outside the task: "
+                            f"another run, a daemon, a busy loop) took "
+                            f"{p.cpus_others or 0:.2f} of its cpus, so it measured a share of "
+                            "them (run it on an idle node, or pin it to cpus of its own; "
+                            "the shared-pin warning names what ran there)",
+                            f"cpu use {p.cpu_util or 0:.2f} of the cpus allowed "
+                            f"({p.cpus_allowed or '?'}), others' {p.cpus_others or 0:.2f}: "
+                            f"about all busy in {p.cpu_shared} of {p.ok} records"))
+        elif p.ok and p.cpu_bound * 2 > p.ok:
             out.append(Hint("cpu-bound", p.task, f"{p.task} ({_where(p)}) was CPU-BOUND AT ITS "
                             "PIN: its pin may be what limits it (try placement cpus = N or "
                             "another bind)", f"cpu use {p.cpu_util or 0:.2f} of the cpus "

@@ -16,7 +16,7 @@ from ..status import OK_TEXT, Status
 from ..kernels import figures as F
 from ..kernels import hist as H
 from ..kernels import kernel
-from ..kernels.binding import cpu_bound
+from ..kernels.binding import cpu_bound, cpu_shared
 from ..model import GROUP_KERNEL
 from ..node.wire_types import TelemetryRow
 from ..record import Record
@@ -72,6 +72,8 @@ class PointSummary:
     cpu_util: float | None = None             # median over ok records: cpu time / wall time
     cpus_allowed: str = ""                    # the most common readback (kernels/binding.py)
     cpu_bound: int = 0                        # ok records that kept about all their cpus busy
+    cpu_shared: int = 0                       # ok records whose cpus others kept busy (binding.py)
+    cpus_others: float | None = None          # median busy share - median own share of its cpus
     wrap_startup_s: float | None = None       # median start-up of the wrap (outside the window)
     phase_figures: list[PhaseFigures] = field(default_factory=list)
     late: late_mod.LateCount = field(default_factory=late_mod.LateCount)   # late starts
@@ -108,7 +110,15 @@ def _cpu_use(s: PointSummary, ok: list[Record]) -> None:
                       if r.metrics.get(F.CPUS_ALLOWED.name))
     s.cpus_allowed = allowed.most_common(1)[0][0] if allowed else ""
     s.cpu_bound = sum(cpu_bound(r.metrics) for r in ok)
+    s.cpu_shared = sum(cpu_shared(r.metrics) for r in ok)
+    s.cpus_others = others_median(_median_of(ok, F.CPUS_BUSY.name),
+                                  _median_of(ok, F.CPUS_USED.name))
     s.wrap_startup_s = _median_of(ok, F.WRAP_STARTUP.name)
+
+
+def others_median(busy: float | None, own: float | None) -> float | None:
+    """What others took of a point's cpus: its median busy share less its median own."""
+    return None if busy is None or own is None else round(max(0.0, busy - own), 4)
 
 
 def _median_of(records: list[Record], name: str) -> float | None:

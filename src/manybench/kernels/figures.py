@@ -131,6 +131,10 @@ CPU_UTIL = Figure("cpu_util", "", "cpu use\n(of allowed)", "", role=CONTEXT,
                   note="cpu use = cpu time / wall time of the work (1.00 = one cpu busy "
                   "throughout), of the cpus it was allowed (read back from /proc)")
 CPUS_USED = Figure("cpus_used_share", "share", "share of allowed cpus used", "", role=CONTEXT)
+CPUS_BUSY = Figure("cpus_busy_share", "share", "share of allowed cpus busy", "", role=CONTEXT,
+                   note="cpus busy = the share of its allowed cpus' time that was busy over "
+                   "the work's window, by anyone (/proc/stat: user, nice, system, irq, "
+                   "softirq, steal); less its own share, what others took of its cpus")
 CPUS_ALLOWED = Figure("cpus_allowed", "", "cpus allowed", "", role=CONTEXT)
 WRAP_STARTUP = Figure("wrap_startup_s", "s", "wrap\nstart-up", "", role=CONTEXT,
                       note="wrap start-up = from launching the wrap (container) to the kernel "
@@ -155,8 +159,8 @@ SPIN_HELD = Figure("spin_held", "share", "spin held", "", role=CONTEXT,
                    "another slot of the phase on its node slept (its cpus busy by this "
                    "share, its cpu_busy): a spin buys no skew while one slot of the phase "
                    "wakes from a sleep (node/spin_hold.py); absent otherwise")
-EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_ALLOWED,
-              WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD, SPUN, CPU_BUSY, SPIN_HELD)
+EVERY_SLOT = (CLOCK_ERROR, CLOCK_OFFSET, CPU_TIME, CPU_UTIL, CPUS_USED, CPUS_BUSY,
+              CPUS_ALLOWED, WRAP_STARTUP, WRAP_EXIT, ARMED_LATE, LEAD, SPUN, CPU_BUSY, SPIN_HELD)
 
 # a command's metric `x` captured with a unit: metrics["x.unit"] names the unit x is stored in
 UNIT_SUFFIX = ".unit"

@@ -15,13 +15,15 @@ from ..extra_keys import WARNINGS
 from .. import _native
 from ..kernels import KERNELS, Kernel
 from ..kernels.base import KernelError
-from ..kernels.binding import (MIN_CPU_NS, allowed_count, cpu_figures, cpulist, proc_binding,
-                               self_cpu)
-from ..kernels.figures import CPU_BUSY, CPUS_ALLOWED, SPUN
+from ..kernels.binding import (MIN_CPU_NS, allowed_count, busy_figure, cpu_figures, cpu_shared,
+                               cpulist, others_took, parse_cpulist, proc_binding, self_cpu,
+                               stat_text)
+from ..kernels.figures import CPU_BUSY, CPUS_ALLOWED, CPUS_BUSY, CPUS_USED, SPUN
 from ..results.contract import WarningKind
 from ..status import Status
 from . import pipe
 from .procs import die_with_parent
+from .cpu_others import lineage, named, running_on
 from .reaper import become_subreaper, kill_descendants
 from .sampler import Sampler
 from .spin_choice import SpinChoice
@@ -83,6 +85,7 @@ class SlotLoop:
         self.binding: tuple[set, dict[str, str], int] | None = None
         self.choice = SpinChoice()   # spin only while the slot's own cpus are otherwise idle
         self.busy: float | None = None   # others' share of them when it made the slot sleep
+        self.shared_told = False   # a window found its cpus taken by others: told once
 
     def _bind(self, place: SlotPlace) -> Result | None:
         """Pin to the place's cpus and bind memory to its nodes (inherited by threads and
@@ -172,6 +175,9 @@ class SlotLoop:
         self.prepared = None
         # the slot's own cpu time says something only of in-process work (_readback)
         counts_cpu = not kernel.runs_child and not kernel.sync_only
+        # how busy its cpus were, by anyone: read before the slot's cpu time and the go's
+        # wait, after them at the end, so the reads cost neither the window nor the work
+        stat0 = "" if kernel.sync_only else stat_text()
         cpu0 = self_cpu() if counts_cpu else 0.0
         sampler = Sampler(self.sample_s, t0_ns).start() if self.sample_s > 0 else None
         try:
@@ -188,9 +194,11 @@ class SlotLoop:
         if sampler is not None and res.status == Status.OK and res.end_ns:
             total = res.bytes if kernel.progress == "bytes" else res.ops
             res = replace(res, samples=sampler.stop(res.end_ns, total), sample_unit=kernel.progress)
-        return self._readback(res, kernel, self_cpu() - cpu0 if counts_cpu else 0.0, spin)
+        cpu_s = self_cpu() - cpu0 if counts_cpu else 0.0
+        return self._readback(res, kernel, cpu_s, spin, (stat0, stat_text() if stat0 else ""))
 
-    def _readback(self, res: Result, kernel: Kernel, cpu_s: float, spin: int) -> Result:
+    def _readback(self, res: Result, kernel: Kernel, cpu_s: float, spin: int,
+                  stat: tuple[str, str] = ("", "")) -> Result:
         """What the work really ran with (kernels/binding.py). A child process (a command,
         a wrapped kernel) reports its own; the slot adds the memory policy it passed on,
         and how it waited for T0 (spun or slept, and the busy share that made it sleep)."""
@@ -205,8 +213,24 @@ class SlotLoop:
             # window long enough to dwarf it says anything about the work
             if not kernel.runs_child and not kernel.sync_only and res.elapsed_ns >= MIN_CPU_NS:
                 m.update(cpu_figures(cpu_s, res.elapsed_ns / 1e9, allowed))
+        if stat[1] and m.get(CPUS_ALLOWED.name) and res.status == Status.OK:
+            m.update(busy_figure(*stat, str(m[CPUS_ALLOWED.name])))
+            if not self.shared_told and cpu_shared(m):
+                self.shared_told = True
+                self._tell_shared(m)
         m.setdefault("mempolicy", mempolicy())
         return _with(res, metrics=m)
+
+    def _tell_shared(self, m: dict) -> None:
+        """Its cpus were others' as much as its own: what ran there, named (a shared-pin
+        warning, carried by this result)."""
+        allowed = str(m[CPUS_ALLOWED.name])
+        names = running_on(set(parse_cpulist(allowed)), lineage(os.getpid()))
+        self.pending_warnings.append([
+            WarningKind.SHARED_PIN, f"cpus {allowed} were {m[CPUS_BUSY.name]:.0%} busy over "
+            f"a phase's window while its work used {m[CPUS_USED.name]:.0%} of them: other "
+            f"load took {others_took(m):.0%}; running there as the window ended: "
+            + (named(names) or "nothing (that load had moved or ended)")])
 
     def _binding(self) -> tuple[dict[str, str], int]:
         """The slot's binding as /proc/self/status says, and how many cpus it allows: read

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from ..kernels.binding import PROC_STAT, cpu_ticks
 from ..kernels.rank_link import proc_cpu_s
 
 WINDOW_NS = 500_000_000   # /proc/stat counts in ticks (10 ms): 50 per cpu in a window
@@ -31,7 +32,6 @@ WINDOW_NS = 500_000_000   # /proc/stat counts in ticks (10 ms): 50 per cpu in a 
 # lengthens the coordinator's lead for the phases after it (run/schedule.py)
 FIRST_NS = 100_000_000
 BUSY, IDLE = 0.25, 0.10   # others' share of the slot's cpus: stop spinning / spin again
-PROC_STAT = "/proc/stat"
 
 
 @dataclass(frozen=True)
@@ -40,25 +40,6 @@ class Reading:
     busy: int             # ticks the slot's cpus were busy, summed over them
     total: int            # ticks in all (busy + idle + iowait)
     ours_s: float         # cpu seconds of the run's own: the slot, its children, its parent
-
-
-def cpu_ticks(text: str, cpus: tuple[int, ...]) -> tuple[int, int] | None:
-    """(busy, total) ticks of these cpus from /proc/stat's text; None when one is missing."""
-    want = {f"cpu{c}" for c in cpus}
-    busy = total = seen = 0
-    for line in text.splitlines():
-        name, _, rest = line.partition(" ")
-        if name not in want:
-            continue
-        v = [int(x) for x in rest.split()[:8]]
-        if len(v) < 8:
-            return None
-        user, nice, system, idle, iowait, irq, softirq, steal = v
-        b = user + nice + system + irq + softirq + steal
-        busy += b
-        total += b + idle + iowait
-        seen += 1
-    return (busy, total) if seen == len(want) else None
 
 
 def ours_s() -> float:

@@ -91,7 +91,9 @@ STONEWALL_NOTE = ("stonewall (wear_out): the bytes every slot had written when t
 
 CPU_BOUND_NOTE = (F.CPU_UTIL.note + "; CPU-BOUND AT ITS PIN: it kept about all of them busy, "
                   "so its pin may be what limits it (a task with more threads than cpus runs "
-                  "them in turn): try placement cpus = N or another bind")
+                  "them in turn): try placement cpus = N or another bind; CPU-BOUND AT A "
+                  "SHARED PIN: others took X of its cpus: they were about all busy, "
+                  "X of them by other load (" + F.CPUS_BUSY.note + ")")
 
 
 def _cpu_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable]], list[str]]:
@@ -104,6 +106,9 @@ def _cpu_columns(points: list[PointSummary]) -> tuple[list[tuple[str, Callable]]
                 return DASH
             n = len(parse_cpulist(s.cpus_allowed)) if s.cpus_allowed else 0
             text = f"{s.cpu_util:.2f}" + (f" of {n} cpu{'s' if n != 1 else ''}" if n else "")
+            if s.cpu_shared * 2 > s.ok:
+                return text + (f" CPU-BOUND AT A SHARED PIN: others took "
+                               f"{s.cpus_others or 0:.2f} of its cpus")
             return text + (" CPU-BOUND AT ITS PIN" if s.cpu_bound * 2 > s.ok else "")
         cols.append((F.CPU_UTIL.title, cell))
         notes.append(CPU_BOUND_NOTE)

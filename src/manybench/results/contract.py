@@ -135,6 +135,9 @@ class WarningKind(TextEnum):
     BUSY_CPU = ("busy-cpu", "a slot with a cpu of its own slept until T0 instead of spinning: "
                 "other work kept that cpu busy (node/spin_choice.py), or another slot's of the "
                 "phase on its node (node/spin_hold.py)")
+    SHARED_PIN = ("shared-pin", "a slot's work found its cpus about all busy while it used "
+                  "well less of them: other load took the rest (named as it ran there when "
+                  "the window ended), so its figures measured a share of its cpus")
     # issue 31: a parallel job's end is its ranks'
     LEFTOVER = ("leftover", "a process a parallel job's rank left (a daemon it forked) held "
                 "the launcher's output after the ranks had ended: it was killed, and named")
