@@ -11,8 +11,15 @@ import pytest
 
 from suite_paths import ROOT
 
+import manybench  # noqa: E402,F401  (the installed package, first: benchmarks/harness.py puts
+# src/ first on sys.path for the benchmarks, whose tree may hold no built extension)
+
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_osu  # noqa: E402
+import harness  # noqa: E402
+
+if harness.SRC in sys.path:    # nothing imported after this test module comes from src/
+    sys.path.remove(harness.SRC)
 
 CONFIGURE = """#!/bin/sh
 for a in "$@"; do case "$a" in CFLAGS=*) cflags="${a#CFLAGS=}";; esac; done
