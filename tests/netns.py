@@ -427,11 +427,12 @@ class Lab:
         return found
 
     # ---- ssh
-    def ssh_logins(self, tmp_path, slots: list[str]) -> tuple[str, str, str]:
-        """sshd on each node, node i given slots[i] in a hostfile: (the known_hosts file,
-        the client keys as TOML strings "a", "b", the hostfile) for a plan's [cluster] ssh
-        and --hosts."""
-        hosts = [self.start_sshd(i) for i in range(len(slots))]
+    def ssh_logins(self, tmp_path, slots: list[str],
+                   env: dict | None = None) -> tuple[str, str, str]:
+        """sshd on each node (`env` set in its sessions, as start_sshd's), node i given
+        slots[i] in a hostfile: (the known_hosts file, the client keys as TOML strings "a",
+        "b", the hostfile) for a plan's [cluster] ssh and --hosts."""
+        hosts = [self.start_sshd(i, env=env) for i in range(len(slots))]
         known = os.path.join(str(tmp_path), "known_hosts")
         with open(known, "w") as f:
             f.write("".join(open(h.known_hosts).read() for h in hosts))

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import export_json, loopback_scheduler, run_cli, stop
 from netns import Lab, require_netns, require_sshd
-from waits import wait_for, wait_workers
+from waits import wait_workers
 
 pytestmark = pytest.mark.e2e
 
@@ -74,8 +74,11 @@ def test_tls_scheduler_and_workers(plan_file, tmp_path):
 def test_hosts_over_ssh(plan_file, tmp_path):
     require_netns()
     require_sshd()
+    shipped = tmp_path / "hosts-tmp"   # the hosts' $TMPDIR, this test's own: mktemp -d's
+    shipped.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(shipped)}
     with Lab(2) as lab:
-        known, keys, hostfile = lab.ssh_logins(tmp_path, ["2", "slots=1"])
+        known, keys, hostfile = lab.ssh_logins(tmp_path, ["2", "slots=1"], env=env)
         # remote commands run through sshd: carry the test's import path along
         path = os.pathsep.join(os.path.abspath(p) for p in
                                os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
@@ -91,8 +94,6 @@ def test_hosts_over_ssh(plan_file, tmp_path):
             kernel = "null"
         """)
         out = str(tmp_path / "res")
-        import glob
-        shipped = set(glob.glob("/tmp/tmp.*/member.key"))   # mktemp -d's, on the hosts
         res = run_cli("run", plan, "-o", out, "-q", "--hosts", str(hostfile), timeout=240)
         assert res.returncode == 0, res.stderr[-3000:]
         nodes = sorted(r["node"] for r in export_json(out))
@@ -105,12 +106,9 @@ def test_hosts_over_ssh(plan_file, tmp_path):
                 "SELECT json_extract(inventory, '$.security') FROM nodes")}
         assert said == {"mutual TLS with the cluster's own certificates (made for this SSH "
                         "cluster); messages signed with the run's secret"}, said
-        # what a test beside it ships (its own cluster, the other worker's) is removed when
-        # that cluster closes; one this run left stays: only a leftover reaches the bound
-        # (a glob of all of /tmp: this run's are not told apart from theirs)
-        wait_for(lambda: set(glob.glob("/tmp/tmp.*/member.key")) <= shipped,
-                 "the keys shipped to the hosts removed",
-                 detail=lambda: sorted(set(glob.glob("/tmp/tmp.*/member.key")) - shipped))
+        # the directories the keys were shipped to went with the cluster, before the run
+        # ended (in this test's own $TMPDIR on the hosts: no other test's keys are there)
+        assert not sorted(str(p) for p in shipped.rglob("member.key"))
 
 
 def test_a_secured_cluster_goes_direct_over_tls_or_keeps_the_relay_with_a_warning(plan_file,

@@ -47,10 +47,16 @@ def test_a_dask_worker_on_a_cpu_without_the_builds_instructions_is_refused(plan_
 
 
 def test_a_host_reached_over_ssh_on_such_a_cpu_is_refused(plan_file, tmp_path):
+    """Refused, and what the run shipped to the hosts is gone with it: the credentials made
+    for the cluster were left in the hosts' temporary directories by every refused start
+    (a run's start that failed never closed the cluster it had started)."""
     require_sshd()
     cpu = lacking_cpu(tmp_path / "cpu")
+    shipped = tmp_path / "hosts-tmp"      # the hosts' $TMPDIR: where mktemp -d ships keys
+    shipped.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(shipped)}
     with Lab(2) as lab:
-        known, keys, hostfile = lab.ssh_logins(tmp_path, ["1", "1"])
+        known, keys, hostfile = lab.ssh_logins(tmp_path, ["1", "1"], env=env)
         # the hosts' commands (the scheduler's, the workers', their agents') read the cpu
         plan = plan_file(NULL + f"""
             [cluster]
@@ -60,6 +66,8 @@ def test_a_host_reached_over_ssh_on_such_a_cpu_is_refused(plan_file, tmp_path):
         res = run_cli("run", plan, "-o", str(tmp_path / "res"), "-q", "--hosts",
                       str(hostfile), timeout=240)
         _refused(res, lab.ip(0))
+        keys_left = sorted(str(p) for p in shipped.rglob("member.key"))
+        assert not keys_left, keys_left
 
 
 def test_a_slurm_job_on_such_a_cpu_is_refused(slurm, plan_file, tmp_path):  # noqa: F811

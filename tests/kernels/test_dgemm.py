@@ -260,9 +260,12 @@ def test_blas_best_times_every_candidate_and_keeps_the_fastest(blas):
             sorted(ok, key=lambda t: t.get("cpu_gflops", t["gflops"]))}     # each one's best
     ran = (r.extra["blas"], r.extra["blas_env"] or "auto")
     [core] = {t["core"] for t in ok if (t["blas"], t["env"]) == ran}
-    assert r.extra["blas_core"] == core
-    # the fastest, unless this test process loaded it before under another core (said)
+    # the fastest, with its trial's core, unless this test process loaded it before under
+    # another core (tests share a process in the sanitized pass): then the warning says so
+    # and names the core the library runs here, which the record keeps
     stale = [w for k, w in r.extra.get("warnings", []) if "cannot run in this slot" in w]
+    assert r.extra["blas_core"] == core or \
+        any(f"({r.extra['blas_core']} kernels" in w for w in stale), (core, stale)
     assert rate[ran] == max(rate.values()) or stale
     # every library that loads was tried as it loads on its own: the system's and numpy's
     files = {_native.blas_load(p)["file"] for p in dgemm.candidates(None)

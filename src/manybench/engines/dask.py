@@ -103,6 +103,19 @@ class DaskEngine(ChannelEngine):
     # -- start: discover nodes, their slots and clocks ---------------------------------
     def start(self, run: str, slots: int | None, default_dir: str, keep: bool,
               largest: int = 1) -> list[Node]:
+        try:
+            return self._start(run, slots, default_dir, keep)
+        except BaseException:
+            # a start that fails part way (a node refused, a worker missing, Ctrl-C) ends
+            # what it began: the agents started are aborted and the cluster this engine made
+            # closed, its credentials removed from the hosts (on_close); no run owns them
+            try:
+                self.abort()
+            except Exception:       # noqa: BLE001 (the start's own error is the one to tell)
+                pass
+            raise
+
+    def _start(self, run: str, slots: int | None, default_dir: str, keep: bool) -> list[Node]:
         if self.expected:
             self.client.wait_for_workers(self.expected, timeout=timing("engines.workers_wait"))
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -271,8 +284,9 @@ class DaskEngine(ChannelEngine):
                               f"({type(request).__name__}: {str(r) or type(r).__name__}): its "
                               "slots stop when its lease runs out; its scratch may remain")
         finally:
-            if self.on_close:
-                self.on_close()
+            on_close, self.on_close = self.on_close, None     # once: a failed start aborts,
+            if on_close:                                      # and a Ctrl-C then aborts again
+                on_close()
 
     def close(self) -> None:
         try:
