@@ -377,9 +377,7 @@ def statically_linked(path: str) -> bool:
 def _run(st: JobSlot, t0_ns: int, spin_ns: int) -> Result:
     armed_ns = time.time_ns()
     spec = st.ctx.spec
-    deadline = None
-    if spec.timeout is not None:
-        deadline = max(monotonic_at(t0_ns), time.monotonic()) + spec.timeout
+    deadline = None if spec.timeout is None else job_deadline(t0_ns, spec.timeout)
     how = st.link.wait_end(deadline) if st.link.go(t0_ns, spin_ns) else "exited"
     gone_ns = time.time_ns()
     # The job's slots share one deadline (T0 + timeout): the first to reach it kills its
@@ -441,6 +439,14 @@ def monotonic_at(wall_ns: int) -> float:
         if after - before <= PAIR_NS:
             break
     return ((before + after) // 2 + wall_ns - wall) / 1e9
+
+
+def job_deadline(t0_ns: int, timeout_s: float) -> float:
+    """The job's one deadline, T0 + timeout, on this slot's monotonic clock: the same for
+    every slot of the job whenever it is read. (It was the later of T0 and the moment the
+    slot read it: a slot armed after T0 under load had a later deadline than the others,
+    and its rank, stopped by the launcher at theirs, read as an error.)"""
+    return monotonic_at(t0_ns) + timeout_s
 
 
 def _past(deadline: float | None) -> bool:
