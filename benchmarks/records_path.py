@@ -126,8 +126,8 @@ def main() -> None:
                         collector.unfreeze()
                 done = collect("r", phase, nodelist, work, T, engine.results(),
                                go_ns=T - 1_000_000)
-                if collector is not None:     # (`made` in trees before it was named freeze)
-                    (getattr(collector, "freeze", None) or collector.made)()
+                if collector is not None:
+                    collector.freeze()
             finally:
                 if collector is not None:
                     collector.resume()
