@@ -79,9 +79,15 @@ def _mismatch_here() -> str | None:
     return mismatch(build_isa(), cpu_flags())
 
 
+def refusal() -> str:
+    """Why this cpu cannot run the build, as check() says it ("" when it can): a Dask node's
+    Info carries it, so the coordinator refuses the node before asking anything more of it."""
+    return _mismatch_here() or ""
+
+
 def check() -> None:
     """CpuMismatch when this cpu lacks an instruction set the build requires (read once per
     process)."""
-    why = _mismatch_here()
+    why = refusal()
     if why:
         raise CpuMismatch(why)

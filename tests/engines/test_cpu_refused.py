@@ -37,13 +37,19 @@ def _batch(queue: str, tmp_path, cpu: str, extra: str = "") -> str:
 
 def test_a_dask_worker_on_a_cpu_without_the_builds_instructions_is_refused(plan_file,
                                                                            tmp_path):
-    env = {"PYTHONPATH": lacking_cpu(tmp_path / "cpu")}
-    python = {2: ["env", f"PYTHONPATH={env['PYTHONPATH']}", sys.executable, "-m", "manybench"]}
+    """Refused at its Info, before any node measured its noise floor (each spent the plan's
+    `noise` seconds measuring it, and then the refused Start named the node twice)."""
+    marks = tmp_path / "noise-measured"     # a line per noise floor measured on a node
+    python = {i: ["env", f"PYTHONPATH={lacking_cpu(tmp_path / f'cpu{i}', lacking, marks)}",
+                  sys.executable, "-m", "manybench"]
+              for i, lacking in ((1, frozenset()), (2, frozenset({"sse4_2"})))}
     with DaskLab(2, slots=1, python=python) as lab:
         out = str(tmp_path / "res")
-        res = run_cli("run", plan_file(NULL), "-o", out, "--scheduler", lab.scheduler,
-                      timeout=300)
+        res = run_cli("run", plan_file("noise = 0.4\n" + NULL), "-o", out, "--scheduler",
+                      lab.scheduler, timeout=300)
     _refused(res, "n2")
+    assert "node n1" not in res.stderr, res.stderr[-3000:]     # n1's cpu runs the build
+    assert not marks.exists(), marks.read_text()
 
 
 def test_a_host_reached_over_ssh_on_such_a_cpu_is_refused(plan_file, tmp_path):

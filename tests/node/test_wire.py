@@ -296,6 +296,11 @@ def test_a_dask_worker_answers_typed_requests_through_its_one_handler(monkeypatc
         assert set(worker.handlers) == {"mb_call"}       # every request: protocol.py's
         info = ask(P.Info(), signed=False)
         assert isinstance(info, P.NodeInfo) and (info.node, info.slots) == ("n1", 1)
+        # a cpu that cannot run the build says so at Info (the coordinator asks no more)
+        from manybench import build_isa
+        assert info.refused == build_isa.refusal()
+        monkeypatch.setattr(build_isa, "refusal", lambda: "this cpu cannot run ... lacks avx")
+        assert ask(P.Info(), signed=False).refused == "this cpu cannot run ... lacks avx"
         assert isinstance(ask(P.MeasureNoise(0.02)), P.NoiseFloor)
         plugin.run, plugin.call_key = "r1", key           # a run holds the node
         plugin.lease.renew()

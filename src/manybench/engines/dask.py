@@ -8,9 +8,11 @@ Close and Abort. A run's phases go straight to each agent over its direct channe
 (engines/direct.py, node/direct.py: no worker, no scheduler on the path), or through the
 worker's handler for a node that cannot be reached directly (a `relay` warning says why).
 Requests and replies are the typed messages of node/protocol.py, each encoded with the
-protocol version; the first, Info, finds a node of another version and refuses it by name
-before anything else. Phases get a Prepare first, so T0 is chosen only when every node is
-ready, unless base.with_go says the phase may travel with Run.
+protocol version; the first, Info, finds a node of another version, or one whose cpu cannot
+run the build (build_isa.py), and refuses it by name before anything else: no noise floor
+is measured for a run refused, no agent started only to refuse its Start. Phases get a
+Prepare first, so T0 is chosen only when every node is ready, unless base.with_go says the
+phase may travel with Run.
 """
 from __future__ import annotations
 
@@ -123,6 +125,7 @@ class DaskEngine(ChannelEngine):
         refused = [str(e) for e in infos.values() if isinstance(e, ProtocolMismatch)]
         if refused:       # before anything else: nothing more is asked of any node
             raise EngineError("; ".join(refused))
+        cpu_refused = []
         for addr, info in infos.items():
             if isinstance(info, Exception):
                 raise EngineError(f"Dask worker {addr} has no manybench agent ({info}); start "
@@ -136,6 +139,10 @@ class DaskEngine(ChannelEngine):
             self.echo[name] = (info.host, info.echo_port)
             self.nodes.append(Node(name, n, tuple(info.cpus), machine=info.machine,
                                    host=info.host, inventory=info.inventory))
+            if info.refused:
+                cpu_refused.append(f"node {name}: {info.refused}")
+        if cpu_refused:     # its agent would refuse the Start: no node measures its noise first
+            raise EngineError("; ".join(sorted(cpu_refused)))
         if not self.nodes:
             raise EngineError("the Dask cluster has no workers")
         for n in self.nodes:      # the report's header names it (report/header.py)
@@ -152,8 +159,10 @@ class DaskEngine(ChannelEngine):
                                                 kill_grace_s=timing("node.kill_grace"))
                                   for n in self.nodes})
         for name, r in replies.items():
+            if isinstance(r, Exception):      # its text names the node (_call)
+                raise EngineError(f"{r}")
             if not isinstance(r, Started):
-                raise EngineError(f"starting the agent on {name}: {r}")
+                raise EngineError(f"node {name} answered its Start with {type(r).__name__}")
         self._go_direct(replies)
         self._form_groups(replies)
         self.sync_clocks()       # relays measure their members' clocks (engines/relays.py)

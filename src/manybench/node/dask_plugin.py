@@ -38,6 +38,7 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
+from .. import build_isa
 from ..inventory import noise
 from ..inventory.environment import collect, warm
 from ..inventory.topology import topology
@@ -106,12 +107,13 @@ class AgentPlugin(WorkerPlugin):
 
     # -- requests the worker answers itself ------------------------------------------
     async def info(self, req: Info) -> NodeInfo:
-        """Who this node is, with its inventory collected here."""
+        """Who this node is, with its inventory collected here, and why its cpu cannot run
+        the build if it cannot (the agent it would start refuses the run's Start for that)."""
         inventory = await asyncio.to_thread(collect)
         return NodeInfo(
             node=self.node_name(), slots=self.slots or len(topology()), cpus=topology(),
             echo_port=self.echo.port if self.echo else 0, host=self.worker.ip, pid=os.getpid(),
-            machine=_boot_id(), inventory=inventory)
+            machine=_boot_id(), inventory=inventory, refused=build_isa.refusal())
 
     async def noise(self, req: MeasureNoise) -> NoiseFloor:
         """This node's noise floor (inventory/noise.py), measured now on its cpus: the

@@ -13,7 +13,8 @@ Two hops, one vocabulary:
   agent  -> slot         Slot* messages over each slot's pipe (the same encoding, no envelope:
                          both ends are one installation), answered by Slot* replies.
 
-  Info()                         -> NodeInfo          the first request (Dask): who the node is
+  Info()                         -> NodeInfo          the first request (Dask): who the node is,
+                                                         and whether its cpu runs the build
   Renew(seconds)                 -> None              the coordinator is alive (engines/lease.py);
                                                          not sent to a node that heard it on
                                                          its direct channel meanwhile
@@ -104,8 +105,8 @@ from .wire_types import (Cpu, Inventory, NoiseReading, Published, Result, SlotCo
 # maps as TypedDicts, node/wire_types.py), the wire pinned to its fingerprint (wire_pins.py);
 # Start.lease_s and .kill_grace_s (the coordinator's timings, config/); SlotResults' and
 # Result's fields in the record table's order (record_table.py: elapsed_ns before armed_ns,
-# hist before extra)
-PROTOCOL_VERSION = 8
+# hist before extra); 9: NodeInfo.refused (a cpu that cannot run the build, said at Info)
+PROTOCOL_VERSION = 9
 MAGIC = b"MBP"
 _HEAD = struct.Struct("!3sH")
 HEADER_SIZE = _HEAD.size
@@ -203,6 +204,7 @@ class NodeInfo:
     pid: int
     machine: str                # boot id: nodes on one machine share its cpus
     inventory: Inventory = field(default_factory=dict)   # environment.collect() there
+    refused: str = ""           # why its cpu cannot run the build (build_isa.refusal); "": it can
 
 
 @dataclass(frozen=True)

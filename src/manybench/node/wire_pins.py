@@ -7,11 +7,11 @@ bump; `--again` replaces the pin of a version not yet released)."""
 from __future__ import annotations
 
 
-VERSION = 8
+VERSION = 9
 PINNED: dict[str, str] = {
     'Info': '',
     'NodeInfo': 'node: str; slots: int; cpus: tuple[Cpu, ...]; echo_port: int; host: str; '
-                'pid: int; machine: str; inventory: dict[str, open]',
+                'pid: int; machine: str; inventory: dict[str, open]; refused: str',
     'Cpu': 'id: int; core: int; package: int; numa: int',
     'Renew': 'seconds: float',
     'MeasureNoise': 'seconds: float',
@@ -101,4 +101,5 @@ PINNED: dict[str, str] = {
 # each earlier version's fingerprint, as its digest (fingerprint.digest)
 EARLIER: dict[int, str] = {
     7: '94735a2de5c362f2',
+    8: '416e496445d9ca02',
 }
