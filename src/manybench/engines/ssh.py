@@ -5,9 +5,11 @@ asyncssh (Dask's SSHCluster's way, with manybench's own commands on the far side
 Secured by default: before it starts anything on a host, the coordinator copies the
 cluster's credentials (made for this cluster, security/credentials.py) over that login into
 a fresh owner-only directory there (`mktemp -d`), starts the process with them, and removes
-the directory once the process has ended. Nothing secret is on any command line. Each
-process listens on its host's own address (the one the hostfile names), not on every
-interface. With --insecure, the same without credentials.
+the directory once the process has ended. The far side does both ends itself (`remote_command`):
+the process ends with its SSH session and the directory goes with the process, whatever
+became of the coordinator (one killed with SIGKILL closes no cluster). Nothing secret is on
+any command line. Each process listens on its host's own address (the one the hostfile
+names), not on every interface. With --insecure, the same without credentials.
 """
 from __future__ import annotations
 
@@ -19,6 +21,32 @@ from distributed.deploy.spec import ProcessInterface
 
 from ..config import timing
 from ..security.credentials import FILES, Credentials
+
+# The far side of one process, an sh script: manybench in the background, ended (SIGTERM) when
+# the session's stdin closes (the coordinator closed the session, or died: a SIGKILLed one's
+# sessions close with its connections) or when the session delivers a signal (asyncssh's
+# terminate, to this shell); once it has ended, the credentials' directory is removed. A
+# session's end delivers no signal without a terminal: a coordinator killed with SIGKILL left
+# its scheduler and workers running on the hosts, the member key beside them.
+WRAPPER = """exec 3<&0 </dev/null
+{command} 3<&- &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null' HUP INT TERM
+{{ cat <&3; kill -TERM $pid; }} >/dev/null 2>&1 &
+watch=$!
+exec 3<&-
+wait $pid; rc=$?
+while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
+{remove}kill $watch 2>/dev/null
+exit $rc
+"""
+
+
+def remote_command(command: str, credentials_dir: str) -> str:
+    """The login's command that runs `command` (a manybench process, sh words) on the far side
+    as WRAPPER says, removing credentials_dir ("" none) after it."""
+    remove = f"rm -rf {shlex.quote(credentials_dir)}\n" if credentials_dir else ""
+    return "sh -c " + shlex.quote(WRAPPER.format(command=command, remove=remove))
 
 
 class Remote(ProcessInterface):
@@ -53,7 +81,7 @@ class Remote(ProcessInterface):
         # python may be a command of its own ("env PYTHONPATH=... /opt/py/bin/python")
         cmd = f"{self.python} -m manybench " + " ".join(
             shlex.quote(a) for a in [*self.args(), "--host", self.listen, *access])
-        self.proc = await self.connection.create_process(cmd)
+        self.proc = await self.connection.create_process(remote_command(cmd, self.dir))
         await asyncio.wait_for(self._wait_ready(), timing("engines.ssh_ready"))
         await super().start()
 
@@ -79,7 +107,7 @@ class Remote(ProcessInterface):
             except (asyncio.TimeoutError, OSError):
                 self.proc.terminate()
         if self.connection is not None:
-            if self.dir:
+            if self.dir:      # gone with the process if it ended; else now (it soon ends)
                 try:
                     await asyncio.wait_for(self.connection.run(
                         f"rm -rf {shlex.quote(self.dir)}"), 15)
