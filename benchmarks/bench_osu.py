@@ -7,13 +7,14 @@
 
 DIR (or $OSU_SOURCE) is an OSU micro-benchmarks 7.x source tree (the public release's
 tarball, or a mirror of it), never built in: it is configured and built in a directory of
-its own under the temporary directory (a copy of the tree, `make distclean`ed when it was
-configured in place, which autotools cannot configure again out of tree) with Open MPI's
-wrappers (mpicc.openmpi, mpicxx.openmpi) and CFLAGS="-O2 -DFLOAT_PRECISION=3": OSU prints
-latencies with FLOAT_PRECISION decimals (c/util/osu_util.h, 2 unless defined), a 0.01 us
-step that is 8% of a 0.12 us bcast; mbmpi prints 3. The counting runs check that OSU's rows
-came out with 3 decimals and say so when not. Without DIR the benchmark says so and exits 2.
-OSU's code stays out of this repository: only its outputs are kept (tests/fixtures/osu/).
+its own under the temporary directory, by one builder at a time (a copy of the tree, `make
+distclean`ed when it was configured in place, which autotools cannot configure again out of
+tree) with Open MPI's wrappers (mpicc.openmpi, mpicxx.openmpi) and CFLAGS="-O2
+-DFLOAT_PRECISION=3": OSU prints latencies with FLOAT_PRECISION decimals (c/util/osu_util.h,
+2 unless defined), a 0.01 us step that is 8% of a 0.12 us bcast; mbmpi prints 3. The
+counting runs check that OSU's rows came out with 3 decimals and say so when not. Without
+DIR the benchmark says so and exits 2. OSU's code stays out of this repository: only its
+outputs are kept (tests/fixtures/osu/).
 
 Both sides run under Open MPI's mpirun.openmpi as 2 ranks on this machine, rank r pinned to
 the cpus slot r of a 2-worker phase gets (harness.mpirun_pinned), with their default
@@ -38,6 +39,7 @@ machine the ratios scatter, the counters do not. Exit status 1 when a size fails
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -79,19 +81,24 @@ def osu_build(source: str) -> str:
     """The directory holding c/mpi/... with OSU's programs built with OSU_CFLAGS: a copy of
     `source` of its own, configured in place (a tree already configured in place cannot be
     configured again out of tree: the copy is `make distclean`ed first), reused while its
-    configuration stands."""
+    configuration stands. One builder at a time (a lock file beside it): a second one removed
+    the tree the first was configuring, or ran make in it at once."""
     source = os.path.abspath(source)
     tag = hashlib.sha256(f"{source} {MPICC} {OSU_CFLAGS}".encode()).hexdigest()[:12]
     out = os.path.join(tempfile.gettempdir(), f"manybench-osu-{tag}")
-    if not os.path.exists(os.path.join(out, "config.status")):
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.copytree(source, out, symlinks=True)
-        if os.path.exists(os.path.join(out, "config.status")):   # configured in place
-            subprocess.run(["make", "distclean"], cwd=out, check=True, capture_output=True)
-        subprocess.run(["./configure", f"CC={MPICC}", f"CXX={MPICXX}", f"CFLAGS={OSU_CFLAGS}"],
-                       cwd=out, check=True, capture_output=True)
-    for sub in BUILT:
-        subprocess.run(["make", "-j2", "-C", sub], cwd=out, check=True, capture_output=True)
+    # (not through a link planted at that name in the shared temporary directory)
+    fd = os.open(f"{out}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)      # released when the file closes
+        if not os.path.exists(os.path.join(out, "config.status")):
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(source, out, symlinks=True)
+            if os.path.exists(os.path.join(out, "config.status")):   # configured in place
+                subprocess.run(["make", "distclean"], cwd=out, check=True, capture_output=True)
+            subprocess.run(["./configure", f"CC={MPICC}", f"CXX={MPICXX}",
+                            f"CFLAGS={OSU_CFLAGS}"], cwd=out, check=True, capture_output=True)
+        for sub in BUILT:
+            subprocess.run(["make", "-j2", "-C", sub], cwd=out, check=True, capture_output=True)
     return out
 
 

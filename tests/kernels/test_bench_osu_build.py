@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -21,7 +22,12 @@ import harness  # noqa: E402
 if harness.SRC in sys.path:    # nothing imported after this test module comes from src/
     sys.path.remove(harness.SRC)
 
+# $OSU_GATE set: the first configure (of every builder) waits for $OSU_GATE/go
 CONFIGURE = """#!/bin/sh
+if [ -n "$OSU_GATE" ] && mkdir "$OSU_GATE/first" 2>/dev/null; then
+    touch "$OSU_GATE/waiting"
+    while [ ! -e "$OSU_GATE/go" ]; do sleep 0.05; done
+fi
 for a in "$@"; do case "$a" in CFLAGS=*) cflags="${a#CFLAGS=}";; esac; done
 echo configured >> configure.log
 echo "$cflags" > config.status
@@ -67,6 +73,52 @@ def test_osu_is_built_in_a_copy_of_its_own_with_3_decimals(source, in_place):
     bench_osu.osu_build(str(source))                        # configured once, reused
     with open(os.path.join(out, "configure.log")) as f:
         assert f.read().count("configured") == 1 + in_place
+
+
+def _waits_for_a_lock(pid: int) -> bool:
+    """The process waits for a file lock (a blocked request in /proc/locks: "N: -> FLOCK ...")."""
+    with open("/proc/locks") as f:
+        return any(w[1:2] == ["->"] and w[5:6] == [str(pid)] for w in map(str.split, f))
+
+
+def test_two_builders_at_once_end_with_one_good_build(source, tmp_path):
+    """A second builder that comes while the first configures waits for it, then reuses its
+    build: without a lock it removed the tree the first was configuring, and the first failed
+    (its configure ran on in a deleted directory)."""
+    from waits import wait_for
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    script = ("import sys, manybench\n"
+              f"sys.path.insert(0, {os.path.join(ROOT, 'benchmarks')!r})\n"
+              f"import bench_osu\nprint(bench_osu.osu_build({str(source)!r}))\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "OSU_GATE": str(gate)}
+    builders = []
+
+    def builder() -> subprocess.Popen:
+        builders.append(subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        return builders[-1]
+    try:
+        first = builder()
+        wait_for(lambda: (gate / "waiting").exists(), "the first builder configuring", proc=first)
+        second = builder()
+        wait_for(lambda: second.poll() is not None or _waits_for_a_lock(second.pid),
+                 "the second builder done, or waiting for the first")
+        (gate / "go").touch()
+        said = [p.communicate(timeout=120) for p in builders]
+    finally:
+        (gate / "go").touch()
+        for p in builders:       # ours, by pid
+            p.kill()
+            p.wait()
+    assert [p.returncode for p in builders] == [0, 0], [err[-2000:] for _, err in said]
+    built = said[0][0].strip()
+    assert said[1][0].strip() == built
+    for sub in bench_osu.BUILT:
+        with open(os.path.join(built, sub, "built-with")) as f:
+            assert f.read().strip() == "-O2 -DFLOAT_PRECISION=3"
+    with open(os.path.join(built, "configure.log")) as f:
+        assert f.read().count("configured") == 1             # configured once, by the first
 
 
 def test_decimals_reads_a_tables_first_figure():
