@@ -1,7 +1,8 @@
 """Reading a run's telemetry holds a batch of its rows, never all of them: `report`, `export
---table telemetry` and the checks at a run's end (run/quality.py) on a run of 300,000
-telemetry rows peak within a few MiB of the same command on the same run with 800 rows
-(a run of 64 nodes sampled every second for 10 hours has 2.3 M rows; each held as a
+--table telemetry`, `report --plots` (its telemetry figure draws a bounded number of rows:
+report/plots/telemetry_rows.py) and the checks at a run's end (run/quality.py), on a run of
+300,000 telemetry rows, peak within a few MiB of the same command on the same run with 800
+rows (a run of 64 nodes sampled every second for 10 hours has 2.3 M rows; each held as a
 TelemetryRow costs about a KiB). Peak RSS is the child's own (wait4), not moved by load."""
 from __future__ import annotations
 
@@ -71,7 +72,9 @@ CHECKS = ("from manybench.run.quality import run_checks; "
 COMMANDS = {"report": lambda d, out: ["-m", "manybench", "report", d],
             "export": lambda d, out: ["-m", "manybench", "export", d, "--table", "telemetry",
                                       "-o", os.path.join(out, "t.csv")],
-            "checks": lambda d, out: ["-c", CHECKS, d]}
+            "checks": lambda d, out: ["-c", CHECKS, d],
+            "plots": lambda d, out: ["-m", "manybench", "report", d, "--plots",
+                                     os.path.join(out, "plots")]}
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
