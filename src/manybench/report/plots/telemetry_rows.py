@@ -4,10 +4,10 @@ and a figure ~1,000 pixels wide shows no more than a few thousand steps of a lin
 
 Two passes over the run's rows (Store.telemetry_rows, a batch at a time): the first counts
 each task's rows per node, the second keeps them. A task with more than FIGURE_ROWS rows has
-each node's consecutive rows merged `merged_of` at a time into one row over their span: each
-rate and cpu share the mean of the rows' weighted by their intervals (the rate over the time
-they cover: a row is a rate over its interval), memory the largest level. A task of fewer
-rows keeps its rows as stored.
+each node's consecutive rows merged k at a time (k: the node's rows over its share of
+FIGURE_ROWS) into one row over their span: each rate and cpu share the rows' mean weighted by
+their intervals (the rate over the time they cover: a row is a rate over its interval),
+memory the largest level. A task of fewer rows keeps its rows as stored.
 """
 from __future__ import annotations
 
