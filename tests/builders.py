@@ -244,8 +244,8 @@ class StoreWithSamples(Store):
             counts[s.phase_id] = counts.get(s.phase_id, 0) + 1
         return counts
 
-    def telemetry(self, run_id):
-        return [t for t in self.telemetry_by_run if t.run == run_id]
+    def telemetry_rows(self, run_id):
+        return iter([t for t in self.telemetry_by_run if t.run == run_id])
 
 
 def make_store(path) -> tuple[list[Sample], list[TelemetryRow]]:

@@ -147,7 +147,7 @@ def test_a_failing_store_read_is_not_taken_for_an_older_results_db(tmp_path):
     make_store(tmp_path)
 
     class Broken(Store):
-        def telemetry(self, run_id):
+        def telemetry_rows(self, run_id):
             raise RuntimeError("telemetry read failed")
 
     with Broken(tmp_path, readonly=True) as st:

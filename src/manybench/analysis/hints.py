@@ -159,19 +159,22 @@ def at_peak(points: Sequence[PointSummary], effs: Mapping[str, PointEfficiency])
 
 
 def system_cpu(phase_task: Mapping[int, str], rows: Iterable[TelemetryRow]) -> list[Hint]:
-    """Per task, mean user and system cpu over the telemetry rows inside its phases."""
-    acc: dict[str, list[tuple[float, float]]] = {}
+    """Per task, mean user and system cpu over the telemetry rows inside its phases, summed
+    as they come (a run's rows may be millions: Store.telemetry_rows)."""
+    acc: dict[str, list] = {}     # task -> [rows, user sum, system sum]
     for r in rows:
         if r.phase_id is not None and r.phase_id in phase_task:
-            acc.setdefault(phase_task[r.phase_id], []).append((r.cpu_user_pct, r.cpu_system_pct))
+            a = acc.setdefault(phase_task[r.phase_id], [0, 0, 0])
+            a[0] += 1
+            a[1] += r.cpu_user_pct
+            a[2] += r.cpu_system_pct
     out = []
-    for task, xs in acc.items():
-        user = sum(u for u, _ in xs) / len(xs)
-        system = sum(s for _, s in xs) / len(xs)
+    for task, (n, user_sum, system_sum) in acc.items():
+        user, system = user_sum / n, system_sum / n
         if system > user and system >= SYSTEM_SHARE:
             out.append(Hint("system-cpu", task, f"system cpu dominated during {task}: time "
                             "went to the kernel (syscalls, page cache, locks), not the work",
-                            f"system {system:.0f}% against user {user:.0f}% over {len(xs)} "
+                            f"system {system:.0f}% against user {user:.0f}% over {n} "
                             "telemetry samples"))
     return out
 

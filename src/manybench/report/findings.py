@@ -68,7 +68,7 @@ def run_hints(store: Store, run: RunInfo, points: list[PointSummary], read: RunR
              + H.straggler_hints(read.slot_times(store, run.run_id)) + H.cpu_bound(points))
     # an older results.db is migrated when opened (results/schema.py): its telemetry is empty
     phase_task = {idx: ps[-1].info.task for idx, ps in read.parts.items() if ps and ps[0].records}
-    return found + H.system_cpu(phase_task, store.telemetry(run.run_id))
+    return found + H.system_cpu(phase_task, store.telemetry_rows(run.run_id))
 
 
 def attach_hints(view: RunView, store: Store, run: RunInfo, points: list[PointSummary],

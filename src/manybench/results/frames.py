@@ -127,7 +127,7 @@ def table_rows(store: Store, table: str, run: str | None = None, nested: bool = 
         return [asdict(s) for r in runs for s in store.samples(r)]
     if table == "series":
         return [asdict(s) for r in runs for s in store.series(r)]
-    return [asdict(t) for r in runs for t in store.telemetry(r)]
+    return [asdict(t) for r in runs for t in store.telemetry_rows(r)]
 
 
 def frame(store: Store, table: str, run: str | None = None, nested: bool = False) -> Any:

@@ -2,8 +2,9 @@
 
 A stored run's figures are drawn from its phases' aggregates (analysis/run_read.py); a figure
 that shows records (a Gantt, each slot's time, a phase's throughput) reads one phase's, the
-one it shows. Samples and telemetry come from `Store.samples` / `Store.telemetry` (the
-store migrates an older results.db, whose tables are then empty): lists of
+one it shows. Samples come from `Store.samples`; telemetry from `Store.telemetry_rows`, a
+task's as its figure draws it (telemetry_rows.py: rows that do not grow with the run). The
+store migrates an older results.db, whose tables are then empty: lists of
 results.contract.Sample / TelemetryRow; the figures that need them are left out where they
 are empty.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from ...status import OK_TEXT, Status
 from ...analysis import PointSummary
@@ -28,6 +29,7 @@ from ...record import Record
 from ...results.contract import RunInfo, Sample, StoredPhase
 from ...results.store import Store
 from .. import header as head
+from .telemetry_rows import by_task as rows_by_task
 
 
 @dataclass
@@ -40,6 +42,7 @@ class TaskData:
     effs: dict[str, PointEfficiency] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     telemetry: list[TelemetryRow] = field(default_factory=list)
+    telemetry_merged: int = 1     # the most stored rows merged into one of telemetry (1: none)
     series: list = field(default_factory=list)    # results.contract.SeriesPoint (OSU, IMB)
     interval_s: float | None = None       # the plan's sampling interval for the task
     # every figure of each point (analysis/values.py): what the figures draw, as the tables
@@ -135,7 +138,7 @@ def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
     summaries, read, phases, effs, *rest = data
     values = rest[0] if rest else {s.point: point_values(s, read.spreads.get(s.point))
                                    for s in summaries}
-    out = split(summaries, [], phases, effs, None, store.telemetry(run.run_id),
+    out = split(summaries, [], phases, effs, None, _StoredTelemetry(store, run.run_id),
                 store.series(run.run_id), plan_raw=run.plan_raw, values=values)
     _attach(out, read, _PhaseCache(store, run.run_id))
     counts = store.sample_counts(run.run_id)
@@ -143,6 +146,17 @@ def tasks(store: Store, run: RunInfo, data: tuple = ()) -> list[TaskData]:
         d.sample_loader = lambda i, run_id=run.run_id: store.samples(run_id, i)
         d.sampled = {p.index: counts[p.index] for p in d.phases if p.index in counts}
     return out
+
+
+class _StoredTelemetry:
+    """A run's telemetry rows, read from the store, a batch at a time, each time iterated
+    (telemetry_rows.by_task reads them twice, and holds what a figure draws)."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+
+    def __iter__(self) -> Iterator[TelemetryRow]:
+        return self.store.telemetry_rows(self.run_id)
 
 
 class _PhaseCache:
@@ -175,11 +189,12 @@ def _attach(tasks_: list[TaskData], read: RunRead, loader: Callable[[int], list[
 
 def split(summaries: list[PointSummary], records: list[Record], phases: list[StoredPhase],
           effs: dict[str, PointEfficiency] | None = None, samples: list[Sample] | None = None,
-          telemetry: list[TelemetryRow] | None = None, series: list | None = None,
+          telemetry: Iterable[TelemetryRow] | None = None, series: list | None = None,
           plan_raw: dict | None = None, values: dict | None = None
           ) -> list[TaskData]:
     """Group a run's data by task (also for tests that build the lists themselves);
-    `values`: every point's figures (analysis/values.py), else made here."""
+    `values`: every point's figures (analysis/values.py), else made here; `telemetry` is
+    iterated twice (telemetry_rows.by_task)."""
     if values is None:
         spreads = metric_spreads(records, phases)
         values = {s.point: point_values(s, spreads.get(s.point)) for s in summaries}
@@ -208,10 +223,13 @@ def split(summaries: list[PointSummary], records: list[Record], phases: list[Sto
         if t in out:
             out[t].series.append(pt)
     before = _next_phase(phases)
-    for row in telemetry or []:
+
+    def shown_in(row: TelemetryRow) -> str | None:
         t = task_of.get(row.phase_id) if row.phase_id is not None else before(row.t_ns)
-        if t in out:
-            out[t].telemetry.append(row)
+        return t if t in out else None
+    drawn, merged = rows_by_task(telemetry or [], shown_in)
+    for t, rows in drawn.items():
+        out[t].telemetry, out[t].telemetry_merged = rows, merged[t]
     return list(out.values())
 
 

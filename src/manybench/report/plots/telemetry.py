@@ -71,7 +71,9 @@ def plot(d: TaskData):
     cpu.set_ylabel("cpu %")
     cpu.set_ylim(0, 100)
     io.set_ylabel(unit)
-    io.set_xlabel("time (s)")
+    # a long run's rows are merged for the figure (telemetry_rows.py): said where it is read
+    io.set_xlabel("time (s)" + (f"; each step the mean of up to {d.telemetry_merged} rows"
+                                if d.telemetry_merged > 1 else ""))
     cpu.legend(fontsize=6, ncol=3)
     io.legend(fontsize=6, ncol=3)
     return fig
