@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES="fio strace time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static gridengine-master gridengine-exec gridengine-client bwa bowtie2 samtools hpcc openmpi-bin libopenmpi-dev mpich libmpich-dev lammps clang-14 libclang-rt-14-dev"
+DEBIAN_PACKAGES="fio strace time numactl faketime hyperfine iproute2 procps psmisc openssh-server openssh-client openssl slurm-wlm munge libopenblas0 iperf3 qperf chromium charliecloud-runtime busybox-static gridengine-master gridengine-exec gridengine-client bwa bowtie2 samtools hpcc openmpi-bin libopenmpi-dev mpich libmpich-dev lammps clang-14 libclang-rt-14-dev qemu-user"
 missing=""
 for p in $DEBIAN_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
