@@ -402,3 +402,30 @@ local_directory = "{tmp_path}"
 log_directory = "{tmp_path}"
 {lines}
 """
+
+
+# one small task of each kernel the standalone mbkernel runs (a variant's wrap runs them)
+STANDALONE_TASKS = """
+    [[task]]
+    name = "write"
+    kernel = "io.write"
+    size = "4MiB"
+    block = "256KiB"
+    [[task]]
+    name = "read"
+    kernel = "io.read"
+    size = "4MiB"
+    [[task]]
+    name = "sync"
+    kernel = "null"
+    [[task]]
+    name = "stream"
+    kernel = "mem.stream"
+    elements = 200000
+    ntimes = 3
+    [[task]]
+    name = "himeno"
+    kernel = "cpu.himeno"
+    grid = "XS"
+    iterations = 20
+    """

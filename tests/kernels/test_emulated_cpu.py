@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from builders import STANDALONE_TASKS
 from conftest import export_json, run_cli
 from suite_paths import TESTS
 
@@ -129,8 +130,7 @@ def test_mbkernel_runs_every_standalone_kernel_on_an_emulated_cpu_without_avx(pl
     """mbkernel is a program of its own (static, its own clones): a variant's wrap runs it
     under qemu as a Nehalem, through a whole run."""
     from manybench.kernels import KERNELS
-    from test_wrap import KERNEL_TASKS
-    plan = plan_file(KERNEL_TASKS + f"""
+    plan = plan_file(STANDALONE_TASKS + f"""
         [[variant]]
         name = "nehalem"
         wrap = ["{QEMU}", "-cpu", "Nehalem"]

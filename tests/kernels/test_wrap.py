@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from builders import STANDALONE_TASKS
 from conftest import export_json, run_cli
 
 pytest.importorskip("manybench._native", reason="the C kernels are not built")
@@ -37,31 +38,6 @@ def _figures(rec: dict, wrapped: bool) -> set[str]:
 BUSYBOX = "/bin/busybox"   # Debian busybox-static
 CH_RUN = shutil.which("ch-run")
 
-KERNEL_TASKS = """
-    [[task]]
-    name = "write"
-    kernel = "io.write"
-    size = "4MiB"
-    block = "256KiB"
-    [[task]]
-    name = "read"
-    kernel = "io.read"
-    size = "4MiB"
-    [[task]]
-    name = "sync"
-    kernel = "null"
-    [[task]]
-    name = "stream"
-    kernel = "mem.stream"
-    elements = 200000
-    ntimes = 3
-    [[task]]
-    name = "himeno"
-    kernel = "cpu.himeno"
-    grid = "XS"
-    iterations = 20
-    """
-
 
 def _rows(out: str) -> dict[tuple[str, str], dict]:
     return {(r["task"], r["variant"]): r for r in export_json(out)}
@@ -78,7 +54,7 @@ def test_the_standalone_executable_is_installed_beside_the_kernels():
 def test_wrapped_builtin_kernels_measure_what_plain_ones_do(plan_file, tmp_path):
     """Under ["env", "--"] every built-in kernel's record has the plain record's figures (and
     bytes), plus the wrap's start-up and exit, and runs with the slot's binding."""
-    plan = plan_file(KERNEL_TASKS + """
+    plan = plan_file(STANDALONE_TASKS + """
         [[variant]]
         name = "plain"
         [[variant]]
